@@ -1,0 +1,211 @@
+"""One place for input checks and their error messages.
+
+Every public entry point validates through these helpers so that a bad input
+gets one clear ``ValueError`` (or ``TypeError``) naming the parameter or column
+and what was wrong, in scikit-learn's sentence form::
+
+    The 'epsilon' parameter of LaplaceMechanism must be > 0. Got -1 instead.
+
+Messages never echo values *from the data* (they may be confidential): they
+name columns, counts and parameters the caller passed, never cell values.
+"""
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when ``sample`` (or similar) is called before ``fit``."""
+
+
+def param_error(name: str, owner: str, requirement: str, got: Any) -> ValueError:
+    """Build the standard error for a parameter that breaks its constraint."""
+    return ValueError(
+        f"The '{name}' parameter of {owner} must be {requirement}. Got {got!r} instead."
+    )
+
+
+def check_scalar(
+    value: Any,
+    name: str,
+    owner: str,
+    *,
+    kind: str = "real",
+    lower: float | None = None,
+    upper: float | None = None,
+    lower_inclusive: bool = True,
+    upper_inclusive: bool = True,
+) -> float | int:
+    """Check a real or integer scalar against optional bounds and return it.
+
+    ``kind`` is ``"real"`` or ``"int"``; integers stored as floats (``3.0``)
+    are accepted for ``"int"`` and returned as ``int``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        what = "an integer" if kind == "int" else "a real number"
+        raise param_error(name, owner, what, value)
+    if kind == "int":
+        if not float(value).is_integer():
+            raise param_error(name, owner, "a whole number", value)
+        value = int(value)
+    elif not np.isfinite(value):
+        raise param_error(name, owner, "finite", value)
+    if lower is not None:
+        ok = value >= lower if lower_inclusive else value > lower
+        if not ok:
+            raise param_error(name, owner, f"{'>=' if lower_inclusive else '>'} {lower}", value)
+    if upper is not None:
+        ok = value <= upper if upper_inclusive else value < upper
+        if not ok:
+            raise param_error(name, owner, f"{'<=' if upper_inclusive else '<'} {upper}", value)
+    return value
+
+
+def check_epsilon(eps: Any, owner: str, name: str = "epsilon") -> float:
+    """Privacy-loss parameter: a finite real > 0."""
+    return float(check_scalar(eps, name, owner, lower=0.0, lower_inclusive=False))
+
+
+def check_delta(delta: Any, owner: str, name: str = "delta") -> float:
+    """Failure probability of approximate DP: a real in the open interval (0, 1)."""
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not (0.0 < delta < 1.0):
+        raise param_error(name, owner, "in the open interval (0, 1)", delta)
+    return float(delta)
+
+
+def check_option(value: Any, name: str, owner: str, options: Iterable[str]) -> str:
+    """A string drawn from a fixed set of options."""
+    options = list(options)
+    if value not in options:
+        raise param_error(name, owner, "one of " + ", ".join(repr(o) for o in options), value)
+    return value
+
+
+def check_random_state(random_state: Any) -> np.random.Generator:
+    """Turn None / int / Generator into a ``numpy.random.Generator``."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or (
+        isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+    ):
+        if random_state is not None and random_state < 0:
+            raise param_error("random_state", "synthmi", "None, a Generator or an int >= 0", random_state)
+        return np.random.default_rng(random_state)
+    raise param_error("random_state", "synthmi", "None, a Generator or an int >= 0", random_state)
+
+
+def check_dataframe(df: Any, name: str = "data", *, min_rows: int = 1) -> pd.DataFrame:
+    """A non-empty DataFrame with unique string-like column names."""
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"The '{name}' parameter must be a pandas DataFrame. Got {type(df).__name__} instead.")
+    if df.shape[1] == 0:
+        raise ValueError(f"The '{name}' DataFrame has no columns.")
+    if len(df) < min_rows:
+        raise ValueError(f"The '{name}' DataFrame has {len(df)} rows; at least {min_rows} are needed.")
+    if df.columns.duplicated().any():
+        dup = list(df.columns[df.columns.duplicated()])
+        raise ValueError(f"The '{name}' DataFrame has duplicated column names: {dup}.")
+    return df
+
+
+def check_columns_exist(df: pd.DataFrame, columns: Sequence[str], name: str, df_name: str = "data") -> list[str]:
+    """Every name in ``columns`` is a column of ``df``; returns them as a list."""
+    if isinstance(columns, str):
+        columns = [columns]
+    columns = list(columns)
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"The '{name}' parameter names columns not in '{df_name}': {missing}. "
+            f"Available columns: {list(df.columns)}."
+        )
+    dup = sorted({c for c in columns if columns.count(c) > 1})
+    if dup:
+        raise ValueError(f"The '{name}' parameter names columns more than once: {dup}.")
+    return columns
+
+
+def check_not_degenerate(df: pd.DataFrame, columns: Sequence[str], df_name: str = "data") -> None:
+    """No column entirely missing, and none with a single observed value."""
+    for c in columns:
+        s = df[c]
+        n_obs = int(s.notna().sum())
+        if n_obs == 0:
+            raise ValueError(f"Column '{c}' of '{df_name}' is entirely missing (all NaN).")
+        if s.nunique(dropna=True) < 2:
+            raise ValueError(
+                f"Column '{c}' of '{df_name}' is constant (one observed value); "
+                "it carries no information to model or synthesize."
+            )
+
+
+def check_no_missing(df: pd.DataFrame, columns: Sequence[str], df_name: str = "data") -> None:
+    """Columns declared complete really are complete."""
+    for c in columns:
+        n_mis = int(df[c].isna().sum())
+        if n_mis:
+            raise ValueError(
+                f"Column '{c}' of '{df_name}' has {n_mis} missing values where none are allowed."
+            )
+
+
+def check_same_structure(
+    original: pd.DataFrame, synthetic: pd.DataFrame, name: str = "synthetic", columns: Sequence[str] | None = None
+) -> None:
+    """Synthetic copy has the original's columns and, for categoricals, its categories.
+
+    Only category *counts* are reported on mismatch: labels can be confidential.
+    """
+    cols = list(original.columns) if columns is None else list(columns)
+    missing = [c for c in cols if c not in synthetic.columns]
+    extra = [c for c in synthetic.columns if c not in original.columns] if columns is None else []
+    if missing or extra:
+        raise ValueError(
+            f"Columns of '{name}' do not match the original: missing {missing}, unexpected {extra}."
+        )
+    for c in cols:
+        o, s = original[c], synthetic[c]
+        o_cat = isinstance(o.dtype, pd.CategoricalDtype)
+        s_cat = isinstance(s.dtype, pd.CategoricalDtype)
+        o_num = pd.api.types.is_numeric_dtype(o) and not o_cat
+        s_num = pd.api.types.is_numeric_dtype(s) and not s_cat
+        if o_num != s_num:
+            raise ValueError(
+                f"Column '{c}' is {'numeric' if o_num else 'categorical'} in the original but "
+                f"{'numeric' if s_num else 'categorical'} in '{name}'."
+            )
+        if not o_num:
+            o_levels = set(o.cat.categories) if o_cat else set(o.dropna().unique())
+            s_levels = set(s.cat.categories) if s_cat else set(s.dropna().unique())
+            if s_cat and o_cat:
+                s_levels = set(s.dropna().unique())
+            unknown = s_levels - o_levels
+            if unknown:
+                raise ValueError(
+                    f"Column '{c}' of '{name}' has {len(unknown)} categor"
+                    f"{'y' if len(unknown) == 1 else 'ies'} that the original does not have."
+                )
+
+
+def check_copies(copies: Any, name: str = "synthetic", min_copies: int = 1) -> list[pd.DataFrame]:
+    """A DataFrame, a list of them, or an object with ``.copies`` -> list of DataFrames."""
+    if hasattr(copies, "copies") and not isinstance(copies, pd.DataFrame):
+        copies = copies.copies
+    if isinstance(copies, pd.DataFrame):
+        copies = [copies]
+    if not isinstance(copies, (list, tuple)):
+        raise TypeError(
+            f"The '{name}' parameter must be a DataFrame, a list of DataFrames or a SyntheticData. "
+            f"Got {type(copies).__name__} instead."
+        )
+    copies = list(copies)
+    if len(copies) < min_copies:
+        raise param_error(name, "synthmi", f"a list of at least {min_copies} DataFrame(s)", f"{len(copies)} copies")
+    for j, c in enumerate(copies):
+        check_dataframe(c, f"{name}[{j}]")
+    return copies

@@ -1,0 +1,171 @@
+"""Bundled public microdata (copies shipped with the package; nothing is fetched).
+
+Provenance and licences are in ``PROVENANCE.md`` beside this file:
+
+* UCI Adult (Becker & Kohavi 1996, CC BY 4.0), 48,842 rows;
+* NHANES 2017-2018 adults (US CDC / NCHS, public domain), 5,265 rows;
+* UCI Adult as discretized by private-pgm (Apache-2.0 discretization), the
+  standard benchmark file for marginal-based DP synthesis.
+"""
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "load_adult",
+    "load_nhanes",
+    "load_adult_discretized",
+    "load_dataset",
+    "recode_adult",
+    "recode_nhanes",
+    "ADULT_EDUCATION_ORDER",
+]
+
+# UCI Adult education levels in the order of ``education_num`` (1..16).
+ADULT_EDUCATION_ORDER = [
+    "Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th", "11th", "12th",
+    "HS-grad", "Some-college", "Assoc-voc", "Assoc-acdm", "Bachelors", "Masters",
+    "Prof-school", "Doctorate",
+]
+EDU3 = ["<HS", "HS", ">HS"]
+
+NHANES_EDUCATION_ORDER = [
+    "Less than 9th grade",
+    "9-11th grade (Includes 12th grade with no diploma)",
+    "High school graduate/GED or equivalent",
+    "Some college or AA degree",
+    "College graduate or above",
+]
+
+
+def _path(name: str):
+    return resources.files(__name__).joinpath(name)
+
+
+def load_adult(recode: bool = False) -> pd.DataFrame:
+    """UCI Adult (training and test files stacked; column ``split`` says which).
+
+    Continuous columns are float, categories are pandas Categorical
+    (``education`` ordered by ``education_num``), missing values (``?`` in
+    the UCI files) are NaN. ``income`` is a Categorical ``<=50K`` / ``>50K``.
+
+    With ``recode=True`` the quasi-identifiers get the coding of the source
+    tables (shared/seeds/003): ``race`` white / non-white, ``education``
+    ordered ``<HS`` / ``HS`` / ``>HS`` (see :func:`recode_adult`).
+    """
+    with _path("adult.csv.gz").open("rb") as fh:
+        raw = pd.read_csv(fh, compression="gzip", na_values=["?", ""], keep_default_na=False, skipinitialspace=True)
+    df = pd.DataFrame(index=raw.index)
+    for c in raw.columns:
+        if c in ("age", "fnlwgt", "education_num", "capital_gain", "capital_loss", "hours_per_week"):
+            df[c] = raw[c].astype(float)
+        elif c == "education":
+            df[c] = pd.Categorical(raw[c], categories=ADULT_EDUCATION_ORDER, ordered=True)
+        elif c == "income":
+            # the UCI test file writes "<=50K." with a trailing dot
+            df[c] = pd.Categorical(raw[c].str.rstrip("."), categories=["<=50K", ">50K"])
+        elif c == "sex":
+            df[c] = pd.Categorical(raw[c], categories=["Female", "Male"])
+        else:
+            df[c] = pd.Categorical(raw[c], categories=sorted(raw[c].dropna().unique()))
+    return recode_adult(df) if recode else df
+
+
+def recode_adult(df: pd.DataFrame) -> pd.DataFrame:
+    """The source tables' coding of Adult's quasi-identifiers (returns a new frame).
+
+    * ``race``: ``white`` if White, else ``non-white``;
+    * ``education``: ``<HS`` (below HS-grad, education_num <= 8), ``HS``
+      (HS-grad), ``>HS`` (any college or above), ordered;
+    * ``sex``: Female / Male (already binary).
+    """
+    out = df.copy()
+    out["race"] = pd.Categorical(
+        np.where(df["race"].astype(object) == "White", "white", "non-white"), categories=["white", "non-white"]
+    )
+    codes = pd.Categorical(df["education"], categories=ADULT_EDUCATION_ORDER, ordered=True).codes
+    edu = np.select([codes < 0, codes < 8, codes == 8], [None, "<HS", "HS"], ">HS")
+    out["education"] = pd.Categorical(edu, categories=EDU3, ordered=True)
+    return out
+
+
+def load_nhanes(recode: bool = False) -> pd.DataFrame:
+    """NHANES 2017-2018 adults (20+; age top-coded at 80), indexed by ``respondent_id``.
+
+    Categories are pandas Categorical (``education`` ordered; "Don't Know"
+    is treated as missing), ``diabetes`` is ``no`` / ``borderline`` / ``yes``
+    (ordered), ``health_insurance`` and ``smoked_100_cigarettes`` are
+    ``no`` / ``yes``. Item non-response is NaN.
+
+    With ``recode=True``: ``race_ethnicity`` white (Non-Hispanic White) /
+    non-white, ``education`` ``<HS`` / ``HS`` / ``>HS``, and ``diabetes``
+    binary ``no`` / ``yes`` (borderline counted as no; see :func:`recode_nhanes`).
+    """
+    with _path("nhanes_2017_2018_adults.csv.gz").open("rb") as fh:
+        raw = pd.read_csv(fh, compression="gzip", index_col="respondent_id")
+    df = pd.DataFrame(index=raw.index)
+    for c in raw.columns:
+        if c == "education":
+            df[c] = pd.Categorical(raw[c].where(raw[c] != "Don't Know"), categories=NHANES_EDUCATION_ORDER, ordered=True)
+        elif c == "diabetes":
+            mapped = raw[c].map({"0": "no", "1": "yes", "Borderline": "borderline", 0: "no", 1: "yes"})
+            df[c] = pd.Categorical(mapped, categories=["no", "borderline", "yes"], ordered=True)
+        elif c in ("health_insurance", "smoked_100_cigarettes"):
+            df[c] = pd.Categorical(raw[c].map({0.0: "no", 1.0: "yes"}), categories=["no", "yes"])
+        elif c in ("gender", "race_ethnicity", "marital_status"):
+            df[c] = pd.Categorical(raw[c], categories=sorted(raw[c].dropna().unique()))
+        else:
+            df[c] = raw[c].astype(float)
+    return recode_nhanes(df) if recode else df
+
+
+def recode_nhanes(df: pd.DataFrame) -> pd.DataFrame:
+    """The source tables' coding for NHANES (returns a new frame).
+
+    ``race_ethnicity`` -> white / non-white; ``education`` -> ``<HS``
+    (less than 9th, 9-11th), ``HS`` (graduate/GED), ``>HS`` (some college or
+    above); ``diabetes`` -> no / yes, with *borderline* (pre-diabetes) as no.
+    """
+    out = df.copy()
+    race = df["race_ethnicity"].astype(object)
+    out["race_ethnicity"] = pd.Categorical(
+        np.where(race.isna(), None, np.where(race == "Non-Hispanic White", "white", "non-white")),
+        categories=["white", "non-white"],
+    )
+    codes = pd.Categorical(df["education"], categories=NHANES_EDUCATION_ORDER, ordered=True).codes
+    edu = np.select([codes < 0, codes <= 1, codes == 2], [None, "<HS", "HS"], ">HS")
+    out["education"] = pd.Categorical(edu, categories=EDU3, ordered=True)
+    dia = df["diabetes"].astype(object)
+    out["diabetes"] = pd.Categorical(
+        np.where(dia.isna(), None, np.where(dia == "yes", "yes", "no")), categories=["no", "yes"]
+    )
+    return out
+
+
+def load_adult_discretized() -> tuple[pd.DataFrame, dict[str, int]]:
+    """Adult as discretized by private-pgm: integer codes 0..d-1 and the domain sizes."""
+    with _path("adult_discretized.csv.gz").open("rb") as fh:
+        df = pd.read_csv(fh, compression="gzip")
+    domain = json.loads(_path("adult_discretized_domain.json").read_text())
+    return df, domain
+
+
+def load_dataset(name_or_path: str, recode: bool = True) -> pd.DataFrame:
+    """``"adult"`` / ``"nhanes"`` (bundled, recoded by default) or a CSV path.
+
+    A CSV's text columns become unordered Categoricals; numbers stay numeric.
+    """
+    key = str(name_or_path).lower()
+    if key == "adult":
+        return load_adult(recode=recode)
+    if key == "nhanes":
+        return load_nhanes(recode=recode)
+    df = pd.read_csv(name_or_path)
+    for c in df.columns:
+        if df[c].dtype == object:
+            df[c] = pd.Categorical(df[c], categories=sorted(df[c].dropna().unique(), key=str))
+    return df

@@ -1,0 +1,1 @@
+"""synthmi.evaluation."""

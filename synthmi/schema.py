@@ -1,0 +1,169 @@
+"""Variable roles and types, described once and shared by models and evaluation.
+
+A :class:`Schema` maps each column to one of four kinds:
+
+``continuous``
+    real-valued (float or integer with many values);
+``binary``
+    two categories (pandas Categorical with 2 levels, bool, or a 0/1 numeric);
+``nominal``
+    unordered categories (unordered Categorical, object or string);
+``ordinal``
+    ordered categories (ordered Categorical).
+
+It is inferred from dtypes and may be overridden per column.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+KINDS = ("continuous", "binary", "nominal", "ordinal")
+CATEGORICAL_KINDS = ("binary", "nominal", "ordinal")
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One column: its kind and, for categorical kinds, its ordered levels."""
+
+    name: str
+    kind: str
+    categories: tuple | None = None
+
+    @property
+    def is_categorical(self) -> bool:
+        return self.kind in CATEGORICAL_KINDS
+
+    @property
+    def n_levels(self) -> int:
+        return 0 if self.categories is None else len(self.categories)
+
+
+def _infer_variable(name: str, s: pd.Series) -> Variable:
+    dtype = s.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        cats = tuple(dtype.categories)
+        if dtype.ordered and len(cats) > 2:
+            return Variable(name, "ordinal", cats)
+        return Variable(name, "binary" if len(cats) == 2 else "nominal", cats)
+    if pd.api.types.is_bool_dtype(dtype):
+        return Variable(name, "binary", (False, True))
+    if pd.api.types.is_numeric_dtype(dtype):
+        obs = s.dropna().unique()
+        if len(obs) <= 2 and set(np.asarray(obs, dtype=float)).issubset({0.0, 1.0}):
+            return Variable(name, "binary", (0, 1))
+        return Variable(name, "continuous")
+    # object / string: nominal with sorted observed levels
+    cats = tuple(sorted(s.dropna().unique().tolist(), key=str))
+    return Variable(name, "binary" if len(cats) == 2 else "nominal", cats)
+
+
+@dataclass
+class Schema:
+    """Column kinds for a DataFrame.
+
+    Parameters
+    ----------
+    variables : dict
+        Column name -> :class:`Variable`, in column order.
+    """
+
+    variables: dict[str, Variable] = field(default_factory=dict)
+
+    @classmethod
+    def infer(cls, df: pd.DataFrame, overrides: Mapping[str, str] | None = None) -> "Schema":
+        """Infer kinds from dtypes; ``overrides`` maps column -> kind."""
+        overrides = dict(overrides or {})
+        unknown = [c for c in overrides if c not in df.columns]
+        if unknown:
+            raise ValueError(f"The 'overrides' parameter of Schema names columns not in the data: {unknown}.")
+        out: dict[str, Variable] = {}
+        for c in df.columns:
+            v = _infer_variable(c, df[c])
+            if c in overrides:
+                kind = overrides[c]
+                if kind not in KINDS:
+                    raise ValueError(
+                        f"The kind given for column '{c}' must be one of {KINDS}. Got {kind!r} instead."
+                    )
+                if kind == "continuous":
+                    if not pd.api.types.is_numeric_dtype(df[c]) or isinstance(df[c].dtype, pd.CategoricalDtype):
+                        raise ValueError(f"Column '{c}' cannot be continuous: its dtype is {df[c].dtype}.")
+                    v = Variable(c, "continuous")
+                else:
+                    cats = v.categories
+                    if cats is None:
+                        cats = tuple(sorted(df[c].dropna().unique().tolist()))
+                    if kind == "binary" and len(cats) != 2:
+                        raise ValueError(f"Column '{c}' cannot be binary: it has {len(cats)} levels.")
+                    v = Variable(c, kind, cats)
+            out[c] = v
+        return cls(out)
+
+    def __getitem__(self, name: str) -> Variable:
+        return self.variables[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.variables
+
+    def __iter__(self):
+        return iter(self.variables.values())
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.variables)
+
+    def kind(self, name: str) -> str:
+        return self.variables[name].kind
+
+    def continuous(self, columns: list[str] | None = None) -> list[str]:
+        cols = self.columns if columns is None else columns
+        return [c for c in cols if self.variables[c].kind == "continuous"]
+
+    def categorical(self, columns: list[str] | None = None) -> list[str]:
+        cols = self.columns if columns is None else columns
+        return [c for c in cols if self.variables[c].is_categorical]
+
+    def codes(self, s: pd.Series) -> np.ndarray:
+        """Integer codes 0..C-1 of a categorical column (-1 for missing)."""
+        v = self.variables[s.name]
+        if not v.is_categorical:
+            raise ValueError(f"Column '{s.name}' is continuous; it has no category codes.")
+        if isinstance(s.dtype, pd.CategoricalDtype) and tuple(s.cat.categories) == v.categories:
+            return s.cat.codes.to_numpy().astype(np.int64)
+        return pd.Categorical(s, categories=list(v.categories)).codes.astype(np.int64)
+
+    def from_codes(self, name: str, codes: np.ndarray, like: pd.Series) -> pd.Series:
+        """Inverse of :meth:`codes`, returning a Series with ``like``'s dtype."""
+        v = self.variables[name]
+        cats = list(v.categories)
+        codes = np.asarray(codes)
+        if isinstance(like.dtype, pd.CategoricalDtype):
+            return pd.Series(pd.Categorical.from_codes(codes, dtype=like.dtype), name=name)
+        values = np.array(cats, dtype=object)[np.where(codes < 0, 0, codes)]
+        out = pd.Series(values, name=name)
+        out[codes < 0] = np.nan
+        return out.astype(like.dtype) if not pd.api.types.is_object_dtype(like.dtype) else out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            c: {"kind": v.kind, "categories": None if v.categories is None else [_jsonable(x) for x in v.categories]}
+            for c, v in self.variables.items()
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Schema":
+        return cls({c: Variable(c, e["kind"], None if e["categories"] is None else tuple(e["categories"])) for c, e in d.items()})
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, (np.bool_,)):
+        return bool(x)
+    return x
