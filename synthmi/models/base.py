@@ -43,7 +43,7 @@ class Synthesizer(abc.ABC):
     @classmethod
     def _param_names(cls) -> list[str]:
         sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self" and sig.parameters[p].kind != p.VAR_KEYWORD]
+        return [p for p in sig.parameters if p != "self" and sig.parameters[p].kind != inspect.Parameter.VAR_KEYWORD]
 
     def get_params(self) -> dict[str, Any]:
         return {p: getattr(self, p) for p in self._param_names()}
