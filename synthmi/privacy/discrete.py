@@ -1,0 +1,169 @@
+"""Discrete Laplace and discrete Gaussian noise for integer-valued queries.
+
+Integer queries (counts, marginal cells) get integer noise drawn from an exact
+discrete distribution, never rounded floating-point noise: rounding a continuous
+draw changes the output distribution and its floating-point artefacts can leak
+the true value (Mironov 2012). Both samplers follow Canonne, Kamath & Steinke
+(2020), "The Discrete Gaussian for Differential Privacy", NeurIPS:
+
+* discrete Laplace (their Definition 28, Algorithm 2): the difference of two
+  i.i.d. geometric variables, ``G1 - G2`` with ``P(G = k) = (1 - q) q^k``,
+  ``q = exp(-1/t)``, has exactly ``P(X = x) = (1 - q)/(1 + q) q^|x|``;
+* discrete Gaussian (their Algorithm 3): rejection sampling from a discrete
+  Laplace proposal with ``t = floor(sigma) + 1``, accepting ``Y`` with
+  probability ``exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2))``.
+
+The geometric draws and the acceptance coin use NumPy's double-precision
+generator (vectorised, so 10^6 draws take well under a second) rather than the
+paper's rational-arithmetic Bernoulli(exp(-gamma)) coins; the *distribution* is
+the exact discrete one up to double rounding of ``q`` and of the acceptance
+probability (relative error ~1e-16), which is what the chi-square tests check.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validate import check_random_state, check_scalar, param_error
+
+__all__ = [
+    "sample_discrete_laplace",
+    "sample_discrete_gaussian",
+    "discrete_laplace_pmf",
+    "discrete_gaussian_pmf",
+    "discrete_gaussian_normaliser",
+]
+
+
+def _check_size(size: int | tuple[int, ...] | None, owner: str) -> tuple[int, ...]:
+    if size is None:
+        return ()
+    if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
+        if size < 0:
+            raise param_error("size", owner, "an int >= 0 or a tuple of them", size)
+        return (int(size),)
+    try:
+        shape = tuple(int(s) for s in size)
+    except TypeError:
+        raise param_error("size", owner, "an int >= 0 or a tuple of them", size) from None
+    if any(s < 0 for s in shape):
+        raise param_error("size", owner, "an int >= 0 or a tuple of them", size)
+    return shape
+
+
+def _discrete_laplace_raw(scale: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    # p = 1 - exp(-1/t) via expm1 keeps precision when t is large (p tiny).
+    p = -math.expm1(-1.0 / scale)
+    # numpy's geometric is supported on {1, 2, ...}; the offset cancels in the difference.
+    return rng.geometric(p, size=n).astype(np.int64) - rng.geometric(p, size=n).astype(np.int64)
+
+
+def sample_discrete_laplace(
+    scale: float, size: int | tuple[int, ...] | None = None, rng: np.random.Generator | int | None = None
+) -> np.ndarray | int:
+    r"""Draw from the discrete Laplace distribution on the integers.
+
+    .. math::
+
+        P(X = x) = \frac{1 - e^{-1/t}}{1 + e^{-1/t}}\, e^{-|x|/t}, \qquad x \in \mathbb{Z},
+
+    with scale :math:`t > 0` (Canonne, Kamath & Steinke 2020, Definition 28).
+    Adding it with :math:`t = \Delta/\varepsilon` to an integer query of
+    sensitivity :math:`\Delta` is :math:`\varepsilon`-DP (ibid., Theorem 29).
+
+    Parameters
+    ----------
+    scale : float
+        The scale ``t`` (> 0).
+    size : int or tuple, optional
+        Output shape; ``None`` returns a Python int.
+    rng : numpy.random.Generator or int or None
+        Source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray of int64 (or int when ``size`` is None)
+    """
+    owner = "sample_discrete_laplace"
+    scale = float(check_scalar(scale, "scale", owner, lower=0.0, lower_inclusive=False))
+    shape = _check_size(size, owner)
+    rng = check_random_state(rng)
+    n = int(np.prod(shape)) if shape else 1
+    out = _discrete_laplace_raw(scale, n, rng)
+    return int(out[0]) if size is None else out.reshape(shape)
+
+
+def sample_discrete_gaussian(
+    sigma2: float, size: int | tuple[int, ...] | None = None, rng: np.random.Generator | int | None = None
+) -> np.ndarray | int:
+    r"""Draw from the discrete Gaussian :math:`\mathcal{N}_{\mathbb{Z}}(0, \sigma^2)`.
+
+    .. math::
+
+        P(X = x) = \frac{e^{-x^2/(2\sigma^2)}}{\sum_{y \in \mathbb{Z}} e^{-y^2/(2\sigma^2)}},
+        \qquad x \in \mathbb{Z}
+
+    (Canonne, Kamath & Steinke 2020, Definition 1), sampled by their
+    Algorithm 3: propose :math:`Y` from the discrete Laplace with
+    :math:`t = \lfloor\sigma\rfloor + 1` and accept with probability
+    :math:`\exp(-(|Y| - \sigma^2/t)^2 / (2\sigma^2))`. Adding it to a query of
+    :math:`\ell_2` sensitivity :math:`\Delta` is
+    :math:`\tfrac{\Delta^2}{2\sigma^2}`-zCDP, i.e. RDP of order :math:`\lambda`
+    at :math:`\lambda \Delta^2/(2\sigma^2)` (ibid., Theorem 4), the same curve
+    as the continuous Gaussian.
+
+    Parameters
+    ----------
+    sigma2 : float
+        The variance parameter :math:`\sigma^2` (> 0). (The actual variance is
+        slightly below :math:`\sigma^2`.)
+    size : int or tuple, optional
+        Output shape; ``None`` returns a Python int.
+    rng : numpy.random.Generator or int or None
+        Source of randomness.
+    """
+    owner = "sample_discrete_gaussian"
+    sigma2 = float(check_scalar(sigma2, "sigma2", owner, lower=0.0, lower_inclusive=False))
+    shape = _check_size(size, owner)
+    rng = check_random_state(rng)
+    n = int(np.prod(shape)) if shape else 1
+    sigma = math.sqrt(sigma2)
+    t = math.floor(sigma) + 1.0
+    out = np.empty(n, dtype=np.int64)
+    filled = 0
+    # The acceptance rate is about 0.46 for tiny sigma and ~0.76 for large sigma (measured
+    # on 2e5 proposals each); oversampling by 2.2x usually finishes in one or two rounds.
+    while filled < n:
+        need = n - filled
+        batch = max(64, int(need * 2.2))
+        y = _discrete_laplace_raw(t, batch, rng)
+        d = np.abs(y) - sigma2 / t
+        accept = rng.random(batch) < np.exp(-(d * d) / (2.0 * sigma2))
+        got = y[accept][:need]
+        out[filled : filled + got.size] = got
+        filled += got.size
+    return int(out[0]) if size is None else out.reshape(shape)
+
+
+def discrete_laplace_pmf(x: np.ndarray | int, scale: float) -> np.ndarray:
+    r"""Probability mass :math:`\frac{1-q}{1+q} q^{|x|}`, :math:`q = e^{-1/t}`."""
+    scale = float(check_scalar(scale, "scale", "discrete_laplace_pmf", lower=0.0, lower_inclusive=False))
+    x = np.abs(np.asarray(x, dtype=float))
+    log_c = math.log(-math.expm1(-1.0 / scale)) - math.log1p(math.exp(-1.0 / scale))
+    return np.exp(log_c - x / scale)
+
+
+def discrete_gaussian_normaliser(sigma2: float) -> float:
+    r""":math:`\sum_{y \in \mathbb{Z}} e^{-y^2/(2\sigma^2)}`, summed to 40 sigma (tail < 1e-300)."""
+    sigma2 = float(check_scalar(sigma2, "sigma2", "discrete_gaussian_normaliser", lower=0.0, lower_inclusive=False))
+    r = int(math.ceil(40.0 * math.sqrt(sigma2))) + 1
+    y = np.arange(-r, r + 1, dtype=float)
+    return float(np.exp(-(y * y) / (2.0 * sigma2)).sum())
+
+
+def discrete_gaussian_pmf(x: np.ndarray | int, sigma2: float) -> np.ndarray:
+    r"""Probability mass :math:`e^{-x^2/(2\sigma^2)} / \sum_y e^{-y^2/(2\sigma^2)}`."""
+    z = discrete_gaussian_normaliser(sigma2)
+    x = np.asarray(x, dtype=float)
+    return np.exp(-(x * x) / (2.0 * float(sigma2))) / z
