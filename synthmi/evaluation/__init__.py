@@ -1,1 +1,22 @@
-"""synthmi.evaluation."""
+"""Evaluation: utility, disclosure risk, combining rules, coherence.
+
+Reads DataFrames only — it never imports ``synthmi.models`` — so it can judge
+copies made by any tool (synthpop, SDV, ...).
+"""
+from .analysis import AnalysisResults, analyse
+from .ci_overlap import ci_overlap
+from .combining import CombineResult, combine
+from .pmse import PMSEResult, pmse, utility_tables
+from .standardized_difference import standardized_difference
+
+__all__ = [
+    "AnalysisResults",
+    "analyse",
+    "ci_overlap",
+    "CombineResult",
+    "combine",
+    "PMSEResult",
+    "pmse",
+    "utility_tables",
+    "standardized_difference",
+]
