@@ -45,8 +45,13 @@ def dtype_spec(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
 def apply_dtype_spec(df: pd.DataFrame, spec: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """Inverse of :func:`dtype_spec` for a frame read back from CSV."""
     out = {}
-    for c, s in spec.items():
+    # metadata.json is written with sorted keys: follow the CSV's column order.
+    for c in df.columns:
         col = df[c]
+        if c not in spec:
+            out[c] = col
+            continue
+        s = spec[c]
         if s["dtype"] == "category":
             cats = s["categories"]
             # CSV turns numeric labels into numbers and text into str; match the stored labels.

@@ -1,0 +1,241 @@
+"""``synthmi synthesize``: fit a synthesizer and write M partially synthetic copies."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled, split_list
+
+# name -> synthesizer class, as "module:Class" so that `synthmi --help` does not
+# import PyMC. A new method is one line here.
+METHODS: dict[str, str] = {
+    "rubin": "synthmi.models.rubin:RubinSynthesizer",
+    "cart": "synthmi.models.cart:CartSynthesizer",
+    "dami": "synthmi.models.dami:DAMISynthesizer",
+}
+
+# Methods that take the --mask options, and the constructor argument they go to.
+MASK_PARAMETER: dict[str, str] = {"dami": "masks"}
+
+# Non-identifying columns released unchanged when --keep is not given, for the
+# bundled data: the complete (no missing values) columns that are not recodes
+# of a quasi-identifier (Adult's education_num would reveal education) and not
+# bookkeeping (fnlwgt, split).
+DEFAULT_KEEP: dict[str, list[str]] = {
+    "adult": ["income", "marital_status", "relationship", "hours_per_week", "capital_gain", "capital_loss"],
+    "nhanes": ["smoked_100_cigarettes"],
+}
+
+EXAMPLES = """examples:
+  # DA-MI, 20 copies of Adult's quasi-identifiers, noisy copies of age and masked categories
+  synthmi synthesize --data adult --qi age,sex,race,education --method dami --m 20 --seed 1 \\
+      --mask age:K=3,sigma=5 --mask sex:alpha=2 --mask race:p=0.8 --mask education:alpha=2 --out syn/
+  # synthpop-style CART, proper (bootstrap) synthesis
+  synthmi synthesize --data adult --qi age,sex,race,education --method cart --param proper=true --out syn_cart/
+  # your own CSV; the columns named in --keep are released unchanged, the others dropped
+  synthmi synthesize --data survey.csv --qi age,sex --keep income,region --method rubin --m 5 --out syn/
+
+masks (--mask COLUMN:SPEC, repeatable; DA-MI only):
+  K=3,sigma=5         continuous: K noisy copies W_k = X + N(0, sigma^2)
+  K=3,reliability=0.9 continuous: sigma set from the reliability 1/(1 + sigma^2/(K var X))
+  alpha=2             categorical: W = alpha * code(X) + N(0, 1)
+  p=0.8               categorical: W = X with probability p, else another category at random
+
+output: DIR/copy_01.csv ... copy_MM.csv and DIR/metadata.json (method, tuning, seed,
+versions, diagnostics, dtypes); read back with synthmi.SyntheticData.from_dir(DIR)."""
+
+
+def resolve_method(name: str) -> type:
+    """The synthesizer class registered under ``name``."""
+    if name not in METHODS:
+        raise ValueError(
+            f"The '--method' option must be one of {', '.join(sorted(METHODS))}. Got {name!r} instead."
+        )
+    module, cls = METHODS[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def _number(text: str) -> Any:
+    """A mask or parameter value: int, float, bool, None, or the text itself."""
+    low = text.strip().lower()
+    if low in ("true", "yes"):
+        return True
+    if low in ("false", "no"):
+        return False
+    if low in ("none", "null"):
+        return None
+    try:
+        return int(low)
+    except ValueError:
+        pass
+    try:
+        return float(low)
+    except ValueError:
+        return text.strip()
+
+
+def parse_mask(text: str) -> tuple[str, dict[str, Any]]:
+    """``"age:K=3,sigma=5"`` -> ``("age", {"K": 3, "sigma": 5})``."""
+    col, sep, spec = text.partition(":")
+    col = col.strip()
+    if not sep or not col or not spec.strip():
+        raise ValueError(
+            f"The '--mask' option takes COLUMN:KEY=VALUE[,KEY=VALUE], e.g. age:K=3,sigma=5. Got {text!r} instead."
+        )
+    out: dict[str, Any] = {}
+    for part in split_list(spec):
+        key, eq, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key or not value:
+            raise ValueError(
+                f"The '--mask' option for column '{col}' takes KEY=VALUE pairs such as K=3,sigma=5. Got {part!r} instead."
+            )
+        v = _number(value)
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise ValueError(f"The '--mask' value of '{key}' for column '{col}' must be a number. Got {value!r} instead.")
+        if key in out:
+            raise ValueError(f"The '--mask' option for column '{col}' gives '{key}' twice.")
+        out[key] = v
+    return col, out
+
+
+def build_masks(items: list[str] | None) -> dict[str, Any]:
+    """``--mask`` options -> {column: masking model} (validated by the masking classes)."""
+    from ..models.masking import make_masking
+
+    masks: dict[str, Any] = {}
+    for item in items or []:
+        col, spec = parse_mask(item)
+        if col in masks:
+            raise ValueError(f"The '--mask' option is given twice for column '{col}'.")
+        masks[col] = make_masking(spec, column=col)
+    return masks
+
+
+def parse_params(items: list[str] | None, cls: type) -> dict[str, Any]:
+    """``--param name=value`` -> constructor keyword arguments of ``cls``."""
+    allowed = cls._param_names()
+    out: dict[str, Any] = {}
+    for item in items or []:
+        for part in split_list(item):
+            key, eq, value = part.partition("=")
+            key = key.strip()
+            if not eq or not key:
+                raise ValueError(f"The '--param' option takes NAME=VALUE pairs. Got {part!r} instead.")
+            if key not in allowed:
+                raise ValueError(
+                    f"The '--param' option names '{key}', which is not a parameter of {cls.__name__} "
+                    f"(parameters: {', '.join(allowed)})."
+                )
+            out[key] = _number(value)
+    return out
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "synthesize",
+        help="fit a synthesizer and write M partially synthetic copies",
+        description=(
+            "Replace the quasi-identifiers (--qi) by draws from a synthesis model fitted to the data; "
+            "the --keep columns are released unchanged and used as predictors (partially synthetic data, "
+            "Reiter 2003). Other columns are not written."
+        ),
+        epilog=EXAMPLES,
+        formatter_class=EXAMPLES_FMT,
+    )
+    p.add_argument("--data", required=True, help="'adult', 'nhanes' (bundled, recoded) or a CSV path")
+    p.add_argument("--qi", required=True, help="comma-separated quasi-identifiers to synthesize")
+    p.add_argument(
+        "--keep",
+        help="comma-separated columns released unchanged (default for adult/nhanes: a complete "
+        "non-identifying set; for a CSV: every other column)",
+    )
+    p.add_argument("--method", default="dami", help=f"one of {', '.join(sorted(METHODS))} (default dami)")
+    p.add_argument("--m", type=int, default=20, help="number of synthetic copies (default 20)")
+    p.add_argument("--seed", type=int, default=None, help="random seed; same seed -> identical files (default: drawn and recorded)")
+    p.add_argument("--mask", action="append", metavar="COLUMN:SPEC", help="DA-MI masking model for a column (repeatable)")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="synthesizer parameter, e.g. proper=true (repeatable)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--overwrite", action="store_true", help="replace copies already in --out")
+    add_common_flags(p)
+    p.set_defaults(func=run)
+
+
+def _log(args: argparse.Namespace, msg: str) -> None:
+    if progress_enabled(args):
+        print(f"synthmi synthesize: {msg}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ..data import load_dataset
+
+    t0 = time.perf_counter()
+    cls = resolve_method(args.method)
+    if args.m is None or args.m < 1:
+        raise ValueError(f"The '--m' option must be >= 1. Got {args.m} instead.")
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"The '--seed' option must be >= 0. Got {args.seed} instead.")
+    params = parse_params(args.param, cls)
+    if args.mask:
+        if args.method not in MASK_PARAMETER:
+            raise ValueError(
+                f"The '--mask' option is for {', '.join(sorted(MASK_PARAMETER))}; method {args.method!r} takes no masks."
+            )
+        if MASK_PARAMETER[args.method] in params:
+            raise ValueError(f"Give the masks either with --mask or with --param {MASK_PARAMETER[args.method]}=..., not both.")
+        params[MASK_PARAMETER[args.method]] = build_masks(args.mask)
+    if "progressbar" in cls._param_names() and "progressbar" not in params:
+        params["progressbar"] = progress_enabled(args)
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"The '--out' option must be a directory. '{out}' is a file.")
+    old = sorted(out.glob("copy_*.csv")) if out.is_dir() else []
+    if (old or (out / "metadata.json").exists()) and not args.overwrite:
+        raise ValueError(f"The '--out' directory '{out}' already holds synthetic copies; add --overwrite to replace them.")
+
+    qi = split_list(args.qi)
+    if not qi:
+        raise ValueError("The '--qi' option must name at least one column.")
+    source = str(args.data)
+    df = load_dataset(source)
+    _log(args, f"read {source}: {len(df)} rows, {df.shape[1]} columns")
+    if args.keep is not None:
+        keep = split_list(args.keep)
+    elif source.lower() in DEFAULT_KEEP:
+        keep = [c for c in DEFAULT_KEEP[source.lower()] if c not in qi]
+    else:
+        keep = [c for c in df.columns if c not in qi]
+    unknown = [c for c in qi + keep if c not in df.columns]
+    if unknown:
+        opt = "--qi" if any(c in qi for c in unknown) else "--keep"
+        raise ValueError(f"The '{opt}' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
+    both = [c for c in keep if c in qi]
+    if both:
+        raise ValueError(f"Columns {both} are in both --qi and --keep; a column is either synthesized or released unchanged.")
+    # Only the named columns are released: the rest are dropped before fitting.
+    data = df[[c for c in df.columns if c in qi or c in keep]]
+
+    seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else int(args.seed)
+    synth = cls(**params)
+    _log(args, f"fitting {cls.__name__} (quasi-identifiers {qi}; {len(keep)} kept columns)")
+    synth.fit(data, quasi_identifiers=qi, keep=keep)
+    t_fit = time.perf_counter()
+    _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})")
+    syn = synth.sample(args.m, random_state=seed)
+    for f in old:
+        f.unlink()
+    syn.to_dir(out)
+    meta_path = out / "metadata.json"
+    meta = json.loads(meta_path.read_text())
+    meta["source"] = {"data": source, "n_rows": int(len(data)), "keep": keep, "columns": list(data.columns)}
+    meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True))
+    _log(args, f"wrote {syn.m} copies and metadata.json to {out} in {time.perf_counter() - t0:.1f} s")
+    return 0

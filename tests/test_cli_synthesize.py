@@ -1,0 +1,177 @@
+"""``synthmi synthesize``: files, reproducibility, roles, dtypes, one-line errors."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from synthmi.cli import main
+from synthmi.commands.synthesize import METHODS, build_masks, parse_mask, resolve_method
+from synthmi.data import load_adult
+from synthmi.models.masking import LinearCategoricalMasking, NormalMasking, TransitionMasking
+from synthmi.synthetic import SyntheticData
+
+QI = ["age", "sex", "race", "education"]
+KEEP = ["income", "marital_status", "relationship", "hours_per_week", "capital_gain", "capital_loss"]
+
+
+@pytest.fixture(scope="module")
+def adult_csv(tmp_path_factory):
+    df = load_adult(recode=True)[QI + KEEP].sample(2000, random_state=1).reset_index(drop=True)
+    path = tmp_path_factory.mktemp("data") / "adult_small.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def _run(*argv: str) -> int:
+    return main(["synthesize", *argv])
+
+
+def _files(d):
+    return {p.name: p.read_bytes() for p in sorted(d.glob("copy_*.csv"))}
+
+
+def test_writes_copies_and_metadata(adult_csv, tmp_path, capsys):
+    out = tmp_path / "syn"
+    rc = _run("--data", str(adult_csv), "--qi", ",".join(QI), "--method", "cart", "--m", "3", "--seed", "1", "--out", str(out))
+    assert rc == 0
+    assert sorted(_files(out)) == ["copy_01.csv", "copy_02.csv", "copy_03.csv"]
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["method"] == "cart" and meta["seed"] == 1 and meta["m"] == 3
+    assert meta["quasi_identifiers"] == QI
+    assert meta["source"]["keep"] == KEEP
+    err = capsys.readouterr().err
+    assert "fitting CartSynthesizer" in err and "wrote 3 copies" in err
+
+
+def test_quiet_prints_nothing(adult_csv, tmp_path, capsys):
+    rc = _run("--data", str(adult_csv), "--qi", "age,sex", "--method", "cart", "--m", "1", "--seed", "1",
+              "--out", str(tmp_path / "q"), "--quiet")
+    assert rc == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("extra", [[], ["--param", "proper=true"]])
+def test_same_seed_byte_identical_different_seed_differs(adult_csv, tmp_path, extra):
+    args = ["--data", str(adult_csv), "--qi", ",".join(QI), "--method", "cart", "--m", "2", "--quiet", *extra]
+    assert _run(*args, "--seed", "5", "--out", str(tmp_path / "a")) == 0
+    assert _run(*args, "--seed", "5", "--out", str(tmp_path / "b")) == 0
+    assert _run(*args, "--seed", "6", "--out", str(tmp_path / "c")) == 0
+    a, b, c = (_files(tmp_path / k) for k in "abc")
+    assert a == b
+    assert all(a[k] != c[k] for k in a)
+
+
+def test_z_identical_dtypes_and_levels_kept(adult_csv, tmp_path):
+    out = tmp_path / "syn"
+    assert _run("--data", str(adult_csv), "--qi", ",".join(QI), "--keep", ",".join(KEEP), "--method", "cart",
+                "--m", "2", "--seed", "3", "--out", str(out), "--quiet") == 0
+    from synthmi.data import load_dataset
+
+    original = load_dataset(str(adult_csv))
+    syn = SyntheticData.from_dir(out)
+    for cp in syn.copies:
+        assert list(cp.columns) == list(original.columns)
+        pd.testing.assert_frame_equal(cp[KEEP], original[KEEP])
+        assert cp.dtypes.equals(original.dtypes)
+        for c in ("sex", "race", "education"):
+            assert list(cp[c].cat.categories) == list(original[c].cat.categories)
+        assert not cp["age"].equals(original["age"])
+
+
+def test_only_named_columns_are_released(adult_csv, tmp_path):
+    out = tmp_path / "syn"
+    assert _run("--data", str(adult_csv), "--qi", "age,sex", "--keep", "income", "--method", "cart", "--m", "1",
+                "--seed", "0", "--out", str(out), "--quiet") == 0
+    cols = pd.read_csv(out / "copy_01.csv", nrows=1).columns.tolist()
+    assert cols == ["age", "sex", "income"]
+
+
+def test_bundled_adult_default_keep(tmp_path):
+    out = tmp_path / "syn"
+    assert _run("--data", "adult", "--qi", ",".join(QI), "--method", "cart", "--m", "1", "--seed", "0",
+                "--out", str(out), "--quiet") == 0
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["source"]["keep"] == KEEP and meta["source"]["n_rows"] == 48842
+
+
+def test_overwrite_guard(adult_csv, tmp_path, capsys):
+    out = tmp_path / "syn"
+    base = ["--data", str(adult_csv), "--qi", "age", "--method", "cart", "--seed", "0", "--out", str(out), "--quiet"]
+    assert _run(*base, "--m", "3") == 0
+    assert _run(*base, "--m", "2") == 1
+    assert "already holds synthetic copies; add --overwrite" in capsys.readouterr().err
+    assert _run(*base, "--m", "2", "--overwrite") == 0
+    assert sorted(_files(out)) == ["copy_01.csv", "copy_02.csv"]  # stale copy_03 removed
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--qi", "age,agee"], "The '--qi' option names columns not in the data: ['agee']"),
+        (["--qi", "age", "--keep", "incme"], "The '--keep' option names columns not in the data: ['incme']"),
+        (["--qi", "age,sex", "--keep", "sex,income"], "Columns ['sex'] are in both --qi and --keep"),
+        (["--qi", "age", "--m", "0"], "The '--m' option must be >= 1. Got 0 instead."),
+        (["--qi", "age", "--method", "gan"], "The '--method' option must be one of"),
+        (["--qi", "age", "--param", "min_samples_leaf=0"], "'min_samples_leaf' parameter of CartSynthesizer must be >= 1"),
+        (["--qi", "age", "--param", "depth=3"], "'--param' option names 'depth', which is not a parameter of CartSynthesizer"),
+        (["--qi", "age", "--mask", "age:K=3,sigma=5"], "The '--mask' option is for dami; method 'cart' takes no masks."),
+        (["--qi", ""], "The '--qi' option must name at least one column."),
+    ],
+)
+def test_bad_input_one_line_error(adult_csv, tmp_path, capsys, argv, message):
+    base = ["--data", str(adult_csv), "--method", "cart", "--seed", "0", "--out", str(tmp_path / "x"), "--quiet"]
+    rc = _run(*base, *argv)
+    err = capsys.readouterr().err
+    assert rc == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("synthmi: error: ")
+    assert message in lines[0]
+    assert not (tmp_path / "x").exists()
+
+
+def test_missing_values_error_names_column(tmp_path, capsys):
+    out = tmp_path / "x"
+    rc = _run("--data", "adult", "--qi", "age", "--keep", "workclass", "--method", "cart", "--out", str(out), "--quiet")
+    assert rc == 1
+    assert "Column 'workclass' has 2799 missing values" in capsys.readouterr().err
+
+
+# ---- --mask parsing ----------------------------------------------------------
+def test_parse_mask_values():
+    assert parse_mask("age:K=3,sigma=5") == ("age", {"K": 3, "sigma": 5})
+    assert parse_mask(" race : p=0.8") == ("race", {"p": 0.8})
+    masks = build_masks(["age:K=3,sigma=5", "sex:alpha=2", "race:p=0.8", "bmi:K=2,reliability=0.9"])
+    assert masks["age"] == NormalMasking(3, sigma_e=5.0)
+    assert masks["sex"] == LinearCategoricalMasking(2.0)
+    assert masks["race"] == TransitionMasking(p=0.8)
+    assert masks["bmi"] == NormalMasking(2, reliability=0.9)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("age", "takes COLUMN:KEY=VALUE"),
+        ("age:", "takes COLUMN:KEY=VALUE"),
+        (":K=3", "takes COLUMN:KEY=VALUE"),
+        ("age:K3", "for column 'age' takes KEY=VALUE pairs"),
+        ("age:K=three,sigma=5", "value of 'K' for column 'age' must be a number"),
+        ("age:K=3,K=4,sigma=1", "gives 'K' twice"),
+        ("age:K=2.5,sigma=5", "'K' parameter of NormalMasking must be a whole number"),
+        ("age:K=3,sigma=-1", "'sigma_e' parameter of NormalMasking must be > 0"),
+        ("sex:alpha=-1", "'alpha' parameter of LinearCategoricalMasking must be >= 0"),
+        ("race:p=1.5", "'p' parameter of TransitionMasking must be <= 1"),
+        ("age:K=3,alpha=1", "mixes normal-masking keys"),
+        ("age:beta=3", "unknown keys ['beta']"),
+    ],
+)
+def test_malformed_mask(text, message):
+    with pytest.raises(ValueError, match=__import__("re").escape(message)):
+        build_masks([text])
+
+
+def test_mask_given_twice():
+    with pytest.raises(ValueError, match="given twice for column 'age'"):
+        build_masks(["age:K=1,sigma=1", "age:K=2,sigma=1"])
+
