@@ -7,7 +7,9 @@ from .analysis import AnalysisResults, analyse
 from .ci_overlap import ci_overlap
 from .combining import CombineResult, combine
 from .pmse import PMSEResult, pmse, utility_tables
+from .risk import RiskResult, reidentification_risk
 from .standardized_difference import standardized_difference
+from .subgroups import RiskSubgroups, risk_subgroups
 
 __all__ = [
     "AnalysisResults",
@@ -19,4 +21,8 @@ __all__ = [
     "pmse",
     "utility_tables",
     "standardized_difference",
+    "RiskResult",
+    "reidentification_risk",
+    "RiskSubgroups",
+    "risk_subgroups",
 ]
