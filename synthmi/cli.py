@@ -2,7 +2,8 @@
 
 Each verb lives in its own module under :mod:`synthmi.commands` and exposes
 ``register(subparsers)``; the module's parser sets ``func(args) -> int``.
-Errors print as one line (``synthmi: error: ...``) unless ``--debug`` is given.
+Errors print as one line (``synthmi: error: ...``) unless ``--debug`` is given
+(before or after the verb).
 """
 from __future__ import annotations
 
@@ -14,12 +15,22 @@ import sys
 from . import commands
 
 EPILOG = """examples:
+  synthmi demo --out synthmi-demo
   synthmi synthesize --data adult --qi age,sex,race,education --method dami --m 20 --out syn/
   synthmi utility --original adult --synthetic syn/
   synthmi analyse --original adult --synthetic syn/ --formula "income ~ age + sex + race + education"
   synthmi disclosure --original adult --synthetic syn/ --qi age,sex,race,education --out risk.json
-  synthmi report --original adult --synthetic syn/ --qi age,sex,race,education --out report.html
-run 'synthmi VERB --help' for a verb's options and examples."""
+  synthmi report --original adult --synthetic syn/ --qi age,sex,race,education \\
+      --analysis "income ~ age + sex + race + education" --family probit --out report.html
+  synthmi figures --reduced --out figures/
+run 'synthmi VERB --help' for a verb's options and examples;
+add --debug to see a full traceback when something fails."""
+
+
+def _verb_modules():
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
+        if not info.name.startswith("_"):
+            yield info.name
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,12 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs")
+    for name in _verb_modules():
+        module = importlib.import_module(f"{commands.__name__}.{name}")
         module.register(sub)
+    # `synthmi VERB ... --debug` works too; SUPPRESS keeps `synthmi --debug VERB` intact.
+    for verb_parser in sub.choices.values():
+        if not any("--debug" in a.option_strings for a in verb_parser._actions):
+            verb_parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                     help="show full tracebacks on errors")
     return parser
 
 
@@ -48,10 +62,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (ValueError, TypeError, FileNotFoundError, KeyError) as exc:
-        if args.debug:
+    except KeyboardInterrupt:
+        print("synthmi: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line for people; --debug for developers
+        if getattr(args, "debug", False):
             raise
-        print(f"synthmi: error: {exc}", file=sys.stderr)
+        msg = " ".join(str(exc).split()) or type(exc).__name__
+        if not isinstance(exc, (ValueError, TypeError, FileNotFoundError, KeyError)):
+            msg = f"{type(exc).__name__}: {msg}"
+        print(f"synthmi: error: {msg} (run with --debug for a traceback)", file=sys.stderr)
         return 1
 
 

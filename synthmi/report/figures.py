@@ -1,0 +1,245 @@
+"""Matplotlib figures for the disclosure review report and the paper exhibits.
+
+Every function takes plain, already-aggregated tables (coefficients, risk
+values, tuning curves) and returns a :class:`matplotlib.figure.Figure`; none
+of them sees a confidential row. :func:`to_png` turns a figure into PNG bytes
+(for base64 embedding in the HTML report) and :func:`save_png` writes one to
+disk with fixed metadata so that re-runs produce the same file.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: the report and `make figures` never open a window
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = [
+    "coefficient_plot",
+    "risk_histogram",
+    "tuning_curves",
+    "line_plot",
+    "to_png",
+    "save_png",
+    "METHOD_COLORS",
+]
+
+#: one colour per method across every exhibit, so a reader can follow a method between figures
+METHOD_COLORS = {
+    "original": "#000000",
+    "unperturbed": "#000000",
+    "dami": "#1b9e77",
+    "da-mi": "#1b9e77",
+    "cart": "#d95f02",
+    "rubin": "#7570b3",
+    "norm+logit": "#7570b3",
+    "risk-dami": "#e7298a",
+    "bootstrap": "#66a61e",
+}
+_FALLBACK = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d"]
+
+# Fixed PNG metadata: matplotlib otherwise stamps its version only, but being
+# explicit keeps files byte-stable across runs of the same environment.
+_PNG_META = {"Software": "synthmi"}
+
+
+def _color(name: str, i: int) -> str:
+    return METHOD_COLORS.get(str(name).lower(), _FALLBACK[i % len(_FALLBACK)])
+
+
+def to_png(fig: Figure, dpi: int = 110) -> bytes:
+    """PNG bytes of ``fig`` (the figure is closed afterwards)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata=_PNG_META, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def save_png(fig: Figure, path: str | Path, dpi: int = 110) -> Path:
+    """Write ``fig`` as PNG to ``path`` and close it."""
+    path = Path(path)
+    path.write_bytes(to_png(fig, dpi=dpi))
+    return path
+
+
+def coefficient_plot(coef: pd.DataFrame, title: str | None = None) -> Figure:
+    """Original vs combined-synthetic estimates with their confidence intervals.
+
+    Parameters
+    ----------
+    coef : DataFrame
+        One row per (method, term) with columns ``method``, ``term``,
+        ``est_orig``, ``ci_lower_orig``, ``ci_upper_orig``, ``est_syn``,
+        ``ci_lower_syn``, ``ci_upper_syn`` (the layout of
+        ``AnalysisResults.to_frame()`` with a ``method`` column added).
+    """
+    need = ["method", "term", "est_orig", "ci_lower_orig", "ci_upper_orig", "est_syn", "ci_lower_syn", "ci_upper_syn"]
+    missing = [c for c in need if c not in coef.columns]
+    if missing:
+        raise ValueError(f"The 'coef' parameter of coefficient_plot is missing columns {missing}.")
+    methods = list(dict.fromkeys(coef["method"]))
+    terms = list(dict.fromkeys(coef["term"]))
+    n_series = len(methods) + 1
+    height = 0.8 / n_series
+    fig, ax = plt.subplots(figsize=(7.5, min(7.0, 0.16 * len(terms) * n_series + 1.2)))
+    orig = coef.drop_duplicates("term").set_index("term").loc[terms]
+    y0 = np.arange(len(terms))[::-1].astype(float)
+
+    def draw(y, est, lo, hi, color, label, marker):
+        ax.errorbar(est, y, xerr=[est - lo, hi - est], fmt=marker, color=color, ecolor=color,
+                    capsize=3, lw=1.4, ms=5, label=label)
+
+    draw(y0 + 0.4 - height / 2, orig["est_orig"].to_numpy(float), orig["ci_lower_orig"].to_numpy(float),
+         orig["ci_upper_orig"].to_numpy(float), "#000000", "original", "s")
+    for i, m in enumerate(methods):
+        sub = coef[coef["method"] == m].set_index("term").reindex(terms)
+        y = y0 + 0.4 - height * (i + 1.5)
+        draw(y, sub["est_syn"].to_numpy(float), sub["ci_lower_syn"].to_numpy(float),
+             sub["ci_upper_syn"].to_numpy(float), _color(m, i), str(m), "o")
+    ax.axvline(0.0, color="#999999", lw=0.8, ls=":")
+    ax.set_yticks(y0)
+    ax.set_yticklabels(terms)
+    ax.set_xlabel("coefficient (95% CI)")
+    ax.legend(loc="best", fontsize=8, frameon=False)
+    ax.set_title(title or "Original vs combined synthetic estimates")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def risk_histogram(
+    individual: Mapping[str, Sequence[float]],
+    subgroups: Sequence[str] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Histogram of the record-level re-identification risk I_i per method.
+
+    ``individual`` maps a method name to the I_i values (one per original
+    record). With ``subgroups`` (low / medium / high label per record, in the
+    same order) each method's histogram is stacked by risk subgroup. The
+    y-axis is logarithmic because most records have I_i = 0.
+    """
+    names = list(individual)
+    if not names:
+        raise ValueError("The 'individual' parameter of risk_histogram must hold at least one method.")
+    bins = np.linspace(0.0, 1.0, 21)
+    fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names) + 0.6, 3.2), sharey=True, squeeze=False)
+    sub_colors = {"low": "#a6d96a", "medium": "#fdae61", "high": "#d7191c"}
+    for j, name in enumerate(names):
+        ax = axes[0, j]
+        vals = np.asarray(individual[name], dtype=float)
+        if subgroups is not None:
+            labels = np.asarray(pd.Series(subgroups).astype(str))
+            groups = [g for g in ("low", "medium", "high") if np.any(labels == g)]
+            ax.hist([vals[labels == g] for g in groups], bins=bins, stacked=True,
+                    color=[sub_colors[g] for g in groups], label=[f"{g} risk" for g in groups])
+            ax.legend(fontsize=7, frameon=False, title="subgroup (original)", title_fontsize=7)
+        else:
+            ax.hist(vals, bins=bins, color=_color(name, j))
+        ax.set_yscale("log")
+        ax.set_xlabel("$I_i$ (probability of correct match)")
+        ax.set_title(f"{name}: sum $I_i$ = {vals.sum():.1f}", fontsize=9)
+    axes[0, 0].set_ylabel("records (log scale)")
+    fig.suptitle(title or "Record-level re-identification risk", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def tuning_curves(
+    table: pd.DataFrame,
+    value: str,
+    x: str = "sigma_e",
+    line: str = "K",
+    panel: str = "M",
+    references: pd.DataFrame | None = None,
+    ylabel: str | None = None,
+    title: str | None = None,
+    logx: bool = True,
+) -> Figure:
+    """Curves of ``value`` against the masking tuning, one panel per M.
+
+    ``table`` has columns ``panel`` (e.g. M), ``x`` (e.g. sigma_e), ``line``
+    (e.g. K), ``value`` and optionally ``value + "_se"`` (Monte Carlo standard
+    error, drawn as a band). ``references`` (columns ``panel``, ``method``,
+    ``value``) adds horizontal lines for methods without tuning (CART,
+    norm+logit).
+    """
+    panels = sorted(table[panel].unique())
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), sharey=True, squeeze=False)
+    lines = sorted(table[line].unique())
+    cmap = plt.get_cmap("viridis")
+    for j, pv in enumerate(panels):
+        ax = axes[0, j]
+        sub = table[table[panel] == pv]
+        for i, lv in enumerate(lines):
+            s = sub[sub[line] == lv].sort_values(x)
+            col = cmap(i / max(1, len(lines) - 1) * 0.85)
+            ax.plot(s[x], s[value], "o-", color=col, lw=1.6, ms=4, label=f"{line} = {lv}")
+            if f"{value}_se" in s:
+                se = s[f"{value}_se"].to_numpy(float)
+                ax.fill_between(s[x], s[value] - 2 * se, s[value] + 2 * se, color=col, alpha=0.15, lw=0)
+        if references is not None:
+            ref = references[references[panel] == pv]
+            for i, (_, r) in enumerate(ref.iterrows()):
+                ax.axhline(r[value], color=_color(r["method"], i + 3), ls="--", lw=1.2, label=str(r["method"]))
+        if logx:
+            ax.set_xscale("log")
+        ax.set_xlabel({"sigma_e": r"masking noise $\sigma_e$"}.get(x, x))
+        ax.set_title(f"{panel} = {pv}", fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel(ylabel or value)
+    axes[0, -1].legend(fontsize=7, frameon=False, loc="best")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def line_plot(
+    table: pd.DataFrame,
+    x: str,
+    y: str,
+    group: str,
+    panel: str | None = None,
+    logx: bool = False,
+    logy: bool = False,
+    ylabel: str | None = None,
+    title: str | None = None,
+    references: Mapping[str, float] | None = None,
+) -> Figure:
+    """Generic grouped line plot (DP accuracy vs eps, TVD vs eps, ...).
+
+    Rows with the same ``x`` and ``group`` (e.g. several seeds) are averaged.
+    ``references`` draws labelled horizontal lines (published peers).
+    """
+    panels = [None] if panel is None else list(dict.fromkeys(table[panel]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels) + 0.4, 3.5), squeeze=False, sharey=True)
+    for j, pv in enumerate(panels):
+        ax = axes[0, j]
+        sub = table if pv is None else table[table[panel] == pv]
+        for i, (g, s) in enumerate(sub.groupby(group, sort=False)):
+            agg = s.groupby(x, as_index=False)[y].mean().sort_values(x)
+            ax.plot(agg[x], agg[y], "o-", color=_color(str(g), i), lw=1.5, ms=4, label=str(g))
+        for k, (name, v) in enumerate((references or {}).items()):
+            ax.axhline(v, color="#777777", ls=[":", "--", "-."][k % 3], lw=1, label=name)
+        if logx:
+            ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(x)
+        if pv is not None:
+            ax.set_title(f"{panel} = {pv}", fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel(ylabel or y)
+    axes[0, -1].legend(fontsize=7, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

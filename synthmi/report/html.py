@@ -1,0 +1,187 @@
+"""The disclosure review report: one self-contained HTML file.
+
+:func:`render_report` turns a :class:`~synthmi.report.collect.ReportData`
+(aggregated tables only: coefficients, S_pMSE, risk summaries, provenance)
+into an HTML string with inline CSS and figures embedded as base64 PNG, so the
+file opens offline with no external resource. Nothing here reads the
+confidential data; the one place that does is
+:func:`synthmi.report.collect.evaluate_release`, which keeps only aggregates.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from . import figures
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .collect import ReportData
+
+__all__ = ["render_report", "write_report", "frame_to_html", "png_img"]
+
+_CSS = """
+body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0;color:#1a1a1a;background:#fafafa}
+header{background:#17324d;color:#fff;padding:18px 32px}
+header h1{margin:0 0 4px 0;font-size:22px}
+header p{margin:0;font-size:13px;color:#cfe0f0}
+main{max-width:1060px;margin:0 auto;padding:12px 32px 40px 32px}
+section{background:#fff;border:1px solid #e2e2e2;border-radius:6px;padding:14px 20px;margin:16px 0}
+h2{font-size:17px;margin:4px 0 10px 0;color:#17324d}
+p.note{font-size:12.5px;color:#555;margin:6px 0}
+table{border-collapse:collapse;font-size:12.5px;margin:6px 0}
+th,td{border-bottom:1px solid #e6e6e6;padding:4px 10px;text-align:right}
+th{background:#f0f4f8;text-align:center}
+td:first-child,th:first-child{text-align:left}
+img{max-width:100%;height:auto}
+.kv td{text-align:left;vertical-align:top}
+p.flag{color:#b00020;font-weight:600}
+code{font-size:12px;background:#f3f3f3;padding:1px 3px}
+"""
+
+
+SUMMARY_LABELS = {
+    "S_pMSE": "S_pMSE",
+    "mean_ci_overlap": "mean CI overlap",
+    "mean_std_diff": "mean std. difference",
+    "expected_matches": "expected correct matches",
+    "true_match_rate": "true-match rate",
+    "share_above_threshold": "share I_i > threshold",
+    "mean_I_i": "mean I_i",
+    "records": "records",
+}
+
+
+def png_img(png: bytes, alt: str) -> str:
+    """An ``<img>`` tag with the PNG embedded as a base64 data URI."""
+    b64 = base64.b64encode(png).decode("ascii")
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "&ndash;"
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if v != 0 and (abs(v) >= 1e5 or abs(v) < 10 ** (-digits)):
+            return f"{v:.{digits}g}"
+        return f"{v:.{digits}f}"
+    return html.escape(str(v))
+
+
+def frame_to_html(df: pd.DataFrame, digits: int = 3, index: bool = True, caption: str | None = None) -> str:
+    """A small, escaped HTML table (pandas' to_html without its inline styles)."""
+    cols = list(df.columns)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in ([df.index.name or ""] if index else []) + cols)
+    rows = []
+    # column-wise values keep each column's dtype (iterrows would turn ints into floats)
+    values = [df[c].tolist() for c in cols]
+    for i, idx in enumerate(df.index):
+        cells = [f"<td>{html.escape(' / '.join(map(str, idx)) if isinstance(idx, tuple) else str(idx))}</td>"] if index else []
+        cells += [f"<td>{_fmt(v[i], digits)}</td>" for v in values]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _kv_table(d: dict[str, Any]) -> str:
+    rows = []
+    for k, v in d.items():
+        if isinstance(v, (dict, list)):
+            v = json.dumps(v, sort_keys=True, default=str)
+            cell = f"<code>{html.escape(v)}</code>"
+        else:
+            cell = _fmt(v)
+        rows.append(f"<tr><td>{html.escape(str(k))}</td><td>{cell}</td></tr>")
+    return f'<table class="kv"><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _analysis_table(coef: pd.DataFrame) -> str:
+    """Per method: term, original estimate (CI), synthetic estimate (CI), std. diff, CI overlap."""
+    parts = []
+    for method, sub in coef.groupby("method", sort=False):
+        t = pd.DataFrame(
+            {
+                "original est.": sub["est_orig"].to_numpy(float),
+                "original 95% CI": [f"({a:.3f}, {b:.3f})" for a, b in zip(sub["ci_lower_orig"], sub["ci_upper_orig"])],
+                "synthetic est.": sub["est_syn"].to_numpy(float),
+                "synthetic 95% CI": [f"({a:.3f}, {b:.3f})" for a, b in zip(sub["ci_lower_syn"], sub["ci_upper_syn"])],
+                "std. diff": sub["std_diff"].to_numpy(float),
+                "CI overlap": sub["ci_overlap"].to_numpy(float),
+            },
+            index=pd.Index(sub["term"].astype(str), name="term"),
+        )
+        parts.append(f"<h3 style='font-size:14px;margin:10px 0 2px 0'>{html.escape(str(method))}</h3>")
+        parts.append(frame_to_html(t))
+    return "".join(parts)
+
+
+def render_report(data: "ReportData") -> str:
+    """The report as one HTML string (no external resources)."""
+    s = data.settings
+    title = f"Synthetic data disclosure review: {s.get('original', 'data')}"
+    summary = data.summary.copy()
+    summary_html = frame_to_html(summary.set_index("method").rename(columns=SUMMARY_LABELS))
+
+    coef_png = figures.to_png(figures.coefficient_plot(data.coefficients, title=f"{s.get('formula', '')} ({s.get('family', '')})"))
+    hist_png = figures.to_png(figures.risk_histogram(data.individual_risk, data.subgroup_labels))
+
+    above = data.summary["share_above_threshold"] if "share_above_threshold" in data.summary else None
+    flags = ""
+    if above is not None and np.nanmax(above.to_numpy(float)) > 0:
+        flags = (f"<p class='note flag'>Some records have I_i above the review threshold "
+                 f"({_fmt(s.get('risk_threshold'))}); see the risk section.</p>")
+
+    body = f"""
+<header><h1>{html.escape(title)}</h1>
+<p>{html.escape(str(s.get('n_records', '')))} records &middot; quasi-identifiers: {html.escape(', '.join(s.get('quasi_identifiers', [])))}
+&middot; methods: {html.escape(', '.join(summary['method'].astype(str)))} &middot; generated {html.escape(str(data.provenance.get('generated_utc', '')))}</p></header>
+<main>
+<section id="summary"><h2>Summary</h2>
+{summary_html}
+<p class="note"><b>S_pMSE</b>: standardized propensity-score mean squared error (pMSE / its null expectation; near 1 = copies indistinguishable from the original by a {html.escape(str(s.get('pmse_method', 'logit')))} model; mean over copies).
+<b>CI overlap</b> (1 = identical intervals, &lt; 0 = disjoint) and <b>standardized difference</b> |b_orig - b_syn| / SE(b_orig) are averaged over the analysis coefficients, combined over the M copies by the <code>{html.escape(str(s.get('rule', 'partial')))}</code> rule.
+<b>Expected correct matches</b> = sum of the record-level risks I_i; <b>true-match rate</b> = share of records whose unique match is the correct one.</p>
+{flags}
+</section>
+<section id="utility"><h2>Utility: per-variable S_pMSE</h2>
+{frame_to_html(data.per_variable)}
+<p class="note">One-way S_pMSE per variable (continuous variables binned), mean over the M copies. Values far above 1 flag a variable whose distribution the copies miss.</p>
+</section>
+<section id="coefficients"><h2>Analysis: original vs combined synthetic estimates</h2>
+{png_img(coef_png, "coefficient plot")}
+<p class="note">Analysis model: <code>{html.escape(str(s.get('formula', '')))}</code>, family {html.escape(str(s.get('family', '')))}; 95% intervals; synthetic estimates combined over M copies.</p>
+{_analysis_table(data.coefficients)}
+</section>
+<section id="risk"><h2>Re-identification risk</h2>
+{png_img(hist_png, "histogram of record-level risk")}
+<p class="note">The intruder knows every record's quasi-identifiers and matches them against each copy (continuous ones within the tolerance {html.escape(json.dumps(s.get('tolerance'), default=str))}); I_i averages over the copies the probability that the matched record is the true one.
+Risk subgroups are labelled on the original (k0 = {html.escape(str(s.get('k0')))}): low = at least k0 others share the categorical quasi-identifiers and are close on the continuous ones, medium = they share the categories but fewer than k0 are close, high = otherwise.</p>
+{frame_to_html(data.risk_by_subgroup.set_index(['method', 'subgroup']).rename(columns=SUMMARY_LABELS) if not data.risk_by_subgroup.empty else data.risk_by_subgroup)}
+</section>
+<section id="settings"><h2>Settings</h2>{_kv_table(data.settings)}</section>
+<section id="provenance"><h2>Provenance</h2>{_kv_table(data.provenance)}
+<p class="note">This report holds aggregates only (model coefficients, distances, counts and risk summaries); no record or cell value of the original data.</p></section>
+</main>"""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
+        f"<style>{_CSS}</style></head><body>{body}</body></html>\n"
+    )
+
+
+def write_report(data: "ReportData", path: str | Path) -> Path:
+    """Render and write the report; returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(data), encoding="utf-8")
+    return path

@@ -1,0 +1,87 @@
+"""CLI polish: the verbs are listed with examples; errors are one line unless --debug."""
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+from synthmi import commands
+from synthmi.cli import build_parser, main
+
+VERBS = sorted(i.name for i in pkgutil.iter_modules(commands.__path__) if not i.name.startswith("_"))
+
+
+def test_top_level_help_lists_every_verb_and_examples(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "synthmi demo" in out and "synthmi report" in out
+    for verb in VERBS:
+        assert f"\n    {verb}" in out, verb
+    assert {"demo", "report"} <= set(VERBS)
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_each_verb_help_has_examples(verb, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([verb, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and f"synthmi {verb}" in out
+
+
+def test_no_verb_prints_help_and_fails(capsys):
+    assert main([]) == 2
+    assert "VERB" in capsys.readouterr().out
+
+
+def test_errors_are_one_line_without_traceback(tmp_path, capsys):
+    rc = main(["demo", "--m", "1", "--out", str(tmp_path / "d"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert err.count("\n") == 1 and err.startswith("synthmi: error: ") and "Traceback" not in err
+    assert "'--m'" in err and "--debug" in err
+
+
+@pytest.mark.parametrize("argv", [["--debug", "demo"], ["demo", "--debug"]])
+def test_debug_shows_the_exception(tmp_path, argv):
+    argv = argv + ["--m", "1", "--out", str(tmp_path / "d"), "--quiet"]
+    with pytest.raises(ValueError, match="'--m' option"):
+        main(argv)
+
+
+def test_unexpected_exceptions_are_one_line_too(monkeypatch, capsys):
+    parser = build_parser()
+    args = parser.parse_args(["demo", "--quiet"])
+
+    def boom(_args):
+        raise RuntimeError("disk\nfull")
+
+    monkeypatch.setattr("synthmi.cli.build_parser", lambda: _Fixed(parser, args, boom))
+    assert main(["demo"]) == 1
+    err = capsys.readouterr().err
+    assert err == "synthmi: error: RuntimeError: disk full (run with --debug for a traceback)\n"
+
+
+class _Fixed:
+    """A parser stand-in returning preset args whose verb raises."""
+
+    def __init__(self, parser, args, func):
+        self.parser, self.args = parser, args
+        self.args.func = func
+
+    def parse_args(self, argv):
+        return self.args
+
+    def print_help(self):  # pragma: no cover
+        self.parser.print_help()
+
+
+def test_console_script_runs_as_a_process():
+    proc = subprocess.run([sys.executable, "-m", "synthmi.cli", "report", "--original", "/nonexistent.csv",
+                           "--synthetic", "/nonexistent", "--out", "/tmp/x.html"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

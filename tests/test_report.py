@@ -1,0 +1,138 @@
+"""The disclosure review report: self-contained HTML, aggregates only, CLI end to end."""
+from __future__ import annotations
+
+import base64
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthmi.cli import main
+from synthmi.models.cart import CartSynthesizer
+from synthmi.report.collect import evaluate_release, frame_sha256
+from synthmi.report.html import render_report, write_report
+
+from _report_fixtures import fake_report_data
+
+QI = ["age", "sex", "group"]
+FORMULA = "y ~ age + sex + group"
+
+
+def _sentinel_data(n: int = 400, seed: int = 3) -> pd.DataFrame:
+    """Data whose every confidential value is recognisable if it leaks.
+
+    Ages lie in [1000, 2000) with six decimals, so no aggregate the report
+    shows (coefficients, S_pMSE ~ 1, counts <= n = 400, rates in [0, 1])
+    can print like one of them; the kept column holds unique sentinel strings.
+    """
+    rng = np.random.default_rng(seed)
+    age = np.round(rng.uniform(1000, 2000, n), 6)
+    sex = pd.Categorical(rng.choice(["F", "M"], n), categories=["F", "M"])
+    group = pd.Categorical(rng.choice(["g1", "g2", "g3"], n), categories=["g1", "g2", "g3"])
+    eta = -0.5 + 0.001 * (age - 1500) + 0.4 * (sex == "M")
+    y = pd.Categorical(np.where(rng.normal(size=n) < eta, "yes", "no"), categories=["no", "yes"])
+    secret = pd.Categorical([f"SENTINEL{i:05d}" for i in range(n)])
+    return pd.DataFrame({"age": age, "sex": sex, "group": group, "y": y, "secret": secret})
+
+
+def _external_refs(html: str) -> list[str]:
+    return re.findall(r"""(?:src|href)\s*=\s*["']?(?!data:|#)([^"' >]+)""", html)
+
+
+def test_render_is_self_contained_with_every_section():
+    html = render_report(fake_report_data())
+    assert html.startswith("<!DOCTYPE html>")
+    assert _external_refs(html) == []  # no file, URL or CDN: opens offline
+    assert "<script" not in html and "<link" not in html
+    for section in ("summary", "utility", "coefficients", "risk", "settings", "provenance"):
+        assert f'id="{section}"' in html
+    imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(imgs) == 2  # coefficient plot and the I_i histogram
+    for b64 in imgs:
+        assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
+    # summary columns of the issue, with integers shown as integers
+    for label in ("S_pMSE", "mean CI overlap", "mean std. difference", "expected correct matches", "true-match rate"):
+        assert label in html
+    assert "<td>5</td>" in html and "5.000" not in html
+
+
+def test_render_escapes_labels():
+    data = fake_report_data()
+    data.settings["original"] = "<b>evil</b>"
+    html = render_report(data)
+    assert "<b>evil</b>" not in html and "&lt;b&gt;evil&lt;/b&gt;" in html
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    df = _sentinel_data()
+    before = df.copy()
+    syn = CartSynthesizer().fit(df, quasi_identifiers=QI, keep=["y", "secret"]).sample(3, random_state=5)
+    data = evaluate_release(df, {"cart": syn}, QI, FORMULA, family="probit", tolerance={"age": 5.0}, k0=3)
+    return df, before, syn, data
+
+
+def test_evaluate_release_never_stores_or_prints_confidential_values(evaluated):
+    df, before, syn, data = evaluated
+    pd.testing.assert_frame_equal(df, before)  # input not mutated
+    html = render_report(data)
+    for s in df["secret"].astype(str):
+        assert s not in html
+    leaked = [v for v in df["age"] if repr(float(v)) in html or f"{v:.3f}" in html or f"{v:.2f}" in html]
+    assert leaked == []
+    assert frame_sha256(df) in html  # provenance: the input's hash, not its values
+
+
+def test_evaluate_release_numbers_match_the_evaluation_layer(evaluated):
+    from synthmi.evaluation import analyse, pmse
+    from synthmi.evaluation.risk import reidentification_risk
+
+    df, _, syn, data = evaluated
+    row = data.summary.iloc[0]
+    assert row["M"] == 3
+    assert row["S_pMSE"] == pytest.approx(pmse(df, syn.copies, variables=QI + ["y"]).mean_s_pmse)
+    res = analyse(FORMULA, family="probit", original=df, synthetic=syn.copies)
+    assert row["mean_ci_overlap"] == pytest.approx(res.mean_ci_overlap)
+    assert row["mean_std_diff"] == pytest.approx(res.mean_std_diff)
+    risk = reidentification_risk(df, syn.copies, QI, tolerance={"age": 5.0})
+    assert row["expected_matches"] == pytest.approx(risk.summary["expected_matches"])
+    np.testing.assert_allclose(data.individual_risk["cart"], risk.individual.to_numpy())
+    # the subgroup table partitions the records and the expected matches
+    rb = data.risk_by_subgroup
+    assert rb["records"].sum() == len(df)
+    assert rb["expected_matches"].sum() == pytest.approx(row["expected_matches"])
+    assert list(data.per_variable.index) == QI
+
+
+def test_report_cli_end_to_end(tmp_path, capsys):
+    df = _sentinel_data(n=300, seed=9)
+    src = tmp_path / "original.csv"
+    df.to_csv(src, index=False)
+    orig = pd.read_csv(src)
+    for c in ("sex", "group", "y", "secret"):
+        orig[c] = pd.Categorical(orig[c], categories=sorted(orig[c].unique()))
+    syn = CartSynthesizer().fit(orig, quasi_identifiers=QI).sample(2, random_state=1)
+    syn.to_dir(tmp_path / "syn")
+    out = tmp_path / "r.html"
+    rc = main(["report", "--original", str(src), "--synthetic", f"cart={tmp_path / 'syn'}", "--qi", "age,sex,group",
+               "--analysis", FORMULA, "--tol", "age=3", "--k0", "2", "--out", str(out), "--quiet"])
+    assert rc == 0
+    assert capsys.readouterr().out.strip().endswith("r.html")
+    html = out.read_text()
+    assert "cart" in html and "SENTINEL" not in html
+    assert "&quot;age&quot;: 3.0" in html  # the tolerance is part of the settings (escaped JSON)
+
+
+def test_report_cli_bad_input_is_one_line(tmp_path, capsys):
+    rc = main(["report", "--original", str(tmp_path / "nope.csv"), "--synthetic", str(tmp_path), "--out", str(tmp_path / "x.html")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1 and "\n" not in err and "nope.csv" in err and "Traceback" not in err
+    rc = main(["report", "--original", "adult", "--synthetic", str(tmp_path / "missing"), "--out", str(tmp_path / "x.html")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 1 and "\n" not in err and "'--synthetic' directory" in err
+
+
+def test_write_report_creates_parent(tmp_path):
+    p = write_report(fake_report_data(), tmp_path / "a" / "b" / "report.html")
+    assert p.exists() and p.stat().st_size > 10_000
