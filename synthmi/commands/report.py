@@ -68,6 +68,22 @@ def load_original(spec: str):
     return df, digest
 
 
+def align_original(original, syn):
+    """The original restricted to the copies' columns (a release may drop columns)."""
+    cols = list(syn.copies[0].columns)
+    missing = [c for c in cols if c not in original.columns]
+    if missing:
+        raise ValueError(f"The synthetic copies have columns the original lacks: {missing}.")
+    return original[cols]
+
+
+def synthetic_dir(d: str) -> Path:
+    path = Path(d)
+    if not path.is_dir():
+        raise FileNotFoundError(f"The '--synthetic' directory '{d}' does not exist.")
+    return path
+
+
 def tolerance_from(args) -> dict[str, float] | None:
     tol = parse_assignments(args.tol, "tol")
     out = {}
@@ -88,9 +104,7 @@ def run(args) -> int:
     releases, hashes = {}, {"original": digest}
     for item in args.synthetic:
         label, _, d = item.rpartition("=") if "=" in item else ("", "", item)
-        path = Path(d)
-        if not path.is_dir():
-            raise FileNotFoundError(f"The '--synthetic' directory '{d}' does not exist.")
+        path = synthetic_dir(d)
         syn = SyntheticData.from_dir(path)
         label = label or syn.method
         if label in releases:
@@ -98,6 +112,7 @@ def run(args) -> int:
         releases[label] = syn
         for f in sorted(path.glob("copy_*.csv")):
             hashes[f"{label}/{f.name}"] = file_sha256(f)
+    original = align_original(original, next(iter(releases.values())))
     qi = split_list(args.qi)
     rule = args.rule or ("nested" if all({"m", "r"} <= set(s.structure) for s in releases.values()) else "partial")
     data = evaluate_release(
