@@ -1,0 +1,119 @@
+"""Synthesis cost on Adult (48,842 rows, 4 quasi-identifiers), M = 20 copies.
+
+For each method: wall seconds of ``fit`` + ``sample(20)`` (median of repeats),
+tracemalloc peak (first repeat) and the process's max RSS; plus, as a sanity
+figure, the mean 95% CI overlap of the probit analysis of income on the
+quasi-identifiers (intercept excluded) for the copies of the last repeat.
+
+Targets (issue 3, 2 cores): CART <= 30 s, DA-MI fast path <= 10 s, PyMC NUTS
+path <= 3 min. The JSON records the load average at the start: the machine
+is shared, so timings are upper bounds.
+
+Run: ``python benchmarks/synthesis.py [--quick]`` (``--quick``: one repeat each).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench import measure, write_json  # noqa: E402
+
+from adult_table import DAMI_MASKS, FAMILY, FORMULA, KEEP, QI  # noqa: E402
+
+from synthmi.data import load_adult  # noqa: E402
+from synthmi.evaluation import analyse  # noqa: E402
+
+M = 20
+SEED = 20
+TARGETS = {"cart": 30.0, "cart_proper": 30.0, "dami_fast": 10.0, "dami_nuts": 180.0, "rubin_nuts": 180.0}
+
+
+def configurations() -> dict[str, tuple[Callable[[], Any], int]]:
+    """Name -> (factory of an unfitted synthesizer, repeats)."""
+    from synthmi.models import CartSynthesizer
+
+    confs: dict[str, tuple[Callable[[], Any], int]] = {
+        "cart": (lambda: CartSynthesizer(), 3),
+        "cart_proper": (lambda: CartSynthesizer(proper=True), 3),
+    }
+    return confs
+
+
+def run_one(name: str, quick: bool) -> dict[str, Any]:
+    """Time one configuration (called in a fresh process, so max RSS is its own)."""
+    import resource
+
+    df = load_adult(recode=True)[QI + KEEP]
+    factory, repeats = configurations()[name]
+    repeats = 1 if quick else repeats
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    def run():
+        synth = factory()
+        return synth, synth.fit(df, quasi_identifiers=QI, keep=KEEP).sample(M, random_state=SEED)
+
+    m = measure(run, repeats=repeats)
+    synth, syn = m.pop("result")
+    quality = analyse(FORMULA, family=FAMILY, original=df, synthetic=syn, rule="partial")
+    return {
+        **m,
+        "max_rss_before_mib": rss_before,
+        "repeats": repeats,
+        "target_seconds": TARGETS.get(name),
+        "meets_target": None if name not in TARGETS else m["wall_seconds_median"] <= TARGETS[name],
+        "params": {k: repr(v) for k, v in synth.get_params().items()},
+        "mean_ci_overlap": quality.mean_ci_overlap,
+        "mean_std_diff": quality.mean_std_diff,
+        "diagnostics": syn.metadata()["diagnostics"],
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="one repeat per method")
+    ap.add_argument("--only", help="comma-separated configuration names")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(run_one(args.child, args.quick), default=repr))
+        return
+    names = list(configurations())
+    if args.only:
+        names = [n for n in names if n in set(args.only.split(","))]
+    results: dict[str, Any] = {}
+    for name in names:
+        print(f"{name}: ...", flush=True)
+        cmd = [sys.executable, __file__, "--child", name] + (["--quick"] if args.quick else [])
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        results[name] = r
+        print(
+            f"{name:>12}: {r['wall_seconds_median']:7.2f} s (median of {r['repeats']}; target "
+            f"{r['target_seconds']} s), peak traced {r['peak_traced_mib']:.0f} MiB, max RSS {r['max_rss_mib']:.0f} MiB "
+            f"(after loading {r['max_rss_before_mib']:.0f}), CI overlap {r['mean_ci_overlap']:.3f}",
+            flush=True,
+        )
+    write_json(
+        "synthesis" if not args.only else "synthesis_partial",
+        {
+            "data": {"name": "adult", "n": 48842, "quasi_identifiers": QI, "keep": KEEP},
+            "m": M,
+            "seed": SEED,
+            "dami_masks": DAMI_MASKS,
+            "cores": os.cpu_count(),
+            "memory_note": "peak_traced_mib: tracemalloc peak of the first repeat (NumPy buffers included, "
+            "C-level allocations of scikit-learn/PyTensor not); max_rss_mib: the child process's max RSS "
+            "over all repeats, including imports and the data (max_rss_before_mib is that after loading).",
+            "results": results,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
