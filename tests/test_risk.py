@@ -275,3 +275,28 @@ def test_bad_input():
         reidentification_risk(original, copies[0].assign(age=np.inf), qi)
     with pytest.raises(TypeError, match="'synthetic'"):
         reidentification_risk(original, "copies", qi)
+
+
+def test_cli_disclosure(tmp_path):
+    import json
+
+    from synthmi.cli import main
+    from synthmi.synthetic import SyntheticData
+
+    original, copies = _hand_data()
+    original.to_csv(tmp_path / "orig.csv", index=False)
+    SyntheticData(copies=copies, method="test", quasi_identifiers=["sex", "age"]).to_dir(tmp_path / "syn")
+    out = tmp_path / "risk.json"
+    rc = main(["disclosure", "--original", str(tmp_path / "orig.csv"), "--synthetic", str(tmp_path / "syn"),
+               "--qi", "sex,age", "--tol", "age=1", "--by", "sex", "--out", str(out), "--quiet"])
+    assert rc == 0
+    d = json.loads(out.read_text())
+    assert d["summary"]["expected_matches"] == pytest.approx(2.0)
+    assert d["summary"]["false_match_rate"] == pytest.approx(0.25)
+    assert d["by_group"]["F"]["n_records"] == 2 and d["settings"]["tolerance"] == {"age": 1.0}
+    rec = pd.read_csv(tmp_path / "risk.csv")
+    np.testing.assert_allclose(rec["risk"], [0.75, 0.25, 0.5, 0.5])
+    assert "age" not in rec.columns and "sex" not in rec.columns  # no QI values in the output
+    bad = main(["disclosure", "--original", str(tmp_path / "orig.csv"), "--synthetic", str(tmp_path / "syn"),
+                "--qi", "sex,age", "--tol", "age=-1", "--out", str(out), "--quiet"])
+    assert bad == 1

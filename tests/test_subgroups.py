@@ -146,3 +146,20 @@ def test_bad_input():
         risk_subgroups(df, qi, k0=2, tolerance={"height": 1})
     with pytest.raises(ValueError, match="'quasi_identifiers'"):
         risk_subgroups(df, [], k0=2)
+
+
+def test_cli_subgroups(tmp_path):
+    import json
+
+    from synthmi.cli import main
+
+    df = _hand()
+    df.to_csv(tmp_path / "d.csv", index=False)
+    out = tmp_path / "sg.json"
+    rc = main(["subgroups", "--data", str(tmp_path / "d.csv"), "--qi", "sex,race,age", "--k0", "2",
+               "--tol", "age=1", "--out", str(out), "--quiet"])
+    assert rc == 0
+    assert json.loads(out.read_text())["counts"] == {"low": 3, "medium": 8, "high": 4}
+    assert pd.read_csv(tmp_path / "sg.csv")["label"].tolist()[:5] == ["low"] * 3 + ["medium"] * 2
+    assert main(["subgroups", "--data", str(tmp_path / "d.csv"), "--qi", "sex,age", "--k0", "0",
+                 "--out", str(out), "--quiet"]) == 1

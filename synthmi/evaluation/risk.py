@@ -114,7 +114,7 @@ class RiskResult:
             "=" * 60,
             f"quasi-identifiers : {', '.join(st['quasi_identifiers'])}",
             f"tolerance         : {tol}",
-            f"records N, copies M: {s['n_records']}, {s['n_copies']}",
+            f"records, copies    : {s['n_records']}, {s['n_copies']}",
             "-" * 60,
             f"expected correct matches (sum I_i) : {s['expected_matches']:.3f}",
             f"true-match rate                    : {s['true_match_rate']:.4f}",
@@ -135,7 +135,8 @@ class RiskResult:
         }
         if self.by_group is not None:
             out["by_group"] = {
-                str(idx): {k: _json_num(v) for k, v in row.items()} for idx, row in self.by_group.iterrows()
+                str(idx): {k: _json_num(v) for k, v in row.items()}
+                for idx, row in self.by_group.to_dict(orient="index").items()
             }
         return out
 

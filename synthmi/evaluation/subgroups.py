@@ -79,7 +79,8 @@ class RiskSubgroups:
             "Risk subgroups",
             "=" * 40,
             f"quasi-identifiers: {', '.join(st['quasi_identifiers'])}",
-            f"k0: {st['k0']}   tolerance: {st['tolerance'] or 'none'}",
+            f"k0: {st['k0']}   tolerance: "
+            + (", ".join(f"{c} {v}" for c, v in st["tolerance"].items()) or "none (no continuous QI)"),
             "-" * 40,
         ]
         for lev, cnt in self.counts.items():
