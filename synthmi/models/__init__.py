@@ -1,5 +1,16 @@
 """Synthesizers: ``fit(df, quasi_identifiers=...)`` then ``sample(m, random_state=...)``."""
 from .base import Synthesizer
 from .cart import CartSynthesizer
+from .dami import DAMISynthesizer
+from .masking import LinearCategoricalMasking, NormalMasking, TransitionMasking
+from .rubin import RubinSynthesizer
 
-__all__ = ["Synthesizer", "CartSynthesizer"]
+__all__ = [
+    "Synthesizer",
+    "CartSynthesizer",
+    "RubinSynthesizer",
+    "DAMISynthesizer",
+    "NormalMasking",
+    "LinearCategoricalMasking",
+    "TransitionMasking",
+]
