@@ -6,6 +6,7 @@ import importlib
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -224,17 +225,28 @@ def run(args: argparse.Namespace) -> int:
     data = df[[c for c in df.columns if c in qi or c in keep]]
 
     seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else int(args.seed)
+    if "random_state" in cls._param_names() and "random_state" not in params:
+        # randomness drawn at fit time (e.g. DA-MI's pseudo-variables W) follows --seed too
+        params["random_state"] = seed
     synth = cls(**params)
     _log(args, f"fitting {cls.__name__} (quasi-identifiers {qi}; {len(keep)} kept columns)")
-    synth.fit(data, quasi_identifiers=qi, keep=keep)
-    t_fit = time.perf_counter()
-    _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})")
-    syn = synth.sample(args.m, random_state=seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        synth.fit(data, quasi_identifiers=qi, keep=keep)
+        t_fit = time.perf_counter()
+        _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})")
+        syn = synth.sample(args.m, random_state=seed)
+    # Warnings (e.g. r_hat > 1.01) are shown even with --quiet, once each, on one line.
+    for msg in dict.fromkeys(str(w.message) for w in caught):
+        print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
     for f in old:
         f.unlink()
     syn.to_dir(out)
     meta_path = out / "metadata.json"
     meta = json.loads(meta_path.read_text())
+    mask_param = MASK_PARAMETER.get(args.method)
+    if mask_param and params.get(mask_param):
+        meta["params"][mask_param] = {c: m.to_dict() for c, m in params[mask_param].items()}
     meta["source"] = {"data": source, "n_rows": int(len(data)), "keep": keep, "columns": list(data.columns)}
     meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True))
     _log(args, f"wrote {syn.m} copies and metadata.json to {out} in {time.perf_counter() - t0:.1f} s")
