@@ -396,15 +396,13 @@ class PrivateBetaPosterior:
         if not hasattr(self, "n_"):
             raise NotFittedError("This PrivateBetaPosterior instance is not fitted yet; call fit first.")
         mech, eps, delta, prior = self._params()
-        rng = check_random_state(random_state)
         a, b = prior
-        n, k = self.n_, self._k
+        n = self.n_
+        out = float(self.draw_outputs(n, self._k, 1, random_state)[0])
         if mech == "posterior_sample":
-            theta = float(self._ops_quantiles(n, k, rng.random(1))[0])
-            alpha, beta = a + n * theta, b + n * (1.0 - theta)
+            alpha, beta = a + n * out, b + n * (1.0 - out)
         else:
-            j = self._draw_index(n, k, mech, eps, rng)
-            alpha, beta = a + j, b + n - j
+            alpha, beta = a + out, b + n - out
         acc = PrivacyAccountant()
         if mech == "smooth":
             acc.add_approx(eps, delta, label="beta posterior (smooth-sensitivity EM)")
@@ -413,17 +411,29 @@ class PrivateBetaPosterior:
         self.accountant_ = acc
         return PrivatePosteriorResult(float(alpha), float(beta), mech, eps, delta, n, prior, acc, private=mech != "local")
 
-    def _draw_index(self, n: int, k: int, mech: str, eps: float, rng: np.random.Generator) -> int:
+    def draw_outputs(self, n: int, k: int, size: int, random_state: Any = None) -> np.ndarray:
+        """``size`` independent mechanism outputs for a data set of size ``n`` with ``k`` ones.
+
+        Finite mechanisms return candidate indices j (int64); ``"posterior_sample"``
+        returns theta values. Vectorised, for simulation studies and the goodness-of-fit tests.
+        """
+        mech, eps, _, _ = self._params()
+        n = _check_n(n)
+        k = _check_k(k, n)
+        size = int(check_scalar(size, "size", _OWNER, kind="int", lower=0))
+        rng = check_random_state(random_state)
+        if mech == "posterior_sample":
+            return self._ops_quantiles(n, k, rng.random(size))
         if mech == "laplace":
-            return int(np.clip(k + sample_discrete_laplace(1.0 / eps, None, rng), 0, n))
+            return np.clip(k + sample_discrete_laplace(1.0 / eps, size, rng), 0, n)
         if mech == "laplace_rounded":
-            if rng.random() < -math.expm1(-eps / 2.0):
-                y = 0
-            else:
-                # |Y| - 1 is geometric on {0, 1, ...}; numpy's geometric lives on {1, 2, ...}.
-                mag = int(rng.geometric(-math.expm1(-eps)))
-                y = mag if rng.random() < 0.5 else -mag
-            return int(np.clip(k + y, 0, n))
+            zero = rng.random(size) < -math.expm1(-eps / 2.0)
+            # |Y| - 1 is geometric on {0, 1, ...}; numpy's geometric lives on {1, 2, ...}.
+            mag = rng.geometric(-math.expm1(-eps), size=size).astype(np.int64)
+            sign = np.where(rng.random(size) < 0.5, 1, -1)
+            y = np.where(zero, 0, sign * mag)
+            return np.clip(k + y, 0, n)
         p = np.exp(self.output_log_probabilities(n, k))
         cdf = np.cumsum(p)
-        return int(min(np.searchsorted(cdf / cdf[-1], rng.random(), side="right"), n))
+        idx = np.searchsorted(cdf / cdf[-1], rng.random(size), side="right")
+        return np.minimum(idx, n).astype(np.int64)

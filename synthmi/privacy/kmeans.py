@@ -1,0 +1,148 @@
+r"""Differentially private k-means (Lloyd's algorithm with Laplace noise).
+
+The seed's Algorithm 2 (shared/seeds/003, "A differentially private version of
+Lloyd's algorithm"): data in the :math:`\ell_1` ball
+:math:`\mathcal{X} = \{x \in \mathbb{R}^d : \|x\|_1 \le c\}`; for each of :math:`T`
+iterations release noisy cluster counts and noisy cluster sums,
+
+.. math::
+
+    \hat n_j = n_j + Y_j, \quad \hat a_j = a_j + (Z_{j1}, \dots, Z_{jd}), \qquad
+    \varepsilon' = \frac{\varepsilon}{2T},
+
+each a Laplace mechanism with :math:`\ell_1` sensitivity 2 (counts) and :math:`2c`
+(sums) under substitution of one record, so each release costs
+:math:`\varepsilon'` and the :math:`2T` releases compose to :math:`\varepsilon`
+(basic composition). New centres :math:`\hat a_j/\hat n_j` are post-processing;
+a cluster with :math:`\hat n_j < 1` gets a fresh uniform centre in
+:math:`\mathcal{X}`. Counts are integers and get exact discrete Laplace noise
+(Canonne, Kamath & Steinke 2020) with the same scale.
+
+Records outside the ball are scaled onto it (a per-record map, chosen without
+looking at the data, so it costs no budget); ``clip_norm`` must be public.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._validate import NotFittedError, check_epsilon, check_random_state, check_scalar, param_error
+from .accountant import PrivacyAccountant
+from .discrete import sample_discrete_laplace
+
+__all__ = ["DPKMeans", "uniform_l1_ball"]
+
+_OWNER = "DPKMeans"
+
+
+def uniform_l1_ball(size: int, d: int, radius: float, rng: np.random.Generator) -> np.ndarray:
+    r"""Uniform points in :math:`\{x : \|x\|_1 \le r\}`: the first d coordinates of a
+    Dirichlet(1, ..., 1) vector of length d + 1 (uniform on the simplex's interior) with random signs."""
+    g = rng.dirichlet(np.ones(d + 1), size=size)[:, :d]
+    return radius * g * rng.choice([-1.0, 1.0], size=(size, d))
+
+
+class DPKMeans:
+    """Differentially private k-means, the seed's Algorithm 2.
+
+    Parameters
+    ----------
+    n_clusters : int
+        k (>= 1, and <= number of records at fit time).
+    epsilon : float
+        Total privacy budget (> 0); each of the 2T Laplace releases gets eps/(2T).
+    n_iter : int
+        T, the number of Lloyd iterations (>= 1).
+    clip_norm : float
+        Public l1 radius c of the data domain.
+    init : "random" or array (k, d)
+        Initial centres: uniform in the domain (data independent) or public centres.
+    random_state : None, int or Generator
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray (k, d)
+    noisy_counts_ : ndarray (k,) last iteration's released counts
+    accountant_ : PrivacyAccountant with the 2T spends
+    history_ : list of centre arrays, one per iteration (all released, hence public)
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 3,
+        epsilon: float = 1.0,
+        n_iter: int = 5,
+        clip_norm: float = 1.0,
+        init: Any = "random",
+        random_state: Any = None,
+    ) -> None:
+        self.n_clusters = n_clusters
+        self.epsilon = epsilon
+        self.n_iter = n_iter
+        self.clip_norm = clip_norm
+        self.init = init
+        self.random_state = random_state
+
+    def fit(self, X: Any) -> "DPKMeans":
+        eps = check_epsilon(self.epsilon, _OWNER)
+        k = int(check_scalar(self.n_clusters, "n_clusters", _OWNER, kind="int", lower=1))
+        T = int(check_scalar(self.n_iter, "n_iter", _OWNER, kind="int", lower=1))
+        c = float(check_scalar(self.clip_norm, "clip_norm", _OWNER, lower=0.0, lower_inclusive=False))
+        rng = check_random_state(self.random_state)
+        X = np.asarray(X.to_numpy() if isinstance(X, pd.DataFrame) else X, dtype=float)
+        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+            raise param_error("X", _OWNER, "a non-empty 2-D array (n records x d features)", f"shape {X.shape}")
+        if not np.all(np.isfinite(X)):
+            raise param_error("X", _OWNER, "finite", "non-finite values")
+        n, d = X.shape
+        if k > n:
+            raise param_error("n_clusters", _OWNER, f"<= the number of records ({n})", k)
+        norms = np.abs(X).sum(axis=1)
+        X = X * np.minimum(1.0, c / np.maximum(norms, 1e-300))[:, None]
+
+        if isinstance(self.init, str):
+            if self.init != "random":
+                raise param_error("init", _OWNER, "'random' or an array of shape (n_clusters, d)", self.init)
+            centres = uniform_l1_ball(k, d, c, rng)
+        else:
+            centres = np.array(self.init, dtype=float)
+            if centres.shape != (k, d):
+                raise param_error("init", _OWNER, f"an array of shape ({k}, {d})", f"shape {centres.shape}")
+
+        eps_step = eps / (2 * T)
+        scale_counts = 2.0 / eps_step
+        scale_sums = 2.0 * c / eps_step
+        acc = PrivacyAccountant(epsilon=eps)
+        history = []
+        for t in range(T):
+            d2 = ((X[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+            label = np.argmin(d2, axis=1)
+            counts = np.bincount(label, minlength=k)
+            sums = np.zeros((k, d))
+            np.add.at(sums, label, X)
+            n_hat = counts + sample_discrete_laplace(scale_counts, k, rng)
+            acc.add_pure(eps_step, label=f"iteration {t + 1}: counts")
+            a_hat = sums + rng.laplace(0.0, scale_sums, size=(k, d))
+            acc.add_pure(eps_step, label=f"iteration {t + 1}: sums")
+            new = np.empty_like(centres)
+            ok = n_hat >= 1
+            new[ok] = a_hat[ok] / n_hat[ok, None]
+            if np.any(~ok):
+                new[~ok] = uniform_l1_ball(int((~ok).sum()), d, c, rng)
+            centres = new
+            history.append(centres.copy())
+        self.cluster_centers_ = centres
+        self.noisy_counts_ = n_hat
+        self.accountant_ = acc
+        self.history_ = history
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Nearest released centre for each row (post-processing)."""
+        if not hasattr(self, "cluster_centers_"):
+            raise NotFittedError("This DPKMeans instance is not fitted yet; call fit first.")
+        X = np.asarray(X, dtype=float)
+        d2 = ((X[:, None, :] - self.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
+        return np.argmin(d2, axis=1)
