@@ -191,6 +191,10 @@ def tuning_curves(
                 ax.axhline(r[value], color=_color(r["method"], i + 3), ls="--", lw=1.2, label=str(r["method"]))
         if logx:
             ax.set_xscale("log")
+            xs = sorted(sub[x].dropna().unique())
+            ax.set_xticks(xs)
+            ax.set_xticklabels([f"{v:g}" for v in xs])
+            ax.minorticks_off()
         ax.set_xlabel({"sigma_e": r"masking noise $\sigma_e$"}.get(x, x))
         ax.set_title(f"{panel} = {pv}", fontsize=10)
         ax.grid(alpha=0.3)

@@ -1,0 +1,447 @@
+"""Regenerate the exhibits of the source slides (shared/seeds/003) on bundled public data.
+
+One function, :func:`make_figures`, writes for every exhibit a CSV (the
+numbers), a PNG (matplotlib) and a section of a markdown index, plus
+``manifest.json`` (configuration, seeds, package versions, SHA-256 of the
+bundled data files and of every CSV, wall time per exhibit). ``make figures``
+runs it with :data:`FULL`; the test suite runs :data:`REDUCED` twice and
+checks that the CSVs are byte-identical.
+
+Exhibits (the slides' names):
+
+``coefficients``
+    The result tables: a probit of income (> 50K) on age, sex, race
+    (white / non-white) and education (<HS / HS / >HS) on UCI Adult,
+    unperturbed vs CART vs norm+logit (Rubin MI) vs DA-MI, M = 3 and M = 20
+    (M = 3 is the first three of the twenty copies of one synthesis run).
+``tuning``
+    "How does the tuning mechanism work?": RMSE of the combined coefficient
+    estimates from M copies against the unperturbed ones, and the
+    re-identification risk, as functions of the masking tuning of age
+    (sigma_e, K), M = 3 and 20. Replications share their seeds across
+    settings (common random numbers) so the curves compare settings, not
+    noise; the Monte Carlo standard error is in the CSV and drawn as a band.
+``nhanes``, ``dp_bayes``, ``dpsyn``
+    Read from the benchmark outputs under ``benchmarks/results/`` (those
+    jobs are long; the figures never re-run them), when present.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from ..synthetic import package_versions
+from . import figures
+
+__all__ = ["FiguresConfig", "FULL", "REDUCED", "make_figures", "EXHIBITS"]
+
+QI = ["age", "sex", "race", "education"]
+KEEP = ["marital_status", "hours_per_week", "income"]
+FORMULA = "income ~ age + sex + race + education"
+#: categorical quasi-identifiers in DA-MI: W = 4 * code(X) + N(0, 1) (as in ``synthmi demo``)
+CATEGORICAL_MASKS = {"sex": {"alpha": 4.0}, "race": {"alpha": 4.0}, "education": {"alpha": 4.0}}
+#: DA-MI in the coefficient tables: age with K = 3 noisy copies, sigma_e = 5 years
+DAMI_AGE_MASK = {"K": 3, "sigma_e": 5.0}
+CSV_FLOAT = "%.10g"
+
+
+@dataclass(frozen=True)
+class FiguresConfig:
+    """What to compute; :data:`FULL` for ``make figures``, :data:`REDUCED` for tests."""
+
+    name: str = "full"
+    seed: int = 20260
+    coef_rows: int | None = None  # None: all 48,842 rows of Adult
+    coef_M: tuple[int, ...] = (3, 20)
+    tuning_rows: int = 2000
+    tuning_M: tuple[int, ...] = (3, 20)
+    sigma_e: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+    K: tuple[int, ...] = (1, 3, 10)
+    replications: int = 12
+    tolerance: dict[str, float] = field(default_factory=lambda: {"age": 1.0})
+    screenshot: bool = True
+
+
+FULL = FiguresConfig()
+REDUCED = FiguresConfig(name="reduced", coef_rows=1500, coef_M=(3, 5), tuning_rows=600, tuning_M=(3, 5),
+                        sigma_e=(2.0, 16.0), K=(1, 5), replications=2, screenshot=False)
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+
+
+# --------------------------------------------------------------------------- helpers
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_csv(df: pd.DataFrame, path: Path) -> Path:
+    df.to_csv(path, index=False, float_format=CSV_FLOAT, lineterminator="\n")
+    return path
+
+
+def _md_table(df: pd.DataFrame, digits: int = 3) -> str:
+    def cell(v):
+        if isinstance(v, (float, np.floating)):
+            return "" if np.isnan(v) else f"{v:.{digits}f}"
+        return str(v)
+
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    sep = "|" + "|".join("---" for _ in df.columns) + "|"
+    rows = ["| " + " | ".join(cell(v) for v in r) + " |" for r in df.itertuples(index=False)]
+    return "\n".join([head, sep, *rows])
+
+
+def _adult(rows: int | None, seed: int) -> pd.DataFrame:
+    from ..data import load_adult
+
+    df = load_adult(recode=True)[QI + KEEP]
+    if rows is not None and rows < len(df):
+        df = df.sample(n=rows, random_state=seed).reset_index(drop=True)
+        # levels absent from the subsample would be all-zero dummy columns
+        for c in df.columns:
+            if isinstance(df[c].dtype, pd.CategoricalDtype):
+                df[c] = df[c].cat.remove_unused_categories()
+    return df
+
+
+def _synthesizers() -> dict[str, Callable[[dict | None], Any]]:
+    from ..models.cart import CartSynthesizer
+    from ..models.dami import DAMISynthesizer
+    from ..models.rubin import RubinSynthesizer
+
+    return {
+        "CART": lambda age_mask, seed: CartSynthesizer(),
+        "norm+logit": lambda age_mask, seed: RubinSynthesizer(progressbar=False),
+        "DA-MI": lambda age_mask, seed: DAMISynthesizer(
+            masks={"age": age_mask or DAMI_AGE_MASK, **CATEGORICAL_MASKS}, random_state=seed, progressbar=False),
+    }
+
+
+def _quiet_warnings():
+    import warnings
+
+    ctx = warnings.catch_warnings()
+    ctx.__enter__()
+    # r_hat warnings of the fast sampler are recorded in each release's diagnostics;
+    # hundreds of identical lines would bury the progress output.
+    warnings.simplefilter("ignore", RuntimeWarning)
+    return ctx
+
+
+# --------------------------------------------------------------------------- coefficient tables
+def exhibit_coefficients(cfg: FiguresConfig, out: Path, progress: bool) -> dict[str, Any]:
+    from tqdm.auto import tqdm
+
+    from ..evaluation import analyse
+
+    df = _adult(cfg.coef_rows, cfg.seed)
+    rows = []
+    orig_done = False
+    makers = _synthesizers()
+    bar = tqdm(makers.items(), desc="coefficient tables", unit="method", disable=not progress)
+    m_max = max(cfg.coef_M)
+    for i, (label, make) in enumerate(bar):
+        bar.set_postfix_str(label)
+        seed = cfg.seed + 101 * (i + 1)
+        syn = make(None, seed).fit(df, quasi_identifiers=QI, keep=KEEP).sample(m_max, random_state=seed)
+        for M in cfg.coef_M:
+            fr = analyse(FORMULA, family="probit", original=df, synthetic=syn.copies[:M]).to_frame()
+            if not orig_done:
+                for term, r in fr.iterrows():
+                    rows.append(dict(M=0, method="unperturbed", term=term, estimate=r["est_orig"],
+                                     ci_lower=r["ci_lower_orig"], ci_upper=r["ci_upper_orig"],
+                                     std_diff=0.0, ci_overlap=1.0))
+                orig_done = True
+            for term, r in fr.iterrows():
+                rows.append(dict(M=M, method=label, term=term, estimate=r["est_syn"], ci_lower=r["ci_lower_syn"],
+                                 ci_upper=r["ci_upper_syn"], std_diff=r["std_diff"], ci_overlap=r["ci_overlap"]))
+    table = pd.DataFrame(rows)
+    _write_csv(table, out / "coefficients.csv")
+    non_int = table[(table["term"] != "Intercept") & (table["M"] > 0)]
+    mean_ov = (non_int.groupby(["M", "method"], sort=False)[["ci_overlap", "std_diff"]].mean().reset_index()
+               .rename(columns={"ci_overlap": "mean_ci_overlap", "std_diff": "mean_std_diff"}))
+    _write_csv(mean_ov, out / "coefficients_mean_overlap.csv")
+
+    # the slides' layout: one row per term and statistic, one column per (M, method)
+    wide_rows = []
+    orig = table[table["method"] == "unperturbed"].set_index("term")
+    for term in orig.index:
+        est = {"term": term, "stat": "Estimate", "Unperturbed": f"{orig.loc[term, 'estimate']:.3f}"}
+        ci = {"term": "", "stat": "95% CI",
+              "Unperturbed": f"({orig.loc[term, 'ci_lower']:.3f}, {orig.loc[term, 'ci_upper']:.3f})"}
+        for M in cfg.coef_M:
+            for label in makers:
+                r = table[(table["M"] == M) & (table["method"] == label) & (table["term"] == term)].iloc[0]
+                est[f"M={M} {label}"] = f"{r['estimate']:.3f}"
+                ci[f"M={M} {label}"] = f"({r['ci_lower']:.3f}, {r['ci_upper']:.3f})"
+        wide_rows += [est, ci]
+    wide = pd.DataFrame(wide_rows)
+    _write_csv(wide, out / "coefficients_table.csv")
+
+    pngs = []
+    for M in cfg.coef_M:
+        sub = table[table["M"] == M].merge(orig[["estimate", "ci_lower", "ci_upper"]].add_suffix("_orig"),
+                                           left_on="term", right_index=True)
+        plot = pd.DataFrame({"method": sub["method"], "term": sub["term"], "est_orig": sub["estimate_orig"],
+                             "ci_lower_orig": sub["ci_lower_orig"], "ci_upper_orig": sub["ci_upper_orig"],
+                             "est_syn": sub["estimate"], "ci_lower_syn": sub["ci_lower"], "ci_upper_syn": sub["ci_upper"]})
+        plot = plot[plot["term"] != "Intercept"]
+        name = f"coefficients_M{M}.png"
+        figures.save_png(figures.coefficient_plot(plot, title=f"Probit of income > 50K on Adult, M = {M}"), out / name)
+        pngs.append(name)
+    n = len(df)
+    md = [
+        f"Probit of income > 50K on age, sex, race, education; UCI Adult, n = {n:,} "
+        f"({'all rows' if cfg.coef_rows is None else 'seeded random subsample'}). "
+        f"DA-MI masks: age K = {DAMI_AGE_MASK['K']}, sigma_e = {DAMI_AGE_MASK['sigma_e']} years; "
+        "sex, race, education: W = 4 code(X) + N(0, 1). "
+        f"M = {cfg.coef_M[0]} is the first {cfg.coef_M[0]} of the {m_max} copies of each run; rule = partial (Reiter 2003).",
+        "",
+        _md_table(wide),
+        "",
+        "Mean over the non-intercept coefficients:",
+        "",
+        _md_table(mean_ov),
+    ]
+    return {"csv": ["coefficients.csv", "coefficients_table.csv", "coefficients_mean_overlap.csv"], "png": pngs,
+            "markdown": "\n".join(md), "n_rows": n}
+
+
+# --------------------------------------------------------------------------- tuning curves
+def exhibit_tuning(cfg: FiguresConfig, out: Path, progress: bool) -> dict[str, Any]:
+    from tqdm.auto import tqdm
+
+    from ..evaluation import analyse
+    from ..evaluation.risk import reidentification_risk
+
+    df = _adult(cfg.tuning_rows, cfg.seed + 7)
+    makers = _synthesizers()
+    settings = [("DA-MI", K, s) for K in cfg.K for s in cfg.sigma_e] + [("norm+logit", 0, np.nan), ("CART", 0, np.nan)]
+    m_max = max(cfg.tuning_M)
+    b_orig = None
+    rows = []
+    bar = tqdm(total=cfg.replications * len(settings), desc="tuning curves", unit="run", disable=not progress)
+    for rep in range(cfg.replications):
+        seed = cfg.seed + 1000 + rep  # common random numbers: one seed per replication for every setting
+        for method, K, s in settings:
+            age_mask = {"K": int(K), "sigma_e": float(s)} if method == "DA-MI" else None
+            syn = makers[method](age_mask, seed).fit(df, quasi_identifiers=QI, keep=KEEP).sample(m_max, random_state=seed)
+            for M in cfg.tuning_M:
+                copies = syn.copies[:M]
+                fr = analyse(FORMULA, family="probit", original=df, synthetic=copies).to_frame()
+                fr = fr[fr.index != "Intercept"]
+                if b_orig is None:
+                    b_orig = fr["est_orig"]
+                err = fr["est_syn"].to_numpy(float) - b_orig.loc[fr.index].to_numpy(float)
+                risk = reidentification_risk(df, copies, QI, tolerance=cfg.tolerance)
+                row = dict(rep=rep, method=method, K=int(K), sigma_e=s, M=M,
+                           mse=float(np.mean(err**2)), mean_ci_overlap=float(fr["ci_overlap"].mean()),
+                           expected_matches=risk.summary["expected_matches"],
+                           true_match_rate=risk.summary["true_match_rate"])
+                for term, e in zip(fr.index, err):
+                    row[f"err[{term}]"] = float(e)
+                rows.append(row)
+            bar.update()
+    bar.close()
+    raw = pd.DataFrame(rows)
+    _write_csv(raw, out / "tuning_replications.csv")
+    R = cfg.replications
+
+    def agg(g: pd.DataFrame) -> pd.Series:
+        mse = g["mse"].to_numpy()
+        rmse = float(np.sqrt(mse.mean()))
+        # delta method: se(sqrt(mean mse)) = se(mean mse) / (2 rmse)
+        se_rmse = float(mse.std(ddof=1) / np.sqrt(len(mse)) / (2 * rmse)) if len(mse) > 1 and rmse > 0 else np.nan
+        em = g["expected_matches"].to_numpy()
+        return pd.Series({
+            "rmse": rmse, "rmse_se": se_rmse,
+            "mean_ci_overlap": float(g["mean_ci_overlap"].mean()),
+            "expected_matches": float(em.mean()),
+            "expected_matches_se": float(em.std(ddof=1) / np.sqrt(len(em))) if len(em) > 1 else np.nan,
+            "true_match_rate": float(g["true_match_rate"].mean()),
+            "replications": len(g),
+        })
+
+    keys = ["method", "M", "K", "sigma_e"]
+    summary = raw.groupby(keys, sort=False, dropna=False).apply(agg, include_groups=False).reset_index()
+    summary["replications"] = summary["replications"].astype(int)
+    _write_csv(summary, out / "tuning_summary.csv")
+    dami = summary[summary["method"] == "DA-MI"]
+    refs = summary[summary["method"] != "DA-MI"]
+    figures.save_png(figures.tuning_curves(
+        dami, "rmse", references=refs, ylabel="RMSE of coefficients vs unperturbed",
+        title=f"Utility: RMSE of the combined probit coefficients (mean over {R} replications; band = +/- 2 MC s.e.)"),
+        out / "tuning_rmse.png")
+    figures.save_png(figures.tuning_curves(
+        dami, "expected_matches", references=refs, ylabel="expected correct matches (sum of I_i)",
+        title=f"Disclosure risk: expected correct matches, age within +/- {cfg.tolerance.get('age')} year "
+              f"(mean over {R} replications)"),
+        out / "tuning_risk.png")
+    show = summary.copy()
+    show["sigma_e"] = show["sigma_e"].map(lambda v: "" if pd.isna(v) else f"{v:g}")
+    show["K"] = show["K"].map(lambda v: "" if v == 0 else str(v))
+    md = [
+        f"DA-MI with age masked by K noisy copies W_k = age + N(0, sigma_e^2) (years); sex, race, education "
+        f"masked by W = 4 code(X) + N(0, 1); n = {len(df):,} seeded random rows of Adult; {R} replications per setting "
+        "(fresh W, posterior draws and copies; the same seeds across settings). RMSE = sqrt(mean over "
+        "replications and the 5 non-intercept coefficients of (combined estimate - unperturbed estimate)^2); "
+        "its Monte Carlo s.e. by the delta method. Risk: intruder knows all quasi-identifiers, age matched within "
+        f"+/- {cfg.tolerance.get('age')} year. norm+logit (no W) and CART are the dashed reference lines.",
+        "",
+        _md_table(show[["method", "M", "K", "sigma_e", "rmse", "rmse_se", "mean_ci_overlap", "expected_matches",
+                        "true_match_rate"]]),
+    ]
+    return {"csv": ["tuning_replications.csv", "tuning_summary.csv"], "png": ["tuning_rmse.png", "tuning_risk.png"],
+            "markdown": "\n".join(md), "replications": R, "n_rows": len(df)}
+
+
+# --------------------------------------------------------------------------- from benchmark outputs
+def _find(names: list[str]) -> Path | None:
+    for n in names:
+        p = RESULTS / n
+        if p.exists():
+            return p
+    return None
+
+
+def exhibit_from_results(kind: str) -> Callable[[FiguresConfig, Path, bool], dict[str, Any]]:
+    """An exhibit drawn from a benchmark's result file (see :data:`RESULT_READERS`)."""
+
+    def run(cfg: FiguresConfig, out: Path, progress: bool) -> dict[str, Any]:
+        reader = RESULT_READERS[kind]
+        src = _find(reader["files"])
+        if src is None:
+            return {"status": "waiting", "markdown": f"Not available yet: none of {reader['files']} under "
+                    "benchmarks/results/ (run the benchmark that writes it)."}
+        res = reader["read"](src, out)
+        res["source"] = str(src.relative_to(RESULTS.parent.parent))
+        res["source_sha256"] = _sha256(src)
+        return res
+
+    return run
+
+
+RESULT_READERS: dict[str, dict[str, Any]] = {}
+
+EXHIBITS: dict[str, Callable[[FiguresConfig, Path, bool], dict[str, Any]]] = {
+    "coefficients": exhibit_coefficients,
+    "tuning": exhibit_tuning,
+}
+
+
+# --------------------------------------------------------------------------- driver
+def make_figures(out: str | Path, config: FiguresConfig = FULL, only: list[str] | None = None,
+                 progress: bool = True) -> dict[str, Any]:
+    """Write every exhibit under ``out``; returns the manifest."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    t_all = time.perf_counter()
+    names = list(EXHIBITS) + [k for k in RESULT_READERS if k not in EXHIBITS]
+    if only:
+        unknown = [n for n in only if n not in names and n != "screenshot"]
+        if unknown:
+            raise ValueError(f"The 'only' parameter of make_figures names unknown exhibits {unknown}. Known: {names}.")
+        names = [n for n in names if n in only]
+    results: dict[str, Any] = {}
+    ctx = _quiet_warnings()
+    try:
+        for name in names:
+            fn = EXHIBITS.get(name) or exhibit_from_results(name)
+            t0 = time.perf_counter()
+            res = fn(config, out, progress)
+            res["wall_seconds"] = round(time.perf_counter() - t0, 1)
+            res.setdefault("status", "done")
+            results[name] = res
+    finally:
+        ctx.__exit__(None, None, None)
+    if config.screenshot and (only is None or "screenshot" in only):
+        t0 = time.perf_counter()
+        results["screenshot"] = _screenshot(out, config, progress)
+        results["screenshot"]["wall_seconds"] = round(time.perf_counter() - t0, 1)
+    from ..data import _path as data_path
+
+    data_hashes = {}
+    for f in ("adult.csv.gz", "nhanes_2017_2018_adults.csv.gz", "adult_discretized.csv.gz"):
+        with data_path(f).open("rb") as fh:
+            data_hashes[f"synthmi/data/{f}"] = hashlib.sha256(fh.read()).hexdigest()
+    files = sorted(p for p in out.iterdir() if p.is_file() and p.name not in ("manifest.json", "README.md"))
+    manifest = {
+        "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(config).items()},
+        "seeds": {"base": config.seed, "coefficients": "base + 101 * (method index + 1)",
+                  "tuning_rows": "base + 7", "tuning_replication_r": "base + 1000 + r (same for every setting)"},
+        "versions": package_versions(),
+        "data_sha256": data_hashes,
+        "exhibits": {k: {kk: vv for kk, vv in v.items() if kk != "markdown"} for k, v in results.items()},
+        "files": {p.name: {"bytes": p.stat().st_size, "sha256": _sha256(p)} for p in files},
+        "total_bytes": int(sum(p.stat().st_size for p in files)),
+        "wall_seconds_total": round(time.perf_counter() - t_all, 1),
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n")
+    _write_index(out, config, results, manifest)
+    return manifest
+
+
+def _screenshot(out: Path, cfg: FiguresConfig, progress: bool) -> dict[str, Any]:
+    """Run the demo (DA-MI and CART, M = 5) and screenshot its report's first screen."""
+    import tempfile
+    from types import SimpleNamespace
+
+    from ..commands import demo
+    from .browser import find_chromium, png_pixel_std, render
+
+    if find_chromium() is None:
+        return {"status": "skipped: no Chromium on PATH"}
+    with tempfile.TemporaryDirectory(prefix="synthmi-demo-") as tmp:
+        import contextlib
+        import io
+
+        with contextlib.redirect_stdout(io.StringIO()):
+            demo.run(SimpleNamespace(out=tmp, m=5, seed=2026, quiet=not progress))
+        res = render(Path(tmp) / "report.html", out / "report_first_screen.png", width=1280, height=900)
+    return {"status": "done", "png": ["report_first_screen.png"], "console_messages": len(res.console),
+            "pixel_std": round(png_pixel_std(out / "report_first_screen.png"), 4),
+            "markdown": "First screen (1280 x 900) of the report written by `synthmi demo` (Adult; DA-MI and CART, "
+                        "M = 5), rendered by headless Chromium."}
+
+
+TITLES = {
+    "coefficients": "Coefficient tables: unperturbed vs CART vs norm+logit vs DA-MI (Adult, probit)",
+    "tuning": "How does the tuning mechanism work? RMSE and re-identification risk vs sigma_e and K",
+    "nhanes": "Study with missing data: NHANES, risk-subgroup targeted DA-MI",
+    "dp_bayes": "Differentially private Bayesian inference: accuracy",
+    "dpsyn": "DPSyn: marginal TVD vs epsilon (Adult, discretized)",
+    "screenshot": "The disclosure review report (first screen)",
+}
+
+
+def _write_index(out: Path, cfg: FiguresConfig, results: dict[str, Any], manifest: dict[str, Any]) -> None:
+    lines = [
+        "# synthmi exhibits",
+        "",
+        f"Regenerated by `make figures` (`python benchmarks/figures.py`{' --reduced' if cfg.name == 'reduced' else ''}) "
+        f"on the bundled public data; configuration `{cfg.name}`, base seed {cfg.seed}. "
+        f"Total wall time {manifest['wall_seconds_total']:.0f} s; {manifest['total_bytes'] / 1e6:.2f} MB. "
+        "Seeds, versions, data hashes and per-exhibit times: [manifest.json](manifest.json).",
+        "",
+    ]
+    for name, res in results.items():
+        lines += [f"## {TITLES.get(name, name)}", ""]
+        if res.get("status") != "done":
+            lines += [f"*{res.get('status')}*", ""]
+        for png in res.get("png", []):
+            lines += [f"![{name}]({png})", ""]
+        if res.get("markdown"):
+            lines += [res["markdown"], ""]
+        if res.get("csv"):
+            lines += ["Data: " + ", ".join(f"[{c}]({c})" for c in res["csv"]), ""]
+        if res.get("source"):
+            lines += [f"Source: `{res['source']}`", ""]
+        lines += [f"Wall time: {res.get('wall_seconds', 0):.0f} s", ""]
+    (out / "README.md").write_text("\n".join(lines))
