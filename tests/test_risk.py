@@ -265,6 +265,8 @@ def test_bad_input():
         reidentification_risk(original, [copies[0], copies[1].drop(columns="y")], qi)
     with pytest.raises(ValueError, match="Columns of 'synthetic\\[0\\]' do not match"):
         reidentification_risk(original, copies[0].assign(extra=1.0), qi)
+    with pytest.raises(ValueError, match="Column 'age' is numeric in the original but categorical"):
+        reidentification_risk(original, copies[0].assign(age=copies[0]["age"].astype(str)), qi)
     with pytest.raises(ValueError, match="'threshold'"):
         reidentification_risk(original, copies, qi, threshold=1.5)
     with pytest.raises(ValueError, match="'by'"):

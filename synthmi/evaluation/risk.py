@@ -287,7 +287,14 @@ def reidentification_risk(
     threshold = float(check_scalar(threshold, "threshold", _OWNER, lower=0.0, upper=1.0))
     aligned = []
     for j, c in enumerate(copies):
-        check_same_structure(original, c, name=f"synthetic[{j}]")
+        missing = [col for col in original.columns if col not in c.columns]
+        extra = [col for col in c.columns if col not in original.columns]
+        if missing or extra:
+            raise ValueError(
+                f"Columns of 'synthetic[{j}]' do not match the original: missing {missing}, unexpected {extra}."
+            )
+        # dtypes and levels matter only where records are compared
+        check_same_structure(original, c, name=f"synthetic[{j}]", columns=qis)
         aligned.append(_align_copy(original, c, j))
     categorical, continuous = mt.split_kinds(original, qis)
     tol = mt.parse_tolerance(tolerance, categorical, continuous, _OWNER)
