@@ -1,6 +1,7 @@
 """The object every synthesizer returns: M synthetic copies plus their provenance."""
 from __future__ import annotations
 
+import functools
 import json
 import platform
 from dataclasses import dataclass, field
@@ -15,6 +16,12 @@ from .schema import _jsonable
 
 def package_versions() -> dict[str, str]:
     """Versions of synthmi and the libraries whose behaviour shapes its output."""
+    # reading package metadata costs ~30 ms; versions cannot change within a process
+    return dict(_package_versions_cached())
+
+
+@functools.lru_cache(maxsize=1)
+def _package_versions_cached() -> dict[str, str]:
     import importlib.metadata as md
 
     out = {"python": platform.python_version()}
