@@ -241,6 +241,11 @@ def test_by_series_and_several_continuous():
     cat, cont = mt.split_kinds(original, ["s", "x", "z"])
     risk = brute_risk(original, copies, cat, cont, {"x": 1, "z": 0.2})[0]
     np.testing.assert_array_equal(res.individual.to_numpy(), risk)
+    by_col = reidentification_risk(original.assign(s=original["s"].cat.add_categories("c")).assign(
+        s=lambda d: d["s"].where(np.arange(n) % 5 != 0)), [c.assign(s=original["s"].where(np.arange(n) % 5 != 0)) for c in copies],
+        ["x", "z"], tolerance={"x": 1, "z": 0.2}, by="s")
+    assert by_col.by_group.index.tolist() == ["a", "b", "<missing>"]  # category order; unused "c" dropped
+    assert by_col.by_group.loc["<missing>", "n_records"] == n // 5 + (n % 5 > 0)
     g = res.by_group
     assert g.loc["g1", "expected_matches"] == pytest.approx(risk[np.arange(n) % 3 == 0].sum())
     assert int(g["n_records"].sum()) == n

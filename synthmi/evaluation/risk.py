@@ -352,10 +352,16 @@ def reidentification_risk(
     by_group = None
     if groups is not None:
         rows = {}
-        gser = pd.Series(groups.array, index=np.arange(n))  # keeps category order
-        for level, idx in gser.groupby(gser, dropna=False, observed=True, sort=True).indices.items():
-            label = "<missing>" if (not isinstance(level, str) and pd.isna(level)) else level
-            rows[label] = _rates(risk[idx], n_unique[idx], n_true_unique[idx], n_none[idx], m_copies, threshold)
+        if isinstance(groups.dtype, pd.CategoricalDtype):  # category order, unused levels dropped
+            codes, levels = groups.cat.codes.to_numpy(), list(groups.cat.categories)
+        else:
+            codes, levels = pd.factorize(groups, sort=True)
+            levels = list(levels)
+        for k in [*range(len(levels)), -1]:  # -1: missing labels, a group of their own
+            idx = np.flatnonzero(codes == k)
+            if len(idx):
+                label = "<missing>" if k < 0 else levels[k]
+                rows[label] = _rates(risk[idx], n_unique[idx], n_true_unique[idx], n_none[idx], m_copies, threshold)
         by_group = pd.DataFrame.from_dict(rows, orient="index")
         by_group.index.name = by_name
 
