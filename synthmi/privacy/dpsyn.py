@@ -447,7 +447,8 @@ def _gum(
             if deficit.sum() <= 0:
                 continue
             # The records to move: a uniformly random n_move[c] of each over-full cell.
-            order = np.lexsort((rng.random(n), idx))
+            # Sorting idx + U (U uniform on [0, 1)) groups records by cell in random order.
+            order = np.argsort(idx + rng.random(n))
             sidx = idx[order]
             start = np.concatenate(([0], np.cumsum(np.bincount(idx, minlength=tgt.size))))
             rank = np.arange(n) - start[sidx]
@@ -515,8 +516,9 @@ class DPSynSynthesizer:
         theta_min: float = 20.0,
         bins: int = 32,
         max_levels: int | None = None,
-        budget_split: tuple[float, float, float] = (0.1, 0.1, 0.8),
-        n_iter: int = 30,
+        budget_split: tuple[float, float, float] = (0.3, 0.05, 0.65),
+        one_way_split: str = "cells",
+        n_iter: int = 10,
         update_rate: float = 1.0,
         update_decay: float = 0.85,
         duplicate: float = 0.5,
@@ -530,6 +532,7 @@ class DPSynSynthesizer:
         self.bins = bins
         self.max_levels = max_levels
         self.budget_split = budget_split
+        self.one_way_split = one_way_split
         self.n_iter = n_iter
         self.update_rate = update_rate
         self.update_decay = update_decay
@@ -567,6 +570,7 @@ class DPSynSynthesizer:
         check_scalar(self.update_decay, "update_decay", _OWNER, lower=0.0, upper=1.0, lower_inclusive=False)
         check_scalar(self.duplicate, "duplicate", _OWNER, lower=0.0, upper=1.0)
         check_option(self.conversion, "conversion", _OWNER, ["improved", "simple"])
+        check_option(self.one_way_split, "one_way_split", _OWNER, ["cells", "equal"])
         if self.n_records is not None:
             check_scalar(self.n_records, "n_records", _OWNER, kind="int", lower=1)
 
@@ -633,27 +637,30 @@ class DPSynSynthesizer:
         fine_sizes = [c.size for c in columns]
         ident = [np.arange(s, dtype=np.int64) for s in fine_sizes]
 
-        # 1. one-way marginals on the fine domain
-        sigma1 = s1 * math.sqrt(d / f1)
+        # 1. one-way marginals on the fine domain; like the two-way ones, the budget
+        #    share of each is proportional to cells^(2/3) (minimum total L1 noise).
+        fs = np.array(fine_sizes, dtype=float)
+        share1 = fs ** (2.0 / 3.0) / np.sum(fs ** (2.0 / 3.0)) if self.one_way_split == "cells" else np.full(d, 1.0 / d)
+        sigma1s = s1 / np.sqrt(f1 * share1)
         one_way = [
-            curator.noisy_marginal((a,), (ident[a],), (fine_sizes[a],), sigma1, f"one-way: {columns[a].name}")
+            curator.noisy_marginal((a,), (ident[a],), (fine_sizes[a],), float(sigma1s[a]), f"one-way: {columns[a].name}")
             for a in range(d)
         ]
         tot = np.array([o.sum() for o in one_way], dtype=float)
-        cells = np.array(fine_sizes, dtype=float)
-        n_hat = float(max(np.sum(tot / cells) / np.sum(1.0 / cells), 1.0))
+        tvar = fs * sigma1s**2
+        n_hat = float(max(np.sum(tot / tvar) / np.sum(1.0 / tvar), 1.0))
 
         # 2. compression (post-processing of the one-way marginals)
-        theta = max(4.5 * sigma1, float(self.theta_min))
+        thetas = np.maximum(4.5 * sigma1s, float(self.theta_min))
         if self.max_levels is None:
             pairs_guess = max(d, 1)
-            sigma2_guess = s1 * math.sqrt(pairs_guess / f3) if f3 > 0 else sigma1
+            sigma2_guess = s1 * math.sqrt(pairs_guess / f3) if f3 > 0 else float(sigma1s.max())
             max_levels = int(np.clip(math.floor(math.sqrt(n_hat / (4.0 * sigma2_guess))), 4, 32))
         else:
             max_levels = int(self.max_levels)
         groups, weights = [], []
         for a, col in enumerate(columns):
-            g, w = _compress(col, one_way[a], theta, n_hat / max_levels, max_levels)
+            g, w = _compress(col, one_way[a], float(thetas[a]), n_hat / max_levels, max_levels)
             groups.append(g)
             weights.append(w)
         sizes = np.array([int(g.max()) + 1 for g in groups], dtype=np.int64)
@@ -662,7 +669,7 @@ class DPSynSynthesizer:
         for a in range(d):
             coarse = np.bincount(groups[a], weights=np.where(weights[a] > 0, one_way[a], 0.0), minlength=sizes[a])
             nfine = np.bincount(groups[a], weights=(weights[a] > 0).astype(float), minlength=sizes[a])
-            margs.append(_Marginal((a,), coarse.astype(float), np.maximum(nfine, 1.0) * sigma1**2))
+            margs.append(_Marginal((a,), coarse.astype(float), np.maximum(nfine, 1.0) * sigma1s[a] ** 2))
 
         selected: list[tuple[int, int]] = []
         if d > 1:
@@ -686,8 +693,8 @@ class DPSynSynthesizer:
         # 5. consistency (post-processing)
         total = _make_consistent(margs, d)
         self.n_estimate_ = total
-        self.theta_ = theta
-        self.sigma_one_way_ = sigma1
+        self.theta_ = pd.Series(thetas, index=[c.name for c in columns])
+        self.sigma_one_way_ = pd.Series(sigma1s, index=[c.name for c in columns])
         self.max_levels_ = max_levels
         self.selected_ = [(columns[a].name, columns[b].name) for a, b in selected]
         self._columns = columns
@@ -757,7 +764,7 @@ class DPSynSynthesizer:
                 "epsilon_spent": self.spent()[0],
                 "delta": float(self.delta),
                 "n_two_way": len(self.selected_),
-                "theta": self.theta_,
+                "theta": self.theta_.to_dict(),
             },
         )
 
