@@ -18,7 +18,6 @@ hockey-stick divergence; e.g. Balle & Wang 2018, Theorem 5). No sampling: exact.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
