@@ -86,3 +86,28 @@ def test_tuning_curves_plot_checks_columns():
     assert len(fig.axes) == 1
     with pytest.raises(ValueError, match="missing columns"):
         figures.coefficient_plot(pd.DataFrame({"method": ["a"]}))
+
+
+def test_benchmark_readers_draw_from_result_files(tmp_path, monkeypatch):
+    """DP Bayes and DPSyn exhibits are read from benchmark outputs, never recomputed or typed in."""
+    from synthmi.report import exhibits
+
+    res = tmp_path / "results"
+    res.mkdir()
+    rows = [dict(mechanism=m, private=m != "em_local", n=n, k=k, epsilon=e, expected_hellinger=h)
+            for m, h0 in [("em_global", 0.8), ("laplace_count", 0.1), ("em_local", 0.05)]
+            for n in (10, 100) for k in (n // 2, n // 10) for e, h in [(0.5, h0), (1.0, h0 / 2)]]
+    pd.DataFrame(rows).to_csv(res / "dp_bayes.csv", index=False)
+    pd.DataFrame([dict(epsilon=e, seed=s, method=m, tvd_2way=0.1 / e + s * 1e-3, tvd_3way=0.2 / e)
+                  for e in (0.5, 1.0) for s in (0, 1) for m in ("DPSyn", "independent")]).to_csv(res / "dpsyn.csv", index=False)
+    monkeypatch.setattr(exhibits, "RESULTS", res)
+    out = tmp_path / "o"
+    m = make_figures(out, REDUCED, only=["dp_bayes", "dpsyn"], progress=False)
+    assert m["exhibits"]["dp_bayes"]["status"] == "done" and m["exhibits"]["dpsyn"]["status"] == "done"
+    dp = pd.read_csv(out / "dp_bayes.csv")
+    assert len(dp) == 3 * 2 * 2  # only k = n/2 kept
+    assert "em_local (NOT private)" in set(dp["mechanism"])
+    tvd = pd.read_csv(out / "dpsyn_tvd.csv")
+    got = tvd[(tvd["method"] == "DPSyn") & (tvd["epsilon"] == 1.0)]["tvd_2way_mean"].item()
+    assert got == pytest.approx(0.1 + 0.5e-3)
+    assert (out / "dp_bayes.png").exists() and (out / "dpsyn_tvd.png").exists()

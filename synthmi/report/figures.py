@@ -224,9 +224,14 @@ def line_plot(
     ``references`` draws labelled horizontal lines (published peers).
     """
     panels = [None] if panel is None else list(dict.fromkeys(table[panel]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels) + 0.4, 3.5), squeeze=False, sharey=True)
+    ncols = len(panels) if len(panels) <= 2 else 2
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols + 0.4, 3.3 * nrows + 0.3), squeeze=False, sharey=True)
+    flat = axes.ravel()
+    for ax in flat[len(panels):]:
+        ax.set_visible(False)
     for j, pv in enumerate(panels):
-        ax = axes[0, j]
+        ax = flat[j]
         sub = table if pv is None else table[table[panel] == pv]
         for i, (g, s) in enumerate(sub.groupby(group, sort=False)):
             agg = s.groupby(x, as_index=False)[y].mean().sort_values(x)
@@ -241,8 +246,9 @@ def line_plot(
         if pv is not None:
             ax.set_title(f"{panel} = {pv}", fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel(ylabel or y)
-    axes[0, -1].legend(fontsize=7, frameon=False)
+    for r in range(nrows):
+        axes[r, 0].set_ylabel(ylabel or y, fontsize=9)
+    flat[0].legend(fontsize=7, frameon=False)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
