@@ -31,7 +31,7 @@ from synthmi.evaluation import analyse  # noqa: E402
 
 M = 20
 SEED = 20
-TARGETS = {"cart": 30.0, "cart_proper": 30.0, "dami_fast": 10.0, "dami_nuts": 180.0, "rubin_nuts": 180.0}
+TARGETS = {"cart": 30.0, "cart_proper": 30.0, "rubin_fast": 10.0, "dami_fast": 10.0, "dami_nuts": 180.0, "rubin_nuts": 180.0}
 
 
 def configurations() -> dict[str, tuple[Callable[[], Any], int]]:
@@ -42,6 +42,14 @@ def configurations() -> dict[str, tuple[Callable[[], Any], int]]:
         "cart": (lambda: CartSynthesizer(), 3),
         "cart_proper": (lambda: CartSynthesizer(proper=True), 3),
     }
+    from synthmi.models.dami import DAMISynthesizer
+    from synthmi.models.rubin import RubinSynthesizer
+
+    confs["rubin_fast"] = (lambda: RubinSynthesizer(sampler="fast", progressbar=False), 3)
+    confs["dami_fast"] = (lambda: DAMISynthesizer(masks=DAMI_MASKS, sampler="fast", progressbar=False), 3)
+    # NUTS: one repeat (the PyMC models compile once per process; a repeat reuses them)
+    confs["dami_nuts"] = (lambda: DAMISynthesizer(masks=DAMI_MASKS, sampler="nuts", progressbar=False), 1)
+    confs["rubin_nuts"] = (lambda: RubinSynthesizer(sampler="nuts", progressbar=False), 1)
     return confs
 
 
