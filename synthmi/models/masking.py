@@ -107,9 +107,9 @@ class NormalMasking(MaskingModel):
                 "The 'sigma_e' and 'reliability' parameters of NormalMasking are alternatives; "
                 f"give one of them, not both. Got sigma_e={sigma_e!r} and reliability={reliability!r}."
             )
-        self.sigma_e = None if sigma_e is None else float(check_scalar(sigma_e, "sigma_e", owner, lower=0.0, lower_inclusive=False))
+        self.sigma_e = None if sigma_e is None else float(check_scalar(sigma_e, "sigma_e", owner, lower=0, lower_inclusive=False))
         self.reliability = None if reliability is None else float(
-            check_scalar(reliability, "reliability", owner, lower=0.0, upper=1.0, lower_inclusive=False, upper_inclusive=False)
+            check_scalar(reliability, "reliability", owner, lower=0, upper=1, lower_inclusive=False, upper_inclusive=False)
         )
         if self.K > 0 and self.sigma_e is None and self.reliability is None:
             raise ValueError(
@@ -195,7 +195,7 @@ class LinearCategoricalMasking(MaskingModel):
     target = "categorical"
 
     def __init__(self, alpha: float):
-        self.alpha = float(check_scalar(alpha, "alpha", "LinearCategoricalMasking", lower=0.0))
+        self.alpha = float(check_scalar(alpha, "alpha", "LinearCategoricalMasking", lower=0))
 
     @property
     def is_null(self) -> bool:
@@ -271,7 +271,7 @@ class TransitionMasking(MaskingModel):
             self.p = None
             self.n_categories = arr.shape[0]
         else:
-            self.p = float(check_scalar(p, "p", owner, lower=0.0, upper=1.0))
+            self.p = float(check_scalar(p, "p", owner, lower=0, upper=1))
             self.pi = None
 
     def bind(self, n_categories: int) -> "TransitionMasking":

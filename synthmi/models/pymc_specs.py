@@ -1,0 +1,209 @@
+r"""PyMC specifications of the sequential conditional models, sampled by NUTS.
+
+These models are the specification; the fast samplers in
+:mod:`synthmi.models.conjugate` and :mod:`synthmi.models.glm` target the
+same posteriors (a test compares them):
+
+``normal``
+    :math:`y \\sim N(X\\beta, \\sigma^2)`, :math:`p(\\beta, \\log\\sigma) \\propto 1`
+    (``pm.Flat``), Rubin (1987, Section 5.3);
+``logit`` (C = 2)
+    grouped ``pm.Binomial(n_g, logit_p = X_g beta)``;
+``logit`` (C > 2)
+    grouped ``pm.Multinomial`` with softmax probabilities, baseline category 0;
+``probit``
+    grouped Bernoulli log-likelihood written with the normal ``logcdf``
+    (stable in the tails, unlike ``invprobit``);
+``ologit`` / ``oprobit``
+    the cumulative model of ``pm.OrderedLogistic`` / ``pm.OrderedProbit``,
+    :math:`P(y = k) = F(\kappa_k - \eta) - F(\kappa_{k-1} - \eta)`, written on the
+    log scale (``-log1pexp(-a)`` / normal ``logcdf`` and ``log1mexp``) and weighted
+    by the grouped counts; cutpoints with PyMC's ``ordered`` transform.
+
+Coefficients and cutpoints of the categorical models get ``Normal(0, prior_sd)``
+priors. Each model is built and its NUTS step compiled once per
+(family, shape) and cached; new data go in with ``pm.set_data`` and the
+compiled step is reused across copies, repetitions and synthesizers.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+_CACHE: dict[tuple, tuple[Any, Any]] = {}
+
+
+def _build(family: str, p: int, C: int, prior_sd: float):
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    coords = {"coef": [f"b{k}" for k in range(p)]}
+    if family == "logit" and C > 2:
+        coords["category"] = [f"c{k}" for k in range(1, C)]
+    if family in ("ologit", "oprobit"):
+        coords["cut"] = [f"k{k}" for k in range(1, C)]
+    with pm.Model(coords=coords) as model:
+        X = pm.Data("X", np.zeros((2, p)))
+        if family == "normal":
+            y = pm.Data("y", np.zeros(2))
+            beta = pm.Flat("beta", dims="coef")
+            log_sigma = pm.Flat("log_sigma")
+            sigma = pm.Deterministic("sigma", pt.exp(log_sigma))
+            pm.Normal("obs", mu=pt.dot(X, beta), sigma=sigma, observed=y)
+            return model
+        Y = pm.Data("Y", np.ones((2, C)))
+        n = Y.sum(axis=1)
+        if family == "logit" and C == 2:
+            beta = pm.Normal("beta", 0.0, prior_sd, dims="coef")
+            pm.Binomial("obs", n=n, logit_p=pt.dot(X, beta), observed=Y[:, 1])
+        elif family == "logit":
+            beta = pm.Normal("beta", 0.0, prior_sd, dims=("coef", "category"))
+            eta = pt.concatenate([pt.zeros((X.shape[0], 1)), pt.dot(X, beta)], axis=1)
+            pm.Multinomial("obs", n=n, p=pt.special.softmax(eta, axis=1), observed=Y)
+        elif family == "probit":
+            beta = pm.Normal("beta", 0.0, prior_sd, dims="coef")
+            eta = pt.dot(X, beta)
+            std = pm.Normal.dist(0.0, 1.0)
+            pm.Potential("loglik", (Y[:, 1] * pm.logcdf(std, eta) + Y[:, 0] * pm.logcdf(std, -eta)).sum())
+        else:
+            beta = pm.Normal("beta", 0.0, prior_sd, dims="coef")
+            cut = pm.Normal(
+                "cutpoints", 0.0, prior_sd, dims="cut",
+                transform=pm.distributions.transforms.ordered, initval=np.linspace(-1.0, 1.0, C - 1),
+            )
+            eta = pt.dot(X, beta)
+            a = cut[None, :] - eta[:, None]
+            if family == "ologit":
+                # log sigmoid(a) = -log1pexp(-a)
+                logF, log_last = -pm.math.log1pexp(-a), -pm.math.log1pexp(a[:, -1:])
+            else:
+                std = pm.Normal.dist(0.0, 1.0)
+                logF, log_last = pm.logcdf(std, a), pm.logcdf(std, -a[:, -1:])
+            # log P(y = k) = log(F(a_k) - F(a_{k-1})) = log F(a_k) + log1mexp(log F(a_{k-1}) - log F(a_k))
+            mid = logF[:, 1:] + pm.math.log1mexp(logF[:, :-1] - logF[:, 1:])
+            logp = pt.concatenate([logF[:, :1], mid, log_last], axis=1)
+            pm.Potential("loglik", pt.sum(Y * logp))
+    return model
+
+
+def get_model(family: str, p: int, C: int, prior_sd: float):
+    """The cached (model, NUTS step) pair for a family and shape (built on first use)."""
+    import pymc as pm
+
+    key = (family, p, C, float(prior_sd))
+    if key not in _CACHE:
+        model = _build(family, p, C, prior_sd)
+        with model:
+            step = pm.NUTS()
+        _CACHE[key] = (model, step)
+    return _CACHE[key]
+
+
+def sample_nuts(
+    family: str,
+    data: dict[str, np.ndarray],
+    n_categories: int,
+    prior_sd: float,
+    draws: int,
+    tune: int,
+    chains: int,
+    random_seed: int,
+    progressbar: bool,
+    initvals: list[dict[str, np.ndarray]] | None = None,
+    cores: int | None = None,
+):
+    """Sample one conditional model by NUTS; returns ArviZ InferenceData."""
+    import pymc as pm
+
+    p = data["X"].shape[1]
+    model, step = get_model(family, p, n_categories, prior_sd)
+    with model:
+        pm.set_data(data)
+        with warnings.catch_warnings():
+            # convergence is checked and reported by the caller (r_hat, ESS, divergences)
+            warnings.simplefilter("ignore", UserWarning)
+            idata = pm.sample(
+                draws=draws, tune=tune, chains=chains, cores=cores if cores is not None else min(chains, 2),
+                step=step, random_seed=random_seed, progressbar=progressbar, initvals=initvals,
+                compute_convergence_checks=False, return_inferencedata=True,
+            )
+    return idata
+
+
+def _initvals(cond, rng: np.random.Generator, chains: int) -> list[dict[str, np.ndarray]]:
+    """Dispersed starting points (a NUTS step passed to pm.sample gets no jitter of its own)."""
+    out = []
+    for _ in range(chains):
+        if cond.family == "normal":
+            post = cond.fast
+            se = np.sqrt(np.diag(post.chol_inv @ post.chol_inv.T) * post.s2)
+            out.append({
+                "beta": post.beta_hat + 2.0 * se * rng.standard_normal(se.shape),
+                "log_sigma": np.array(0.5 * np.log(post.s2) + 0.2 * rng.standard_normal()),
+            })
+            continue
+        cm = cond.fast
+        pr = cm.unpack(cm.initial()[None])
+        b0 = pr["beta"][0]
+        if cond.family == "logit" and cm.C == 2:
+            b0 = b0[:, 0]
+        d = {"beta": b0 + rng.uniform(-0.3, 0.3, b0.shape)}
+        if "cutpoints" in pr:
+            d["cutpoints"] = np.sort(pr["cutpoints"][0] + rng.uniform(-0.2, 0.2, pr["cutpoints"][0].shape))
+        out.append(d)
+    return out
+
+
+def sample_conditionals(synth, m: int, rng: np.random.Generator):
+    """NUTS draws for every conditional of a fitted Rubin/DA-MI synthesizer.
+
+    Returns ``m`` parameter sets per conditional (evenly spaced over the pooled
+    chains) and one InferenceData holding every model's posterior and sample
+    stats, variables prefixed by the column name (``age_beta``, ...).
+    """
+    import arviz as az
+    import xarray as xr
+
+    chains = int(synth.chains)
+    draws = max(int(synth.draws), -(-m // chains))
+    all_draws, posts, stats = [], [], []
+    diverging = None
+    for cond in synth.conditionals_:
+        if cond.family == "normal":
+            # the model is fitted on the design rebuilt from the data kept by the synthesizer
+            data = {"X": synth._design(cond, {c: synth._values(c) for c in cond.predictors}), "y": cond.y_model}
+        else:
+            data = {"X": cond.fast.X, "Y": cond.fast.Y}
+        seed = int(rng.integers(2**31 - 1))
+        idata = sample_nuts(
+            cond.family, data, max(cond.n_categories, 1), float(synth.prior_sd), draws, int(synth.tune), chains,
+            seed, bool(synth.progressbar), initvals=_initvals(cond, rng, chains),
+        )
+        post = idata.posterior
+        names = {v: f"{cond.column}_{v}" for v in post.data_vars}
+        dims = {d: f"{cond.column}_{d}" for d in post.dims if d not in ("chain", "draw")}
+        pst = post.rename(names).rename(dims)
+        if "coef" in post.dims:
+            pst = pst.assign_coords({f"{cond.column}_coef": cond.coef_names})
+        posts.append(pst)
+        ss = idata.sample_stats
+        stats.append(ss.rename({v: f"{cond.column}_{v}" for v in ss.data_vars}))
+        div = ss["diverging"].astype(int)
+        diverging = div if diverging is None else diverging + div
+        pooled = {v: post[v].values.reshape((-1,) + post[v].shape[2:]) for v in post.data_vars}
+        total = next(iter(pooled.values())).shape[0]
+        idx = np.linspace(0, total - 1, m).round().astype(int) if m > 1 else np.array([total - 1])
+        keep = ("beta", "sigma") if cond.family == "normal" else ("beta", "cutpoints")
+        sets = []
+        for i in idx:
+            th = {k: np.asarray(pooled[k][i]) for k in keep if k in pooled}
+            if cond.family == "logit" and th["beta"].ndim == 1:
+                th["beta"] = th["beta"][:, None]
+            sets.append(th)
+        all_draws.append(sets)
+    sample_stats = xr.merge(stats, compat="override", join="outer")
+    sample_stats["diverging"] = diverging
+    idata = az.InferenceData(posterior=xr.merge(posts, join="outer"), sample_stats=sample_stats)
+    return all_draws, idata
