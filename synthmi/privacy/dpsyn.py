@@ -292,7 +292,8 @@ def _compress(col: _Column, noisy: np.ndarray, theta: float, target_mass: float,
     if col.ordered:
         # Contiguous buckets of noisy mass >= target (seed 000, "bucketize"); the
         # rare-value threshold keeps every bucket above the noise.
-        tgt = max(theta, target_mass)
+        # A column that already fits in max_levels is only cut where values are rare.
+        tgt = theta if n_base <= max_levels else max(theta, target_mass)
         g, acc = 0, 0.0
         for v in base:
             group[v] = g
@@ -427,7 +428,11 @@ def _gum(
     for a in range(d):
         p = one[a] / one[a].sum()
         rec[:, a] = rng.choice(sizes[a], size=n, p=p)
-    multi = [m for m in margs if len(m.attrs) > 1] + [m for m in margs if len(m.attrs) == 1]
+    multi = [m for m in margs if len(m.attrs) > 1]
+    # One-way marginals of columns in some larger marginal are implied by it (they are
+    # consistent); updating them separately would only scramble the joint structure.
+    covered = {a for m in multi for a in m.attrs}
+    multi += [m for m in margs if len(m.attrs) == 1 and m.attrs[0] not in covered]
     targets = [m.table.ravel() / m.table.sum() * n for m in multi]
     alpha = rate
     for it in range(n_iter):
@@ -494,10 +499,18 @@ class DPSynSynthesizer:
         clipped to [4, 32], so that a typical two-way cell holds ~4 noise sds.
     budget_split : tuple of three floats
         Fractions of the RDP budget for one-way marginals, selection and two-way
-        marginals (PrivSyn uses 0.1 / 0.1 / 0.8).
+        marginals. PrivSyn uses 0.1 / 0.1 / 0.8; the default 0.3 / 0.05 / 0.65 gives the
+        fine one-way marginals more weight because merged values and buckets are split
+        back with them (on the public discretized Adult at eps = 1: two-way TVD 0.038
+        against 0.046 with PrivSyn's split).
+    one_way_split : {"cells", "equal"}
+        Budget across the one-way marginals: proportional to cells^(2/3) (minimum
+        total L1 noise, as for the two-way ones) or equal.
     n_iter, update_rate, update_decay, duplicate : GUM settings
-        Sweeps over the marginals, initial share of surplus records moved, its
-        per-sweep decay, and the probability a moved record copies a whole record.
+        Sweeps over the marginals (20), initial share of surplus records moved (1.0),
+        its per-sweep decay (0.85), and the probability a moved record copies a whole
+        record of its target cell instead of rewriting only the marginal's columns
+        (0.25). Defaults were chosen on the public discretized Adult benchmark.
     conversion : {"improved", "simple"}
         RDP to (epsilon, delta) conversion used to calibrate the noise.
         ``"simple"`` reproduces DPSyn's formula.
@@ -518,10 +531,10 @@ class DPSynSynthesizer:
         max_levels: int | None = None,
         budget_split: tuple[float, float, float] = (0.3, 0.05, 0.65),
         one_way_split: str = "cells",
-        n_iter: int = 10,
+        n_iter: int = 20,
         update_rate: float = 1.0,
         update_decay: float = 0.85,
-        duplicate: float = 0.5,
+        duplicate: float = 0.25,
         conversion: str = "improved",
         n_records: int | None = None,
         random_state: int | np.random.Generator | None = None,
