@@ -5,7 +5,9 @@ copies made by any tool (synthpop, SDV, ...).
 """
 from .analysis import AnalysisResults, analyse
 from .ci_overlap import ci_overlap
+from .coherence import CoherenceResult, demographic_coherence, wasserstein_1
 from .combining import CombineResult, combine
+from .marginals import MarginalTVDResult, marginal_tvd, total_variation
 from .pmse import PMSEResult, pmse, utility_tables
 from .risk import RiskResult, reidentification_risk
 from .standardized_difference import standardized_difference
@@ -25,4 +27,10 @@ __all__ = [
     "reidentification_risk",
     "RiskSubgroups",
     "risk_subgroups",
+    "CoherenceResult",
+    "demographic_coherence",
+    "wasserstein_1",
+    "MarginalTVDResult",
+    "marginal_tvd",
+    "total_variation",
 ]
