@@ -4,7 +4,7 @@ Writes PNG + CSV + README.md (the index) + manifest.json (seeds, versions, data
 hashes, wall time) under benchmarks/results/figures/ (``--out`` to change).
 ``--reduced`` runs the small configuration the reproducibility test uses.
 
-    python benchmarks/figures.py                 # full: ~15 min on 2 cores
+    python benchmarks/figures.py                 # full: ~12 min on 2 cores
     python benchmarks/figures.py --reduced --out /tmp/fig
     python benchmarks/figures.py --only tuning
 """

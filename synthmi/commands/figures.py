@@ -6,7 +6,7 @@ import argparse
 from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled, split_list
 
 EXAMPLES = """examples:
-  synthmi figures --out figures/              # full configuration (~15 min on 2 cores)
+  synthmi figures --out figures/              # full configuration (~12 min on 2 cores)
   synthmi figures --reduced --out /tmp/fig    # small and quick (about a minute)
   synthmi figures --only coefficients,tuning --out figures/
 

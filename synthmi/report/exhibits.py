@@ -64,7 +64,7 @@ class FiguresConfig:
     tuning_M: tuple[int, ...] = (3, 20)
     sigma_e: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
     K: tuple[int, ...] = (1, 3, 10)
-    replications: int = 12
+    replications: int = 20
     tolerance: dict[str, float] = field(default_factory=lambda: {"age": 1.0})
     screenshot: bool = True
 
@@ -79,6 +79,22 @@ RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 # --------------------------------------------------------------------------- helpers
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _git_state() -> dict[str, Any]:
+    """Commit of the checkout and whether synthmi/ had uncommitted changes (None outside git)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "synthmi"], cwd=root, capture_output=True,
+                               text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None}
+    if head.returncode != 0:
+        return {"commit": None}
+    return {"commit": head.stdout.strip(), "synthmi_modified": sorted(line[3:] for line in dirty.stdout.splitlines())}
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> Path:
@@ -444,6 +460,7 @@ def make_figures(out: str | Path, config: FiguresConfig = FULL, only: list[str] 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     t_all = time.perf_counter()
+    git_state = _git_state()  # at the start: the code the numbers come from
     names = list(EXHIBITS) + [k for k in RESULT_READERS if k not in EXHIBITS]
     if only:
         unknown = [n for n in only if n not in names and n != "screenshot"]
@@ -486,6 +503,7 @@ def make_figures(out: str | Path, config: FiguresConfig = FULL, only: list[str] 
         "seeds": {"base": config.seed, "coefficients": "base + 101 * (method index + 1)",
                   "tuning_rows": "base + 7", "tuning_replication_r": "base + 1000 + r (same for every setting)"},
         "versions": package_versions(),
+        "git": git_state,
         "data_sha256": data_hashes,
         "exhibits": results,
         "files": {p.name: {"bytes": p.stat().st_size, "sha256": _sha256(p)} for p in files},
