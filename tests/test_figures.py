@@ -100,6 +100,7 @@ def test_benchmark_readers_draw_from_result_files(tmp_path, monkeypatch):
     pd.DataFrame(rows).to_csv(res / "dp_bayes.csv", index=False)
     pd.DataFrame([dict(epsilon=e, seed=s, method=m, tvd_2way=0.1 / e + s * 1e-3, tvd_3way=0.2 / e)
                   for e in (0.5, 1.0) for s in (0, 1) for m in ("DPSyn", "independent")]).to_csv(res / "dpsyn.csv", index=False)
+    (res / "dpsyn.json").write_text(json.dumps({"references_eps1": {"MST": {"two_way": 0.055, "three_way": 0.118}}}))
     monkeypatch.setattr(exhibits, "RESULTS", res)
     out = tmp_path / "o"
     m = make_figures(out, REDUCED, only=["dp_bayes", "dpsyn"], progress=False)
@@ -111,3 +112,5 @@ def test_benchmark_readers_draw_from_result_files(tmp_path, monkeypatch):
     got = tvd[(tvd["method"] == "DPSyn") & (tvd["epsilon"] == 1.0)]["tvd_2way_mean"].item()
     assert got == pytest.approx(0.1 + 0.5e-3)
     assert (out / "dp_bayes.png").exists() and (out / "dpsyn_tvd.png").exists()
+    peers = pd.read_csv(out / "dpsyn_published_peers.csv")
+    assert peers.set_index("marginals")["tvd"].to_dict() == {"two_way": 0.055, "three_way": 0.118}
