@@ -1,0 +1,213 @@
+"""Gaussian copula (Hoff 2007) and its Gibbs sampler: numerics, posterior, MAR validity, errors."""
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import ndtr
+from scipy.stats import norm
+
+from synthmi.evaluation import combine
+from synthmi.models.copula import (
+    GaussianCopula,
+    copula_pymc_model,
+    effective_sample_size,
+    log_interval_probability,
+    split_r_hat,
+    truncated_normal,
+)
+
+R3 = np.array([[1.0, 0.5, 0.3], [0.5, 1.0, 0.4], [0.3, 0.4, 1.0]])
+
+
+def _mixed(n, seed, R=R3):
+    rng = np.random.default_rng(seed)
+    z = rng.multivariate_normal(np.zeros(3), R, size=n)
+    return pd.DataFrame(
+        {
+            "x": np.exp(z[:, 0]),
+            "b": (z[:, 1] > 0.3).astype(float),
+            "o": pd.Categorical(np.digitize(z[:, 2], [-0.5, 0.5]).astype(str), categories=["0", "1", "2"], ordered=True),
+        }
+    )
+
+
+# ---------------------------------------------------------------- numerics
+def test_truncated_normal_hand_values_and_tails():
+    rng = np.random.default_rng(0)
+    n = 200_000
+    mu, sd, lo, hi = 1.0, 2.0, 0.0, 3.0
+    x = truncated_normal(np.full(n, mu), sd, np.full(n, lo), np.full(n, hi), rng)
+    assert x.min() >= lo and x.max() <= hi
+    a, b = (lo - mu) / sd, (hi - mu) / sd
+    Z = ndtr(b) - ndtr(a)
+    mean = mu + sd * (norm.pdf(a) - norm.pdf(b)) / Z  # by hand: 1 + 2 (0.352065 - 0.241971) / (0.841345 - 0.308538) = 1.41326
+    var = sd**2 * (1 + (a * norm.pdf(a) - b * norm.pdf(b)) / Z - ((norm.pdf(a) - norm.pdf(b)) / Z) ** 2)
+    # MC standard error of the mean: sqrt(var / n) ~ 0.0018; 5 SE
+    assert abs(x.mean() - mean) < 5 * np.sqrt(var / n)
+    assert abs(mean - 1.41326) < 1e-4
+    # deep right tail (Phi(a), Phi(b) both round to 1 in double precision): stays finite and inside
+    y = truncated_normal(np.zeros(1000), 1.0, np.full(1000, 12.0), np.full(1000, 12.5), rng)
+    assert np.all(np.isfinite(y)) and y.min() >= 12.0 and y.max() <= 12.5
+    # mean of N(0,1) truncated to (12, inf) is phi(12)/(1-Phi(12)) = 12.0824 (Mills ratio)
+    y = truncated_normal(np.zeros(20000), 1.0, np.full(20000, 12.0), np.full(20000, np.inf), rng)
+    assert abs(y.mean() - 12.0824) < 0.005  # sd of draws ~0.08, SE ~0.0006
+    # one-sided unbounded on the left
+    y = truncated_normal(np.zeros(20000), 1.0, np.full(20000, -np.inf), np.full(20000, -12.0), rng)
+    assert y.max() <= -12.0 and abs(y.mean() + 12.0824) < 0.005
+
+
+def test_log_interval_probability_hand_values():
+    assert np.isclose(log_interval_probability(0.0, 1.0), np.log(0.3413447460685429))
+    assert np.isclose(log_interval_probability(-np.inf, np.inf), 0.0)
+    # far right tail: log P(Z > 10) = log(7.6198530241605e-24)
+    assert np.isclose(log_interval_probability(10.0, np.inf), np.log(7.6198530241605e-24), rtol=1e-10)
+    assert log_interval_probability(1.0, 1.0) == -np.inf
+
+
+def test_ess_and_split_rhat_on_known_chains():
+    rng = np.random.default_rng(1)
+    n, rho = 20000, 0.8
+    e = rng.standard_normal((n, 2))
+    ar = np.empty(n)
+    ar[0] = e[0, 1]
+    for t in range(1, n):
+        ar[t] = rho * ar[t - 1] + np.sqrt(1 - rho**2) * e[t, 1]
+    ess = effective_sample_size(np.column_stack([e[:, 0], ar]))
+    # iid: ESS ~ n; AR(1): n (1 - rho) / (1 + rho) = 2222; estimator sd ~5-10 %
+    assert 0.85 * n < ess[0] < 1.15 * n
+    assert 0.8 * 2222 < ess[1] < 1.2 * 2222
+    assert abs(split_r_hat(e[:, :1])[0] - 1.0) < 0.01
+    drift = np.linspace(0, 3, n)[:, None] + e[:, :1]
+    assert split_r_hat(drift)[0] > 1.2
+
+
+# ---------------------------------------------------------------- posterior
+def test_recovers_latent_correlation_mixed_margins():
+    df = _mixed(2000, seed=2)
+    g = GaussianCopula(n_iter=800, random_state=3).fit(df)
+    draws = g.correlation_draws_
+    est = draws.mean(axis=0)
+    sd = draws.std(axis=0)
+    for i, j in [(0, 1), (0, 2), (1, 2)]:
+        # posterior sd ~0.02-0.03; the truth lies within 3.5 posterior sd (+ MC error of the mean, < 0.005)
+        assert abs(est[i, j] - R3[i, j]) < 3.5 * sd[i, j] + 0.005, (i, j, est[i, j])
+    assert g.diagnostics_["max_r_hat"] < 1.05
+    assert list(g.correlation_.index) == ["x", "b", "o"]
+
+
+def test_gibbs_agrees_with_pymc_posterior():
+    """Same model (rank likelihood, IW-induced prior on C) in PyMC (NUTS) and by Gibbs."""
+    import arviz as az
+    import pymc as pm
+
+    rng = np.random.default_rng(3)
+    n = 12
+    z = rng.multivariate_normal(np.zeros(2), [[1.0, 0.6], [0.6, 1.0]], size=n)
+    df = pd.DataFrame({"a": z[:, 0], "b": np.exp(z[:, 1])})
+    df.loc[[1, 5], "a"] = np.nan
+    df.loc[[2], "b"] = np.nan
+    g = GaussianCopula(n_iter=6000, burn=500, random_state=4).fit(df)
+    r_gibbs = g.correlation_draws_[:, 0, 1]
+    ess_gibbs = effective_sample_size(r_gibbs[:, None])[0]
+    with copula_pymc_model(df):
+        idata = pm.sample(600, tune=600, chains=2, cores=1, random_seed=5, progressbar=False, target_accept=0.9)
+    r_pymc = idata.posterior["corr"].values[..., 0].ravel()
+    ess_pymc = float(az.ess(idata, var_names=["corr"])["corr"].values[0])
+    assert float(az.rhat(idata, var_names=["corr"])["corr"].values[0]) < 1.01
+    mcse = np.sqrt(r_gibbs.var() / ess_gibbs + r_pymc.var() / ess_pymc)
+    # measured: Gibbs ESS ~1700, PyMC ESS ~1100, posterior sd ~0.27 -> combined MCSE ~0.010
+    assert mcse < 0.02
+    assert abs(r_gibbs.mean() - r_pymc.mean()) < 4 * mcse, (r_gibbs.mean(), r_pymc.mean(), mcse)
+    assert abs(r_gibbs.std() - r_pymc.std()) < 0.05  # sd of a sd estimate ~ sd / sqrt(2 ESS) ~ 0.006
+
+
+# ---------------------------------------------------------------- imputation
+def test_imputations_in_support_observed_unchanged_and_reproducible():
+    df = _mixed(300, seed=4)
+    rng = np.random.default_rng(5)
+    df.loc[rng.random(300) < 0.2, "x"] = np.nan
+    df.loc[rng.random(300) < 0.1, "o"] = np.nan
+    df["nom"] = pd.Categorical(rng.choice(["a", "b", "c"], size=300, p=[0.5, 0.3, 0.2]))
+    df.loc[rng.random(300) < 0.1, "nom"] = np.nan
+    before = df.copy()
+    g = GaussianCopula(n_iter=300, random_state=1).fit(df)
+    imps = g.impute(3, random_state=7)
+    pd.testing.assert_frame_equal(df, before)  # input not mutated
+    for d in imps:
+        assert d.isna().sum().sum() == 0
+        obs = df["x"].notna()
+        np.testing.assert_array_equal(d.loc[obs, "x"], df.loc[obs, "x"])
+        assert set(d["x"]).issubset(set(df["x"].dropna()))
+        assert d["o"].dtype == df["o"].dtype and d["nom"].dtype == df["nom"].dtype
+        assert (d.loc[df["nom"].notna(), "nom"] == df.loc[df["nom"].notna(), "nom"]).all()
+    again = g.impute(3, random_state=7)
+    for a, b in zip(imps, again):
+        pd.testing.assert_frame_equal(a, b)
+    g2 = GaussianCopula(n_iter=300, random_state=1).fit(df)
+    pd.testing.assert_frame_equal(g2.impute(1, random_state=7)[0], imps[0])
+
+
+def _coverage_rep(seed: int, n: int = 100, m: int = 10) -> np.ndarray:
+    """One replication: MAR missing y, copula MI, Rubin's rule for E[y] and the slope of y on x1."""
+    rng = np.random.default_rng(seed)
+    z = rng.multivariate_normal(np.zeros(3), R3, size=n)
+    y = z[:, 0].copy()
+    x1 = z[:, 1]
+    miss = rng.random(n) < 1.0 / (1.0 + np.exp(-(-0.8 + 1.2 * x1)))  # MAR on observed x1, ~35 % missing
+    y[miss] = np.nan
+    df = pd.DataFrame({"y": y, "x1": x1, "x2": (z[:, 2] > 0).astype(float)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        g = GaussianCopula(n_iter=300, burn=150, thin=5, random_state=seed).fit(df)
+    est, var = [], []
+    X = np.column_stack([np.ones(n), x1])
+    XtX_inv = np.linalg.inv(X.T @ X)
+    for d in g.impute(m, random_state=seed + 10_000):
+        yy = d["y"].to_numpy()
+        b = XtX_inv @ X.T @ yy
+        s2 = np.sum((yy - X @ b) ** 2) / (n - 2)
+        est.append([yy.mean(), b[1]])
+        var.append([yy.var(ddof=1) / n, s2 * XtX_inv[1, 1]])
+    res = combine(np.array(est), np.array(var), rule="rubin", df_complete=n - 2)
+    truth = np.array([0.0, R3[0, 1]])  # E[y] = 0; slope of y on x1 = corr = 0.5 (unit variances)
+    return (res.ci_lower <= truth) & (truth <= res.ci_upper)
+
+
+def test_mar_coverage_of_rubin_intervals():
+    """200 replications: 95 % intervals cover at 0.93-0.97 (binomial SE 0.015 at 0.95).
+
+    Measured with this seed sequence: 0.955 (mean) and 0.950 (slope); 400 replications in
+    benchmarks/copula.py.
+    """
+    cover = np.array([_coverage_rep(s) for s in range(200)])
+    rates = cover.mean(axis=0)
+    assert np.all((rates >= 0.93) & (rates <= 0.97)), rates
+
+
+# ---------------------------------------------------------------- errors
+def test_bad_input_errors():
+    df = _mixed(50, seed=6)
+    bad = df.copy()
+    bad["x"] = np.nan
+    with pytest.raises(ValueError, match="Column 'x' of 'df' is entirely missing"):
+        GaussianCopula(n_iter=10).fit(bad)
+    one = df.copy()
+    one["nom"] = pd.Categorical(["a"] * 50)
+    with pytest.raises(ValueError, match="Column 'nom'"):
+        GaussianCopula(n_iter=10).fit(one)
+    lvl = df.copy()
+    lvl["nom"] = pd.Categorical(["a"] * 49 + [np.nan], categories=["a"])
+    with pytest.raises(ValueError, match="Column 'nom'"):
+        GaussianCopula(n_iter=10).fit(lvl)
+    mis = df.copy()
+    mis.loc[3, "b"] = np.nan
+    with pytest.raises(ValueError, match="Column 'b' of 'df' has 1 missing values where none are allowed"):
+        GaussianCopula(n_iter=10).fit(mis, complete=["b"])
+    with pytest.raises(ValueError, match="The 'n_iter' parameter of GaussianCopula must be >= 2"):
+        GaussianCopula(n_iter=1).fit(df)
+    with pytest.raises(ValueError, match="call fit|Call 'fit'"):
+        GaussianCopula().impute(2)
