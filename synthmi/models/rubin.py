@@ -294,10 +294,9 @@ class RubinSynthesizer(Synthesizer):
                 diag["columns"][cond.column] = {"family": "normal", "method": "closed-form conjugate draws", "independent_draws": m}
                 continue
             chains = int(self.chains)
-            # independence-MH proposals are scored in one batch, so long chains are cheap; 2,500 kept
-            # draws per chain keep the sampling noise of split-R-hat well below the 1.01 alarm
-            n_keep = max(int(self.draws), 2500, -(-m // chains))
-            res = independence_mh(cond.fast, n_keep, rng, chains=max(chains, 1))
+            n_keep = max(int(self.draws), -(-m // chains))
+            res = independence_mh(cond.fast, n_keep, rng, chains=max(chains, 1), warn=False)
+            n_keep = res.draws.shape[1]
             pooled = res.draws.reshape(-1, res.draws.shape[-1])
             # evenly spaced draws across the pooled chains: far apart, hence nearly independent
             idx = np.linspace(0, pooled.shape[0] - 1, m).round().astype(int) if m > 1 else np.array([pooled.shape[0] - 1])
