@@ -1,8 +1,10 @@
 """Synthesizers: ``fit(df, quasi_identifiers=...)`` then ``sample(m, random_state=...)``."""
 from .base import Synthesizer
 from .cart import CartSynthesizer
+from .copula import GaussianCopula
 from .dami import DAMISynthesizer
 from .masking import LinearCategoricalMasking, NormalMasking, TransitionMasking
+from .risk_targeted import RiskTargetedSynthesizer
 from .rubin import RubinSynthesizer
 
 __all__ = [
@@ -13,4 +15,6 @@ __all__ = [
     "NormalMasking",
     "LinearCategoricalMasking",
     "TransitionMasking",
+    "GaussianCopula",
+    "RiskTargetedSynthesizer",
 ]
