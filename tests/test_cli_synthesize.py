@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -116,7 +117,7 @@ def test_overwrite_guard(adult_csv, tmp_path, capsys):
         (["--qi", "age", "--method", "gan"], "The '--method' option must be one of"),
         (["--qi", "age", "--param", "min_samples_leaf=0"], "'min_samples_leaf' parameter of CartSynthesizer must be >= 1"),
         (["--qi", "age", "--param", "depth=3"], "'--param' option names 'depth', which is not a parameter of CartSynthesizer"),
-        (["--qi", "age", "--mask", "age:K=3,sigma=5"], "The '--mask' option is for dami; method 'cart' takes no masks."),
+        (["--qi", "age", "--mask", "age:K=3,sigma=5"], "The '--mask' option is for dami, risk-dami; method 'cart' takes no masks."),
         (["--qi", ""], "The '--qi' option must name at least one column."),
     ],
 )
@@ -167,7 +168,7 @@ def test_parse_mask_values():
     ],
 )
 def test_malformed_mask(text, message):
-    with pytest.raises(ValueError, match=__import__("re").escape(message)):
+    with pytest.raises(ValueError, match=re.escape(message)):
         build_masks([text])
 
 
@@ -221,4 +222,25 @@ def test_bad_mask_through_cli_is_one_line(adult_csv, tmp_path, capsys):
               "--out", str(tmp_path / "x"), "--quiet")
     lines = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(lines) == 1
-    assert "'sigma_e' parameter of NormalMasking must be > 0.0. Got -5 instead." in lines[0]
+    assert re.search(r"The 'sigma_e' parameter of NormalMasking must be > 0(\.0)?\. Got -5 instead\.", lines[0])
+
+
+def test_risk_group_masks():
+    masks = build_masks(["age@low:K=3,sigma=2", "age@high:K=1,sigma=8"], groups=("low", "medium", "high"))
+    assert masks == {"low": {"age": NormalMasking(3, sigma_e=2.0)}, "medium": {}, "high": {"age": NormalMasking(1, sigma_e=8.0)}}
+    with pytest.raises(ValueError, match="names group 'top' for column 'age'; groups are one of low, medium, high"):
+        build_masks(["age@top:K=1,sigma=1"], groups=("low", "medium", "high"))
+    with pytest.raises(ValueError, match="either all name a risk group"):
+        build_masks(["age@low:K=1,sigma=1", "sex:alpha=1"], groups=("low", "medium", "high"))
+    with pytest.raises(ValueError, match="groups are not used by this method"):
+        build_masks(["age@low:K=1,sigma=1"])
+
+
+def test_risk_dami_through_cli(adult_csv, tmp_path):
+    out = tmp_path / "rk"
+    assert _run("--data", str(adult_csv), "--qi", "age,sex", "--keep", "income,hours_per_week", "--method", "risk-dami",
+                "--mask", "age:K=2,sigma=3", "--param", "n_iter=60", "--m", "2", "--seed", "0",
+                "--out", str(out), "--quiet") == 0
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["method"] == "risk-dami" and meta["params"]["masks"]["age"]["sigma_e"] == 3.0
+    assert len(_files(out)) == 2

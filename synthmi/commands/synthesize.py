@@ -18,10 +18,13 @@ METHODS: dict[str, str] = {
     "rubin": "synthmi.models.rubin:RubinSynthesizer",
     "cart": "synthmi.models.cart:CartSynthesizer",
     "dami": "synthmi.models.dami:DAMISynthesizer",
+    "risk-dami": "synthmi.models.risk_targeted:RiskTargetedSynthesizer",
 }
 
 # Methods that take the --mask options, and the constructor argument they go to.
-MASK_PARAMETER: dict[str, str] = {"dami": "masks"}
+MASK_PARAMETER: dict[str, str] = {"dami": "masks", "risk-dami": "masks"}
+# Methods whose masks may differ by risk subgroup (--mask COLUMN@GROUP:SPEC).
+RISK_GROUPS: dict[str, tuple[str, ...]] = {"risk-dami": ("low", "medium", "high")}
 
 # Non-identifying columns released unchanged when --keep is not given, for the
 # bundled data: the complete (no missing values) columns that are not recodes
@@ -38,10 +41,15 @@ EXAMPLES = """examples:
       --mask age:K=3,sigma=5 --mask sex:alpha=2 --mask race:p=0.8 --mask education:alpha=2 --out syn/
   # synthpop-style CART, proper (bootstrap) synthesis
   synthmi synthesize --data adult --qi age,sex,race,education --method cart --param proper=true --out syn_cart/
+  # risk-targeted DA-MI: weaker masking (more protection) for high-risk records
+  synthmi synthesize --data nhanes --qi age,gender,race_ethnicity,education,marital_status \\
+      --keep bmi,diabetes --method risk-dami --m 5 \\
+      --mask age@low:K=3,sigma=2 --mask age@medium:K=2,sigma=4 --mask age@high:K=1,sigma=8 --out syn_risk/
   # your own CSV; the columns named in --keep are released unchanged, the others dropped
   synthmi synthesize --data survey.csv --qi age,sex --keep income,region --method rubin --m 5 --out syn/
 
-masks (--mask COLUMN:SPEC, repeatable; DA-MI only):
+masks (--mask COLUMN:SPEC, repeatable; dami and risk-dami; for risk-dami COLUMN@GROUP:SPEC
+with GROUP low, medium or high sets subgroup-specific tuning):
   K=3,sigma=5         continuous: K noisy copies W_k = X + N(0, sigma^2)
   K=3,reliability=0.9 continuous: sigma set from the reliability 1/(1 + sigma^2/(K var X))
   alpha=2             categorical: W = alpha * code(X) + N(0, 1)
@@ -105,17 +113,36 @@ def parse_mask(text: str) -> tuple[str, dict[str, Any]]:
     return col, out
 
 
-def build_masks(items: list[str] | None) -> dict[str, Any]:
-    """``--mask`` options -> {column: masking model} (validated by the masking classes)."""
+def build_masks(items: list[str] | None, groups: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``--mask`` options -> {column: masking model} (validated by the masking classes).
+
+    With ``groups`` (risk subgroups), ``COLUMN@GROUP:SPEC`` sets a mask for one
+    subgroup; then every mask must name its group and the result is
+    {group: {column: masking model}} with every group present.
+    """
     from ..models.masking import make_masking
 
-    masks: dict[str, Any] = {}
+    flat: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
     for item in items or []:
         col, spec = parse_mask(item)
-        if col in masks:
-            raise ValueError(f"The '--mask' option is given twice for column '{col}'.")
-        masks[col] = make_masking(spec, column=col)
-    return masks
+        if "@" in col:
+            col, group = (t.strip() for t in col.rsplit("@", 1))
+            if group not in groups:
+                where = f"one of {', '.join(groups)}" if groups else "not used by this method"
+                raise ValueError(f"The '--mask' option names group {group!r} for column '{col}'; groups are {where}.")
+            if col in nested.setdefault(group, {}):
+                raise ValueError(f"The '--mask' option is given twice for column '{col}' in group '{group}'.")
+            nested[group][col] = make_masking(spec, column=col)
+        else:
+            if col in flat:
+                raise ValueError(f"The '--mask' option is given twice for column '{col}'.")
+            flat[col] = make_masking(spec, column=col)
+    if flat and nested:
+        raise ValueError("The '--mask' options either all name a risk group (COLUMN@GROUP:SPEC) or none does.")
+    if nested:
+        return {g: nested.get(g, {}) for g in groups}
+    return flat
 
 
 def parse_params(items: list[str] | None, cls: type) -> dict[str, Any]:
@@ -191,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if MASK_PARAMETER[args.method] in params:
             raise ValueError(f"Give the masks either with --mask or with --param {MASK_PARAMETER[args.method]}=..., not both.")
-        params[MASK_PARAMETER[args.method]] = build_masks(args.mask)
+        params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()))
     if "progressbar" in cls._param_names() and "progressbar" not in params:
         params["progressbar"] = progress_enabled(args)
 
@@ -246,7 +273,10 @@ def run(args: argparse.Namespace) -> int:
     meta = json.loads(meta_path.read_text())
     mask_param = MASK_PARAMETER.get(args.method)
     if mask_param and params.get(mask_param):
-        meta["params"][mask_param] = {c: m.to_dict() for c, m in params[mask_param].items()}
+        meta["params"][mask_param] = {
+            c: m.to_dict() if hasattr(m, "to_dict") else {k: v.to_dict() for k, v in m.items()}
+            for c, m in params[mask_param].items()
+        }
     meta["source"] = {"data": source, "n_rows": int(len(data)), "keep": keep, "columns": list(data.columns)}
     meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True))
     _log(args, f"wrote {syn.m} copies and metadata.json to {out} in {time.perf_counter() - t0:.1f} s")
