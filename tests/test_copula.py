@@ -211,3 +211,18 @@ def test_bad_input_errors():
         GaussianCopula(n_iter=1).fit(df)
     with pytest.raises(ValueError, match="call fit|Call 'fit'"):
         GaussianCopula().impute(2)
+
+
+def test_level_log_probabilities_matches_stable_formula():
+    from synthmi.models.copula import level_log_probabilities
+
+    rng = np.random.default_rng(8)
+    edges = np.concatenate([[-np.inf], np.sort(rng.normal(size=30)) * 3, [np.inf]])
+    mean = np.concatenate([rng.normal(size=50) * 4, [40.0, -40.0]])  # incl. far-tail means (underflow path)
+    fast = level_log_probabilities(mean, 0.7, edges)
+    t = (edges[None, :] - mean[:, None]) / 0.7
+    ref = log_interval_probability(t[:, :-1], t[:, 1:])
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(fast[finite], ref[finite], rtol=1e-9, atol=1e-9)
+    assert np.all(fast[~finite] == -np.inf)
+    np.testing.assert_allclose(np.exp(fast).sum(axis=1), 1.0, rtol=1e-12)

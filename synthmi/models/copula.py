@@ -93,7 +93,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.special import log_ndtr, ndtri_exp
+from scipy.special import log_ndtr, ndtr, ndtri_exp
 from scipy.stats import invwishart
 
 from .._validate import (
@@ -155,6 +155,27 @@ def log_interval_probability(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         d = np.exp(la - lb)
         out = lb + np.log1p(-np.where(np.isfinite(d), np.minimum(d, 1.0), 0.0))
     return np.where(b2 > a2, out, -np.inf)
+
+
+def level_log_probabilities(mean: np.ndarray, sd: float, edges: np.ndarray) -> np.ndarray:
+    r"""(n, L) :math:`\log[\Phi((e_{l+1} - m_i)/sd) - \Phi((e_l - m_i)/sd)]` for sorted ``edges`` (L + 1).
+
+    Fast path: one ``ndtr`` per edge, differences taken on the lower tail
+    (upper tail for intervals right of the mean); entries that underflow to 0
+    are recomputed in log space by :func:`log_interval_probability`.
+    """
+    t = (edges[None, :] - np.asarray(mean, dtype=float)[:, None]) / sd
+    cdf = ndtr(t)
+    sf = ndtr(-t)
+    lo_t = t[:, :-1]
+    p = np.where(lo_t > 0, sf[:, :-1] - sf[:, 1:], cdf[:, 1:] - cdf[:, :-1])
+    with np.errstate(divide="ignore"):
+        out = np.log(p)
+    bad = ~(p > 0)
+    if bad.any():
+        rows, cols = np.nonzero(bad)
+        out[rows, cols] = log_interval_probability(t[rows, cols], t[rows, cols + 1])
+    return out
 
 
 def _gumbel_argmax(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:

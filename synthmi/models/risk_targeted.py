@@ -82,8 +82,8 @@ from .copula import (
     _gumbel_argmax,
     _nominal_bounds,
     _nominal_level,
+    level_log_probabilities,
     levels_to_frame,
-    log_interval_probability,
     truncated_normal,
 )
 from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking
@@ -387,9 +387,7 @@ class RiskTargetedSynthesizer(Synthesizer):
                     c = cuts[mg.name]
                     edges = np.concatenate([[-np.inf], c, [np.inf]])
                     if is_qi:
-                        logits = log_interval_probability(
-                            (edges[None, :-1] - cm[:, None]) / sd, (edges[None, 1:] - cm[:, None]) / sd
-                        )
+                        logits = level_log_probabilities(cm, sd, edges)
                         ev = evid[mg.name]
                         if ev is not None:
                             logits = logits + ev
