@@ -76,7 +76,16 @@ def test_copy_release_is_incoherent_and_noise_release_is_coherent():
     assert copy.worst_subgroup in ("g=a", "g=b")
     assert "Clopper-Pearson" in copy.summary()
     frame = copy.to_frame()
-    assert list(frame.columns) == ["size", "mean_w1", "sd_w1", "max_w1", "share_above_alpha"]
+    assert list(frame.columns) == [
+        "size", "mean_w1", "sd_w1", "max_w1", "share_above_alpha", "mean_null_w1", "excess_w1"
+    ]
+    # Random re-splits of X ∩ C give the copy's forest only split noise (measured ~0.03):
+    # nearly all of its W1 is excess. For the noise release h ignores the split, so the
+    # observed and null distances agree (difference of two means over 8 trials with
+    # sd ~0.015 each: se ~0.008).
+    assert (frame["excess_w1"] > 0.15).all()
+    nf = noise.to_frame()
+    assert (nf["excess_w1"].abs() < 0.03).all()
 
 
 def test_same_seed_same_result_and_masks():
