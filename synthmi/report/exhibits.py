@@ -448,16 +448,55 @@ def _read_dpsyn(src: Path, out: Path) -> dict[str, Any]:
 
 
 def _read_nhanes(src: Path, out: Path) -> dict[str, Any]:
+    """The seed's "study with missing data" table on NHANES, and risk by subgroup from its JSON."""
     t = _read_table(src)
+    base = "Unperturbed MI" if "Unperturbed MI" in set(t["method"]) else t["method"].iloc[0]
     _write_csv(t, out / "nhanes_table.csv")
-    md = _md_table(t.head(80), 3)
-    res = {"csv": ["nhanes_table.csv"], "png": [], "markdown": md}
-    need = {"method", "term", "est_orig", "ci_lower_orig", "ci_upper_orig", "est_syn", "ci_lower_syn", "ci_upper_syn"}
-    if need <= set(t.columns):
-        sub = t[t["term"] != "Intercept"]
-        figures.save_png(figures.coefficient_plot(sub, title="NHANES: unperturbed MI vs synthetic"), out / "nhanes.png")
-        res["png"] = ["nhanes.png"]
-    return res
+    files, pngs, md = ["nhanes_table.csv"], [], []
+    outcomes = list(dict.fromkeys(t["outcome"])) if "outcome" in t else [None]
+    for oc in outcomes:
+        sub = t if oc is None else t[t["outcome"] == oc]
+        orig = sub[sub["method"] == base].set_index("term")
+        syn = sub[(sub["method"] != base) & (sub["term"] != "Intercept")]
+        plot = pd.DataFrame({
+            "method": syn["method"], "term": syn["term"],
+            "est_orig": syn["term"].map(orig["estimate"]), "ci_lower_orig": syn["term"].map(orig["ci_lower"]),
+            "ci_upper_orig": syn["term"].map(orig["ci_upper"]), "est_syn": syn["estimate"],
+            "ci_lower_syn": syn["ci_lower"], "ci_upper_syn": syn["ci_upper"]})
+        name = f"nhanes_{oc or 'table'}.png"
+        figures.save_png(figures.coefficient_plot(plot, title=f"NHANES, probit of {oc}: {base} (black) vs synthetic"),
+                         out / name)
+        pngs.append(name)
+        wide = sub.assign(cell=[f"{e:.3f} ({lo:.3f}, {hi:.3f})" for e, lo, hi in
+                                zip(sub["estimate"], sub["ci_lower"], sub["ci_upper"])])
+        wide = wide.pivot_table(index="term", columns="method", values="cell", aggfunc="first", sort=False)
+        wide = wide[[m for m in dict.fromkeys(sub["method"])]].reset_index()
+        md += [f"**{oc}**: estimate (95% CI)", "", _md_table(wide), ""]
+    ov = (t[(t["term"] != "Intercept") & (t["method"] != base)]
+          .groupby(["outcome", "method"] if "outcome" in t else ["method"], sort=False)[["ci_overlap", "std_diff"]]
+          .mean().reset_index().rename(columns={"ci_overlap": "mean_ci_overlap", "std_diff": "mean_std_diff"}))
+    _write_csv(ov, out / "nhanes_mean_overlap.csv")
+    files.append("nhanes_mean_overlap.csv")
+    md += ["Mean over the non-intercept coefficients:", "", _md_table(ov), ""]
+    side = src.with_suffix(".json")
+    if side.exists():
+        meta = json.loads(side.read_text())
+        rb = meta.get("risk_by_subgroup") or {}
+        rows = [{"method": m, "subgroup": g, **{k: v for k, v in d.items()}}
+                for m, groups in rb.items() for g, d in groups.items()]
+        if rows:
+            risk = pd.DataFrame(rows)
+            _write_csv(risk, out / "nhanes_risk_by_subgroup.csv")
+            files.append("nhanes_risk_by_subgroup.csv")
+            md += ["Re-identification risk by risk subgroup (from the benchmark's JSON):", "", _md_table(risk, 4), ""]
+        if meta.get("settings"):
+            md += ["Settings: `" + json.dumps(meta["settings"], sort_keys=True) + "`", ""]
+        for w in meta.get("warnings", []) or []:
+            md += [f"**Warning recorded by the benchmark:** {w}", ""]
+        argv = (meta.get("environment") or {}).get("argv")
+        if argv:
+            md += [f"Benchmark command: `{' '.join(map(str, argv))}`", ""]
+    return {"csv": files, "png": pngs, "markdown": "\n".join(md)}
 
 
 RESULT_READERS: dict[str, dict[str, Any]] = {

@@ -54,6 +54,20 @@ def _color(name: str, i: int) -> str:
     return METHOD_COLORS.get(str(name).lower(), _FALLBACK[i % len(_FALLBACK)])
 
 
+def _palette(names) -> dict[str, str]:
+    """A distinct colour per name: the fixed colour of a known method, else an unused one."""
+    out: dict[str, str] = {}
+    for n in names:
+        c = METHOD_COLORS.get(str(n).lower())
+        if c is not None and c not in out.values():
+            out[n] = c
+    spare = [c for c in _FALLBACK + ["#1f78b4", "#b15928", "#6a3d9a", "#999999"] if c not in out.values()]
+    for n in names:
+        if n not in out:
+            out[n] = spare.pop(0) if spare else "#333333"
+    return out
+
+
 def to_png(fig: Figure, dpi: int = 110) -> bytes:
     """PNG bytes of ``fig`` (the figure is closed afterwards)."""
     buf = io.BytesIO()
@@ -98,11 +112,12 @@ def coefficient_plot(coef: pd.DataFrame, title: str | None = None) -> Figure:
 
     draw(y0 + 0.4 - height / 2, orig["est_orig"].to_numpy(float), orig["ci_lower_orig"].to_numpy(float),
          orig["ci_upper_orig"].to_numpy(float), "#000000", "original", "s")
+    colors = _palette(methods)
     for i, m in enumerate(methods):
         sub = coef[coef["method"] == m].set_index("term").reindex(terms)
         y = y0 + 0.4 - height * (i + 1.5)
         draw(y, sub["est_syn"].to_numpy(float), sub["ci_lower_syn"].to_numpy(float),
-             sub["ci_upper_syn"].to_numpy(float), _color(m, i), str(m), "o")
+             sub["ci_upper_syn"].to_numpy(float), colors[m], str(m), "o")
     ax.axvline(0.0, color="#999999", lw=0.8, ls=":")
     ax.set_yticks(y0)
     ax.set_yticklabels(terms)
@@ -233,13 +248,18 @@ def line_plot(
     for j, pv in enumerate(panels):
         ax = flat[j]
         sub = table if pv is None else table[table[panel] == pv]
+        colors = _palette([str(g) for g in dict.fromkeys(table[group])])
         for i, (g, s) in enumerate(sub.groupby(group, sort=False)):
             agg = s.groupby(x, as_index=False)[y].mean().sort_values(x)
-            ax.plot(agg[x], agg[y], "o-", color=_color(str(g), i), lw=1.5, ms=4, label=str(g))
+            ax.plot(agg[x], agg[y], "o-", color=colors[str(g)], lw=1.5, ms=4, label=str(g))
         for k, (name, v) in enumerate((references or {}).items()):
             ax.axhline(v, color="#777777", ls=[":", "--", "-."][k % 3], lw=1, label=name)
         if logx:
             ax.set_xscale("log")
+            xs = sorted(sub[x].dropna().unique())
+            ax.set_xticks(xs)
+            ax.set_xticklabels([f"{v:g}" for v in xs])
+            ax.minorticks_off()
         if logy:
             ax.set_yscale("log")
         ax.set_xlabel(x)
