@@ -57,7 +57,9 @@ def test_targeting_lowers_high_risk_more_and_keeps_utility(data):
     labels = risk_subgroups(df, QI, K0, TOL).labels
     counts = labels.value_counts()
     assert counts["high"] >= 40 and counts["low"] >= 300  # measured: low 412, medium 38, high 50
-    untargeted = _fit(df, BASE).sample(10, random_state=2)
+    untargeted_fit = _fit(df, BASE)
+    assert (untargeted_fit.subgroup_labels_ == labels).all()  # reported for untargeted masks too
+    untargeted = untargeted_fit.sample(10, random_state=2)
     targeted_fit = _fit(df, {"low": BASE, "medium": BASE, "high": STRONG})
     targeted = targeted_fit.sample(10, random_state=2)
     assert (targeted_fit.subgroup_labels_ == labels).all()
@@ -90,6 +92,7 @@ def test_plain_copula_mi_without_masks(data):
     syn = s.sample(4, random_state=3)
     pd.testing.assert_frame_equal(df, before)
     assert syn.structure == {"output": "imputation", "rule": "rubin"}
+    assert s.subgroup_labels_ is None
     assert syn.method == "risk-dami"
     obs = df["bmi"].notna()
     for c in syn.copies:

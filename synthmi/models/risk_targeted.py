@@ -242,18 +242,26 @@ class RiskTargetedSynthesizer(Synthesizer):
                     f"The 'subgroups' parameter of {owner} must hold the labels {list(RISK_LEVELS)}; it has {bad}."
                 )
             group = np.array([RISK_LEVELS.index(v) for v in lab.astype(object)], dtype=np.int64)
-        elif self._targeted:
+        elif masks is not None:
+            # computed for untargeted masks too, so that risk can be reported by subgroup
             from ..evaluation.subgroups import risk_subgroups
 
             rs = risk_subgroups(X, list(X.columns), self.k0, self.tolerance)
             group = rs.labels.cat.codes.to_numpy().astype(np.int64)
         else:
-            group = np.zeros(n, dtype=np.int64)
-        self.subgroup_labels_ = pd.Series(
-            pd.Categorical.from_codes(group, categories=list(RISK_LEVELS), ordered=True), index=data.index, name="risk_subgroup"
-        )
-        self.subgroup_counts_ = pd.Series(np.bincount(group, minlength=3), index=list(RISK_LEVELS), name="count")
-        self.group_ = group
+            group = None
+        if group is None:  # plain imputation: no synthesis, no subgroups needed
+            self.subgroup_labels_ = None
+            self.subgroup_counts_ = None
+            self.group_ = np.zeros(n, dtype=np.int64)
+        else:
+            self.subgroup_labels_ = pd.Series(
+                pd.Categorical.from_codes(group, categories=list(RISK_LEVELS), ordered=True),
+                index=data.index,
+                name="risk_subgroup",
+            )
+            self.subgroup_counts_ = pd.Series(np.bincount(group, minlength=3), index=list(RISK_LEVELS), name="count")
+            self.group_ = group
         # masks: check kinds, calibrate reliabilities, refuse masks for empty subgroups
         self.masks_: dict[str, dict[str, MaskingModel]] | None = None
         if masks is not None:
@@ -292,7 +300,8 @@ class RiskTargetedSynthesizer(Synthesizer):
 
     def _diagnostics(self) -> Any:
         d = dict(self.copula_.diagnostics_)
-        d["subgroup_counts"] = {k: int(v) for k, v in self.subgroup_counts_.items()}
+        if self.subgroup_counts_ is not None:
+            d["subgroup_counts"] = {k: int(v) for k, v in self.subgroup_counts_.items()}
         return d
 
     def _sample(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
