@@ -136,3 +136,15 @@ def test_report_cli_bad_input_is_one_line(tmp_path, capsys):
 def test_write_report_creates_parent(tmp_path):
     p = write_report(fake_report_data(), tmp_path / "a" / "b" / "report.html")
     assert p.exists() and p.stat().st_size > 10_000
+
+
+def test_demo_writes_the_report_and_prints_its_path(tmp_path, capsys):
+    """The main job end to end (M = 2 to stay quick): DA-MI and CART copies, report, path on stdout."""
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--m", "2", "--quiet"]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == str((out / "report.html").resolve())
+    html = (out / "report.html").read_text()
+    assert "<td>dami</td>" in html and "<td>cart</td>" in html
+    assert sorted(p.name for p in (out / "dami").iterdir()) == ["copy_01.csv", "copy_02.csv", "metadata.json"]
+    assert "&quot;commit&quot;" in html  # provenance carries the code version

@@ -23,7 +23,7 @@ import pandas as pd
 from .._validate import check_columns_exist, check_dataframe, check_scalar, param_error
 from ..synthetic import SyntheticData, package_versions
 
-__all__ = ["ReportData", "evaluate_release", "frame_sha256", "file_sha256", "formula_variables"]
+__all__ = ["ReportData", "evaluate_release", "frame_sha256", "file_sha256", "formula_variables", "git_state"]
 
 SUBGROUP_ORDER = ["low", "medium", "high"]
 
@@ -77,6 +77,24 @@ def file_sha256(path: str | Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def git_state() -> dict[str, Any]:
+    """Commit of the checkout and whether synthmi/ had uncommitted changes (None outside git)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return {"commit": None}
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "synthmi"], cwd=root, capture_output=True,
+                               text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None}
+    if head.returncode != 0:
+        return {"commit": None}
+    return {"commit": head.stdout.strip(), "synthmi_modified": sorted(line[3:] for line in dirty.stdout.splitlines())}
 
 
 def formula_variables(formula: str, columns: Iterable[str]) -> list[str]:
@@ -245,6 +263,7 @@ def evaluate_release(
     provenance = {
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         "versions": package_versions(),
+        "git": git_state(),
         "original_sha256": frame_sha256(original),
         **({"input_sha256": dict(input_hashes)} if input_hashes else {}),
         **({"seeds": dict(seeds)} if seeds else {}),

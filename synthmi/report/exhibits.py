@@ -39,6 +39,7 @@ import pandas as pd
 
 from ..synthetic import package_versions
 from . import figures
+from .collect import git_state as _git_state
 
 __all__ = ["FiguresConfig", "FULL", "REDUCED", "make_figures", "EXHIBITS"]
 
@@ -79,22 +80,6 @@ RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 # --------------------------------------------------------------------------- helpers
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _git_state() -> dict[str, Any]:
-    """Commit of the checkout and whether synthmi/ had uncommitted changes (None outside git)."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[2]
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "synthmi"], cwd=root, capture_output=True,
-                               text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None}
-    if head.returncode != 0:
-        return {"commit": None}
-    return {"commit": head.stdout.strip(), "synthmi_modified": sorted(line[3:] for line in dirty.stdout.splitlines())}
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> Path:
