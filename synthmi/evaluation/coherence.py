@@ -317,6 +317,11 @@ def demographic_coherence(
     if not (model in ("logistic", "forest") or hasattr(model, "fit")):
         raise param_error("model", _OWNER, "'logistic', 'forest' or a scikit-learn classifier", model)
     rng = check_random_state(random_state)
+    # Splits come from their own stream, so runs with the same random_state see the same
+    # splits whatever the release and learner consume: releases compare trial by trial.
+    base = int(rng.integers(2**62))
+    split_rng = np.random.default_rng([base, 0])
+    rng = np.random.default_rng([base, 1])
 
     y_all = data[target]
     if positive is None:
@@ -349,7 +354,7 @@ def demographic_coherence(
     dist = np.empty((n_trials, len(keep)))
     null = np.empty((n_trials, len(keep)))
     for t in range(n_trials):
-        perm = rng.permutation(n)
+        perm = split_rng.permutation(n)
         ia, ib = np.sort(perm[:half]), np.sort(perm[half : 2 * half])
         X_a = data.iloc[ia]
         if release == "raw":
