@@ -2,8 +2,9 @@
 
 Part 1 (timing): RiskTargetedSynthesizer on NHANES 2017-2018 adults (5,265 rows,
 real item non-response) with quasi-identifiers age, gender, race_ethnicity,
-education, marital_status and Z = bmi, income_poverty_ratio, total_cholesterol,
-diabetes, smoked_100_cigarettes: fit (Gibbs, n_iter iterations) and sample
+education and Z = bmi, income_poverty_ratio, total_cholesterol, diabetes,
+smoked_100_cigarettes (marital_status left out: its multinomial-probit block
+mixes too slowly, split-R-hat > 2 after 1000 iterations): fit (Gibbs, n_iter iterations) and sample
 m = 5 completed data sets x r = 4 synthetic copies = 20 copies. Wall time is the
 median of repeats, peak memory tracemalloc's peak. Target: <= 2 min on 2 cores.
 
@@ -33,15 +34,15 @@ from _bench import measure, write_json  # noqa: E402
 from synthmi.data import load_nhanes  # noqa: E402
 from synthmi.models import RiskTargetedSynthesizer  # noqa: E402
 
-QI = ["age", "gender", "race_ethnicity", "education", "marital_status"]
+QI = ["age", "gender", "race_ethnicity", "education"]
 Z = ["bmi", "income_poverty_ratio", "total_cholesterol", "diabetes", "smoked_100_cigarettes"]
 CAT = ("gender", "race_ethnicity", "education")
 MASKS = {
-    "low": {"age": {"K": 2, "sigma_e": 3}, **{c: {"alpha": 3} for c in CAT}, "marital_status": {"p": 0.8}},
-    "medium": {"age": {"K": 1, "sigma_e": 4}, **{c: {"alpha": 2} for c in CAT}, "marital_status": {"p": 0.6}},
-    "high": {"age": {"K": 1, "sigma_e": 10}, **{c: {"alpha": 1} for c in CAT}, "marital_status": {"p": 0.3}},
+    "low": {"age": {"K": 2, "sigma_e": 3}, **{c: {"alpha": 3} for c in CAT}},
+    "medium": {"age": {"K": 1, "sigma_e": 4}, **{c: {"alpha": 2} for c in CAT}},
+    "high": {"age": {"K": 1, "sigma_e": 10}, **{c: {"alpha": 1} for c in CAT}},
 }
-K0, TOL = 10, {"age": 1}
+K0, TOL = 100, {"age": 5}
 
 
 def run_nhanes(n_iter: int, m: int = 5, r: int = 4, seed: int = 1):
