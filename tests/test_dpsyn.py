@@ -195,6 +195,32 @@ def test_consistency_hand_values():
     np.testing.assert_allclose(two.table, [[14 / 3, 14 / 3], [26 / 3, 26 / 3]])
 
 
+def test_consistency_of_shared_two_way_sub_marginals():
+    rng = np.random.default_rng(3)
+    pair = _Marginal((0, 1), rng.uniform(100, 200, (2, 3)), np.full((2, 3), 4.0))
+    triple = _Marginal((0, 1, 2), rng.uniform(30, 60, (2, 3, 4)), np.full((2, 3, 4), 9.0))
+    one = _Marginal((2,), rng.uniform(200, 300, 4), np.full(4, 1.0))
+    total = _make_consistent([pair, triple, one], n_attrs=3)
+    np.testing.assert_allclose(triple.table.sum(axis=2), pair.table, rtol=1e-10)
+    np.testing.assert_allclose(triple.table.sum(axis=(0, 1)), one.table, rtol=1e-10)
+    for m in (pair, triple, one):
+        assert m.table.sum() == pytest.approx(total)
+        assert (m.table >= 0).all()
+
+
+def test_three_way_marginals_are_accounted_and_nested_in_selected_pairs():
+    s = _fit(_data(), three_way=2, epsilon=4.0)
+    assert s.spent()[0] == pytest.approx(4.0, rel=1e-6)
+    labels = [e.label for e in s.accountant_.ledger]
+    assert sum(lbl.startswith("three-way") for lbl in labels) == len(s.selected_three_way_) == 2
+    for t in s.selected_three_way_:
+        for i in range(3):
+            for j in range(i + 1, 3):
+                assert (t[i], t[j]) in s.selected_
+    c = s.sample(1, random_state=0).copies[0]
+    assert list(c.columns) == ["a", "b", "x", "k"]
+
+
 def test_gum_matches_consistent_targets():
     rng = np.random.default_rng(0)
     joint = np.array([[0.40, 0.05, 0.05], [0.02, 0.28, 0.02], [0.03, 0.05, 0.10]])
