@@ -141,7 +141,7 @@ def test_nested_structure_and_rule(data):
 
 def test_masking_evidence_controls_closeness(data):
     df = data.dropna().reset_index(drop=True)
-    tight = {"age": NormalMasking(10, sigma_e=0.1), "sex": LinearCategoricalMasking(20.0), "race": {"alpha": 20}}
+    tight = {"age": NormalMasking(10, sigma_e=0.1), "sex": LinearCategoricalMasking(20.0), "race": {"p": 0.9999}}
     null = {"age": NormalMasking(0), "sex": {"alpha": 0}, "race": {"alpha": 0}}
     st = _fit(df, tight).sample(2, random_state=5)
     sn = _fit(df, null).sample(6, random_state=5)
