@@ -29,6 +29,13 @@ run 'synthmi VERB --help' for a verb's options and examples;
 add --debug to see a full traceback when something fails."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (its default prints the usage block first)."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's hook
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def _verb_modules():
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda i: i.name):
         if not info.name.startswith("_"):
@@ -36,7 +43,7 @@ def _verb_modules():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="synthmi",
         description="Bayesian multiple-imputation synthetic data: synthesis, utility, disclosure risk, DP.",
         epilog=EPILOG,

@@ -113,3 +113,16 @@ def test_utility_and_analyse_verbs_run_on_written_copies(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "mean CI overlap" in out
     assert {"est_orig", "ci_overlap"} <= set(pd.read_csv(tmp_path / "a.csv").columns)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["report", "--original", "adult"], "--synthetic"),
+    (["nosuchverb"], "invalid choice"),
+    (["demo", "--m", "x"], "invalid int value"),
+])
+def test_usage_errors_are_one_line(argv, needle, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and needle in err and "usage:" not in err
