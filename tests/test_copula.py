@@ -1,7 +1,6 @@
 """Gaussian copula (Hoff 2007) and its Gibbs sampler: numerics, posterior, MAR validity, errors."""
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np

@@ -108,7 +108,7 @@ Monte Carlo for Bayesian computation. Biometrika 87(2), 353-369.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
