@@ -229,3 +229,27 @@ def test_synthesis_posterior_matches_hand_computation():
     # records ~0.006 / 0.003, plus posterior spread of the copula margin and of corr(x, z) (~0.02)
     assert abs(agree1 - h1) < 0.04, (agree1, h1)
     assert abs(agree0 - h0) < 0.03, (agree0, h0)
+
+
+def test_cli_subgroup_masks_and_nested_output(data, tmp_path):
+    import json
+
+    from synthmi.cli import main
+
+    path = tmp_path / "sim.csv"
+    data.to_csv(path, index=False)
+    out = tmp_path / "syn"
+    rc = main([
+        "synthesize", "--data", str(path), "--qi", "age,sex,race", "--keep", "bmi,outcome", "--method", "risk-dami",
+        "--mask", "age@low:K=3,sigma=2", "--mask", "age@medium:K=3,sigma=2", "--mask", "age@high:K=1,sigma=15",
+        "--mask", "race@high:alpha=0.5", "--param", "r=2,n_iter=60,k0=30,tolerance=5", "--m", "2", "--seed", "3",
+        "--out", str(out), "--quiet",
+    ])
+    assert rc == 0
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["structure"]["m"] == 2 and meta["structure"]["r"] == 2 and meta["structure"]["rule"] == "nested"
+    assert meta["params"]["masks"]["high"]["age"]["sigma_e"] == 15.0
+    assert "race" not in meta["params"]["masks"]["low"]  # unmasked there: synthesized from the copula alone
+    assert meta["params"]["masks"]["high"]["race"]["alpha"] == 0.5
+    assert meta["diagnostics"]["subgroup_counts"] == {"low": 412, "medium": 38, "high": 50}
+    assert len(list(out.glob("copy_*.csv"))) == 4
