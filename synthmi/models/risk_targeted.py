@@ -219,16 +219,7 @@ class RiskTargetedSynthesizer(Synthesizer):
             cols = check_columns_exist(data, self.complete, "complete", "df")
             check_no_missing(data, cols, "df")
         masks = self._per_group_masks(list(X.columns))
-        self.copula_ = GaussianCopula(
-            n_iter=self.n_iter,
-            burn=self.burn,
-            thin=self.thin,
-            prior_df=self.prior_df,
-            random_state=self.random_state,
-            progress=self.progressbar,
-        ).fit(data, schema=_sub_schema(self.schema_, list(data.columns)))
-        margins = {mg.name: mg for mg in self.copula_.margins_}
-        # risk subgroups
+        # subgroups and masks are checked before the (long) Gibbs run
         n = len(data)
         if self.subgroups is not None:
             lab = pd.Series(np.asarray(self.subgroups, dtype=object)) if not isinstance(self.subgroups, pd.Series) else self.subgroups
@@ -275,20 +266,28 @@ class RiskTargetedSynthesizer(Synthesizer):
                     )
                 resolved[g] = {}
                 for c, mk in masks[g].items():
-                    mg = margins[c]
-                    kind_ok = (mk.target == "continuous") == (mg.kind == "continuous")
+                    var = self.schema_[c]
+                    kind_ok = (mk.target == "continuous") == (var.kind == "continuous")
                     if not kind_ok:
                         raise ValueError(
                             f"The mask for column '{c}' ({type(mk).__name__}) is for {mk.target} variables, but "
-                            f"'{c}' is {mg.kind}."
+                            f"'{c}' is {var.kind}."
                         )
                     if isinstance(mk, NormalMasking) and not mk.is_calibrated:
                         mk = mk.calibrate(X[c].dropna().to_numpy(dtype=float))
                     if isinstance(mk, TransitionMasking) and getattr(mk, "n_categories", None) is None:
-                        mk = mk.bind(len(mg.categories))
+                        mk = mk.bind(var.n_levels)
                     resolved[g][c] = mk
             self.masks_ = resolved
         self._qi_set = set(X.columns)
+        self.copula_ = GaussianCopula(
+            n_iter=self.n_iter,
+            burn=self.burn,
+            thin=self.thin,
+            prior_df=self.prior_df,
+            random_state=self.random_state,
+            progress=self.progressbar,
+        ).fit(data, schema=_sub_schema(self.schema_, list(data.columns)))
 
     # ------------------------------------------------------------------ sample
     def _structure(self, m: int) -> dict[str, Any]:
