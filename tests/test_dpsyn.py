@@ -12,6 +12,7 @@ from synthmi.privacy.accountant import PrivacyAccountant, dpsyn_sigma, rdp_to_dp
 from synthmi.privacy.dpsyn import (
     DPSynSynthesizer,
     _Column,
+    _describe_columns,
     _compress,
     _Curator,
     _gum,
@@ -333,6 +334,17 @@ def test_unbounded_and_unknown_domains_are_refused():
         DPSynSynthesizer().fit(df, bounds=BOUNDS, domain={"b": 4, "zz": 3})
     with pytest.raises(NotFittedError, match="call fit|Call 'fit'"):
         DPSynSynthesizer().sample(1)
+
+
+def test_which_columns_count_as_ordered():
+    df = pd.DataFrame({
+        "n": pd.Categorical(["u", "v"]), "o": pd.Categorical(["lo", "hi"], categories=["lo", "hi"], ordered=True),
+        "i": np.array([0, 1]), "f": [17.0, 18.0], "s": ["x", "y"], "c": [0.5, 2.5],
+    })
+    cols = _describe_columns(df, {"c": (0, 3)}, {"i": 2, "f": [17.0, 18.0, 19.0], "s": ["y", "x"]}, None, 4)
+    assert {c.name: c.ordered for c in cols} == {"n": False, "o": True, "i": True, "f": True, "s": False, "c": True}
+    cols = _describe_columns(df, {"c": (0, 3)}, {"i": 2, "f": [17.0, 18.0, 19.0], "s": ["y", "x"]}, ["n"], 4)
+    assert [c.name for c in cols if c.ordered] == ["n", "c"]  # an explicit list replaces the default
 
 
 def test_params_stored_unchanged():

@@ -188,9 +188,12 @@ def _describe_columns(
                     raise param_error(f"domain['{c}']", _OWNER, "a positive integer or a list of levels", d)
                 levels, default_ordered = list(range(int(d))), True
             else:
-                levels, default_ordered = list(d), False
+                levels = list(d)
                 if not levels:
                     raise param_error(f"domain['{c}']", _OWNER, "a positive integer or a non-empty list of levels", d)
+                # Numeric levels listed in increasing order are taken as ordered (ages, hours, ...).
+                numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in levels)
+                default_ordered = bool(numeric and all(a < b for a, b in zip(levels, levels[1:])))
             if isinstance(dt, pd.CategoricalDtype):
                 default_ordered = bool(dt.ordered)
             kind = "discrete"
@@ -642,8 +645,10 @@ class DPSynSynthesizer:
             Column -> domain size ``d`` (integer codes 0..d-1) or list of levels, for
             discrete columns whose dtype does not carry its levels.
         ordinal : list of str, optional
-            Columns whose levels are ordered (bucketed contiguously). Default:
-            continuous columns, ordered Categoricals and integer-size domains.
+            Discrete columns whose levels are ordered (bucketed contiguously); when
+            given it replaces the default, which is: ordered Categoricals, integer-size
+            domains and domains listed as increasing numbers. Continuous columns are
+            always ordered.
         """
         self._check_params()
         check_dataframe(df, "df")
