@@ -279,6 +279,18 @@ def test_output_contract_and_determinism():
     s2 = _fit(df)
     pd.testing.assert_frame_equal(s2.sample(1, random_state=1).copies[0], s.sample(1, random_state=1).copies[0])
     assert syn.diagnostics["epsilon_spent"] == pytest.approx(2.0, rel=1e-6)
+    text = s.summary()
+    assert "epsilon = 2 of 2" in text and "two-way marginals measured" in text
+
+
+def test_single_column_spends_everything_on_its_one_way_marginal():
+    df = _data(500)[["a"]]
+    s = DPSynSynthesizer(epsilon=1.0, delta=1e-6, random_state=0).fit(df)
+    assert [e.label for e in s.accountant_.ledger] == ["one-way: a"]
+    assert s.spent()[0] == pytest.approx(1.0, rel=1e-6)
+    c = s.sample(1, random_state=0).copies[0]
+    # shares 0.5 / 0.3 / 0.2 survive: noise sd 4.5 counts of 500, binomial sd of a share 0.022
+    assert c["a"].value_counts(normalize=True)["p"] == pytest.approx(0.5, abs=0.08)
 
 
 def test_missing_values_and_n_records():

@@ -722,6 +722,7 @@ class DPSynSynthesizer:
             margs.append(_Marginal((a,), coarse.astype(float), np.maximum(nfine, 1.0) * sigma1s[a] ** 2))
 
         selected: list[tuple[int, int]] = []
+        self.selected_three_way_ = []
         if d > 1:
             # 3. DP selection of two-way marginals (PrivSyn's DenseMarg)
             pairs = list(combinations(range(d), 2))
@@ -862,6 +863,21 @@ class DPSynSynthesizer:
                 except (TypeError, ValueError):
                     pass
         return frame[self.columns_]
+
+    def summary(self) -> str:
+        """Budget, noise, compression and the measured marginals (no data values)."""
+        self._check_fitted()
+        eps, delta = self.spent()
+        sizes = dict(zip(self.columns_, (int(x) for x in self._coarse_sizes)))
+        lines = [
+            f"DPSynSynthesizer: epsilon = {eps:.6g} of {self.epsilon:g}, delta = {delta:g} "
+            f"({self.conversion} RDP conversion)",
+            f"  unit sigma {self.sigma_unit_:.4g}; {len(self.accountant_.ledger)} accounted releases",
+            f"  noisy record count {self.n_estimate_:.1f}",
+            "  levels in the joint marginals: " + ", ".join(f"{c}={k}" for c, k in sizes.items()),
+            f"  two-way marginals measured: {len(self.selected_)}; three-way: {len(self.selected_three_way_)}",
+        ]
+        return "\n".join(lines)
 
     def spent(self, conversion: str | None = None) -> tuple[float, float]:
         """Total (epsilon, delta) recorded by the accountant during ``fit``."""
