@@ -54,6 +54,9 @@ def test_truncated_normal_hand_values_and_tails():
     # mean of N(0,1) truncated to (12, inf) is phi(12)/(1-Phi(12)) = 12.0824 (Mills ratio)
     y = truncated_normal(np.zeros(20000), 1.0, np.full(20000, 12.0), np.full(20000, np.inf), rng)
     assert abs(y.mean() - 12.0824) < 0.005  # sd of draws ~0.08, SE ~0.0006
+    # beyond the double range of Phi (log-space path): mean of N(0,1) on (38, 39) ~ 38 + 1/38
+    y = truncated_normal(np.zeros(5000), 1.0, np.full(5000, 38.0), np.full(5000, 39.0), rng)
+    assert y.min() >= 38.0 and y.max() <= 39.0 and abs(y.mean() - 38.026) < 0.003  # sd ~0.026, SE 0.0004
     # one-sided unbounded on the left
     y = truncated_normal(np.zeros(20000), 1.0, np.full(20000, -np.inf), np.full(20000, -12.0), rng)
     assert y.max() <= -12.0 and abs(y.mean() + 12.0824) < 0.005

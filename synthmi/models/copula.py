@@ -113,7 +113,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.special import log_ndtr, ndtr, ndtri_exp
+from scipy.special import log_ndtr, ndtr, ndtri, ndtri_exp
 from scipy.stats import invwishart
 
 from .._validate import (
@@ -137,9 +137,10 @@ def truncated_normal(
 ) -> np.ndarray:
     r"""Vectorised draws from :math:`N(\mu, sd^2)` truncated to ``(lo, hi)``.
 
-    Inverse-CDF sampling done in log space, :math:`x = \Phi^{-1}(\Phi(a) + U
-    (\Phi(b) - \Phi(a)))`, on the lower tail (intervals right of 0 are
-    mirrored) so that intervals deep in a tail keep full relative precision
+    Inverse-CDF sampling, :math:`x = \Phi^{-1}(\Phi(a) + U (\Phi(b) -
+    \Phi(a)))`, on the lower tail (intervals right of the mean are mirrored) so
+    that ``ndtr`` keeps full relative precision; entries whose :math:`\Phi(b)`
+    underflows (intervals beyond ~37 sd) are redone in log space
     (``log_ndtr`` / ``ndtri_exp``).
     """
     mu = np.asarray(mu, dtype=float)
@@ -149,14 +150,20 @@ def truncated_normal(
     flip = a > 0
     a2 = np.where(flip, -b, a)
     b2 = np.where(flip, -a, b)
-    la = log_ndtr(a2)
-    lb = log_ndtr(b2)
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        ratio = np.exp(la - lb)
-        ratio = np.where(np.isfinite(ratio), ratio, 0.0)
-        u = rng.random(mu.shape)
-        logp = lb + np.log(ratio + u * (1.0 - ratio))
-        x = ndtri_exp(np.minimum(logp, 0.0))
+    u = rng.random(mu.shape)
+    pa = ndtr(a2)
+    pb = ndtr(b2)
+    x = ndtri(pa + u * (pb - pa))
+    # Phi(b2) below ~1e-300: redo those entries in log space
+    tail = ~(pb > 1e-300)
+    if tail.any():
+        la = log_ndtr(a2[tail])
+        lb = log_ndtr(b2[tail])
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            ratio = np.exp(la - lb)
+            ratio = np.where(np.isfinite(ratio), ratio, 0.0)
+            logp = lb + np.log(ratio + u[tail] * (1.0 - ratio))
+            x[tail] = ndtri_exp(np.minimum(logp, 0.0))
     x = np.clip(x, a2, b2)
     x = np.where(flip, -x, x)
     return mu + sd * x
