@@ -103,15 +103,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=1000)
     args = ap.parse_args(argv)
     out = {}
-    for label, wt in (("fresh", "fresh"), ("reuse", "reuse"), ("rubin", None)):
-        t0 = time.perf_counter()
-        res = simulate(args.reps, wt)
-        res["wall_seconds"] = time.perf_counter() - t0
-        out[label] = res
-        print(f"{label:6s} coverage " + ", ".join(f"{k}={v:.3f}" for k, v in res["coverage"].items())
-              + f"  ({res['wall_seconds']:.1f} s)")
+    for K, sigma_e in ((2, 0.5), (1, 1.0)):
+        key = f"K={K},sigma_e={sigma_e}"
+        out[key] = {}
+        for label, wt in (("fresh", "fresh"), ("reuse", "reuse"), ("rubin", None)):
+            if wt is None and out.get("rubin"):
+                continue
+            t0 = time.perf_counter()
+            res = simulate(args.reps, wt, K=K, sigma_e=sigma_e)
+            res["wall_seconds"] = time.perf_counter() - t0
+            if wt is None:
+                out["rubin"] = res
+            else:
+                out[key][label] = res
+            print(f"{key:18s} {label:6s} coverage " + ", ".join(f"{k}={v:.3f}" for k, v in res["coverage"].items())
+                  + f"  ({res['wall_seconds']:.1f} s)")
     write_json("dami_coverage", {"results": out, "seed": 20220101,
-                                 "model": "Z~N(0,1), X=1+0.5Z+N(0,1); QI X; mask NormalMasking(K=2, sigma_e=0.5); M=5, n=200"})
+                                 "model": "Z~N(0,1), X=1+0.5Z+N(0,1); QI X; NormalMasking(K, sigma_e); M=5, n=200"})
     return 0
 
 

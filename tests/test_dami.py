@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.special import expit
 
-from synthmi.evaluation import ci_overlap, combine
+from synthmi.evaluation import combine
 from synthmi.models import (
     DAMISynthesizer,
     LinearCategoricalMasking,
@@ -157,29 +157,20 @@ def test_masking_information_moves_copies_towards_the_data():
 
 
 # ---- coverage (Reiter 2003 partial rule) -------------------------------------
-def _coverage_module():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "dami_coverage.py"
-    spec = importlib.util.spec_from_file_location("dami_coverage", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_partial_rule_coverage_with_fresh_w():
     """1000 seeded replications with the real DAMISynthesizer (closed-form path).
 
     MC se of a coverage of 0.95 over 1000 replications is 0.0069, so [0.93, 0.97]
     is about +-2.9 se. The reused-W choice is measured by benchmarks/dami_coverage.py.
     """
-    mod = _coverage_module()
-    res = mod.simulate(1000, "fresh")
+    res = _load_bench("dami_coverage").simulate(1000, "fresh")
     for name, cov in res["coverage"].items():
         assert 0.93 <= cov <= 0.97, (name, cov)
 
 
 def test_partial_rule_hand_check_against_local_formula():
     """combine(rule='partial') equals T = b/M + v_bar, df = (M-1)(1+1/r)^2 on one replication."""
-    mod = _coverage_module()
+    mod = _load_bench("dami_coverage")
     rng = np.random.default_rng(1)
     xs = rng.normal(size=(5, 50))
     z = rng.normal(size=50)
@@ -198,40 +189,23 @@ def test_partial_rule_hand_check_against_local_formula():
 
 
 # ---- tuning behaviour (seed's figures) ----------------------------------------
-def _ols_coefs(y, X):
-    XtX_inv = np.linalg.inv(X.T @ X)
-    b = XtX_inv @ X.T @ y
-    s2 = ((y - X @ b) ** 2).sum() / (len(y) - X.shape[1])
-    return b, s2 * np.diag(XtX_inv)
+def _load_bench(name):
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def test_tuning_misspecified_assoc_model():
     """X depends on Z quadratically but M_assoc is linear in Z. Analysis: X ~ 1 + Z + Z^2.
 
     As sigma_e decreases (or K increases) the RMSE of the M-copy coefficients against the
-    original-data coefficients decreases and the 95% CI overlap increases.
+    original-data coefficients decreases and the 95% CI overlap increases
+    (benchmarks/dami_tuning.py; settings: Rubin, sigma_e 4, 2, 1, 0.5 at K = 1, then K 4, 16).
     """
-    rng = np.random.default_rng(2022)
-    n, M, reps = 400, 5, 6
-    settings = [(0, 1.0), (1, 4.0), (1, 2.0), (1, 1.0), (1, 0.5), (4, 0.5), (16, 0.5)]
-    sq_err = np.zeros(len(settings))
-    overlap = np.zeros(len(settings))
-    for rep in range(reps):
-        z = rng.uniform(-2, 2, n)
-        x = z**2 + rng.normal(scale=0.5, size=n)
-        df = pd.DataFrame({"x": x, "z": z})
-        A = np.column_stack([np.ones(n), z, z**2])
-        b_o, v_o = _ols_coefs(x, A)
-        lo_o, hi_o = b_o - 1.96 * np.sqrt(v_o), b_o + 1.96 * np.sqrt(v_o)
-        for s, (K, se) in enumerate(settings):
-            syn = DAMISynthesizer(masks={"x": NormalMasking(K, sigma_e=se)}).fit(df, quasi_identifiers=["x"])
-            copies = syn.sample(M, random_state=rep)
-            fits = [_ols_coefs(c["x"].to_numpy(), A) for c in copies]
-            res = combine(np.array([f[0] for f in fits]), np.array([f[1] for f in fits]), rule="partial")
-            sq_err[s] += ((res.estimate - b_o) ** 2).mean()
-            overlap[s] += np.mean(ci_overlap(lo_o, hi_o, res.ci_lower, res.ci_upper))
-    rmse = np.sqrt(sq_err / reps)
-    overlap /= reps
+    res = _load_bench("dami_tuning").simulate(reps=6, M=5)
+    rmse, overlap = np.array(res["rmse"]), np.array(res["mean_ci_overlap"])
     # sigma_e path at K = 1: 4 -> 2 -> 1 -> 0.5 (Rubin, K = 0, first)
     assert np.all(np.diff(rmse[:5]) < 0), rmse
     assert np.all(np.diff(overlap[:5]) > 0), overlap

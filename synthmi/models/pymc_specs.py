@@ -5,8 +5,9 @@ These models are the specification; the fast samplers in
 same posteriors (a test compares them):
 
 ``normal``
-    :math:`y \\sim N(X\\beta, \\sigma^2)`, :math:`p(\\beta, \\log\\sigma) \\propto 1`
-    (``pm.Flat``), Rubin (1987, Section 5.3);
+    :math:`y \sim N(X\beta, \sigma^2)`, :math:`p(\beta, \log\sigma) \propto 1`
+    (``pm.Flat``), Rubin (1987, Section 5.3); the likelihood is written through
+    its sufficient statistics :math:`(X^\top X, X^\top y, y^\top y, n)`;
 ``logit`` (C = 2)
     grouped ``pm.Binomial(n_g, logit_p = X_g beta)``;
 ``logit`` (C > 2)
@@ -45,14 +46,21 @@ def _build(family: str, p: int, C: int, prior_sd: float):
     if family in ("ologit", "oprobit"):
         coords["cut"] = [f"k{k}" for k in range(1, C)]
     with pm.Model(coords=coords) as model:
-        X = pm.Data("X", np.zeros((2, p)))
         if family == "normal":
-            y = pm.Data("y", np.zeros(2))
+            # y ~ N(X beta, sigma^2) through its sufficient statistics (X'X, X'y, y'y, n): the same
+            # likelihood, O(p^2) per evaluation instead of O(n p) (48,842 rows on Adult)
+            XtX = pm.Data("XtX", np.eye(p))
+            Xty = pm.Data("Xty", np.zeros(p))
+            # (1,)-vectors, not 0-d: a cached NUTS step did not see pm.set_data updates of 0-d data
+            yty = pm.Data("yty", np.ones(1))[0]
+            n_obs = pm.Data("n_obs", np.full(1, 2.0))[0]
             beta = pm.Flat("beta", dims="coef")
             log_sigma = pm.Flat("log_sigma")
             sigma = pm.Deterministic("sigma", pt.exp(log_sigma))
-            pm.Normal("obs", mu=pt.dot(X, beta), sigma=sigma, observed=y)
+            rss = yty - 2.0 * pt.dot(beta, Xty) + pt.dot(beta, pt.dot(XtX, beta))
+            pm.Potential("loglik", -n_obs * log_sigma - 0.5 * rss / sigma**2 - 0.5 * n_obs * np.log(2 * np.pi))
             return model
+        X = pm.Data("X", np.zeros((2, p)))
         Y = pm.Data("Y", np.ones((2, C)))
         n = Y.sum(axis=1)
         if family == "logit" and C == 2:
@@ -113,12 +121,29 @@ def sample_nuts(
     progressbar: bool,
     initvals: list[dict[str, np.ndarray]] | None = None,
     cores: int | None = None,
+    mass_cov: np.ndarray | None = None,
 ):
-    """Sample one conditional model by NUTS; returns ArviZ InferenceData."""
-    import pymc as pm
+    """Sample one conditional model by NUTS; returns ArviZ InferenceData.
 
-    p = data["X"].shape[1]
+    ``mass_cov`` sets a dense mass matrix (the inverse metric) from the Laplace
+    covariance: correlated dummies (Adult's marital status and relationship)
+    otherwise force NUTS into deep trees under the default diagonal
+    adaptation. The metric only tunes the sampler; the target is unchanged.
+    """
+    import pymc as pm
+    from pymc.step_methods.hmc.integration import CpuLeapfrogIntegrator
+    from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt, QuadPotentialFull
+
+    p = data["X"].shape[1] if "X" in data else data["XtX"].shape[0]
     model, step = get_model(family, p, n_categories, prior_sd)
+    if mass_cov is not None:
+        step.potential = QuadPotentialFull(np.asarray(mass_cov, dtype=float))
+    else:
+        n = sum(int(np.prod(v.shape)) for v in model.initial_point().values())
+        step.potential = QuadPotentialDiagAdapt(n, np.zeros(n), np.ones(n), 10)
+    # the leapfrog integrator holds its own reference to the potential: rebuild it around the new
+    # one (the compiled logp/dlogp function is reused, which is the expensive part)
+    step.integrator = CpuLeapfrogIntegrator(step.potential, step._logp_dlogp_func)
     with model:
         pm.set_data(data)
         with warnings.catch_warnings():
@@ -132,26 +157,43 @@ def sample_nuts(
     return idata
 
 
-def _initvals(cond, rng: np.random.Generator, chains: int) -> list[dict[str, np.ndarray]]:
-    """Dispersed starting points (a NUTS step passed to pm.sample gets no jitter of its own)."""
+def _laplace(cond) -> tuple[np.ndarray, np.ndarray]:
+    """Mode and covariance of the posterior on PyMC's unconstrained scale (same ordering).
+
+    Normal model: (beta, log sigma) with beta ~ s^2 (X'X)^{-1} and var(log sigma) ~ 1/(2(n-p)).
+    Categorical models: the Newton mode and inverse negative Hessian of :mod:`.glm`, whose
+    parameter vector is laid out like PyMC's value variables (beta row-major, then the
+    ordered transform of the cutpoints).
+    """
+    if cond.family == "normal":
+        post = cond.fast
+        p = post.beta_hat.size
+        cov = np.zeros((p + 1, p + 1))
+        cov[:p, :p] = post.chol_inv @ post.chol_inv.T * post.s2
+        cov[p, p] = 1.0 / (2.0 * post.df)
+        return np.concatenate([post.beta_hat, [0.5 * np.log(post.s2)]]), cov
+    return cond.fast.mode()
+
+
+def _initvals(cond, mode: np.ndarray, cov: np.ndarray, rng: np.random.Generator, chains: int) -> list[dict]:
+    """Over-dispersed starting points: draws from N(mode, 4 cov), in PyMC's constrained terms.
+
+    (A NUTS step passed to pm.sample gets no jitter of its own.)
+    """
+    L = np.linalg.cholesky(cov + 1e-12 * np.eye(cov.shape[0]))
     out = []
     for _ in range(chains):
+        th = mode + 2.0 * L @ rng.standard_normal(mode.size)
         if cond.family == "normal":
-            post = cond.fast
-            se = np.sqrt(np.diag(post.chol_inv @ post.chol_inv.T) * post.s2)
-            out.append({
-                "beta": post.beta_hat + 2.0 * se * rng.standard_normal(se.shape),
-                "log_sigma": np.array(0.5 * np.log(post.s2) + 0.2 * rng.standard_normal()),
-            })
+            out.append({"beta": th[:-1], "log_sigma": np.array(th[-1])})
             continue
-        cm = cond.fast
-        pr = cm.unpack(cm.initial()[None])
+        pr = cond.fast.unpack(th[None])
         b0 = pr["beta"][0]
-        if cond.family == "logit" and cm.C == 2:
+        if cond.family == "logit" and cond.fast.C == 2:
             b0 = b0[:, 0]
-        d = {"beta": b0 + rng.uniform(-0.3, 0.3, b0.shape)}
+        d = {"beta": b0}
         if "cutpoints" in pr:
-            d["cutpoints"] = np.sort(pr["cutpoints"][0] + rng.uniform(-0.2, 0.2, pr["cutpoints"][0].shape))
+            d["cutpoints"] = pr["cutpoints"][0]
         out.append(d)
     return out
 
@@ -173,13 +215,16 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
     for cond in synth.conditionals_:
         if cond.family == "normal":
             # the model is fitted on the design rebuilt from the data kept by the synthesizer
-            data = {"X": synth._design(cond, {c: synth._values(c) for c in cond.predictors}), "y": cond.y_model}
+            D = synth._design(cond, {c: synth._values(c) for c in cond.predictors})
+            y = cond.y_model
+            data = {"XtX": D.T @ D, "Xty": D.T @ y, "yty": np.array([y @ y]), "n_obs": np.array([float(len(y))])}
         else:
             data = {"X": cond.fast.X, "Y": cond.fast.Y}
         seed = int(rng.integers(2**31 - 1))
+        mode, cov = _laplace(cond)
         idata = sample_nuts(
             cond.family, data, max(cond.n_categories, 1), float(synth.prior_sd), draws, int(synth.tune), chains,
-            seed, bool(synth.progressbar), initvals=_initvals(cond, rng, chains),
+            seed, bool(synth.progressbar), initvals=_initvals(cond, mode, cov, rng, chains), mass_cov=cov,
         )
         post = idata.posterior
         names = {v: f"{cond.column}_{v}" for v in post.data_vars}
