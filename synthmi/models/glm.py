@@ -86,6 +86,16 @@ class CategoricalModel:
         self.C = self.Y.shape[1]
         if self.family == "probit" and self.C != 2:
             raise ValueError("The probit family is binary; use 'oprobit' or 'logit' for more categories.")
+        if self.family in ("ologit", "oprobit"):
+            # non-zero cells (group, category, count) split by the kind of category, so that the
+            # batched log-likelihood evaluates one CDF per end category and two per middle one
+            g, k = np.nonzero(self.Y)
+            cnt = self.Y[g, k]
+            self._cells = {
+                "first": (g[k == 0], cnt[k == 0]),
+                "last": (g[k == self.C - 1], cnt[k == self.C - 1]),
+                "mid": (g[(k > 0) & (k < self.C - 1)], cnt[(k > 0) & (k < self.C - 1)], k[(k > 0) & (k < self.C - 1)]),
+            }
 
     # ---- parameter layout --------------------------------------------------
     @property
@@ -153,6 +163,8 @@ class CategoricalModel:
                     # one softplus per cell instead of two log-sigmoids
                     eta = th @ self.X.T
                     ll = eta @ self.Y[:, 1] - _softplus(eta) @ self.Y.sum(axis=1)
+                elif self.family in ("ologit", "oprobit"):
+                    ll = self._ordered_loglik(pr)
                 else:
                     lp = self.log_probs(pr, self.X)
                     ll = np.einsum("sgc,gc->s", np.where(self.Y[None] > 0, lp, 0.0), self.Y)
@@ -164,6 +176,25 @@ class CategoricalModel:
             val = ll + lprior
             out[s0 : s0 + chunk] = np.where(np.isfinite(val), val, -np.inf)
         return out
+
+    def _ordered_loglik(self, pr: dict[str, np.ndarray]) -> np.ndarray:
+        """Batched cumulative-model log-likelihood over the non-zero cells only, shape (S,)."""
+        logF = log_ndtr if self.family == "oprobit" else _log_sigmoid
+        eta = pr["beta"] @ self.X.T  # (S, G)
+        cut = pr["cutpoints"]
+        g, c = self._cells["first"]
+        ll = logF(cut[:, :1] - eta[:, g]) @ c
+        g, c = self._cells["last"]
+        ll = ll + logF(eta[:, g] - cut[:, -1:]) @ c
+        g, c, k = self._cells["mid"]
+        if g.size:
+            e = eta[:, g]
+            lu = logF(cut[:, k] - e)
+            d = logF(cut[:, k - 1] - e) - lu  # < 0
+            # log(1 - e^d), accurate on both sides of -log 2 (Maechler 2012)
+            l1m = np.where(d > -0.6931471805599453, np.log(-np.expm1(np.minimum(d, -1e-300))), np.log1p(-np.exp(d)))
+            ll = ll + (lu + l1m) @ c
+        return ll
 
     def initial(self) -> np.ndarray:
         if self.family in ("ologit", "oprobit"):
