@@ -110,6 +110,18 @@ def test_same_seed_same_result_and_masks():
     assert r1.sizes["all"] == len(df)
 
 
+def test_custom_distance_is_used():
+    df = _toy(800, seed=6)
+    kw = dict(lens=["x1", "g"], target="y", subgroups=["g"], gamma=50, n_trials=3, model="logistic", random_state=2)
+    w1 = demographic_coherence(df, **kw)
+    mean_gap = demographic_coherence(df, dist=lambda u, v: abs(np.mean(u) - np.mean(v)), **kw)
+    # Same splits and predictors; |E u - E v| <= W1(u, v) for every pair of samples.
+    assert (mean_gap.distances.to_numpy() <= w1.distances.to_numpy() + 1e-12).all()
+    assert (mean_gap.distances.to_numpy() > 0).any()
+    with pytest.raises(ValueError, match="'dist' parameter"):
+        demographic_coherence(df, dist="ks", **kw)
+
+
 def test_constant_release_gives_zero_distance():
     df = _toy(400, seed=4)
 

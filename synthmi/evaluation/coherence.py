@@ -262,6 +262,7 @@ def demographic_coherence(
     alpha: float = 0.05,
     n_trials: int = 20,
     model: Any = "logistic",
+    dist: str | Callable[[np.ndarray, np.ndarray], float] = "wasserstein",
     level: float = 0.95,
     random_state: int | np.random.Generator | None = None,
 ) -> CoherenceResult:
@@ -293,6 +294,9 @@ def demographic_coherence(
         Number of independent splits.
     model : "logistic", "forest" or a scikit-learn classifier
         The learner :math:`\mathcal{L}`; ``h(x) = 2 P(\text{positive} \mid x) - 1``.
+    dist : "wasserstein" or callable
+        The distance :math:`\mathsf{dist}` between the two samples of predictions:
+        Wasserstein-1 (Definition 5, the paper's choice) or any ``dist(u, v) -> float``.
     level : float
         Confidence level of the Clopper-Pearson interval for beta.
     random_state : int, Generator or None
@@ -316,6 +320,12 @@ def demographic_coherence(
         raise param_error("release", _OWNER, "'raw' or a callable release(X_a, rng)", release)
     if not (model in ("logistic", "forest") or hasattr(model, "fit")):
         raise param_error("model", _OWNER, "'logistic', 'forest' or a scikit-learn classifier", model)
+    if dist == "wasserstein":
+        dist_fn = wasserstein_1
+    elif callable(dist):
+        dist_fn = dist
+    else:
+        raise param_error("dist", _OWNER, "'wasserstein' or a callable dist(u, v)", dist)
     rng = check_random_state(random_state)
     # Splits come from their own stream, so runs with the same random_state see the same
     # splits whatever the release and learner consume: releases compare trial by trial.
@@ -351,7 +361,7 @@ def demographic_coherence(
     n = len(data)
     half = n // 2
     X_all = _design(data, lens, levels)
-    dist = np.empty((n_trials, len(keep)))
+    dists = np.empty((n_trials, len(keep)))
     null = np.empty((n_trials, len(keep)))
     for t in range(n_trials):
         perm = split_rng.permutation(n)
@@ -387,13 +397,13 @@ def demographic_coherence(
         for j, name in enumerate(keep.index):
             m = masks[name]
             ha, hb = h[m & in_a], h[m & in_b]
-            dist[t, j] = wasserstein_1(ha, hb) if ha.size and hb.size else 0.0
+            dists[t, j] = float(dist_fn(ha, hb)) if ha.size and hb.size else 0.0
             # Null reference: the same h on a fresh random split of X ∩ C.
             hc = h[m & (in_a | in_b)][rng.permutation(ha.size + hb.size)]
-            null[t, j] = wasserstein_1(hc[: ha.size], hc[ha.size :]) if ha.size and hb.size else 0.0
-    distances = pd.DataFrame(dist, columns=list(keep.index))
+            null[t, j] = float(dist_fn(hc[: ha.size], hc[ha.size :])) if ha.size and hb.size else 0.0
+    distances = pd.DataFrame(dists, columns=list(keep.index))
     distances.index.name = "trial"
-    failed = (dist > alpha).any(axis=1)
+    failed = (dists > alpha).any(axis=1)
     null_distances = pd.DataFrame(null, columns=list(keep.index))
     null_distances.index.name = "trial"
     return CoherenceResult(
@@ -405,5 +415,6 @@ def demographic_coherence(
         alpha=alpha,
         gamma=gamma,
         level=level,
-        params={"lens": lens, "target": target, "model": model if isinstance(model, str) else repr(model), "n_trials": n_trials},
+        params={"lens": lens, "target": target, "model": model if isinstance(model, str) else repr(model),
+                "dist": dist if isinstance(dist, str) else repr(dist), "n_trials": n_trials},
     )
