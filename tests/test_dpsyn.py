@@ -369,6 +369,19 @@ def test_unbounded_and_unknown_domains_are_refused():
         DPSynSynthesizer().sample(1)
 
 
+def test_domain_given_for_a_categorical_keeps_labels():
+    df = _data(800)
+    # domain lists the categories in another order than the dtype
+    s = DPSynSynthesizer(epsilon=8.0, delta=1e-6, random_state=0).fit(
+        df, bounds=BOUNDS, domain={"b": 4, "a": ["r", "q", "p"]}
+    )
+    c = s.sample(1, random_state=0).copies[0]
+    assert c["a"].dtype == df["a"].dtype
+    # 'p' is the majority (share 0.5; noise sd ~3 counts of 800) whatever the code order
+    assert c["a"].value_counts(normalize=True).idxmax() == "p"
+    assert c["a"].value_counts(normalize=True)["p"] == pytest.approx(0.5, abs=0.08)
+
+
 def test_which_columns_count_as_ordered():
     df = pd.DataFrame({
         "n": pd.Categorical(["u", "v"]), "o": pd.Categorical(["lo", "hi"], categories=["lo", "hi"], ordered=True),

@@ -143,8 +143,14 @@ class _Column:
         if self.kind == "discrete":
             safe = np.where(miss, 0, codes)
             if isinstance(self.dtype, pd.CategoricalDtype):
-                out = pd.Series(pd.Categorical.from_codes(np.where(miss, -1, codes), dtype=self.dtype), name=self.name)
-                return out
+                if list(self.dtype.categories) == list(self.levels):
+                    cat = pd.Categorical.from_codes(np.where(miss, -1, codes), dtype=self.dtype)
+                else:
+                    # A user-given domain may order or name levels differently from the dtype.
+                    lv = np.array(self.levels, dtype=object)[safe]
+                    lv[miss] = None
+                    cat = pd.Categorical(lv, dtype=self.dtype)
+                return pd.Series(cat, name=self.name)
             vals = np.array(self.levels, dtype=object)[safe]
             out = pd.Series(vals, name=self.name, dtype=object)
             out[miss] = np.nan
