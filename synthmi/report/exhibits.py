@@ -89,6 +89,8 @@ def _write_csv(df: pd.DataFrame, path: Path) -> Path:
 
 def _md_table(df: pd.DataFrame, digits: int = 3) -> str:
     def cell(v):
+        if v is pd.NA:
+            return ""
         if isinstance(v, (float, np.floating)):
             return "" if np.isnan(v) else f"{v:.{digits}f}"
         return str(v)
@@ -471,6 +473,8 @@ def _read_nhanes(src: Path, out: Path) -> dict[str, Any]:
                 for m, groups in rb.items() for g, d in groups.items()]
         if rows:
             risk = pd.DataFrame(rows)
+            if "n_records" in risk:
+                risk["n_records"] = risk["n_records"].astype("Int64")
             _write_csv(risk, out / "nhanes_risk_by_subgroup.csv")
             files.append("nhanes_risk_by_subgroup.csv")
             md += ["Re-identification risk by risk subgroup (from the benchmark's JSON):", "", _md_table(risk, 4), ""]
