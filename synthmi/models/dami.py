@@ -93,7 +93,7 @@ class DAMISynthesizer(RubinSynthesizer):
         sampler: str = "fast",
         chains: int = 2,
         draws: int = 1000,
-        tune: int = 1000,
+        tune: int = 500,
         prior_sd: float = 10.0,
         progressbar: bool = True,
     ):
