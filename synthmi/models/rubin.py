@@ -11,7 +11,9 @@ predictors standardised, categorical ones as treatment dummies):
 
 * continuous: normal linear regression, optionally on log X or on rank-normal
   scores (Phi^{-1}((rank - 1/2)/n), mapped back through the observed
-  quantiles as in synthpop's ``normrank``);
+  quantiles as in synthpop's ``normrank``; note that this back-transform
+  interpolates between confidential order statistics and returns the
+  observed minimum / maximum in the tails);
 * binary: logistic (default) or probit regression;
 * nominal: multinomial logit;
 * ordinal: cumulative (ordered) logit (default) or probit.
