@@ -184,7 +184,11 @@ class SyntheticData:
         from .evaluation.analysis import analyse
 
         if rule is None:
-            rule = "nested" if "r" in self.structure and "m" in self.structure else "partial"
+            # the synthesizer records which rule its output needs (e.g. "rubin" for
+            # imputed-only copies); otherwise nested copies -> Reiter 2004, else Reiter 2003
+            rule = self.structure.get("rule") or (
+                "nested" if "r" in self.structure and "m" in self.structure else "partial"
+            )
         return analyse(formula, family=family, original=original, synthetic=self, rule=rule, **kw)
 
 

@@ -129,7 +129,9 @@ def test_contract_dtypes_roles_seeds_and_roundtrip(tmp_path):
     assert back.params == {"scale": 1.0} and back.quasi_identifiers == ["age", "sex", "race", "education"]
     assert "pandas" in back.versions
     res = syn.analyse("income ~ age + sex", original=df, family="logit")
-    assert res.M == 3
+    assert res.M == 3 and res.rule == "partial"
+    syn.structure["rule"] = "rubin"  # a synthesizer can name the rule its copies need
+    assert syn.analyse("income ~ age + sex", original=df, family="logit").rule == "rubin"
 
 
 def test_contract_bad_input():
