@@ -146,11 +146,15 @@ def test_proper_bootstrap_doubles_between_copy_variance():
 
 
 def test_proper_trees_differ_between_copies(adult_small):
-    syn = CartSynthesizer(proper=True).fit(adult_small, quasi_identifiers=QI, keep=KEEP).sample(3, random_state=2)
-    leaves = syn.diagnostics["n_leaves_mean"]
-    assert set(leaves) == set(QI)
     fitted = CartSynthesizer(proper=True).fit(adult_small, quasi_identifiers=QI, keep=KEEP)
-    assert fitted.trees_ == {}
+    assert fitted.trees_ == {}  # grown per copy from a bootstrap sample, not once in fit
+    syn = fitted.sample(3, random_state=2)
+    assert set(syn.diagnostics["n_leaves_mean"]) == set(QI)
+    # each copy's tree for age is grown on its own bootstrap sample: leaf counts differ
+    assert len(set(fitted._last_leaves["age"])) > 1
+    plain = CartSynthesizer().fit(adult_small, quasi_identifiers=QI, keep=KEEP)
+    plain.sample(3, random_state=2)
+    assert len(set(plain._last_leaves["age"])) == 1
 
 
 # ---- the contract ------------------------------------------------------------
