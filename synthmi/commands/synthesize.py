@@ -19,6 +19,25 @@ METHODS: dict[str, str] = {
     "cart": "synthmi.models.cart:CartSynthesizer",
     "dami": "synthmi.models.dami:DAMISynthesizer",
     "risk-dami": "synthmi.models.risk_targeted:RiskTargetedSynthesizer",
+    "dpsyn": "synthmi.privacy.dpsyn:DPSynSynthesizer",
+}
+
+# Fully synthetic DP methods: every released column (--qi and --keep) is
+# synthesized, and numeric columns need public bounds (--bounds) because reading
+# their range from the data would spend privacy budget.
+FULLY_SYNTHETIC: tuple[str, ...] = ("dpsyn",)
+# Public bounds for the bundled data: documented ranges (Adult: Census Income
+# documentation; NHANES 2017-2018: age top-coded at 80, poverty ratio at 5),
+# never the observed minimum and maximum.
+DEFAULT_BOUNDS: dict[str, dict[str, tuple[float, float]]] = {
+    "adult": {
+        "age": (17.0, 90.0), "hours_per_week": (1.0, 99.0), "capital_gain": (0.0, 100_000.0),
+        "capital_loss": (0.0, 5_000.0), "fnlwgt": (0.0, 1_500_000.0), "education_num": (1.0, 16.0),
+    },
+    "nhanes": {
+        "age": (20.0, 80.0), "income_poverty_ratio": (0.0, 5.0), "bmi": (10.0, 90.0),
+        "total_cholesterol": (50.0, 500.0), "weight_kg": (20.0, 250.0), "height_cm": (120.0, 210.0),
+    },
 }
 
 # Methods that take the --mask options, and the constructor argument they go to.
@@ -45,6 +64,9 @@ EXAMPLES = """examples:
   synthmi synthesize --data nhanes --qi age,gender,race_ethnicity,education,marital_status \\
       --keep bmi,diabetes --method risk-dami --m 5 \\
       --mask age@low:K=3,sigma=2 --mask age@medium:K=2,sigma=4 --mask age@high:K=1,sigma=8 --out syn_risk/
+  # differentially private, fully synthetic copies (DPSyn), eps = 1, delta = 1e-9
+  synthmi synthesize --data adult --qi age,sex,race,education --keep income,hours_per_week \
+      --method dpsyn --param epsilon=1 --param delta=1e-9 --bounds hours_per_week=1:99 --m 5 --out syn_dp/
   # your own CSV; the columns named in --keep are released unchanged, the others dropped
   synthmi synthesize --data survey.csv --qi age,sex --keep income,region --method rubin --m 5 --out syn/
 
@@ -147,7 +169,7 @@ def build_masks(items: list[str] | None, groups: tuple[str, ...] = ()) -> dict[s
 
 def parse_params(items: list[str] | None, cls: type) -> dict[str, Any]:
     """``--param name=value`` -> constructor keyword arguments of ``cls``."""
-    allowed = cls._param_names()
+    allowed = _param_names(cls)
     out: dict[str, Any] = {}
     for item in items or []:
         for part in split_list(item):
@@ -188,10 +210,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="random seed; same seed -> identical files (default: drawn and recorded)")
     p.add_argument("--mask", action="append", metavar="COLUMN:SPEC", help="DA-MI masking model for a column (repeatable)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="synthesizer parameter, e.g. proper=true (repeatable)")
+    p.add_argument(
+        "--bounds", action="append", metavar="COLUMN=LO:HI",
+        help="public bounds of a numeric column for dpsyn (repeatable; bundled data have documented defaults)",
+    )
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--overwrite", action="store_true", help="replace copies already in --out")
     add_common_flags(p)
     p.set_defaults(func=run)
+
+
+def _param_names(cls: type) -> list[str]:
+    """Constructor parameters of any synthesizer class (DPSyn is not a
+    :class:`~synthmi.models.base.Synthesizer` subclass: privacy/ stands beside models/)."""
+    import inspect
+
+    sig = inspect.signature(cls.__init__)
+    return [n for n, p in sig.parameters.items() if n != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD]
+
+
+def parse_bounds(items: list[str] | None) -> dict[str, tuple[float, float]]:
+    """``["age=17:90", "bmi=10:90"]`` -> ``{"age": (17.0, 90.0), "bmi": (10.0, 90.0)}``."""
+    out: dict[str, tuple[float, float]] = {}
+    for item in items or []:
+        for part in split_list(item):
+            col, _, rng = part.partition("=")
+            lo, _, hi = rng.partition(":")
+            try:
+                out[col.strip()] = (float(lo), float(hi))
+            except ValueError:
+                raise ValueError(f"The '--bounds' option takes COLUMN=LO:HI. Got {part!r} instead.") from None
+    return out
 
 
 def _log(args: argparse.Namespace, msg: str) -> None:
@@ -219,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
         if MASK_PARAMETER[args.method] in params:
             raise ValueError(f"Give the masks either with --mask or with --param {MASK_PARAMETER[args.method]}=..., not both.")
         params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()))
-    if "progressbar" in cls._param_names() and "progressbar" not in params:
+    if "progressbar" in _param_names(cls) and "progressbar" not in params:
         params["progressbar"] = progress_enabled(args)
 
     out = Path(args.out)
@@ -252,14 +301,22 @@ def run(args: argparse.Namespace) -> int:
     data = df[[c for c in df.columns if c in qi or c in keep]]
 
     seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else int(args.seed)
-    if "random_state" in cls._param_names() and "random_state" not in params:
+    if "random_state" in _param_names(cls) and "random_state" not in params:
         # randomness drawn at fit time (e.g. DA-MI's pseudo-variables W) follows --seed too
         params["random_state"] = seed
     synth = cls(**params)
     _log(args, f"fitting {cls.__name__} (quasi-identifiers {qi}; {len(keep)} kept columns)")
+    if args.method in FULLY_SYNTHETIC:
+        bounds = {c: b for c, b in DEFAULT_BOUNDS.get(source.lower(), {}).items() if c in data.columns}
+        bounds.update(parse_bounds(args.bounds))
+        fit_kwargs: dict[str, Any] = {"bounds": bounds}
+    elif args.bounds:
+        raise ValueError(f"The '--bounds' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
+    else:
+        fit_kwargs = {"quasi_identifiers": qi, "keep": keep}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        synth.fit(data, quasi_identifiers=qi, keep=keep)
+        synth.fit(data, **fit_kwargs)
         t_fit = time.perf_counter()
         _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})")
         syn = synth.sample(args.m, random_state=seed)
