@@ -114,6 +114,11 @@ class Synthesizer(abc.ABC):
         self.keep_ = keep_cols
         self.columns_ = list(df.columns)
         self.dtypes_ = df.dtypes.copy()
+        self.whole_number_columns_ = [
+            c for c in used
+            if self.schema_.kind(c) == "continuous" and pd.api.types.is_float_dtype(df[c])
+            and bool(np.all(np.mod(df[c].dropna().to_numpy(), 1.0) == 0.0))
+        ]
         self.n_ = len(df)
         # A private copy: later changes to the caller's frame cannot leak into copies.
         self.data_ = df.copy()
@@ -166,18 +171,24 @@ class Synthesizer(abc.ABC):
         return {}
 
     def _assemble(self, X: pd.DataFrame) -> pd.DataFrame:
-        """Original frame with the quasi-identifier columns replaced, dtypes kept."""
+        """The original frame with the columns of ``X`` replaced, dtypes kept.
+
+        ``X`` holds the synthetic quasi-identifiers (and, for models that impute,
+        completed kept columns). A continuous column whose observed values are all
+        whole numbers (ages in years, counts) is synthesized on that grid: draws are
+        rounded, so copies keep the variable's support instead of being told apart
+        from the original by their fractional parts.
+        """
         out = self.data_.copy()
-        for c in self.quasi_identifiers_:
+        for c in X.columns:
             col = X[c]
             dt = self.dtypes_[c]
             if isinstance(dt, pd.CategoricalDtype):
-                out[c] = pd.Categorical(np.asarray(col, dtype=object), dtype=dt) if not isinstance(
-                    col.dtype, pd.CategoricalDtype
-                ) else col.to_numpy()
-                out[c] = out[c].astype(dt)
-            elif pd.api.types.is_integer_dtype(dt):
-                out[c] = np.rint(np.asarray(col, dtype=float)).astype(dt)
+                values = col.to_numpy() if isinstance(col.dtype, pd.CategoricalDtype) else np.asarray(col, dtype=object)
+                out[c] = pd.Categorical(values, dtype=dt)
+            elif pd.api.types.is_integer_dtype(dt) or c in self.whole_number_columns_:
+                x = np.rint(np.asarray(col, dtype=float))
+                out[c] = x.astype(dt) if pd.api.types.is_integer_dtype(dt) else x.astype(dt, copy=False)
             else:
                 out[c] = np.asarray(col).astype(dt)
         return out[self.columns_]

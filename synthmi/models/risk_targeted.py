@@ -435,21 +435,6 @@ class RiskTargetedSynthesizer(Synthesizer):
         E[np.ix_(accept, S)] = prop[accept] - mu[S]
         syn[mg.name] = np.where(accept, new_level, syn[mg.name])
 
-    def _assemble(self, X: pd.DataFrame) -> pd.DataFrame:
-        """Original frame with every modelled column replaced (QIs synthetic, Z completed)."""
-        out = self.data_.copy()
-        for c in X.columns:
-            dt = self.dtypes_[c]
-            col = X[c]
-            if isinstance(dt, pd.CategoricalDtype):
-                out[c] = pd.Categorical(np.asarray(col, dtype=object), dtype=dt) if not isinstance(
-                    col.dtype, pd.CategoricalDtype
-                ) else col.to_numpy()
-                out[c] = out[c].astype(dt)
-            else:
-                out[c] = np.asarray(col).astype(dt)
-        return out[self.columns_]
-
 
 def _sub_schema(schema, columns):
     from ..schema import Schema
