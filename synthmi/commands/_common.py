@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 EXAMPLES_FMT = argparse.RawDescriptionHelpFormatter
 
@@ -33,3 +34,47 @@ def add_common_flags(p: argparse.ArgumentParser) -> None:
     """``--quiet`` on a verb too (``synthmi VERB --quiet``); SUPPRESS keeps a
     top-level ``synthmi --quiet VERB`` from being overwritten by the default."""
     p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress output")
+
+
+def load_original(spec: str):
+    """The original frame and the SHA-256 of its source (file or bundled name)."""
+    from ..data import load_dataset
+    from ..report.collect import file_sha256, frame_sha256
+
+    path = Path(spec)
+    if spec.lower() not in ("adult", "nhanes") and not path.exists():
+        raise FileNotFoundError(f"The '--original' file '{spec}' does not exist.")
+    df = load_dataset(spec)
+    digest = file_sha256(path) if path.exists() else frame_sha256(df)
+    return df, digest
+
+
+def align_original(original, syn):
+    """The original restricted to the copies' columns (a release may drop columns)."""
+    cols = list(syn.copies[0].columns)
+    missing = [c for c in cols if c not in original.columns]
+    if missing:
+        raise ValueError(f"The synthetic copies have columns the original lacks: {missing}.")
+    return original[cols]
+
+
+def synthetic_dir(d: str) -> Path:
+    path = Path(d)
+    if not path.is_dir():
+        raise FileNotFoundError(f"The '--synthetic' directory '{d}' does not exist.")
+    return path
+
+
+def add_release_arguments(p: argparse.ArgumentParser) -> None:
+    """``--original`` and one ``--synthetic`` directory, as the evaluation verbs take them."""
+    p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
+    p.add_argument("--synthetic", required=True, help="directory written by 'synthmi synthesize'")
+
+
+def load_release(args: argparse.Namespace):
+    """(full original, original restricted to the copies' columns, SyntheticData)."""
+    from ..synthetic import SyntheticData
+
+    original_full, _ = load_original(args.original)
+    syn = SyntheticData.from_dir(synthetic_dir(args.synthetic))
+    return original_full, align_original(original_full, syn), syn

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import EXAMPLES_FMT, add_common_flags
+from ._common import EXAMPLES_FMT, add_common_flags, add_release_arguments, load_release
 
 EXAMPLES = """examples:
   synthmi analyse --original adult --synthetic syn/ --formula "income ~ age + sex + race + education"
@@ -23,8 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FMT,
     )
-    p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
-    p.add_argument("--synthetic", required=True, help="directory written by 'synthmi synthesize'")
+    add_release_arguments(p)
     p.add_argument("--formula", required=True, help='model formula, e.g. "income ~ age + sex"')
     p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
@@ -36,12 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
-    from ..synthetic import SyntheticData
-    from .report import align_original, load_original, synthetic_dir
-
-    original, _ = load_original(args.original)
-    syn = SyntheticData.from_dir(synthetic_dir(args.synthetic))
-    original = align_original(original, syn)
+    _, original, syn = load_release(args)
     res = syn.analyse(args.formula, original=original, family=args.family, rule=args.rule, alpha=args.alpha)
     print(res.summary())
     if args.out:

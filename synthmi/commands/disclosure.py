@@ -6,7 +6,15 @@ import json
 import sys
 from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, parse_assignments, progress_enabled, split_list
+from ._common import (
+    EXAMPLES_FMT,
+    add_common_flags,
+    add_release_arguments,
+    load_release,
+    parse_assignments,
+    progress_enabled,
+    split_list,
+)
 
 EXAMPLES = """examples:
   synthmi disclosure --original adult --synthetic syn/ --qi age,sex,race,education --tol age=2 --out risk.json
@@ -34,8 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FMT,
     )
-    p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
-    p.add_argument("--synthetic", required=True, help="directory written by 'synthmi synthesize'")
+    add_release_arguments(p)
     p.add_argument("--qi", required=True, help="comma-separated quasi-identifiers the intruder knows")
     p.add_argument("--tol", action="append", metavar="COLUMN=VALUE", help="tolerance, e.g. age=2 or age=5%% (repeatable)")
     p.add_argument("--by", default=None, help="a column of the original to report the risk by")
@@ -48,12 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..evaluation.risk import reidentification_risk
-    from ..synthetic import SyntheticData
-    from .report import align_original, load_original, synthetic_dir
-
-    original_full, _ = load_original(args.original)
-    syn = SyntheticData.from_dir(synthetic_dir(args.synthetic))
-    original = align_original(original_full, syn)
+    original_full, original, syn = load_release(args)
     qi = split_list(args.qi)
     if not qi:
         raise ValueError("The '--qi' option must name at least one column.")

@@ -93,7 +93,7 @@ def _binary_column(data: str, column: str):
     import numpy as np
     import pandas as pd
 
-    from .report import load_original
+    from ._common import load_original
 
     df, _ = load_original(data)
     if column not in df.columns:

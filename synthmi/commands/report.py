@@ -5,7 +5,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, parse_assignments, progress_enabled, split_list
+from ._common import (
+    EXAMPLES_FMT,
+    add_common_flags,
+    align_original,
+    load_original,
+    parse_assignments,
+    progress_enabled,
+    split_list,
+    synthetic_dir,
+)
 
 EXAMPLES = """examples:
   synthmi report --original adult --synthetic syn_dami/ --qi age,sex,race,education \\
@@ -53,35 +62,6 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k0", type=int, default=5, help="neighbours needed for the low-risk subgroup (default: 5)")
     p.add_argument("--threshold", type=float, default=0.5, help="review threshold on I_i (default: 0.5)")
     p.add_argument("--pmse-method", default="logit", choices=["logit", "cart"])
-
-
-def load_original(spec: str):
-    """The original frame and the SHA-256 of its source (file or bundled name)."""
-    from ..data import load_dataset
-    from ..report.collect import file_sha256, frame_sha256
-
-    path = Path(spec)
-    if spec.lower() not in ("adult", "nhanes") and not path.exists():
-        raise FileNotFoundError(f"The '--original' file '{spec}' does not exist.")
-    df = load_dataset(spec)
-    digest = file_sha256(path) if path.exists() else frame_sha256(df)
-    return df, digest
-
-
-def align_original(original, syn):
-    """The original restricted to the copies' columns (a release may drop columns)."""
-    cols = list(syn.copies[0].columns)
-    missing = [c for c in cols if c not in original.columns]
-    if missing:
-        raise ValueError(f"The synthetic copies have columns the original lacks: {missing}.")
-    return original[cols]
-
-
-def synthetic_dir(d: str) -> Path:
-    path = Path(d)
-    if not path.is_dir():
-        raise FileNotFoundError(f"The '--synthetic' directory '{d}' does not exist.")
-    return path
 
 
 def tolerance_from(args) -> dict[str, float] | None:

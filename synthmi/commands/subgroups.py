@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..evaluation.subgroups import risk_subgroups
-    from .report import load_original
+    from ._common import load_original
 
     df, _ = load_original(args.data)
     qi = split_list(args.qi)

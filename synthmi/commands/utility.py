@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import EXAMPLES_FMT, add_common_flags, split_list
+from ._common import EXAMPLES_FMT, add_common_flags, add_release_arguments, load_release, split_list
 
 EXAMPLES = """examples:
   synthmi utility --original adult --synthetic syn/
@@ -23,8 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FMT,
     )
-    p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
-    p.add_argument("--synthetic", required=True, help="directory written by 'synthmi synthesize'")
+    add_release_arguments(p)
     p.add_argument("--variables", default=None, help="columns to compare, comma-separated (default: all)")
     p.add_argument("--method", default="logit", choices=["logit", "cart"], help="propensity model (default: logit)")
     p.add_argument("--tables", default="1", help="table orders for the per-table S_pMSE: '1', '1,2' or '' (default: 1)")
@@ -36,12 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     from ..evaluation.pmse import pmse, utility_tables
-    from ..synthetic import SyntheticData
-    from .report import align_original, load_original, synthetic_dir
-
-    original, _ = load_original(args.original)
-    syn = SyntheticData.from_dir(synthetic_dir(args.synthetic))
-    original = align_original(original, syn)
+    _, original, syn = load_release(args)
     variables = split_list(args.variables) or None
     res = pmse(original, syn.copies, method=args.method, variables=variables, random_state=args.seed)
     print(res.summary())
