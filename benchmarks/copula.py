@@ -34,15 +34,8 @@ from _bench import measure, write_json  # noqa: E402
 from synthmi.data import load_nhanes  # noqa: E402
 from synthmi.models import RiskTargetedSynthesizer  # noqa: E402
 
-QI = ["age", "gender", "race_ethnicity", "education"]
-Z = ["bmi", "income_poverty_ratio", "total_cholesterol", "diabetes", "smoked_100_cigarettes"]
-CAT = ("gender", "race_ethnicity", "education")
-MASKS = {
-    "low": {"age": {"K": 2, "sigma_e": 3}, **{c: {"alpha": 3} for c in CAT}},
-    "medium": {"age": {"K": 1, "sigma_e": 4}, **{c: {"alpha": 2} for c in CAT}},
-    "high": {"age": {"K": 1, "sigma_e": 10}, **{c: {"alpha": 1} for c in CAT}},
-}
-K0, TOL = 100, {"age": 5}
+# the NHANES study's settings, defined once in the table script (timed here as run there)
+from nhanes_table import K0, MASKS, QI, TOL, Z  # noqa: E402
 
 
 def run_nhanes(n_iter: int, m: int = 5, r: int = 4, seed: int = 1):
