@@ -283,7 +283,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("The '--qi' option must name at least one column.")
     source = str(args.data)
     df = load_dataset(source)
-    _log(args, f"read {source}: {len(df)} rows, {df.shape[1]} columns")
+    # Under add/remove-one DP the number of records is itself private: a DP
+    # release must not print or record it (DPSyn keeps only a noisy estimate).
+    dp_release = args.method in FULLY_SYNTHETIC
+    _log(args, f"read {source}: {df.shape[1]} columns" if dp_release else f"read {source}: {len(df)} rows, {df.shape[1]} columns")
     if args.keep is not None:
         keep = split_list(args.keep)
     elif source.lower() in DEFAULT_KEEP:
@@ -334,7 +337,9 @@ def run(args: argparse.Namespace) -> int:
             c: m.to_dict() if hasattr(m, "to_dict") else {k: v.to_dict() for k, v in m.items()}
             for c, m in params[mask_param].items()
         }
-    meta["source"] = {"data": source, "n_rows": int(len(data)), "keep": keep, "columns": list(data.columns)}
+    meta["source"] = {"data": source, "keep": keep, "columns": list(data.columns)}
+    if not dp_release:
+        meta["source"]["n_rows"] = int(len(data))
     meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True))
     _log(args, f"wrote {syn.m} copies and metadata.json to {out} in {time.perf_counter() - t0:.1f} s")
     return 0
