@@ -304,13 +304,6 @@ class CategoricalModel:
         return float(lpost), grad, Hm
 
     # ---- mode and curvature -------------------------------------------------
-    def _grad_fd(self, theta: np.ndarray, h: float = 1e-5) -> np.ndarray:
-        """Central finite-difference gradient (checks :meth:`derivs` in the tests)."""
-        d = theta.size
-        E = np.eye(d) * h
-        f = self.log_post(np.vstack([theta + E, theta - E]))
-        return (f[:d] - f[d:]) / (2 * h)
-
     def mode(self, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mode by damped Newton; proposal covariance (-H)^{-1} there."""
         theta = self.initial()
