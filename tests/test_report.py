@@ -81,7 +81,29 @@ def test_evaluate_release_never_stores_or_prints_confidential_values(evaluated):
         assert s not in html
     leaked = [v for v in df["age"] if repr(float(v)) in html or f"{v:.3f}" in html or f"{v:.2f}" in html]
     assert leaked == []
-    assert frame_sha256(df) in html  # provenance: the input's hash, not its values
+    # no plain hash of confidential input (a confirmation oracle for guessed values)
+    assert frame_sha256(df) not in html
+    assert "SYNTHMI_PROVENANCE_KEY" in html  # the report says how to record a keyed digest
+
+
+def test_confidential_input_gets_a_keyed_digest_only(evaluated, monkeypatch):
+    import hashlib
+    import hmac
+
+    from synthmi.report.collect import confidential_digest
+
+    df = evaluated[0]
+    monkeypatch.setenv("SYNTHMI_PROVENANCE_KEY", "holder-secret")
+    d1 = confidential_digest(df)
+    assert d1.startswith("hmac-sha256:") and frame_sha256(df) not in d1
+    assert d1 == confidential_digest(df.copy())  # reproducible for the holder
+    monkeypatch.setenv("SYNTHMI_PROVENANCE_KEY", "another-secret")
+    assert confidential_digest(df) != d1  # useless without the key
+    # the digest is an HMAC of what frame_sha256 hashes, under the key
+    mac = hmac.new(b"holder-secret", digestmod=hashlib.sha256)
+    mac.update(repr([(str(c), str(df[c].dtype)) for c in df.columns]).encode())
+    mac.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    assert d1 == "hmac-sha256:" + mac.hexdigest()
 
 
 def test_evaluate_release_numbers_match_the_evaluation_layer(evaluated):

@@ -37,16 +37,26 @@ def add_common_flags(p: argparse.ArgumentParser) -> None:
 
 
 def load_original(spec: str):
-    """The original frame and the SHA-256 of its source (file or bundled name)."""
+    """The original frame and a digest of its source.
+
+    Bundled public data get a plain SHA-256; a user's (confidential) file only a
+    keyed HMAC, or none without a key (see ``synthmi.report.collect.confidential_digest``).
+    """
     from ..data import load_dataset
-    from ..report.collect import file_sha256, frame_sha256
+    from ..report.collect import confidential_digest, frame_sha256
 
     path = Path(spec)
-    if spec.lower() not in ("adult", "nhanes") and not path.exists():
+    public = is_bundled(spec)
+    if not public and not path.exists():
         raise FileNotFoundError(f"The '--original' file '{spec}' does not exist.")
     df = load_dataset(spec)
-    digest = file_sha256(path) if path.exists() else frame_sha256(df)
+    digest = ("sha256:" + frame_sha256(df)) if public else confidential_digest(path=path)
     return df, digest
+
+
+def is_bundled(spec: str) -> bool:
+    """Whether ``spec`` names one of the bundled public data sets."""
+    return str(spec).lower() in ("adult", "nhanes")
 
 
 def align_original(original, syn):

@@ -9,6 +9,7 @@ from ._common import (
     EXAMPLES_FMT,
     add_common_flags,
     align_original,
+    is_bundled,
     load_original,
     parse_assignments,
     progress_enabled,
@@ -100,6 +101,7 @@ def run(args) -> int:
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
         pmse_method=args.pmse_method, original_label=args.original, input_hashes=hashes,
         seeds={k: s.seed for k, s in releases.items()}, progress=progress_enabled(args),
+        original_is_public=is_bundled(args.original),
     )
     out = write_report(data, args.out)
     print(out.resolve(), file=sys.stdout)

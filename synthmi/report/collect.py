@@ -71,6 +71,37 @@ def frame_sha256(df: pd.DataFrame) -> str:
     return h.hexdigest()
 
 
+#: Environment variable holding the data holder's secret for keyed provenance digests.
+PROVENANCE_KEY_ENV = "SYNTHMI_PROVENANCE_KEY"
+NOT_RECORDED = f"not recorded (confidential input; set {PROVENANCE_KEY_ENV} to record a keyed HMAC-SHA256)"
+
+
+def confidential_digest(df: pd.DataFrame | None = None, path: str | Path | None = None) -> str:
+    """Keyed digest of confidential input, or :data:`NOT_RECORDED` without a key.
+
+    A plain hash of confidential data is a confirmation oracle: an intruder who
+    knows every value but one (the kept columns of a partially synthetic release
+    are public) can try each candidate for the last and compare hashes. An
+    HMAC-SHA256 under a secret held by the data holder lets the holder verify
+    the input later without giving anyone else that oracle.
+    """
+    import hmac
+    import os
+
+    key = os.environ.get(PROVENANCE_KEY_ENV)
+    if not key:
+        return NOT_RECORDED
+    mac = hmac.new(key.encode(), digestmod=hashlib.sha256)
+    if path is not None:
+        with open(path, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                mac.update(chunk)
+    else:
+        mac.update(repr([(str(c), str(df[c].dtype)) for c in df.columns]).encode())
+        mac.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
+    return "hmac-sha256:" + mac.hexdigest()
+
+
 def file_sha256(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -149,6 +180,7 @@ def evaluate_release(
     input_hashes: Mapping[str, str] | None = None,
     seeds: Mapping[str, Any] | None = None,
     progress: bool = False,
+    original_is_public: bool = False,
 ) -> ReportData:
     """Evaluate one or more releases of synthetic copies against the original.
 
@@ -264,7 +296,8 @@ def evaluate_release(
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         "versions": package_versions(),
         "git": git_state(),
-        "original_sha256": frame_sha256(original),
+        # public data (the bundled sets) get a plain hash; confidential input only a keyed one
+        "original_digest": ("sha256:" + frame_sha256(original)) if original_is_public else confidential_digest(original),
         **({"input_sha256": dict(input_hashes)} if input_hashes else {}),
         **({"seeds": dict(seeds)} if seeds else {}),
         "releases": meta,
