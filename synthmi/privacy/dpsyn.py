@@ -40,6 +40,16 @@ spend all of :math:`(\varepsilon, \delta)`: a Gaussian with sensitivity
 :math:`f` and :math:`k` queries of sensitivity :math:`\Delta` uses
 :math:`\sigma = \sigma_1 \Delta \sqrt{k/f}`. The composed spend then equals the
 requested budget exactly (seed 000, Theorems 3-5).
+
+Noise sampling: marginal counts get discrete Gaussian noise from
+:func:`~synthmi.privacy.discrete.sample_discrete_gaussian`. With the default
+``exact_noise=False`` that is CKS 2020's rejection scheme run in double precision
+(geometric draws by floating-point inverse CDF, float acceptance coin): the output
+is integer-valued and its law is the discrete Gaussian up to float rounding of
+``exp(-1/t)`` and the acceptance probability (relative ~1e-16); it is *not*
+rounded continuous noise. ``exact_noise=True`` uses CKS Algorithms 1-3 in exact
+rational arithmetic, which removes that caveat at pure-Python speed. The InDif
+scores are real-valued and get continuous Gaussian noise either way.
 """
 from __future__ import annotations
 
@@ -121,8 +131,10 @@ class _Column:
             isna = s.isna().to_numpy()
             bad = (codes < 0) & ~isna
             if bad.any():
+                # How many values fall outside is a data-dependent count no mechanism
+                # accounts for, so the message names the column only.
                 raise ValueError(
-                    f"Column '{self.name}' has {int(bad.sum())} values outside its declared domain "
+                    f"Column '{self.name}' has values outside its declared domain "
                     f"of {len(self.levels)} levels."
                 )
         else:
@@ -172,6 +184,24 @@ class _Column:
         return pd.Series(vals, name=self.name).astype(self.dtype)
 
 
+def _check_levels_fit_dtype(c: str, levels: list, dt: Any) -> None:
+    """Declared levels must survive a cast to the column's dtype (public check, no data).
+
+    Otherwise synthetic values could not be returned in the original dtype: e.g. an
+    integer column declared with levels ``["a", "b"]`` or ``[0, 0.5]``.
+    """
+    if isinstance(dt, pd.CategoricalDtype) or dt == object:
+        return
+    lv = pd.Series(levels, dtype=object)
+    try:
+        cast = lv.astype(dt)
+        ok = bool((cast.astype(object) == lv).all())
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise param_error(f"domain['{c}']", _OWNER, f"levels representable in the column's dtype {dt}", levels)
+
+
 def _describe_columns(
     df: pd.DataFrame,
     bounds: Mapping[str, Any],
@@ -200,6 +230,7 @@ def _describe_columns(
                 # Numeric levels listed in increasing order are taken as ordered (ages, hours, ...).
                 numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in levels)
                 default_ordered = bool(numeric and all(a < b for a, b in zip(levels, levels[1:])))
+            _check_levels_fit_dtype(c, levels, dt)
             if isinstance(dt, pd.CategoricalDtype):
                 default_ordered = bool(dt.ordered)
             kind = "discrete"
@@ -247,10 +278,13 @@ class _Curator:
     so a release that would exceed the budget never happens.
     """
 
-    def __init__(self, codes: np.ndarray, accountant: PrivacyAccountant, rng: np.random.Generator) -> None:
+    def __init__(
+        self, codes: np.ndarray, accountant: PrivacyAccountant, rng: np.random.Generator, exact_noise: bool = False
+    ) -> None:
         self.__codes = codes
         self.accountant = accountant
         self.rng = rng
+        self.exact_noise = exact_noise
 
     def _true_counts(self, attrs: tuple[int, ...], maps: Sequence[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
         idx = [maps[k][self.__codes[:, a]] for k, a in enumerate(attrs)]
@@ -272,7 +306,9 @@ class _Curator:
         """Counts of one marginal plus discrete Gaussian noise (l2 sensitivity 1)."""
         self.accountant.add_gaussian(sigma, sensitivity=1.0, count=1, label=label)
         counts = self._true_counts(attrs, maps, shape)
-        noise = sample_discrete_gaussian(sigma * sigma, size=counts.size, rng=self.rng).reshape(shape)
+        noise = sample_discrete_gaussian(
+            sigma * sigma, size=counts.size, rng=self.rng, exact=self.exact_noise
+        ).reshape(shape)
         return counts.astype(np.int64) + noise
 
     def noisy_indif(
@@ -555,6 +591,13 @@ class DPSynSynthesizer:
         Records per synthetic copy (default: the noisy estimate of n).
     random_state : int, Generator or None
         Seed of the noise drawn in ``fit``.
+    exact_noise : bool
+        ``False`` (default): the marginals' discrete Gaussian noise is drawn by the
+        vectorised double-precision sampler (see
+        :mod:`synthmi.privacy.discrete`: the exact discrete law up to float rounding
+        of its parameters, ~1e-16 relative). ``True``: CKS 2020 Algorithms 1-3 in
+        rational arithmetic (no floating point in the noise law; pure Python, about
+        0.1 ms per cell, for small releases).
     """
 
     method = "dpsyn"
@@ -577,6 +620,7 @@ class DPSynSynthesizer:
         conversion: str = "improved",
         n_records: int | None = None,
         random_state: int | np.random.Generator | None = None,
+        exact_noise: bool = False,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -594,6 +638,7 @@ class DPSynSynthesizer:
         self.conversion = conversion
         self.n_records = n_records
         self.random_state = random_state
+        self.exact_noise = exact_noise
 
     # ------------------------------------------------------------------ params
     def get_params(self) -> dict[str, Any]:
@@ -629,6 +674,8 @@ class DPSynSynthesizer:
         check_option(self.one_way_split, "one_way_split", _OWNER, ["cells", "equal"])
         if self.n_records is not None:
             check_scalar(self.n_records, "n_records", _OWNER, kind="int", lower=1)
+        if not isinstance(self.exact_noise, (bool, np.bool_)):
+            raise param_error("exact_noise", _OWNER, "True or False", self.exact_noise)
 
     # ------------------------------------------------------------------ fit
     def fit(
@@ -674,7 +721,7 @@ class DPSynSynthesizer:
         rng = check_random_state(self.random_state)
         eps, delta = float(self.epsilon), float(self.delta)
         accountant = PrivacyAccountant(epsilon=eps, delta=delta)
-        curator = _Curator(fine_codes, accountant, rng)
+        curator = _Curator(fine_codes, accountant, rng, exact_noise=bool(self.exact_noise))
         del fine_codes
         self._fit_from_curator(curator, columns)
         self.accountant_ = accountant
@@ -864,10 +911,9 @@ class DPSynSynthesizer:
         frame = pd.DataFrame(out)
         for c in frame.columns:
             if frame[c].dtype != self.dtypes_[c]:
-                try:
-                    frame[c] = frame[c].astype(self.dtypes_[c])
-                except (TypeError, ValueError):
-                    pass
+                # fit checked that every declared level casts to the column's dtype,
+                # so a failure here is a bug and must surface, not return a wrong dtype.
+                frame[c] = frame[c].astype(self.dtypes_[c])
         return frame[self.columns_]
 
     def summary(self) -> str:
