@@ -224,6 +224,32 @@ def test_fit_sample_and_accounting():
     assert not loc.private and "NOT DIFFERENTIALLY PRIVATE" in loc.summary()
 
 
+def test_smooth_beyond_the_audited_range_warns():
+    import warnings
+
+    from synthmi.privacy.dp_bayes import AUDITED_N_MAX
+
+    assert AUDITED_N_MAX == 1000  # the largest n test_audit_spot_checks_large_n certifies
+    x = np.r_[np.ones(300, dtype=int), np.zeros(AUDITED_N_MAX + 1 - 300, dtype=int)]
+    with pytest.warns(UserWarning, match=r"certified by the exact audit only for n <= 1000.*audit_privacy_loss"):
+        PrivateBetaPosterior(1.0, "smooth", delta=1e-6).fit(x).sample(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # within the audited range, and for the pure mechanisms, no warning
+        PrivateBetaPosterior(1.0, "smooth", delta=1e-6).fit(x[:AUDITED_N_MAX]).sample(random_state=0)
+        PrivateBetaPosterior(1.0, "global").fit(x).sample(random_state=0)
+
+
+def test_exact_noise_for_the_laplace_count():
+    # Both samplers draw the same discrete law; exact=True goes through CKS Algorithm 2.
+    a = PrivateBetaPosterior(1.0, "laplace", exact_noise=True).draw_outputs(50, 20, 4000, random_state=0)
+    b = PrivateBetaPosterior(1.0, "laplace").draw_outputs(50, 20, 4000, random_state=0)
+    # P(output = k) = (1 - q)/(1 + q) with q = e^-1: 0.4621; MC s.e. sqrt(.46*.54/4000) = 0.0079, 4 s.e. = 0.032
+    p0 = (1 - math.exp(-1)) / (1 + math.exp(-1))
+    assert abs((a == 20).mean() - p0) < 0.032 and abs((b == 20).mean() - p0) < 0.032
+    with pytest.raises(ValueError, match="'exact_noise' parameter"):
+        PrivateBetaPosterior(1.0, "laplace", exact_noise="yes").fit([0, 1])
+
+
 def test_errors_do_not_echo_data():
     with pytest.raises(ValueError) as exc:
         PrivateBetaPosterior(1.0).fit(np.array([0, 1, 7, 1]))

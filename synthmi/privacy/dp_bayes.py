@@ -40,11 +40,18 @@ Mechanisms (``mechanism=``):
   Laplace noise, so for this exponential-mechanism transplant the claim rests on
   the exact audit (:mod:`synthmi.privacy.audit`), run in the tests for every
   ``n <= 200`` and spot values to 1000 (it finds :math:`\delta(\varepsilon) = 0`
-  and a worst loss of at most 0.67 eps). For larger ``n`` run
-  ``audit_privacy_loss(mechanism, n)`` (O(n^2) time, ~1 s at n = 1000) to certify.
+  and a worst loss of at most 0.67 eps). The accountant still records
+  :math:`(\varepsilon, \delta)` for any ``n``, but beyond ``AUDITED_N_MAX = 1000``
+  nothing certifies it: :meth:`PrivateBetaPosterior.sample` then emits a
+  ``UserWarning``; run ``audit_privacy_loss(mechanism, n)`` (O(n^2) time, ~1 s
+  at n = 1000) to certify the guarantee for that ``n`` before releasing.
 * ``"laplace"`` — baseline: :math:`\tilde k = \mathrm{clip}(k + Y, 0, n)`,
-  :math:`Y` exact discrete Laplace with scale :math:`1/\varepsilon`
+  :math:`Y` discrete Laplace with scale :math:`1/\varepsilon`
   (sensitivity 1), released posterior :math:`\mathrm{Beta}(a + \tilde k, b + n - \tilde k)`.
+  ``exact_noise=False`` (default) draws :math:`Y` as the difference of two
+  geometric variables sampled by NumPy in double precision (the discrete law up
+  to float rounding of :math:`e^{-\varepsilon}`, not rounded continuous noise);
+  ``exact_noise=True`` uses CKS 2020 Algorithm 2 in rational arithmetic.
 * ``"laplace_rounded"`` — the same with :math:`Y = \mathrm{round}(L)`,
   :math:`L \sim \mathrm{Lap}(1/\varepsilon)` (post-processing of the continuous
   Laplace mechanism, so also :math:`\varepsilon`-DP). Its law is sampled exactly
@@ -62,6 +69,7 @@ Mechanisms (``mechanism=``):
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +94,7 @@ __all__ = [
     "PrivateBetaPosterior",
     "PrivatePosteriorResult",
     "MECHANISMS",
+    "AUDITED_N_MAX",
     "neighbour_distances",
     "local_sensitivity",
     "global_sensitivity",
@@ -93,6 +102,8 @@ __all__ = [
     "hellinger_to_candidates",
 ]
 
+# Largest n at which the tests run the exact audit of the smooth-sensitivity EM.
+AUDITED_N_MAX = 1000
 MECHANISMS = ("global", "local", "smooth", "laplace", "laplace_rounded", "posterior_sample")
 FINITE_OUTPUT = ("global", "local", "smooth", "laplace", "laplace_rounded")
 _OWNER = "PrivateBetaPosterior"
@@ -227,6 +238,10 @@ class PrivateBetaPosterior:
         Truncation of ``"posterior_sample"`` to ``[tau, 1 - tau]`` (0 < tau < 1/2).
     allow_non_private : bool
         Must be True to use ``mechanism="local"``.
+    exact_noise : bool
+        For ``"laplace"``: draw the discrete Laplace noise with CKS 2020 Algorithm 2
+        in rational arithmetic (``True``) instead of the double-precision
+        geometric sampler (``False``, default; see :mod:`synthmi.privacy.discrete`).
 
     Notes
     -----
@@ -244,6 +259,7 @@ class PrivateBetaPosterior:
         prior: tuple[float, float] = (1.0, 1.0),
         tau: float = 0.01,
         allow_non_private: bool = False,
+        exact_noise: bool = False,
     ) -> None:
         self.epsilon = epsilon
         self.mechanism = mechanism
@@ -251,6 +267,7 @@ class PrivateBetaPosterior:
         self.prior = prior
         self.tau = tau
         self.allow_non_private = allow_non_private
+        self.exact_noise = exact_noise
 
     # ---------------------------------------------------------------- checks
     def _params(self) -> tuple[str, float, float, tuple[float, float]]:
@@ -272,6 +289,8 @@ class PrivateBetaPosterior:
             )
         if mech == "posterior_sample":
             check_scalar(self.tau, "tau", _OWNER, lower=0.0, upper=0.5, lower_inclusive=False, upper_inclusive=False)
+        if not isinstance(self.exact_noise, (bool, np.bool_)):
+            raise param_error("exact_noise", _OWNER, "True or False", self.exact_noise)
         return mech, eps, delta, prior
 
     @property
@@ -405,6 +424,15 @@ class PrivateBetaPosterior:
         mech, eps, delta, prior = self._params()
         a, b = prior
         n = self.n_
+        if mech == "smooth" and n > AUDITED_N_MAX:
+            warnings.warn(
+                f"The smooth-sensitivity exponential mechanism's (epsilon, delta) claim is certified by the "
+                f"exact audit only for n <= {AUDITED_N_MAX} (Nissim-Raskhodnikova-Smith's dilation argument "
+                f"covers additive Laplace noise, not the exponential mechanism). Run "
+                f"synthmi.privacy.audit.audit_privacy_loss(mechanism, n) to certify it for n = {n}.",
+                UserWarning,
+                stacklevel=2,
+            )
         out = float(self.draw_outputs(n, self._k, 1, random_state)[0])
         if mech == "posterior_sample":
             alpha, beta = a + n * out, b + n * (1.0 - out)
@@ -432,7 +460,7 @@ class PrivateBetaPosterior:
         if mech == "posterior_sample":
             return self._ops_quantiles(n, k, rng.random(size))
         if mech == "laplace":
-            return np.clip(k + sample_discrete_laplace(1.0 / eps, size, rng), 0, n)
+            return np.clip(k + sample_discrete_laplace(1.0 / eps, size, rng, exact=bool(self.exact_noise)), 0, n)
         if mech == "laplace_rounded":
             zero = rng.random(size) < -math.expm1(-eps / 2.0)
             # |Y| - 1 is geometric on {0, 1, ...}; numpy's geometric lives on {1, 2, ...}.
