@@ -85,3 +85,81 @@ def test_input_not_mutated_and_seeded():
 def test_bad_input(kwargs, X, name):
     with pytest.raises(ValueError, match=f"'{name}' parameter"):
         DPKMeans(**kwargs).fit(X)
+
+
+def test_sensitivity_audit_on_neighbouring_data_sets(monkeypatch):
+    """The accountant is told: per iteration the counts have l1 sensitivity 2 and the clipped
+    sums 2c under substitution of one record (n public and fixed). Audit on random neighbouring
+    pairs, through the very statistics and clipping fit uses, at every released set of centres."""
+    from synthmi.privacy import kmeans as km
+
+    real = km.step_statistics
+    seen = []
+
+    def spy(X, centres):
+        seen.append((X.copy(), centres.copy()))
+        return real(X, centres)
+
+    monkeypatch.setattr(km, "step_statistics", spy)
+    rng = np.random.default_rng(0)
+    worst_counts = worst_sums_ratio = 0.0
+    for trial in range(300):
+        n, d, k = int(rng.integers(2, 12)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        k = min(k, n)
+        c = float(rng.choice([0.5, 1.0, 3.0]))
+        # records inside and far outside the ball, so the clipping is exercised
+        X = rng.normal(0.0, 1.0, (n, d)) * rng.choice([0.2, 1.0, 10.0], size=(n, 1))
+        Y = X.copy()
+        Y[rng.integers(n)] = rng.normal(0.0, 1.0, d) * rng.choice([0.2, 1.0, 10.0])
+        kw = dict(n_clusters=k, epsilon=float(rng.choice([0.5, 1e6])), n_iter=3, clip_norm=c, random_state=trial)
+        seen.clear()
+        DPKMeans(**kw).fit(X)
+        runs_x = list(seen)
+        seen.clear()
+        DPKMeans(**kw).fit(Y)
+        Xc, Yc = runs_x[0][0], seen[0][0]
+        assert np.abs(Xc).sum(axis=1).max() <= c * (1 + 1e-12) and np.abs(Yc).sum(axis=1).max() <= c * (1 + 1e-12)
+        assert len(runs_x) == 3
+        for _, centres in runs_x:  # every centre set the mechanism queried at
+            cx, sx = real(Xc, centres)
+            cy, sy = real(Yc, centres)
+            dc = np.abs(cx - cy).sum()
+            ds = np.abs(sx - sy).sum()
+            assert dc <= 2 and ds <= 2 * c * (1 + 1e-12)
+            worst_counts = max(worst_counts, dc)
+            worst_sums_ratio = max(worst_sums_ratio, ds / (2 * c))
+    # Both bounds are attained or nearly so: they are not loose by construction.
+    print(worst_counts, worst_sums_ratio)
+    assert worst_counts == 2 and worst_sums_ratio > 0.9
+
+
+def test_without_clipping_the_sums_audit_would_fail():
+    # The audit above has teeth: unclipped records move the sums far beyond 2c.
+    X = np.array([[0.1, 0.0], [0.0, 0.1]])
+    Y = X.copy()
+    Y[0] = [50.0, 0.0]
+    centres = np.array([[0.0, 0.0]])
+    from synthmi.privacy.kmeans import clip_l1, step_statistics
+
+    assert np.abs(step_statistics(Y, centres)[1] - step_statistics(X, centres)[1]).sum() > 2.0
+    assert np.abs(step_statistics(clip_l1(Y, 1.0), centres)[1] - step_statistics(X, centres)[1]).sum() <= 2.0
+
+
+def test_exact_noise_is_passed_to_the_count_sampler(monkeypatch):
+    from synthmi.privacy import kmeans as km
+
+    flags = []
+    real = km.sample_discrete_laplace
+
+    def spy(*a, **k):
+        flags.append(k.get("exact"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(km, "sample_discrete_laplace", spy)
+    X = _data(4, 300)
+    a = DPKMeans(3, 1.0, n_iter=2, exact_noise=True, random_state=0).fit(X)
+    b = DPKMeans(3, 1.0, n_iter=2, exact_noise=True, random_state=0).fit(X)
+    assert flags == [True] * 4 and np.array_equal(a.cluster_centers_, b.cluster_centers_)
+    assert np.issubdtype(a.noisy_counts_.dtype, np.integer)
+    with pytest.raises(ValueError, match="'exact_noise' parameter"):
+        DPKMeans(exact_noise=1).fit(X)

@@ -20,6 +20,16 @@ a cluster with :math:`\hat n_j < 1` gets a fresh uniform centre in
 
 Records outside the ball are scaled onto it (a per-record map, chosen without
 looking at the data, so it costs no budget); ``clip_norm`` must be public.
+:func:`step_statistics` computes exactly the two quantities released per
+iteration, so the tests audit their sensitivities on random neighbouring pairs.
+
+Noise sampling: with ``exact_noise=False`` (default) the counts' discrete Laplace
+noise is the difference of two geometric variables drawn by NumPy's
+floating-point inverse CDF: an integer-valued draw from the discrete Laplace law
+up to double rounding of :math:`e^{-1/t}` (relative ~1e-16), not rounded
+continuous noise. ``exact_noise=True`` uses Canonne, Kamath & Steinke's (2020)
+Algorithm 2 in rational arithmetic (no floating point in the law; slower). The
+sums are real-valued and get continuous Laplace noise either way.
 """
 from __future__ import annotations
 
@@ -32,7 +42,7 @@ from .._validate import NotFittedError, check_epsilon, check_random_state, check
 from .accountant import PrivacyAccountant
 from .discrete import sample_discrete_laplace
 
-__all__ = ["DPKMeans", "uniform_l1_ball"]
+__all__ = ["DPKMeans", "uniform_l1_ball", "clip_l1", "step_statistics"]
 
 _OWNER = "DPKMeans"
 
@@ -42,6 +52,26 @@ def uniform_l1_ball(size: int, d: int, radius: float, rng: np.random.Generator) 
     Dirichlet(1, ..., 1) vector of length d + 1 (uniform on the simplex's interior) with random signs."""
     g = rng.dirichlet(np.ones(d + 1), size=size)[:, :d]
     return radius * g * rng.choice([-1.0, 1.0], size=(size, d))
+
+
+def clip_l1(X: np.ndarray, c: float) -> np.ndarray:
+    r"""Scale each row onto the :math:`\ell_1` ball of radius c when it lies outside (a new array)."""
+    norms = np.abs(X).sum(axis=1)
+    return X * np.minimum(1.0, c / np.maximum(norms, 1e-300))[:, None]
+
+
+def step_statistics(X: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""The two statistics one Lloyd iteration releases (before noise): cluster counts
+    :math:`n_j` and cluster sums :math:`a_j` of the (clipped) records assigned to their
+    nearest centre. Substituting one record moves the counts by at most 2 and the
+    sums by at most :math:`2c` in :math:`\ell_1` when every record has norm <= c."""
+    k = centres.shape[0]
+    d2 = ((X[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+    label = np.argmin(d2, axis=1)
+    counts = np.bincount(label, minlength=k)
+    sums = np.zeros((k, X.shape[1]))
+    np.add.at(sums, label, X)
+    return counts, sums
 
 
 class DPKMeans:
@@ -60,6 +90,10 @@ class DPKMeans:
     init : "random" or array (k, d)
         Initial centres: uniform in the domain (data independent) or public centres.
     random_state : None, int or Generator
+    exact_noise : bool
+        Draw the counts' discrete Laplace noise with CKS 2020 Algorithm 2 in rational
+        arithmetic (``True``) or the double-precision geometric sampler (``False``,
+        default; see the module docstring).
 
     Attributes
     ----------
@@ -77,6 +111,7 @@ class DPKMeans:
         clip_norm: float = 1.0,
         init: Any = "random",
         random_state: Any = None,
+        exact_noise: bool = False,
     ) -> None:
         self.n_clusters = n_clusters
         self.epsilon = epsilon
@@ -84,6 +119,7 @@ class DPKMeans:
         self.clip_norm = clip_norm
         self.init = init
         self.random_state = random_state
+        self.exact_noise = exact_noise
 
     def fit(self, X: Any) -> "DPKMeans":
         eps = check_epsilon(self.epsilon, _OWNER)
@@ -91,6 +127,8 @@ class DPKMeans:
         T = int(check_scalar(self.n_iter, "n_iter", _OWNER, kind="int", lower=1))
         c = float(check_scalar(self.clip_norm, "clip_norm", _OWNER, lower=0.0, lower_inclusive=False))
         rng = check_random_state(self.random_state)
+        if not isinstance(self.exact_noise, (bool, np.bool_)):
+            raise param_error("exact_noise", _OWNER, "True or False", self.exact_noise)
         X = np.asarray(X.to_numpy() if isinstance(X, pd.DataFrame) else X, dtype=float)
         if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
             raise param_error("X", _OWNER, "a non-empty 2-D array (n records x d features)", f"shape {X.shape}")
@@ -99,8 +137,7 @@ class DPKMeans:
         n, d = X.shape
         if k > n:
             raise param_error("n_clusters", _OWNER, f"<= the number of records ({n})", k)
-        norms = np.abs(X).sum(axis=1)
-        X = X * np.minimum(1.0, c / np.maximum(norms, 1e-300))[:, None]
+        X = clip_l1(X, c)
 
         if isinstance(self.init, str):
             if self.init != "random":
@@ -117,12 +154,8 @@ class DPKMeans:
         acc = PrivacyAccountant(epsilon=eps)
         history = []
         for t in range(T):
-            d2 = ((X[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
-            label = np.argmin(d2, axis=1)
-            counts = np.bincount(label, minlength=k)
-            sums = np.zeros((k, d))
-            np.add.at(sums, label, X)
-            n_hat = counts + sample_discrete_laplace(scale_counts, k, rng)
+            counts, sums = step_statistics(X, centres)
+            n_hat = counts + sample_discrete_laplace(scale_counts, k, rng, exact=bool(self.exact_noise))
             acc.add_pure(eps_step, label=f"iteration {t + 1}: counts")
             a_hat = sums + rng.laplace(0.0, scale_sums, size=(k, d))
             acc.add_pure(eps_step, label=f"iteration {t + 1}: sums")
