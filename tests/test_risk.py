@@ -307,3 +307,23 @@ def test_cli_disclosure(tmp_path):
     bad = main(["disclosure", "--original", str(tmp_path / "orig.csv"), "--synthetic", str(tmp_path / "syn"),
                 "--qi", "sex,age", "--tol", "age=-1", "--out", str(out), "--quiet"])
     assert bad == 1
+
+
+def test_continuous_by_is_refused_so_values_never_become_group_labels():
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from synthmi.evaluation import reidentification_risk
+
+    df = pd.DataFrame({"age": [30.0, 31.0, 40.0, 41.0], "sex": pd.Categorical(list("abab")),
+                       "income": [51234.5, 60321.25, 70000.75, 81234.0]})
+    with pytest.raises(ValueError, match="'by' parameter of reidentification_risk must be categorical"):
+        reidentification_risk(df, [df], ["age", "sex"], tolerance={"age": 1}, by="income")
+    with pytest.raises(ValueError, match="'by' parameter"):
+        reidentification_risk(df, [df], ["age", "sex"], tolerance={"age": 1}, by=np.array([1.5, 2.5, 3.5, 4.5]))
+    # categorical and integer-coded labels are fine
+    res = reidentification_risk(df, [df], ["age", "sex"], tolerance={"age": 1}, by="sex")
+    assert list(res.by_group.index) == ["a", "b"]
+    res = reidentification_risk(df, [df], ["age", "sex"], tolerance={"age": 1}, by=np.array([0, 0, 1, 1]))
+    assert len(res.by_group) == 2

@@ -186,23 +186,37 @@ def _align_copy(original: pd.DataFrame, copy: pd.DataFrame, j: int) -> pd.DataFr
     )
 
 
+def _check_categorical_groups(groups: pd.Series) -> pd.Series:
+    """Group labels become row labels of published tables: a float column would
+    publish each distinct (confidential) value with its count, so only
+    categorical, boolean, string or integer-coded labels are accepted."""
+    if pd.api.types.is_float_dtype(groups) and not isinstance(groups.dtype, pd.CategoricalDtype):
+        raise param_error(
+            "by", _OWNER,
+            "categorical labels (a Categorical, bool, string or integer column); a continuous column would "
+            "publish its values as group labels",
+            f"a float column ({groups.name!r})",
+        )
+    return groups
+
+
 def _group_labels(by: Any, original: pd.DataFrame) -> tuple[pd.Series | None, str | None]:
     if by is None:
         return None, None
     if isinstance(by, str):
         check_columns_exist(original, [by], "by", "original")
-        return original[by], by
+        return _check_categorical_groups(original[by]), by
     if isinstance(by, pd.Series):
         if len(by) != len(original) or not by.index.equals(original.index):
             if len(by) == len(original) and set(by.index) == set(original.index):
                 by = by.loc[original.index]
             else:
                 raise param_error("by", _OWNER, "a column name or a Series aligned to the original's index", "a Series with another index")
-        return by, str(by.name) if by.name is not None else "group"
+        return _check_categorical_groups(by), str(by.name) if by.name is not None else "group"
     arr = np.asarray(by)
     if arr.ndim != 1 or len(arr) != len(original):
         raise param_error("by", _OWNER, f"a column name or labels of length {len(original)}", f"shape {arr.shape}")
-    return pd.Series(arr, index=original.index, name="group"), "group"
+    return _check_categorical_groups(pd.Series(arr, index=original.index, name="group")), "group"
 
 
 def reidentification_risk(
