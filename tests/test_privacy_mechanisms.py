@@ -51,6 +51,22 @@ def test_discrete_laplace_mechanism_is_integer_and_matches_pmf():
         DiscreteLaplaceMechanism(1.0, sensitivity=0.5).randomise(1)
 
 
+def test_discrete_laplace_mechanism_exact_noise_matches_pmf(monkeypatch):
+    from synthmi.privacy import mechanisms as mech_mod
+
+    flags = []
+    real = mech_mod.sample_discrete_laplace
+    monkeypatch.setattr(mech_mod, "sample_discrete_laplace", lambda *a, **k: flags.append(k.get("exact")) or real(*a, **k))
+    m = DiscreteLaplaceMechanism(epsilon=0.5, sensitivity=1, exact_noise=True)
+    out = m.randomise(np.full(4000, 10, dtype=np.int64), random_state=5)  # rational arithmetic: ~0.5 s
+    assert flags == [True] and out.dtype == np.int64
+    support = np.arange(-60, 61)
+    assert chisquare_pvalue(out - 10, support, discrete_laplace_pmf(support, 2.0)) > ALPHA
+    assert np.array_equal(out, m.randomise(np.full(4000, 10, dtype=np.int64), random_state=5))
+    with pytest.raises(ValueError, match="'exact_noise' parameter"):
+        DiscreteLaplaceMechanism(1.0, exact_noise="no").randomise(1)
+
+
 def test_laplace_scale_gives_density_ratio_bound_epsilon():
     # Analytic check of the calibration only: with scale = Delta/eps the Laplace log density ratio of
     # neighbouring inputs |f - f'| = Delta is bounded by eps, tight far out. The mechanism's own output

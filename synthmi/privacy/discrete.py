@@ -1,7 +1,8 @@
 """Discrete Laplace and discrete Gaussian noise for integer-valued queries.
 
-Integer queries (counts, marginal cells) get integer noise drawn from an exact
-discrete distribution, never rounded floating-point noise: rounding a continuous
+Integer queries (counts, marginal cells) get integer noise drawn from a
+discrete distribution (exactly, or in floating point: see below), never rounded
+continuous noise: rounding a continuous
 draw changes the output distribution and its floating-point artefacts can leak
 the true value (Mironov 2012). Both samplers follow Canonne, Kamath & Steinke
 (2020), "The Discrete Gaussian for Differential Privacy", NeurIPS:
@@ -13,13 +14,35 @@ the true value (Mironov 2012). Both samplers follow Canonne, Kamath & Steinke
   Laplace proposal with ``t = floor(sigma) + 1``, accepting ``Y`` with
   probability ``exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2))``.
 
-By default the geometric draws and the acceptance coin use NumPy's
-double-precision generator (vectorised, so 10^6 draws take well under a second);
-the *distribution* is the exact discrete one up to double rounding of ``q`` and
-of the acceptance probability (relative error ~1e-16), which is what the
-chi-square tests check. ``exact=True`` runs the paper's Algorithms 1-3 with
-rational-arithmetic Bernoulli(exp(-gamma)) coins instead (no floating point in
-the output law; pure Python, for small releases).
+Two samplers, selected by ``exact`` (callers expose it as ``exact_noise``:
+``DPSynSynthesizer``, ``DPKMeans``, ``PrivateBetaPosterior``,
+``DiscreteLaplaceMechanism``; every one defaults to ``False`` for speed):
+
+* ``exact=False`` (default): the same *discrete* distributions, sampled in
+  floating point. Each geometric variable is drawn by NumPy's
+  ``Generator.geometric(p)`` with ``p = 1 - exp(-1/t)`` computed in double
+  precision (``-expm1(-1/t)``); NumPy (>= 1.17 ``Generator``) samples it by
+  inversion in floating point: ``ceil(-E / log1p(-p))`` with ``E`` a standard
+  exponential double when ``p < 1/3``, and a sequential search of the CDF
+  against one uniform double when ``p >= 1/3`` (``t`` below ~2.5).
+  The discrete Gaussian's acceptance coin compares a uniform double with
+  ``exp(-(|Y| - sigma^2/t)^2 / (2 sigma^2))``. This is **not** rounding of
+  continuous Laplace/Gaussian noise: every draw is an integer from the discrete
+  law. The caveat is floating-point precision only: ``p`` and the acceptance
+  probability carry relative rounding error ~1e-16, uniforms have 53-bit
+  granularity, and ``log1p`` / the exponential are correct to about one ulp, so
+  the realised law differs from the ideal one by probabilities of that order
+  (and the far tails are resolved only to that precision). Such a perturbation can in
+  principle change the privacy loss in regions of probability ~1e-16 (the
+  floating-point attacks of Mironov 2012 exploit analogous artefacts of
+  continuous samplers); the chi-square tests cannot see it. Vectorised: 10^6
+  draws take well under a second.
+* ``exact=True``: the paper's Algorithms 1-3 verbatim, with rational-arithmetic
+  Bernoulli(exp(-gamma)) coins and uniform integers from Python's ``random``
+  (seeded from the caller's Generator). The float ``scale``/``sigma2`` is taken
+  as the exact binary fraction it stores, so no floating point enters the output
+  law. Pure Python, ~50-150 microseconds per draw: for small releases or when
+  the float caveat above matters.
 """
 from __future__ import annotations
 
@@ -92,7 +115,8 @@ def sample_discrete_laplace(
         ``True``: CKS Algorithm 2 in exact rational arithmetic (the float ``scale``
         is taken as the exact binary fraction it stores); no floating point touches
         the output law. About 50-150 microseconds per draw (measured), for small releases.
-        ``False`` (default): the vectorised geometric-difference sampler.
+        ``False`` (default): the vectorised geometric-difference sampler in double
+        precision (the discrete law up to float rounding; see the module docstring).
 
     Returns
     -------
@@ -141,7 +165,8 @@ def sample_discrete_gaussian(
         slightly below :math:`\sigma^2`.)
     exact : bool
         ``True``: CKS Algorithms 1-3 in exact rational arithmetic; ``False``
-        (default): the same rejection scheme vectorised in double precision.
+        (default): the same rejection scheme vectorised in double precision
+        (the discrete law up to float rounding; see the module docstring).
     size : int or tuple, optional
         Output shape; ``None`` returns a Python int.
     rng : numpy.random.Generator or int or None

@@ -1,10 +1,14 @@
-"""Basic differentially private mechanisms.
+r"""Basic differentially private mechanisms.
 
 Laplace (real and integer valued), Gaussian (classic and analytic calibration),
 randomized response (binary and k-ary) and the exponential mechanism over a
 finite candidate set. Definitions follow the DP part of shared/seeds/003 (Dwork
 & Roth 2014); the analytic Gaussian follows Balle & Wang (2018); the integer
-Laplace is the exact discrete Laplace of Canonne, Kamath & Steinke (2020).
+Laplace is the discrete Laplace of Canonne, Kamath & Steinke (2020): with
+``exact_noise=False`` (default) drawn as a difference of two geometric variables
+by NumPy's floating-point inverse CDF (the discrete law up to double rounding of
+:math:`e^{-\varepsilon/\Delta}`, relative ~1e-16; not rounded continuous noise),
+with ``exact_noise=True`` by CKS Algorithm 2 in exact rational arithmetic.
 
 Every mechanism stores its parameters unchanged in ``__init__`` and validates
 them when used: ``epsilon > 0``, ``0 < delta < 1``, ``sensitivity > 0``.
@@ -77,12 +81,15 @@ class DiscreteLaplaceMechanism:
 
     :math:`\varepsilon`-DP for integer queries of :math:`\ell_1` sensitivity
     :math:`\Delta` (Canonne, Kamath & Steinke 2020, Theorem 29). Noise is drawn by
-    :func:`synthmi.privacy.discrete.sample_discrete_laplace`, never by rounding.
+    :func:`synthmi.privacy.discrete.sample_discrete_laplace`, never by rounding;
+    ``exact_noise=True`` selects its rational-arithmetic sampler (CKS Algorithm 2),
+    ``False`` (default) the double-precision geometric sampler.
     """
 
-    def __init__(self, epsilon: float, sensitivity: int = 1) -> None:
+    def __init__(self, epsilon: float, sensitivity: int = 1, exact_noise: bool = False) -> None:
         self.epsilon = epsilon
         self.sensitivity = sensitivity
+        self.exact_noise = exact_noise
 
     @property
     def scale(self) -> float:
@@ -101,7 +108,10 @@ class DiscreteLaplaceMechanism:
                 v = v.astype(np.int64)
             else:
                 raise param_error("value", type(self).__name__, "integer-valued", f"dtype {v.dtype}")
-        out = v.astype(np.int64) + sample_discrete_laplace(scale, v.shape if v.ndim else 1, rng).reshape(v.shape)
+        if not isinstance(self.exact_noise, (bool, np.bool_)):
+            raise param_error("exact_noise", type(self).__name__, "True or False", self.exact_noise)
+        noise = sample_discrete_laplace(scale, v.shape if v.ndim else 1, rng, exact=bool(self.exact_noise))
+        out = v.astype(np.int64) + noise.reshape(v.shape)
         return int(out) if out.ndim == 0 else out
 
 
