@@ -63,6 +63,10 @@ def test_gaussian_family_and_nested_rule():
     res = analyse("age ~ sex", "gaussian", original=df, synthetic=nests, rule="nested")
     assert res.estimates.shape == (3, 2, 2)
     assert res.rule == "nested" and res.M == 6
+    # the original's Gaussian interval is the OLS t interval
+    ols = sm.OLS(df["age"], sm.add_constant((df["sex"] == "Male").astype(float))).fit()
+    f = res.to_frame()
+    np.testing.assert_allclose(f["ci_lower_orig"].to_numpy(), ols.conf_int()[0].to_numpy(), rtol=1e-8)
 
 
 def test_bad_inputs():

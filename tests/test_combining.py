@@ -117,6 +117,8 @@ def test_bad_inputs():
         combine([], [])
     with pytest.raises(ValueError, match="'alpha'"):
         combine(Q, V, alpha=1.5)
+    with pytest.raises(ValueError, match="'df_complete' parameter of combine applies only to rule='rubin'"):
+        combine(Q, V, rule="partial", df_complete=30)
 
 
 def test_inputs_not_mutated():

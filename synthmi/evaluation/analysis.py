@@ -211,7 +211,9 @@ def analyse(
 
     orig_fit = _fit(formula, _prepare_frame(original, response, family, "original"), family)
     terms = list(orig_fit.params.index)
-    z = stats.norm.ppf(1 - alpha / 2)
+    # GLM Wald intervals: normal for the binomial families; t with the residual df
+    # for the Gaussian family (the OLS interval), as the combined intervals are t-based.
+    z = stats.t.ppf(1 - alpha / 2, orig_fit.df_resid) if family == "gaussian" else stats.norm.ppf(1 - alpha / 2)
     o = {
         "params": orig_fit.params,
         "bse": orig_fit.bse,

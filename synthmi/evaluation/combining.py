@@ -190,6 +190,11 @@ def combine(
     rule = RULES[rule.lower()]
     if not (0.0 < alpha < 1.0):
         raise param_error("alpha", "combine", "in the open interval (0, 1)", alpha)
+    if df_complete is not None and rule != "rubin":
+        raise ValueError(
+            f"The 'df_complete' parameter of combine applies only to rule='rubin' "
+            f"(Barnard-Rubin 1999). Got it with rule={rule!r}."
+        )
     q = _as_array(estimates, "estimates")
     u = _as_array(variances, "variances")
     if q.shape != u.shape:
