@@ -63,6 +63,17 @@ def test_null_masks_give_exactly_rubin():
 
 
 # ---- the predictive step ---------------------------------------------------
+class _FixedNormal:
+    """Stand-in Generator whose standard normal draws are all ``c``: the normal predictive then
+    returns mean + c * sd, so its mean and sd can be read off exactly (W~ is reused, no other draw)."""
+
+    def __init__(self, c: float):
+        self.c = c
+
+    def standard_normal(self, size):
+        return np.full(size, self.c)
+
+
 def test_normal_predictive_closed_form():
     """X~ | mu, sigma, W~ ~ N((mu/s2 + Wbar K/se2)/(1/s2 + K/se2), 1/(1/s2 + K/se2))."""
     df = _frame(n=200)
@@ -76,8 +87,14 @@ def test_normal_predictive_closed_form():
     w_bar = syn.W_["x1"].mean(axis=1)
     prec = 1 / 64 + 4 / 36
     mean, var = (mu / 64 + w_bar * 4 / 36) / prec, 1 / prec
-    # hand check for the first record
-    assert mean[0] == pytest.approx((mu[0] / 64 + w_bar[0] / 9) / (1 / 64 + 1 / 9))
+    # the library's predictive mean and sd, read off exactly by fixing its standard-normal draw
+    lib_mean = syn._predict(cond, 0, D, theta, _FixedNormal(0.0), 0)
+    lib_sd = syn._predict(cond, 0, D, theta, _FixedNormal(1.0), 0) - lib_mean
+    # hand check for the first record: sigma^2 = 64, sigma_e^2 / K = 9, predictive var = 576 / 73
+    assert lib_mean[0] == pytest.approx((mu[0] / 64 + w_bar[0] / 9) / (1 / 64 + 1 / 9), rel=1e-12)
+    assert lib_sd[0] == pytest.approx(np.sqrt(576 / 73), rel=1e-12)
+    np.testing.assert_allclose(lib_mean, mean, rtol=1e-12)
+    np.testing.assert_allclose(lib_sd, np.sqrt(var), rtol=1e-12)
     rng = np.random.default_rng(2)
     draws = np.stack([syn._predict(cond, 0, D, theta, rng, 0) for _ in range(3000)])
     zscore = (draws.mean(0) - mean) / np.sqrt(var / 3000)
@@ -164,6 +181,7 @@ def test_partial_rule_coverage_with_fresh_w():
     is about +-2.9 se. The reused-W choice is measured by benchmarks/dami_coverage.py.
     """
     res = _load_bench("dami_coverage").simulate(1000, "fresh")
+    assert set(res["coverage"]) == {"mean_x", "slope_x_on_z", "slope_z_on_x"}
     for name, cov in res["coverage"].items():
         assert 0.93 <= cov <= 0.97, (name, cov)
 
