@@ -10,7 +10,7 @@ from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled
 
 EXAMPLES = """examples:
   synthmi dp bayes --n 100 --k 50 --eps 1 --mechanism global
-  synthmi dp bayes --data adult --column sex --eps 0.5 --mechanism smooth --delta 1e-6 --seed 3
+  synthmi dp bayes --data adult --column sex --positive Male --eps 0.5 --mechanism global --seed 3
   synthmi dp audit --n 1000 --eps 1 --mechanism smooth --delta 1e-5 --out audit.json
   synthmi dp audit --n 200 --eps 0.1 --mechanism local --prior 0.1,0.1
   synthmi dp sigma --eps 1 --delta 1e-5 --marginals 91
@@ -18,7 +18,10 @@ EXAMPLES = """examples:
 
 mechanisms: global (eps-DP), smooth ((eps, delta)-DP), laplace, laplace_rounded,
 posterior_sample (eps-DP baselines), local (NOT private; 'bayes' refuses it, 'audit'
-studies it). Neighbours: data sets of the same size differing in one record."""
+studies it). Neighbours: data sets of the same size differing in one record
+(substitution), so n is fixed and public; with --data it is the row count, the
+coding comes from --positive (never from the data) and missing values are refused.
+'smooth' is certified by the exact audit for n <= 1000 only (it warns above)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,10 +45,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     b = sub.add_parser("bayes", help="release a private Beta posterior for a binary variable",
                        epilog=EXAMPLES, formatter_class=EXAMPLES_FMT)
-    b.add_argument("--n", type=int, default=None, help="number of records (with --k)")
+    b.add_argument("--n", type=int, default=None,
+                   help="number of records (with --k); with --data optional, and if given it must equal the "
+                        "data's row count (n is public and fixed: neighbours differ by substituting one record)")
     b.add_argument("--k", type=int, default=None, help="number of ones (with --n)")
-    b.add_argument("--data", default=None, help="'adult', 'nhanes' or a CSV path (with --column)")
-    b.add_argument("--column", default=None, help="binary column; its last category (or 1) counts as one")
+    b.add_argument("--data", default=None, help="'adult', 'nhanes' or a CSV path (with --column); "
+                                                 "n is its row count, public under substitution neighbours")
+    b.add_argument("--column", default=None, help="column to code 0/1 (no missing values allowed)")
+    b.add_argument("--positive", default=None,
+                   help="the level of --column that counts as 1, every other value 0 (public, never read from "
+                        "the data); required for text/categorical columns; numeric columns default to 0/1 with 1, "
+                        "bool columns to True")
     b.add_argument("--seed", type=int, default=None, help="random seed")
     common(b)
     b.set_defaults(func=run_bayes)
@@ -89,7 +99,15 @@ def _write(out: str | None, payload: dict, args: argparse.Namespace) -> None:
             print(f"synthmi dp: wrote {path}", file=sys.stderr)
 
 
-def _binary_column(data: str, column: str):
+def _binary_column(data: str, column: str, positive: str | None, n_declared: int | None):
+    """0/1 indicator of ``column == positive`` and the public n.
+
+    The coding comes only from the command line, never from the observed values
+    (a level's presence or the set of levels in a CSV would be read from the private
+    data without budget). Missing values are refused: dropping them would make n a
+    data-dependent count. n is the frame length, public under the substitution
+    neighbouring relation the mechanisms assume (neighbours have the same size).
+    """
     import numpy as np
     import pandas as pd
 
@@ -98,19 +116,40 @@ def _binary_column(data: str, column: str):
     df, _ = load_original(data)
     if column not in df.columns:
         raise ValueError(f"The '--column' option names a column not in the data: {column!r}.")
-    s = df[column].dropna()
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        cats = list(s.cat.categories)
-        if len(cats) != 2:
-            raise ValueError(f"Column '{column}' must be binary; it has {len(cats)} categories.")
-        return (s == cats[-1]).to_numpy().astype(np.int64)
-    levels = pd.unique(s)
-    if len(levels) > 2:
-        raise ValueError(f"Column '{column}' must be binary; it has {len(levels)} distinct values.")
-    if s.dtype.kind in "iufb":
-        return s.to_numpy()
-    ordered = sorted(levels, key=str)
-    return (s == ordered[-1]).to_numpy().astype(np.int64)
+    s = df[column]
+    if n_declared is not None and n_declared != len(s):
+        raise ValueError(
+            f"The '--n' option must equal the number of rows of '--data' (n is public and fixed under "
+            f"substitution neighbours). Got {n_declared} instead."
+        )
+    if s.isna().any():
+        # No count in the message: how many are missing is a data-dependent figure.
+        raise ValueError(
+            f"Column '{column}' has missing values. The release needs a public record count n; drop or "
+            f"impute them beforehand by a rule that does not depend on this column's values."
+        )
+    numeric = pd.api.types.is_numeric_dtype(s.dtype) and not isinstance(s.dtype, pd.CategoricalDtype)
+    if pd.api.types.is_bool_dtype(s.dtype):
+        level: object = True if positive is None else positive.lower() in ("1", "true", "yes")
+        return (s.to_numpy() == level).astype(np.int64), len(s)
+    if numeric:
+        if positive is None:
+            # A numeric column must itself be coded 0/1 with 1 as the positive level;
+            # PrivateBetaPosterior.fit refuses other values without echoing them.
+            return s.to_numpy(), len(s)
+        try:
+            level = float(positive)
+        except ValueError:
+            raise ValueError(
+                f"The '--positive' option must be a number for the numeric column '{column}'. Got {positive!r} instead."
+            ) from None
+        return (s.to_numpy(dtype=float) == level).astype(np.int64), len(s)
+    if positive is None:
+        raise ValueError(
+            f"The '--positive' option is required for the non-numeric column '{column}': name the level that "
+            f"counts as 1 (every other value counts as 0). It is not inferred from the data."
+        )
+    return (s.astype(object).astype(str).to_numpy() == positive).astype(np.int64), len(s)
 
 
 def run_bayes(args: argparse.Namespace) -> int:
@@ -123,7 +162,9 @@ def run_bayes(args: argparse.Namespace) -> int:
     if args.data is not None:
         if args.column is None:
             raise ValueError("The '--data' option needs '--column'.")
-        x = _binary_column(args.data, args.column)
+        if args.k is not None:
+            raise ValueError("The '--k' option cannot be combined with '--data' (k is counted privately).")
+        x, _ = _binary_column(args.data, args.column, args.positive, args.n)
     else:
         if args.n is None or args.k is None:
             raise ValueError("Give either '--n' and '--k' or '--data' and '--column'.")
