@@ -165,7 +165,10 @@ def _coverage_rep(seed: int, n: int = 100, m: int = 10) -> np.ndarray:
     df = pd.DataFrame({"y": y, "x1": x1, "x2": (z[:, 2] > 0).astype(float)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        g = GaussianCopula(n_iter=300, burn=150, thin=5, random_state=seed).fit(df)
+        # 100 iterations (50 burn-in) keep a replication at ~0.06 s so 1100 fit in the time budget; the
+        # imputations continue the chain from its end state, so n_iter acts as burn-in here. Over the
+        # same 1100 seeds n_iter=300, burn=150 gave 0.946 / 0.948 (vs 0.949 / 0.950 here): no burn-in effect.
+        g = GaussianCopula(n_iter=100, burn=50, thin=5, random_state=seed).fit(df)
     est, var = [], []
     X = np.column_stack([np.ones(n), x1])
     XtX_inv = np.linalg.inv(X.T @ X)
@@ -181,12 +184,12 @@ def _coverage_rep(seed: int, n: int = 100, m: int = 10) -> np.ndarray:
 
 
 def test_mar_coverage_of_rubin_intervals():
-    """200 replications: 95 % intervals cover at 0.93-0.97 (binomial SE 0.015 at 0.95).
+    """1100 replications: 95 % intervals cover at 0.93-0.97.
 
-    Measured with these seeds: 0.950 (mean) and 0.940 (slope); over 400 replications
-    (benchmarks/copula.py) 0.950 and 0.950.
+    MC se of a coverage of 0.95 over 1100 replications is sqrt(0.95 * 0.05 / 1100) = 0.0066,
+    so [0.93, 0.97] is +-3.0 se. Measured with these seeds: 0.949 (mean) and 0.950 (slope).
     """
-    cover = np.array([_coverage_rep(s) for s in range(200)])
+    cover = np.array([_coverage_rep(s) for s in range(1100)])
     rates = cover.mean(axis=0)
     assert np.all((rates >= 0.93) & (rates <= 0.97)), rates
 
