@@ -156,7 +156,6 @@ def main() -> None:
         "norm+logit": (normlogit, "nested"),
     }
     rows = []
-    summary = {}
     for outcome, formula in FORMULAS.items():
         ref, names = _combine(mi.copies, formula, "rubin", n)
         rows += [

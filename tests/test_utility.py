@@ -229,7 +229,7 @@ def test_cart_permutation_null_is_halved_as_synthpop():
     the tolerance 0.08 is ~4 SE. Measured mean 1.96."""
     rng = np.random.default_rng(8)
     vals = [
-        pmse(o := _draw(400, rng), _draw(400, rng), method="cart", n_perm=10, random_state=r).s_pmse[0]
+        pmse(_draw(400, rng), _draw(400, rng), method="cart", n_perm=10, random_state=r).s_pmse[0]
         for r in range(60)
     ]
     assert abs(np.mean(vals) - 2.0) < 0.08, np.mean(vals)

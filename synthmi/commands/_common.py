@@ -88,3 +88,23 @@ def load_release(args: argparse.Namespace):
     original_full, _ = load_original(args.original)
     syn = SyntheticData.from_dir(synthetic_dir(args.synthetic))
     return original_full, align_original(original_full, syn), syn
+
+
+def write_summary_and_records(args: argparse.Namespace, verb: str, result, extra: dict | None = None) -> None:
+    """``--out`` JSON summary (``result.to_dict()`` plus ``extra``) and the per-record
+    CSV (``result.to_frame()``) beside it or at ``--records``; prints the report."""
+    import json
+    import sys
+
+    out = Path(args.out)
+    records = Path(args.records) if args.records else out.with_suffix(".csv")
+    payload = result.to_dict()
+    payload.update(extra or {})
+    payload["records_csv"] = str(records)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(payload, indent=2, sort_keys=True))
+    records.parent.mkdir(parents=True, exist_ok=True)
+    result.to_frame().to_csv(records, index_label="record")
+    print(result.report())
+    if progress_enabled(args):
+        print(f"synthmi {verb}: wrote {out} and {records}", file=sys.stderr)

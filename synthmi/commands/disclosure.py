@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 from ._common import (
     EXAMPLES_FMT,
@@ -14,6 +12,7 @@ from ._common import (
     parse_assignments,
     progress_enabled,
     split_list,
+    write_summary_and_records,
 )
 
 EXAMPLES = """examples:
@@ -69,17 +68,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"synthmi disclosure: matching {len(original)} targets against {syn.m} copies", file=sys.stderr)
     res = reidentification_risk(original, syn.copies, qi, tolerance=tol, threshold=args.threshold, by=by)
 
-    out = Path(args.out)
-    records = Path(args.records) if args.records else out.with_suffix(".csv")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    payload = res.to_dict()
-    payload["records_csv"] = str(records)
-    payload["synthetic"] = str(args.synthetic)
-    payload["original"] = str(args.original)
-    out.write_text(json.dumps(payload, indent=2, sort_keys=True))
-    records.parent.mkdir(parents=True, exist_ok=True)
-    res.to_frame().to_csv(records, index_label="record")
-    print(res.report())
-    if progress_enabled(args):
-        print(f"synthmi disclosure: wrote {out} and {records}", file=sys.stderr)
+    write_summary_and_records(args, "disclosure", res, {"synthetic": str(args.synthetic), "original": str(args.original)})
     return 0

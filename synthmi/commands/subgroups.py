@@ -2,11 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, parse_assignments, progress_enabled, split_list
+from ._common import EXAMPLES_FMT, add_common_flags, parse_assignments, split_list, write_summary_and_records
 
 EXAMPLES = """examples:
   synthmi subgroups --data adult --qi age,sex,race,education --k0 5 --tol age=2 --out subgroups.json
@@ -48,15 +45,5 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("The '--qi' option must name at least one column.")
     tol = parse_assignments(args.tol, "tol") or None
     res = risk_subgroups(df, qi, k0=args.k0, tolerance=tol)
-    out = Path(args.out)
-    records = Path(args.records) if args.records else out.with_suffix(".csv")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    payload = res.to_dict()
-    payload.update({"data": str(args.data), "n_records": int(len(df)), "records_csv": str(records)})
-    out.write_text(json.dumps(payload, indent=2, sort_keys=True))
-    records.parent.mkdir(parents=True, exist_ok=True)
-    res.to_frame().to_csv(records, index_label="record")
-    print(res.report())
-    if progress_enabled(args):
-        print(f"synthmi subgroups: wrote {out} and {records}", file=sys.stderr)
+    write_summary_and_records(args, "subgroups", res, {"data": str(args.data), "n_records": int(len(df))})
     return 0

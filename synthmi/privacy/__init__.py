@@ -1,14 +1,17 @@
-"""synthmi.privacy."""
+"""Differential privacy: exact discrete noise, mechanisms, the privacy accountant,
+private Beta-posterior inference with its exact audit, DP k-means, and DPSyn.
 
-# DP core (issue 6): samplers, accountant, mechanisms, private Beta-posterior inference, audit.
-from .accountant import PrivacyAccountant, dpsyn_sigma, rdp_to_dp_improved, rdp_to_dp_simple  # noqa: E402
-from .audit import AuditResult, audit_privacy_loss  # noqa: E402
-from .discrete import sample_discrete_gaussian, sample_discrete_laplace  # noqa: E402
-from .dpsyn import DPSynSynthesizer  # noqa: E402
-from .dp_bayes import PrivateBetaPosterior, PrivatePosteriorResult  # noqa: E402
-from .hellinger import hellinger_beta  # noqa: E402
-from .kmeans import DPKMeans  # noqa: E402
-from .mechanisms import (  # noqa: E402
+Stands beside :mod:`synthmi.models`: DPSyn is a synthesizer that lives with its
+mechanisms.
+"""
+from .accountant import PrivacyAccountant, dpsyn_sigma, rdp_to_dp_improved, rdp_to_dp_simple
+from .audit import AuditResult, audit_privacy_loss
+from .discrete import sample_discrete_gaussian, sample_discrete_laplace
+from .dp_bayes import PrivateBetaPosterior, PrivatePosteriorResult
+from .dpsyn import DPSynSynthesizer
+from .hellinger import hellinger_beta
+from .kmeans import DPKMeans
+from .mechanisms import (
     DiscreteLaplaceMechanism,
     ExponentialMechanism,
     GaussianMechanism,
@@ -16,3 +19,25 @@ from .mechanisms import (  # noqa: E402
     RandomizedResponse,
     exponential_mechanism,
 )
+
+__all__ = [
+    "AuditResult",
+    "DPKMeans",
+    "DPSynSynthesizer",
+    "DiscreteLaplaceMechanism",
+    "ExponentialMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "PrivacyAccountant",
+    "PrivateBetaPosterior",
+    "PrivatePosteriorResult",
+    "RandomizedResponse",
+    "audit_privacy_loss",
+    "dpsyn_sigma",
+    "exponential_mechanism",
+    "hellinger_beta",
+    "rdp_to_dp_improved",
+    "rdp_to_dp_simple",
+    "sample_discrete_gaussian",
+    "sample_discrete_laplace",
+]
