@@ -47,6 +47,7 @@ Two samplers, selected by ``exact`` (callers expose it as ``exact_noise``:
 from __future__ import annotations
 
 import math
+from typing import Any
 import random
 from fractions import Fraction
 
@@ -122,17 +123,8 @@ def sample_discrete_laplace(
     -------
     numpy.ndarray of int64 (or int when ``size`` is None)
     """
-    owner = "sample_discrete_laplace"
-    scale = float(check_scalar(scale, "scale", owner, lower=0.0, lower_inclusive=False))
-    shape = _check_size(size, owner)
-    rng = check_random_state(rng)
-    n = int(np.prod(shape)) if shape else 1
-    if exact:
-        src = _ExactSource(rng)
-        out = np.array([_exact_discrete_laplace(Fraction(scale), src) for _ in range(n)], dtype=np.int64)
-    else:
-        out = _discrete_laplace_raw(scale, n, rng)
-    return int(out[0]) if size is None else out.reshape(shape)
+    return _sample("sample_discrete_laplace", "scale", scale, size, rng, exact,
+                   _exact_discrete_laplace, _discrete_laplace_raw)
 
 
 def sample_discrete_gaussian(
@@ -172,15 +164,12 @@ def sample_discrete_gaussian(
     rng : numpy.random.Generator or int or None
         Source of randomness.
     """
-    owner = "sample_discrete_gaussian"
-    sigma2 = float(check_scalar(sigma2, "sigma2", owner, lower=0.0, lower_inclusive=False))
-    shape = _check_size(size, owner)
-    rng = check_random_state(rng)
-    n = int(np.prod(shape)) if shape else 1
-    if exact:
-        src = _ExactSource(rng)
-        out = np.array([_exact_discrete_gaussian(Fraction(sigma2), src) for _ in range(n)], dtype=np.int64)
-        return int(out[0]) if size is None else out.reshape(shape)
+    return _sample("sample_discrete_gaussian", "sigma2", sigma2, size, rng, exact,
+                   _exact_discrete_gaussian, _discrete_gaussian_raw)
+
+
+def _discrete_gaussian_raw(sigma2: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` draws by CKS Algorithm 3 in floating point (vectorised rejection)."""
     sigma = math.sqrt(sigma2)
     t = math.floor(sigma) + 1.0
     out = np.empty(n, dtype=np.int64)
@@ -196,6 +185,22 @@ def sample_discrete_gaussian(
         got = y[accept][:need]
         out[filled : filled + got.size] = got
         filled += got.size
+    return out
+
+
+def _sample(owner: str, name: str, value: Any, size, rng, exact: bool, exact_one, raw) -> np.ndarray | int:
+    """Shared front end of the samplers: validate the parameter, size and rng, then
+    draw with the rational-arithmetic ``exact_one`` (one value per call) or the
+    vectorised floating-point ``raw``."""
+    value = float(check_scalar(value, name, owner, lower=0.0, lower_inclusive=False))
+    shape = _check_size(size, owner)
+    rng = check_random_state(rng)
+    n = int(np.prod(shape)) if shape else 1
+    if exact:
+        src = _ExactSource(rng)
+        out = np.array([exact_one(Fraction(value), src) for _ in range(n)], dtype=np.int64)
+    else:
+        out = raw(value, n, rng)
     return int(out[0]) if size is None else out.reshape(shape)
 
 
