@@ -200,7 +200,7 @@ def test_consistency_hand_values():
     two = _Marginal((0, 1), np.array([[4.0, 4.0], [6.0, 6.0]]), np.ones((2, 2)))
     b = _Marginal((1,), np.array([10.0, 10.0]), np.array([4.0, 4.0]))
     # totals 30 (var 2), 20 (var 4), 20 (var 8): weighted mean 25.714...; worked by hand below
-    total = _make_consistent([one, two, b], n_attrs=2)
+    total = _make_consistent([one, two, b])
     w = np.array([1 / 2, 1 / 4, 1 / 8])
     assert total == pytest.approx((30 * w[0] + 20 * w[1] + 20 * w[2]) / w.sum())
     np.testing.assert_allclose(one.table, two.table.sum(axis=1))
@@ -211,7 +211,7 @@ def test_consistency_hand_values():
     # Two marginals only: exact hand values (see docstring of _make_consistent)
     one = _Marginal((0,), np.array([10.0, 20.0]), np.array([1.0, 1.0]))
     two = _Marginal((0, 1), np.array([[4.0, 4.0], [6.0, 6.0]]), np.ones((2, 2)))
-    _make_consistent([one, two], n_attrs=2)
+    _make_consistent([one, two])
     # total (30/2 + 20/4) / (1/2 + 1/4) = 80/3; a-projections averaged with weights 1 and 1/2
     np.testing.assert_allclose(one.table, [28 / 3, 52 / 3])
     np.testing.assert_allclose(two.table, [[14 / 3, 14 / 3], [26 / 3, 26 / 3]])
@@ -222,7 +222,7 @@ def test_consistency_of_shared_two_way_sub_marginals():
     pair = _Marginal((0, 1), rng.uniform(100, 200, (2, 3)), np.full((2, 3), 4.0))
     triple = _Marginal((0, 1, 2), rng.uniform(30, 60, (2, 3, 4)), np.full((2, 3, 4), 9.0))
     one = _Marginal((2,), rng.uniform(200, 300, 4), np.full(4, 1.0))
-    total = _make_consistent([pair, triple, one], n_attrs=3)
+    total = _make_consistent([pair, triple, one])
     np.testing.assert_allclose(triple.table.sum(axis=2), pair.table, rtol=1e-10)
     np.testing.assert_allclose(triple.table.sum(axis=(0, 1)), one.table, rtol=1e-10)
     for m in (pair, triple, one):

@@ -77,7 +77,6 @@ class PMSEResult:
     method: str
     k: np.ndarray | None = None
     variables: list[str] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def mean_pmse(self) -> float:

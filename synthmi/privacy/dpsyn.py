@@ -414,7 +414,7 @@ class _Marginal:
     var: np.ndarray  # per-cell noise variance, same shape
 
 
-def _make_consistent(margs: list[_Marginal], n_attrs: int, n_rounds: int = 5) -> float:
+def _make_consistent(margs: list[_Marginal], n_rounds: int = 5) -> float:
     """Agreement on the total and on every shared sub-marginal, then non-negativity (in place).
 
     For every attribute set shared by two or more marginals (all intersections of
@@ -798,7 +798,7 @@ class DPSynSynthesizer:
             self.selection_scores_ = pd.Series(scores, index=[f"{columns[a].name} x {columns[b].name}" for a, b in pairs])
 
         # 5. consistency (post-processing)
-        total = _make_consistent(margs, d)
+        total = _make_consistent(margs)
         self.n_estimate_ = total
         self.theta_ = pd.Series(thetas, index=[c.name for c in columns])
         self.sigma_one_way_ = pd.Series(sigma1s, index=[c.name for c in columns])

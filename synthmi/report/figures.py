@@ -68,6 +68,15 @@ def _palette(names) -> dict[str, str]:
     return out
 
 
+def _log_x_at(ax, values: pd.Series) -> None:
+    """Log x axis ticked exactly at the settings plotted (e.g. sigma_e = 1, 2, 4, ...)."""
+    ax.set_xscale("log")
+    xs = sorted(values.dropna().unique())
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"{v:g}" for v in xs])
+    ax.minorticks_off()
+
+
 def to_png(fig: Figure, dpi: int = 110) -> bytes:
     """PNG bytes of ``fig`` (the figure is closed afterwards)."""
     buf = io.BytesIO()
@@ -205,11 +214,7 @@ def tuning_curves(
             for i, (_, r) in enumerate(ref.iterrows()):
                 ax.axhline(r[value], color=_color(r["method"], i + 3), ls="--", lw=1.2, label=str(r["method"]))
         if logx:
-            ax.set_xscale("log")
-            xs = sorted(sub[x].dropna().unique())
-            ax.set_xticks(xs)
-            ax.set_xticklabels([f"{v:g}" for v in xs])
-            ax.minorticks_off()
+            _log_x_at(ax, sub[x])
         ax.set_xlabel({"sigma_e": r"masking noise $\sigma_e$"}.get(x, x))
         ax.set_title(f"{panel} = {pv}", fontsize=10)
         ax.grid(alpha=0.3)
@@ -255,11 +260,7 @@ def line_plot(
         for k, (name, v) in enumerate((references or {}).items()):
             ax.axhline(v, color="#777777", ls=[":", "--", "-."][k % 3], lw=1, label=name)
         if logx:
-            ax.set_xscale("log")
-            xs = sorted(sub[x].dropna().unique())
-            ax.set_xticks(xs)
-            ax.set_xticklabels([f"{v:g}" for v in xs])
-            ax.minorticks_off()
+            _log_x_at(ax, sub[x])
         if logy:
             ax.set_yscale("log")
         ax.set_xlabel(x)
