@@ -158,12 +158,18 @@ class CartSynthesizer(Synthesizer):
         if self.visit_sequence is None:
             return list(qi)
         seq = list(self.visit_sequence)
-        if sorted(seq, key=str) != sorted(qi, key=str) or len(set(seq)) != len(seq):
+        released = list(getattr(self, "released_qi_", qi))
+        if sorted(seq, key=str) != sorted(released, key=str) or len(set(seq)) != len(seq):
             raise ValueError(
                 f"The 'visit_sequence' parameter of {type(self).__name__} must list each quasi-identifier "
-                f"exactly once ({qi}). Got {seq} instead."
+                f"exactly once ({released}). Got {seq} instead."
             )
-        return seq
+        # a two-part column's indicator is synthesized just before its values
+        out = []
+        for c in seq:
+            part = self._part_of(c)
+            out += [part, c] if part is not None else [c]
+        return out
 
     # ---- fit ---------------------------------------------------------------
     def _fit(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
@@ -180,12 +186,19 @@ class CartSynthesizer(Synthesizer):
         self._donors: dict[str, tuple] = {}
         if not self.proper:
             for j, c in enumerate(self.visit_sequence_):
-                design = self._design(self._x_blocks, j)
+                rows = self._fit_rows(c)
+                design = self._design(self._x_blocks, j, rows)
+                y = self._y[c] if rows is None else self._y[c][rows]
                 # The tree is a deterministic function of the data; the fixed
                 # seed only fixes scikit-learn's tie-breaking between features.
-                tree = self._grow(c, design, self._y[c], random_state=0)
+                tree = self._grow(c, design, y, random_state=0)
                 self.trees_[c] = tree
-                self._donors[c] = _leaf_donors(tree.apply(design), self._y[c])
+                self._donors[c] = _leaf_donors(tree.apply(design), y)
+
+    def _fit_rows(self, c: str) -> np.ndarray | None:
+        """Rows a column's tree is grown on: a two-part column's value rows, else all."""
+        rows = getattr(self, "value_rows_", {}).get(c)
+        return None if rows is None else np.flatnonzero(rows)
 
     def _values(self, s: pd.Series) -> np.ndarray:
         if self.schema_[s.name].is_categorical:
@@ -226,7 +239,9 @@ class CartSynthesizer(Synthesizer):
             syn_blocks: dict[str, np.ndarray] = {}
             for j, c in enumerate(self.visit_sequence_):
                 if self.proper:
-                    rows = rng.integers(0, n, size=n)
+                    base_rows = self._fit_rows(c)
+                    rows = rng.integers(0, n, size=n) if base_rows is None else \
+                        base_rows[rng.integers(0, base_rows.size, size=base_rows.size)]
                     design_fit = self._design(self._x_blocks, j, rows)
                     y_fit = self._y[c][rows]
                     tree = self._grow(c, design_fit, y_fit, random_state=int(rng.integers(0, 2**31 - 1)))
@@ -238,7 +253,10 @@ class CartSynthesizer(Synthesizer):
                 design_new = self._design(syn_blocks, j)
                 values = _draw_from_leaves(donors, tree.apply(design_new), rng)
                 syn_values[c] = values
-                syn_blocks[c] = self._encoder.block(c, values)
+                part = self._part_of(c)
+                # later trees were grown on the fill value at a two-part column's non-value rows
+                filled = values if part is None else self._fill_parts(c, values, syn_values[part])
+                syn_blocks[c] = self._encoder.block(c, filled)
             out.append(self._to_frame(syn_values))
         self._last_leaves = leaves
         return out

@@ -160,6 +160,11 @@ class DAMISynthesizer(RubinSynthesizer):
             if c not in specs:
                 continue
             mask = make_masking(specs[c], c)
+            if c in self.parts_ or c in self.na_level_columns_:
+                raise ValueError(
+                    f"Column '{c}' has missing values or point masses and a mask: DA-MI masks are defined for "
+                    "complete columns. Mask another column, or synthesize this one without a mask."
+                )
             kind = self.schema_[c].kind
             if kind == "continuous":
                 if not isinstance(mask, NormalMasking):

@@ -102,6 +102,7 @@ class _Conditional:
     fast: Any = None  # NormalRegressionPosterior or CategoricalModel
     y_model: np.ndarray | None = None  # response on the modelling scale (continuous)
     sorted_obs: np.ndarray | None = None  # for the rank back-transform
+    design_cols: np.ndarray | None = None  # non-aliased design columns on a two-part column's value rows
 
     @property
     def intercept(self) -> bool:
@@ -198,12 +199,18 @@ class RubinSynthesizer(Synthesizer):
         if self.order is None:
             return list(qi)
         order = list(self.order)
-        if sorted(order) != sorted(qi) or len(set(order)) != len(order):
+        released = list(getattr(self, "released_qi_", qi))
+        if sorted(order) != sorted(released) or len(set(order)) != len(order):
             raise ValueError(
                 f"The 'order' parameter of {type(self).__name__} must be a permutation of the quasi-identifiers "
-                f"{qi}. Got {order} instead."
+                f"{released}. Got {order} instead."
             )
-        return order
+        # a two-part column's indicator is synthesized just before its values
+        out = []
+        for c in order:
+            part = self._part_of(c)
+            out += [part, c] if part is not None else [c]
+        return out
 
     def _encoder(self, c: str) -> _Encoder:
         v = self.schema_[c]
@@ -235,7 +242,8 @@ class RubinSynthesizer(Synthesizer):
             if c in X_values:
                 blocks.append(self.encoders_[c].encode(X_values[c]))
         D = np.hstack(blocks) if len(blocks) > 1 else blocks[0]
-        return D if cond.intercept else D[:, 1:]
+        D = D if cond.intercept else D[:, 1:]
+        return D if cond.design_cols is None else D[:, cond.design_cols]
 
     def _fit(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
         owner = type(self).__name__
@@ -248,8 +256,12 @@ class RubinSynthesizer(Synthesizer):
         for c, t in transforms.items():
             if t is not None and self.schema_[c].kind != "continuous":
                 raise ValueError(f"The transform {t!r} given for column '{c}' needs a continuous column; '{c}' is {self.schema_[c].kind}.")
-            if t == "log" and np.any(self.data_[c].to_numpy(dtype=float) <= 0):
-                raise ValueError(f"The 'log' transform given for column '{c}' needs positive values; the column has values <= 0.")
+            rows = self.value_rows_.get(c, slice(None))
+            if t == "log" and np.any(self.data_[c].to_numpy(dtype=float)[rows] <= 0):
+                hint = "" if c in self.semicont_ else f" (zeros? give them as a point mass: semicont={{'{c}': [0]}}, --semicont {c}=0)"
+                raise ValueError(
+                    f"The 'log' transform given for column '{c}' needs positive values; the column has values <= 0{hint}."
+                )
         self.encoders_ = {c: self._encoder(c) for c in list(Z.columns) + qi}
         n = len(self.data_)
         zblocks = [np.ones((n, 1))] + [self.encoders_[c].encode(self._values(c)) for c in Z.columns]
@@ -267,14 +279,26 @@ class RubinSynthesizer(Synthesizer):
             names = z_names + [lab for p in cond.predictors for lab in self.encoders_[p].labels()]
             cond.coef_names = names if cond.intercept else names[1:]
             D = self._design(cond, obs)
+            rows = self.value_rows_.get(c) if fam == "normal" else None
+            if rows is not None:
+                # two-part column: its values are modelled on the rows where it has one
+                D = D[rows]
+            # aliased columns are dropped as R's lm / glm do: skip patterns make them (a
+            # <NA> level of one kept column equal to a level of another), and on a two-part
+            # column's value rows its own part indicator is constant
+            keep_cols = _non_aliased(D)
+            if keep_cols.size < D.shape[1]:
+                cond.design_cols = keep_cols
+                D = D[:, keep_cols]
+                cond.coef_names = [cond.coef_names[k] for k in keep_cols]
             if fam == "normal":
-                y = obs[c]
+                y = obs[c] if rows is None else obs[c][rows]
                 if cond.transform == "log":
                     y = np.log(y)
                 elif cond.transform == "rank":
                     cond.sorted_obs = np.sort(y)
                     ranks = pd.Series(y).rank(method="average").to_numpy()
-                    y = ndtri((ranks - 0.5) / n)
+                    y = ndtri((ranks - 0.5) / len(y))
                 cond.y_model = y
                 cond.fast = NormalRegressionPosterior.fit(D, y)
             else:
@@ -355,11 +379,17 @@ class RubinSynthesizer(Synthesizer):
             for j, cond in enumerate(self.conditionals_):
                 D = self._design(cond, syn)
                 syn[cond.column] = self._predict(cond, j, D, thetas[j][i], r, i)
+                if cond.family == "normal":
+                    # later conditionals were fitted on the data scale (and, for a two-part
+                    # column, on the fill value at its non-value rows): give them the same
+                    part = self._part_of(cond.column)
+                    y = self._back_transform(cond, syn[cond.column])
+                    syn[cond.column] = self._fill_parts(cond.column, y, None if part is None else syn[part])
             frame = {}
             for cond in self.conditionals_:
                 c = cond.column
                 if cond.family == "normal":
-                    frame[c] = pd.Series(self._back_transform(cond, syn[c]), name=c)
+                    frame[c] = pd.Series(syn[c], name=c)
                 else:
                     frame[c] = self.schema_.from_codes(c, syn[c], like=self.data_[c]).reset_index(drop=True)
             df = pd.DataFrame({c: frame[c].array for c in self.quasi_identifiers_}, index=self.data_.index)
@@ -390,6 +420,16 @@ class RubinSynthesizer(Synthesizer):
         """Names of the regression coefficients of each conditional model."""
         self._check_fitted()
         return {c.column: list(c.coef_names) for c in self.conditionals_}
+
+
+def _non_aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+    """Indices of a maximal linearly independent set of columns (pivoted QR of X'X), in order."""
+    from scipy import linalg
+
+    R, piv = linalg.qr(X.T @ X, mode="r", pivoting=True)
+    d = np.abs(np.diag(R))
+    rank = int(np.sum(d > tol * d[0])) if d.size else 0
+    return np.sort(piv[:rank])
 
 
 def _draw_categorical(logp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
