@@ -69,6 +69,17 @@ EXAMPLES = """examples:
       --method dpsyn --param epsilon=1 --param delta=1e-9 --bounds hours_per_week=1:99 --m 5 --out syn_dp/
   # your own CSV; the columns named in --keep are released unchanged, the others dropped
   synthmi synthesize --data survey.csv --qi age,sex --keep income,region --method rubin --m 5 --out syn/
+  # agency microdata: a survey weight, a zero-heavy income with missing values, a skip pattern
+  synthmi synthesize --data person.csv --qi age,sex,race,hours_per_week,income \
+      --keep state,employed,occupation,bmi --weights weight --semicont income=0 \
+      --transform income=log --rule "hours_per_week:employed == 'No'" --method rubin --m 5 --out syn/
+
+missing values (cart, rubin, dami): kept columns are released unchanged; a synthesized column
+with missing values is synthesized with them (a categorical one with <NA> as a level, a numeric
+one by a two-part model: which part, then the value given it), --semicont COLUMN=0 adds point
+masses to that first part; --rule COLUMN[=VALUE]:CONDITION sets COLUMN (missing by default)
+where CONDITION holds in the copy (synthpop's rules / rvalues). risk-dami imputes missing values
+and releases the observed missingness pattern.
 
 masks (--mask COLUMN:SPEC, repeatable; dami and risk-dami; for risk-dami COLUMN@GROUP:SPEC
 with GROUP low, medium or high sets subgroup-specific tuning):
@@ -214,6 +225,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--bounds", action="append", metavar="COLUMN=LO:HI",
         help="public bounds of a numeric column for dpsyn (repeatable; bundled data have documented defaults)",
     )
+    p.add_argument("--weights", metavar="COLUMN", default=None,
+                   help="survey weight column: released unchanged, not a predictor, left out of pMSE/tables, "
+                        "used by weighted analyses")
+    p.add_argument("--transform", action="append", metavar="COLUMN=log|log1p|rank",
+                   help="transform of a continuous quasi-identifier's model (rubin, dami; repeatable)")
+    p.add_argument("--semicont", action="append", metavar="COLUMN=V[:V2]",
+                   help="point masses (e.g. zeros) of a numeric quasi-identifier: two-part model (repeatable)")
+    p.add_argument("--rule", action="append", metavar="COLUMN[=VALUE]:CONDITION",
+                   help="structural rule applied to every copy, e.g. \"hours:employed == 'No'\" (repeatable)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--overwrite", action="store_true", help="replace copies already in --out")
     add_common_flags(p)
@@ -243,9 +263,85 @@ def parse_bounds(items: list[str] | None) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _log(args: argparse.Namespace, msg: str) -> None:
-    if progress_enabled(args):
+def _log(args: argparse.Namespace, msg: str, summary: bool = False) -> None:
+    """A step line; with --quiet only the one summary line per step (``summary=True``)."""
+    if progress_enabled(args) or summary:
+        _end_live()
         print(f"synthmi synthesize: {msg}", file=sys.stderr, flush=True)
+
+
+_LIVE = {"on": False, "copy": None}
+
+
+def _end_live() -> None:
+    if _LIVE["on"]:
+        print(file=sys.stderr, flush=True)
+        _LIVE["on"] = False
+
+
+def _progress_callback(args: argparse.Namespace):
+    """Live progress: per copy and column, overwritten in place on a terminal; one line per
+    copy and per posterior otherwise; nothing with --quiet."""
+    if not progress_enabled(args):
+        return None
+    tty = sys.stderr.isatty()
+
+    def report(msg: str) -> None:
+        if tty:
+            print(f"\r\033[Ksynthmi synthesize: {msg}", end="", file=sys.stderr, flush=True)
+            _LIVE["on"] = True
+            return
+        copy = msg.split(":", 1)[0] if msg.startswith("copy ") else None
+        if copy is not None and copy == _LIVE["copy"]:
+            return
+        _LIVE["copy"] = copy
+        print(f"synthmi synthesize: {msg}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def parse_transforms(items: list[str] | None) -> dict[str, str]:
+    """``["income=log", "age=rank"]`` -> ``{"income": "log", "age": "rank"}``."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        for part in split_list(item):
+            col, eq, t = (x.strip() for x in part.partition("="))
+            if not eq or not col or t not in ("log", "log1p", "rank", "none"):
+                raise ValueError(f"The '--transform' option takes COLUMN=log|log1p|rank. Got {part!r} instead.")
+            if col in out:
+                raise ValueError(f"The '--transform' option is given twice for column '{col}'.")
+            out[col] = None if t == "none" else t
+    return out
+
+
+def parse_semicont(items: list[str] | None) -> dict[str, list[float]]:
+    """``["income=0", "hours=0:99"]`` -> ``{"income": [0.0], "hours": [0.0, 99.0]}``."""
+    out: dict[str, list[float]] = {}
+    for item in items or []:
+        for part in split_list(item):
+            col, eq, vals = (x.strip() for x in part.partition("="))
+            try:
+                pts = [float(v) for v in vals.split(":")] if eq and col and vals else None
+            except ValueError:
+                pts = None
+            if not pts:
+                raise ValueError(f"The '--semicont' option takes COLUMN=VALUE[:VALUE], e.g. income=0. Got {part!r} instead.")
+            out[col] = pts
+    return out
+
+
+def parse_rules(items: list[str] | None) -> dict[str, dict[str, Any]]:
+    """``["hours:employed == 'No'", "pay=0:age < 16"]`` -> {col: {"rule": ..., "value": ...}}."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items or []:
+        head, sep, cond = item.partition(":")
+        col, eq, value = (x.strip() for x in head.partition("="))
+        if not sep or not col or not cond.strip() or (eq and not value):
+            raise ValueError(
+                f"The '--rule' option takes COLUMN[=VALUE]:CONDITION, e.g. \"hours:employed == 'No'\". Got {item!r} instead."
+            )
+        out[col] = {"rule": cond.strip(), "value": _number(value) if eq else None}
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -270,6 +366,23 @@ def run(args: argparse.Namespace) -> int:
         params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()))
     if "progressbar" in _param_names(cls) and "progressbar" not in params:
         params["progressbar"] = progress_enabled(args)
+    transforms = parse_transforms(args.transform)
+    if transforms:
+        if "transforms" not in _param_names(cls):
+            takes = ", ".join(sorted(m for m in METHODS if m in ("rubin", "dami")))
+            raise ValueError(f"The '--transform' option is for {takes}; method {args.method!r} takes no transforms.")
+        if "transforms" in params:
+            raise ValueError("Give the transforms either with --transform or with --param transforms=..., not both.")
+        params["transforms"] = transforms
+    semicont = parse_semicont(args.semicont)
+    rules = parse_rules(args.rule)
+    if args.method in FULLY_SYNTHETIC and (semicont or rules or args.weights):
+        raise ValueError(f"The '--weights', '--semicont' and '--rule' options are not available for method {args.method!r}.")
+    if semicont and getattr(cls, "allows_missing", False):
+        raise ValueError(
+            f"The '--semicont' option is for cart, rubin and dami; method {args.method!r} models "
+            "point masses through its copula margins."
+        )
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -293,6 +406,13 @@ def run(args: argparse.Namespace) -> int:
         keep = [c for c in DEFAULT_KEEP[source.lower()] if c not in qi]
     else:
         keep = [c for c in df.columns if c not in qi]
+    if args.weights is not None:
+        if args.weights not in df.columns:
+            raise ValueError(f"The '--weights' option names '{args.weights}', which is not a column of the data.")
+        if args.weights in qi:
+            raise ValueError(f"The '--weights' column '{args.weights}' is also in --qi; a weight is released unchanged.")
+        if args.weights not in keep:
+            keep = keep + [args.weights]  # released unchanged (not a predictor)
     unknown = [c for c in qi + keep if c not in df.columns]
     if unknown:
         opt = "--qi" if any(c in qi for c in unknown) else "--keep"
@@ -317,12 +437,18 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"The '--bounds' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
     else:
         fit_kwargs = {"quasi_identifiers": qi, "keep": keep}
+        for name, value in (("weights", args.weights), ("semicont", semicont or None), ("rules", rules or None)):
+            if value is not None:
+                fit_kwargs[name] = value
+    if hasattr(synth, "set_progress"):
+        synth.set_progress(_progress_callback(args))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         synth.fit(data, **fit_kwargs)
         t_fit = time.perf_counter()
-        _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})")
+        _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})", summary=True)
         syn = synth.sample(args.m, random_state=seed)
+        _log(args, f"drew {args.m} copies in {time.perf_counter() - t_fit:.1f} s", summary=True)
     # Warnings (e.g. r_hat > 1.01) are shown even with --quiet, once each, on one line.
     for msg in dict.fromkeys(str(w.message) for w in caught):
         print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
@@ -341,5 +467,5 @@ def run(args: argparse.Namespace) -> int:
     if not dp_release:
         meta["source"]["n_rows"] = int(len(data))
     meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True))
-    _log(args, f"wrote {syn.m} copies and metadata.json to {out} in {time.perf_counter() - t0:.1f} s")
+    _log(args, f"wrote {syn.m} copies and metadata.json to {out} in {time.perf_counter() - t0:.1f} s", summary=True)
     return 0

@@ -70,6 +70,13 @@ class Synthesizer(abc.ABC):
     min_rows: int = 10
     #: whether the model can take missing values in the data (most cannot)
     allows_missing: bool = False
+    #: progress callback ``f(message)`` (the CLI sets one; None: silent)
+    _progress = None
+
+    def set_progress(self, callback) -> "Synthesizer":
+        """Report progress (per step, copy and column) to ``callback(message)``; None silences."""
+        self._progress = callback
+        return self
 
     # ---- parameters (scikit-learn style) ---------------------------------
     @classmethod

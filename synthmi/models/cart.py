@@ -238,6 +238,8 @@ class CartSynthesizer(Synthesizer):
             syn_values: dict[str, np.ndarray] = {}
             syn_blocks: dict[str, np.ndarray] = {}
             for j, c in enumerate(self.visit_sequence_):
+                if self._progress is not None:
+                    self._progress(f"copy {len(out) + 1}/{m}: drawing '{c}'")
                 if self.proper:
                     base_rows = self._fit_rows(c)
                     rows = rng.integers(0, n, size=n) if base_rows is None else \
