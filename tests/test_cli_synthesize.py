@@ -135,11 +135,19 @@ def test_bad_input_one_line_error(adult_csv, tmp_path, capsys, argv, message):
     assert not (tmp_path / "x").exists()
 
 
-def test_missing_values_error_names_column(tmp_path, capsys):
+def test_kept_column_with_missing_values_is_released_unchanged(tmp_path):
+    # Adult's workclass is missing for 2,799 records (not in the labour force): a kept
+    # column, so the copies carry it exactly, missing values included
+    from synthmi.data import load_dataset
+
     out = tmp_path / "x"
-    rc = _run("--data", "adult", "--qi", "age", "--keep", "workclass", "--method", "cart", "--out", str(out), "--quiet")
-    assert rc == 1
-    assert "Column 'workclass' has 2799 missing values" in capsys.readouterr().err
+    rc = _run("--data", "adult", "--qi", "age,sex", "--keep", "workclass,hours_per_week", "--method", "cart",
+              "--m", "1", "--seed", "2", "--out", str(out), "--quiet")
+    assert rc == 0
+    copy = SyntheticData.from_dir(out).copies[0]
+    orig = load_dataset("adult")
+    assert int(copy["workclass"].isna().sum()) == 2799
+    pd.testing.assert_series_equal(copy["workclass"].astype(object), orig["workclass"].astype(object))
 
 
 # ---- --mask parsing ----------------------------------------------------------

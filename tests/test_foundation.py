@@ -147,8 +147,10 @@ def test_contract_bad_input():
         s.fit(df.assign(hours_per_week=40.0), quasi_identifiers=["age"])
     with pytest.raises(ValueError, match="Column 'age' of 'df' is entirely missing"):
         s.fit(df.assign(age=np.nan), quasi_identifiers=["age"])
-    with pytest.raises(ValueError, match="has 2 missing values"):
-        s.fit(df.assign(age=[np.nan, np.nan] + list(df["age"].iloc[2:])), quasi_identifiers=["age"])
+    with pytest.raises(ValueError, match="weight column 'age' cannot be a quasi-identifier"):
+        s.fit(df, quasi_identifiers=["age"], weights="age")
+    with pytest.raises(ValueError, match="'semicont' parameter of _Bootstrap needs a numeric column"):
+        s.fit(df, quasi_identifiers=["sex"], semicont={"sex": [0]})
     with pytest.raises(ValueError, match="at least 10 rows"):
         s.fit(df.iloc[3:9], quasi_identifiers=["age"])
     with pytest.raises(ValueError, match="'scale' parameter of _Bootstrap must be > 0"):

@@ -342,7 +342,7 @@ def test_multinomial_ordinal_keeps_non_proportional_association():
         ({"binary_link": "cloglog"}, {"quasi_identifiers": ["x1"]}, "'binary_link' parameter"),
         ({"order": ["x1", "x9"]}, {"quasi_identifiers": ["x1", "x2"]}, "'order' parameter of RubinSynthesizer must be a permutation"),
         ({"transforms": {"x2": "log"}}, {"quasi_identifiers": ["x1", "x2"]}, "needs a continuous column"),
-        ({"transforms": {"x1": "sqrt"}}, {"quasi_identifiers": ["x1"]}, "must be one of None, 'log', 'rank'"),
+        ({"transforms": {"x1": "sqrt"}}, {"quasi_identifiers": ["x1"]}, "must be one of None, 'log', 'log1p', 'rank'"),
         ({"transforms": {"z": "log"}}, {"quasi_identifiers": ["x1"]}, "not quasi-identifiers"),
         ({"transforms": {"z": "log"}}, {"quasi_identifiers": ["z"]}, "needs positive values"),
         ({"draws": 0}, {"quasi_identifiers": ["x1"]}, "'draws' parameter of RubinSynthesizer must be >= 1"),

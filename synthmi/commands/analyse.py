@@ -9,6 +9,8 @@ EXAMPLES = """examples:
   synthmi analyse --original adult --synthetic syn/ --formula "income ~ age + sex + race + education"
   synthmi analyse --original adult --synthetic syn/ --formula "income ~ age + sex" --family logit --rule full
   synthmi analyse --original nhanes --synthetic syn/ --formula "bmi ~ age + gender" --family gaussian --out table.csv
+  # survey-weighted: the weight recorded by synthesize --weights is used unless --weights none
+  synthmi analyse --original person.csv --synthetic syn/ --formula "hours_per_week ~ age + sex" --family gaussian
 
 For each coefficient: the original estimate and 95% CI, the estimate and CI
 combined over the M copies (Reiter 2003 'partial' rule by default), the
@@ -29,6 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
                    help="combining rule (default: partial, or nested for m x r copies)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default: 0.05)")
+    p.add_argument("--weights", default=None, metavar="COLUMN|none",
+                   help="survey weight column (default: the one recorded by 'synthesize --weights'; 'none': unweighted)")
+    p.add_argument("--weight-type", default="probability", choices=["probability", "frequency"],
+                   help="probability (survey) weights with design-based SEs, or frequency weights")
     p.add_argument("--out", default=None, help="write the table to this CSV")
     add_common_flags(p)
     p.set_defaults(func=run)
@@ -36,7 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     _, original, syn = load_release(args)
-    res = syn.analyse(args.formula, original=original, family=args.family, rule=args.rule, alpha=args.alpha)
+    weights = False if str(args.weights).lower() == "none" else args.weights
+    if args.weights is not None and weights is not False and weights not in original.columns:
+        raise ValueError(f"The '--weights' option names '{weights}', which is not a column of the copies.")
+    res = syn.analyse(args.formula, original=original, family=args.family, rule=args.rule, alpha=args.alpha,
+                      weights=weights, weight_type=args.weight_type)
     print(res.summary())
     if args.out:
         res.to_frame().to_csv(args.out)

@@ -59,13 +59,39 @@ def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str) -> p
     return df
 
 
-def _fit(formula: str, data: pd.DataFrame, family: str):
+WEIGHT_TYPES = ("probability", "frequency")
+
+
+def _fit(formula: str, data: pd.DataFrame, family: str, weights: str | None = None,
+         weight_type: str = "probability"):
+    r"""One GLM fit; with ``weights`` a survey-weighted (pseudo-likelihood) fit.
+
+    ``weight_type="probability"`` (survey weights, the inverse inclusion
+    probabilities): statsmodels GLM with ``var_weights`` and the robust
+    sandwich covariance ``cov_type="HC0"``; for the mean this is the Hajek
+    estimator :math:`\bar y_w = \sum w_i y_i / \sum w_i` with the
+    with-replacement linearization variance
+    :math:`\sum w_i^2 (y_i - \bar y_w)^2 / (\sum w_i)^2` (a test checks this
+    by hand), the design-based variance of a weighted regression
+    (Binder 1983, Int. Stat. Rev. 51:279-292) without strata or clusters.
+    ``weight_type="frequency"``: ``freq_weights`` (each record stands for w
+    identical records) with model-based standard errors.
+    """
     import statsmodels.formula.api as smf
 
+    kw: dict[str, Any] = {}
+    fit_kw: dict[str, Any] = {}
+    if weights is not None:
+        w = data[weights].to_numpy(dtype=float)
+        if weight_type == "probability":
+            kw["var_weights"] = w
+            fit_kw["cov_type"] = "HC0"
+        else:
+            kw["freq_weights"] = w
     with warnings.catch_warnings():
         # perfect prediction in a small copy is reported through the SEs, not a warning per fit
         warnings.simplefilter("ignore")
-        res = smf.glm(formula, data=data, family=_family(family)).fit()
+        res = smf.glm(formula, data=data, family=_family(family), **kw).fit(**fit_kw)
     return res
 
 
@@ -94,7 +120,20 @@ class AnalysisResults:
     estimates: np.ndarray
     variances: np.ndarray
     n_original: int
+    weights: str | None = None
+    weight_type: str | None = None
     _frame: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def weights_note(self) -> str:
+        """How survey weights were treated, in one sentence (for reports)."""
+        if self.weights is None:
+            return "unweighted analysis (no survey weight given)"
+        if self.weight_type == "probability":
+            return (f"survey-weighted by '{self.weights}' (released unchanged): pseudo-maximum-likelihood GLM "
+                    "with var_weights and design-based (HC0 sandwich, with-replacement) standard errors in the "
+                    f"original and in every copy, copies combined by rule={self.rule!r} (Mitra & Reiter 2006)")
+        return f"frequency-weighted by '{self.weights}' (freq_weights, model-based standard errors)"
 
     @property
     def M(self) -> int:
@@ -155,6 +194,8 @@ class AnalysisResults:
             f"Analysis: {self.formula}  [{self.family}]\n"
             f"original n = {self.n_original}; synthetic copies combined by rule={self.rule!r}, M = {self.M}\n"
         )
+        if self.weights is not None:
+            head += f"weights: {self.weights_note}\n"
         tail = (
             f"\nmean CI overlap = {self.mean_ci_overlap:.3f}, "
             f"mean standardized difference = {self.mean_std_diff:.3f} (intercept excluded)"
@@ -172,6 +213,8 @@ def analyse(
     synthetic: Any = None,
     rule: str = "partial",
     alpha: float = 0.05,
+    weights: str | None = None,
+    weight_type: str = "probability",
 ) -> AnalysisResults:
     """Fit ``formula`` on the original and on each copy; combine the copies.
 
@@ -190,15 +233,40 @@ def analyse(
         synthetic copies, Reiter 2003).
     alpha : float
         1 - confidence level (0.05 gives the 95% intervals of the source tables).
+    weights : str, optional
+        A survey weight column, released unchanged in every copy. Each copy
+        (and the original) is analysed with the weights (see ``weight_type``);
+        the per-copy design-based estimates and variances are then combined by
+        ``rule`` as any other (Mitra & Reiter 2006, "Adjusting survey weights
+        when altering identifying design variables via synthetic data",
+        Privacy in Statistical Databases, LNCS 4302:177-188: with partially
+        synthetic data the analyst computes the usual design-based point and
+        variance estimates in each copy and combines them with Reiter's 2003
+        rules). Default: the column recorded in ``synthetic.structure["weights"]``
+        when the copies carry one; pass ``weights=False`` for an unweighted fit.
+    weight_type : {"probability", "frequency"}
+        Survey (inverse-probability) weights with sandwich standard errors, or
+        frequency weights.
 
     Returns
     -------
     AnalysisResults
     """
     family = check_option(family, "family", "analyse", FAMILIES)
+    weight_type = check_option(weight_type, "weight_type", "analyse", WEIGHT_TYPES)
     check_dataframe(original, "original", min_rows=2)
     response = _response_name(formula)
     structure = getattr(synthetic, "structure", {}) or {}
+    if weights is None:
+        weights = structure.get("weights")
+    elif weights is False:
+        weights = None
+    if weights is not None:
+        if weights not in original.columns:
+            raise ValueError(f"The 'weights' parameter of analyse names '{weights}', which is not a column of 'original'.")
+        w = original[weights]
+        if not pd.api.types.is_numeric_dtype(w) or w.isna().any() or (w.to_numpy(dtype=float) <= 0).any():
+            raise ValueError(f"The weight column '{weights}' must be numeric, positive and complete.")
     nested_lists = isinstance(synthetic, (list, tuple)) and synthetic and isinstance(synthetic[0], (list, tuple))
     if nested_lists:
         shape = (len(synthetic), len(synthetic[0]))
@@ -209,7 +277,7 @@ def analyse(
     for j, c in enumerate(copies):
         check_same_structure(original, c, f"synthetic[{j}]")
 
-    orig_fit = _fit(formula, _prepare_frame(original, response, family, "original"), family)
+    orig_fit = _fit(formula, _prepare_frame(original, response, family, "original"), family, weights, weight_type)
     terms = list(orig_fit.params.index)
     # GLM Wald intervals: normal for the binomial families; t with the residual df
     # for the Gaussian family (the OLS interval), as the combined intervals are t-based.
@@ -223,7 +291,7 @@ def analyse(
     est = np.empty((len(copies), len(terms)))
     var = np.empty_like(est)
     for j, c in enumerate(copies):
-        fit = _fit(formula, _prepare_frame(c, response, family, f"synthetic[{j}]"), family)
+        fit = _fit(formula, _prepare_frame(c, response, family, f"synthetic[{j}]"), family, weights, weight_type)
         params = fit.params.reindex(terms)
         if params.isna().any():
             missing = list(params.index[params.isna()])
@@ -252,4 +320,6 @@ def analyse(
         estimates=est,
         variances=var,
         n_original=int(orig_fit.nobs),
+        weights=weights,
+        weight_type=weight_type if weights is not None else None,
     )

@@ -234,14 +234,18 @@ def evaluate_release(
     steps = tqdm(total=4 * len(synthetic), desc="evaluating", unit="step", disable=not progress, leave=False)
     for method, obj in synthetic.items():
         copies = _copies(obj)
+        # a survey weight is released unchanged: left out of pMSE / tables, used by the analysis
+        weight_col = (obj.structure or {}).get("weights") if isinstance(obj, SyntheticData) else None
+        pm_vars = [v for v in pmse_variables if v != weight_col]
         steps.set_postfix_str(f"{method}: pMSE")
-        pm = pmse(original, copies, method=pmse_method, variables=pmse_variables)
-        ut = utility_tables(original, copies, variables=pmse_variables, ways=(1,))
+        pm = pmse(original, copies, method=pmse_method, variables=pm_vars)
+        ut = utility_tables(original, copies, variables=pm_vars, ways=(1,))
         # kept columns are released unchanged (S_pMSE 0): show the synthesized ones
-        per_var[method] = ut.set_index("variables")["s_pmse"].reindex([v for v in pmse_variables if v in qi])
+        per_var[method] = ut.set_index("variables")["s_pmse"].reindex([v for v in pm_vars if v in qi])
         steps.update()
         steps.set_postfix_str(f"{method}: analysis")
-        res = analyse(formula, family=family, original=original, synthetic=copies, rule=rule, alpha=alpha)
+        res = analyse(formula, family=family, original=original, synthetic=copies, rule=rule, alpha=alpha,
+                      weights=weight_col if weight_col else False)
         frame = res.to_frame()
         frame = frame.reset_index().rename(columns={frame.index.name or "index": "term"})
         frame.insert(0, "method", method)
@@ -270,6 +274,7 @@ def evaluate_release(
                             "diagnostics": obj.metadata()["diagnostics"]}
         else:
             meta[method] = {"copies": len(copies)}
+        meta[method]["weights"] = res.weights_note
         meta[method]["copies_sha256"] = [frame_sha256(c) for c in copies]
         steps.update()
     steps.close()
