@@ -37,6 +37,12 @@ def run(args) -> int:
     from ..evaluation.pmse import pmse, utility_tables
     _, original, syn = load_release(args)
     variables = split_list(args.variables) or None
+    weight = (syn.structure or {}).get("weights")
+    if variables is None:
+        # a survey weight is released unchanged: comparing it says nothing about the synthesis
+        variables = [c for c in original.columns if c != weight]
+        if weight is not None:
+            print(f"note: left out: survey weight '{weight}' (released unchanged)")
     res = pmse(original, syn.copies, method=args.method, variables=variables, random_state=args.seed)
     print(res.summary())
     ways = [int(w) for w in split_list(args.tables)]

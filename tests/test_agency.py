@@ -1,0 +1,302 @@
+"""Agency microdata: missing values, point masses, rules, survey weights, high-cardinality geography."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from synthmi.cli import main
+from synthmi.data.agency import AGENCY_KEEP, AGENCY_QI, STATES, make_agency_data
+from synthmi.evaluation import analyse, pmse
+from synthmi.evaluation.combining import combine
+from synthmi.models.cart import CartSynthesizer
+from synthmi.models.glm import CategoricalModel, importance_ess_fraction, independence_mh, whitened_hmc
+from synthmi.models.rubin import RubinSynthesizer
+from synthmi.synthetic import SyntheticData
+
+# the CLI test file: every quirk, few enough rows for the suite (51 states still all present)
+N_CLI = 1000
+KEEP_CLI = ["state", "employed", "occupation", "bmi", "weight"]
+
+
+@pytest.fixture(scope="module")
+def agency_csv(tmp_path_factory):
+    df = make_agency_data(N_CLI, seed=3)
+    path = tmp_path_factory.mktemp("agency") / "agency.csv"
+    df.to_csv(path, index=False)
+    return path, pd.read_csv(path)
+
+
+def test_generator_is_deterministic_and_has_the_quirks():
+    a = make_agency_data(2000, seed=5)
+    pd.testing.assert_frame_equal(a, make_agency_data(2000, seed=5))
+    assert list(a.columns) == ["age", "sex", "race", "state", "education_num", "marital_status", "employed",
+                               "occupation", "hours_per_week", "income", "bmi", "smoked", "weight"]
+    # skip pattern: hours and occupation missing exactly when not employed
+    not_emp = (a["employed"] == "No").to_numpy()
+    assert 0.03 < not_emp.mean() < 0.10
+    assert np.array_equal(a["hours_per_week"].isna().to_numpy(), not_emp)
+    assert np.array_equal(a["occupation"].isna().to_numpy(), not_emp)
+    assert a["bmi"].isna().any()  # NHANES' own missing values
+    zero = (a["income"] == 0).mean()
+    assert 0.30 < zero < 0.45 and a["income"].isna().mean() > 0.03 and (a["income"].dropna() >= 0).all()
+    assert set(a["state"].cat.categories) <= set(STATES) and a["state"].nunique() >= 45
+    assert (a["weight"] > 0).all() and set(a["smoked"].unique()) <= {0.0, 1.0}
+    with pytest.raises(ValueError, match="'n' parameter of make_agency_data"):
+        make_agency_data(5)
+
+
+def _within(copy_value: float, orig_value: float, n: int, what: str) -> None:
+    """A copy's proportion against the original's: the copy is an n-draw from a model whose
+    parameters carry posterior noise of the same size, so its sd about the original value
+    is about sqrt(2 p (1 - p) / n); 4 sd."""
+    p = max(orig_value, 1.0 / n)
+    tol = 4 * np.sqrt(2 * p * (1 - p) / n)
+    assert abs(copy_value - orig_value) <= tol, f"{what}: copy {copy_value:.4f} vs original {orig_value:.4f} (tol {tol:.4f})"
+
+
+METHOD_ARGS = {
+    "cart": [],
+    "rubin": ["--transform", "income=log", "--transform", "hours_per_week=rank"],
+    "dami": ["--transform", "income=log", "--transform", "hours_per_week=rank", "--mask", "age:K=2,sigma=3"],
+}
+
+
+@pytest.mark.parametrize("method", sorted(METHOD_ARGS))
+def test_cli_synthesizes_the_agency_file(agency_csv, tmp_path, method):
+    path, orig = agency_csv
+    out = tmp_path / method
+    argv = ["synthesize", "--data", str(path), "--qi", ",".join(AGENCY_QI), "--keep", ",".join(KEEP_CLI),
+            "--weights", "weight", "--semicont", "income=0", "--rule", "hours_per_week:employed == 'No'",
+            "--method", method, "--m", "2", "--seed", "11", "--out", str(out), "--quiet", *METHOD_ARGS[method]]
+    assert main(argv) == 0
+    syn = SyntheticData.from_dir(out)
+    assert syn.structure["weights"] == "weight"
+    assert set(syn.structure["missing"]["two_part"]) == {"hours_per_week", "income"}
+    n = len(orig)
+    for copy in syn.copies:
+        # kept columns, their missing values and the weight released unchanged
+        for c in KEEP_CLI:
+            pd.testing.assert_series_equal(copy[c].reset_index(drop=True), orig[c], check_dtype=False, check_names=False)
+        # the skip rule holds in every copy
+        assert copy.loc[copy["employed"] == "No", "hours_per_week"].isna().all()
+        for c in ("hours_per_week", "income"):
+            _within(copy[c].isna().mean(), orig[c].isna().mean(), n, f"{method} missing rate of {c}")
+        _within((copy["income"] == 0).mean(), (orig["income"] == 0).mean(), n, f"{method} share of zero incomes")
+        # rare categories keep their frequencies
+        for level in ("Amer-Indian-Eskimo", "Other", "Asian-Pac-Islander"):
+            _within((copy["race"] == level).mean(), (orig["race"] == level).mean(), n, f"{method} share of race {level}")
+        # no negative values where the data have none; whole numbers stay whole
+        for c in ("income", "hours_per_week", "age"):
+            assert (copy[c].dropna() >= 0).all(), f"{method}: negative {c}"
+        assert np.all(np.mod(copy["age"], 1) == 0)
+    if method != "cart":
+        assert syn.diagnostics["max_r_hat"] <= 1.01
+
+
+def test_two_part_column_and_na_level_by_hand():
+    """A numeric QI with NAs and zeros becomes value / 0 / <NA> parts; a categorical QI with
+    NAs gets <NA> as a level; a kept numeric with NAs enters through an indicator."""
+    rng = np.random.default_rng(0)
+    n = 400
+    z = rng.normal(size=n)
+    inc = np.where(rng.random(n) < 0.4, 0.0, np.exp(rng.normal(8, 1, n)))
+    inc[rng.random(n) < 0.1] = np.nan
+    grp = np.where(rng.random(n) < 0.5, "a", "b").astype(object)
+    grp[rng.random(n) < 0.08] = None
+    zk = z.copy()
+    zk[:30] = np.nan
+    df = pd.DataFrame({"inc": inc, "grp": pd.Categorical(grp, categories=["a", "b"]), "zk": zk})
+    syn = CartSynthesizer().fit(df, ["grp", "inc"], keep=["zk"], semicont={"inc": [0]})
+    assert syn.quasi_identifiers_ == ["grp", "inc_part", "inc"]
+    assert syn.parts_["inc"]["levels"] == ["value", "0.0", "<NA>"]
+    assert syn.na_level_columns_ == ["grp"] and syn.na_indicators_ == {"zk": "zk_NA"}
+    assert list(syn.schema_["grp"].categories) == ["a", "b", "<NA>"]
+    # the model frame: the indicator marks the 30 missing zk; zk filled with its observed mean
+    assert syn.data_["zk_NA"].sum() == 30 and syn.data_["zk"].iloc[0] == pytest.approx(np.nanmean(zk))
+    copies = syn.sample(3, random_state=1).copies
+    before = df.copy()
+    for c in copies:
+        pd.testing.assert_series_equal(c["zk"], df["zk"])
+        assert c["inc"].isna().any() and (c["inc"] == 0).any() and (c["inc"].dropna() >= 0).all()
+        assert c["grp"].isna().any() and list(c["grp"].cat.categories) == ["a", "b"]
+    pd.testing.assert_frame_equal(df, before)
+
+
+def test_binary_and_integer_numeric_columns_stay_binary_and_integer():
+    rng = np.random.default_rng(2)
+    n = 300
+    age = rng.integers(18, 80, n)
+    df = pd.DataFrame({
+        "age": age.astype(np.int64),
+        "flag": (rng.random(n) < 1 / (1 + np.exp(-(age - 50) / 10))).astype(np.int64),
+        "edu": rng.integers(1, 17, n).astype(np.int64),
+        "z": rng.normal(size=n),
+    })
+    for syn in (CartSynthesizer(), RubinSynthesizer(progressbar=False)):
+        c = syn.fit(df, ["age", "flag", "edu"], keep=["z"]).sample(2, random_state=3).copies[0]
+        assert (c.dtypes == df.dtypes).all()
+        assert set(c["flag"].unique()) <= {0, 1}
+        assert c["edu"].dtype == np.int64
+
+
+def test_bad_agency_inputs_name_the_parameter():
+    df = make_agency_data(300, seed=1)[AGENCY_QI + AGENCY_KEEP]
+    s = CartSynthesizer()
+    with pytest.raises(ValueError, match="'weights' parameter of CartSynthesizer must name a column"):
+        s.fit(df, AGENCY_QI, weights="nope")
+    with pytest.raises(ValueError, match="weight column 'bmi' must hold positive finite values"):
+        s.fit(df, AGENCY_QI, weights="bmi")
+    with pytest.raises(ValueError, match="'semicont' parameter of CartSynthesizer names 'bmi'"):
+        s.fit(df, AGENCY_QI, semicont={"bmi": [0]})
+    with pytest.raises(ValueError, match="rule 'nonsense ==' for column 'hours_per_week' cannot be evaluated"):
+        s.fit(df, AGENCY_QI, rules={"hours_per_week": "nonsense =="})
+    with pytest.raises(ValueError, match="zeros\\? give them as a point mass"):
+        RubinSynthesizer(transforms={"income": "log"}).fit(df, AGENCY_QI)
+
+
+def test_cli_bad_agency_options_are_one_line_errors(agency_csv, tmp_path, capsys):
+    path, _ = agency_csv
+    base = ["synthesize", "--data", str(path), "--qi", "age,sex", "--out", str(tmp_path / "x"), "--quiet"]
+    for extra, msg in [
+        (["--method", "cart", "--transform", "age=log"], "'--transform' option is for dami, rubin"),
+        (["--method", "rubin", "--transform", "age=sqrt"], "'--transform' option takes COLUMN=log|log1p|rank"),
+        (["--method", "cart", "--semicont", "income"], "'--semicont' option takes COLUMN=VALUE"),
+        (["--method", "cart", "--rule", "hours_per_week"], "'--rule' option takes COLUMN[=VALUE]:CONDITION"),
+        (["--method", "cart", "--weights", "nope"], "'--weights' option names 'nope'"),
+    ]:
+        assert main(base + extra) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and msg in err[0], err
+    assert not (tmp_path / "x").exists()
+
+
+# ---- survey weights ------------------------------------------------------------------
+def test_weighted_combined_estimate_matches_hand_computation():
+    """Weighted mean (Hajek) per copy with its linearization variance, combined by Reiter's
+    partial rule, computed by hand."""
+    w = np.array([1.0, 2.0, 4.0, 1.0, 3.0, 2.0])
+    orig = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "w": w})
+    copies = [orig.assign(x=[2.0, 2.0, 3.0, 5.0, 4.0, 6.0]), orig.assign(x=[1.0, 3.0, 2.0, 4.0, 6.0, 6.0])]
+    q, u = [], []
+    for c in copies:
+        x = c["x"].to_numpy()
+        qbar = (w * x).sum() / w.sum()
+        q.append(qbar)
+        u.append((w**2 * (x - qbar) ** 2).sum() / w.sum() ** 2)
+    m = 2
+    qm, ubar, b = np.mean(q), np.mean(u), np.var(q, ddof=1)
+    T = ubar + b / m  # Reiter (2003) partial synthesis
+    df_ = (m - 1) * (1 + ubar / (b / m)) ** 2
+    res = analyse("x ~ 1", family="gaussian", original=orig, synthetic=copies, rule="partial", weights="w")
+    c = res.combined
+    assert c.estimate[0] == pytest.approx(qm, rel=1e-10)
+    assert c.se[0] == pytest.approx(np.sqrt(T), rel=1e-8)
+    half = stats.t.ppf(0.975, df_) * np.sqrt(T)
+    assert c.ci_lower[0] == pytest.approx(qm - half, rel=1e-8)
+    assert res.weights == "w" and "design-based" in res.weights_note
+    assert "weights:" in res.summary()
+    # the same through combine() with the per-copy values
+    assert combine(np.array(q)[:, None], np.array(u)[:, None], rule="partial").estimate[0] == pytest.approx(qm)
+
+
+def test_weighted_ci_covers_under_informative_sampling():
+    """Reduced run of benchmarks/weights_coverage.py (2,000 replications there): with 40
+    replications, coverage below 0.85 has probability 0.02 if the true rate is 0.95; the
+    unweighted interval (biased by the design) almost never covers."""
+    import importlib.util
+    import pathlib
+
+    spec = importlib.util.spec_from_file_location(
+        "weights_coverage", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "weights_coverage.py")
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(spec.origin).parent))
+    try:
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.pop(0)
+    rng = np.random.default_rng(7)
+    pop = mod.population(rng)
+    res = np.array([mod.one_replication(pop, rng, m=3) for _ in range(40)])
+    assert res[:, 0].mean() >= 0.85
+    assert res[:, 1].mean() <= 0.2
+
+
+def test_weight_is_released_unchanged_and_not_a_predictor():
+    df = make_agency_data(400, seed=2)[["age", "sex", "state", "weight"]]
+    syn = RubinSynthesizer(progressbar=False).fit(df, ["age"], keep=["sex", "state"], weights="weight")
+    assert "weight" not in syn.model_keep_
+    assert not any("weight" in n for n in syn.coefficient_names()["age"])
+    out = syn.sample(1, random_state=0)
+    pd.testing.assert_series_equal(out.copies[0]["weight"], df["weight"])
+    asked = RubinSynthesizer(progressbar=False).fit(df, ["age"], keep=["sex", "state"], weights="weight",
+                                                    weight_as_predictor=True)
+    assert "weight" in asked.coefficient_names()["age"]
+
+
+def test_utility_leaves_the_weight_out_and_states_its_design_rule(agency_csv, tmp_path, capsys):
+    path, orig = agency_csv
+    out = tmp_path / "cart"
+    assert main(["synthesize", "--data", str(path), "--qi", "age,sex,race", "--keep", "state,employed,weight",
+                 "--weights", "weight", "--method", "cart", "--m", "1", "--seed", "1", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["utility", "--original", str(path), "--synthetic", str(out), "--tables", "1,2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "note: left out: survey weight 'weight' (released unchanged)"
+    assert not any("weight" in line for line in lines[1:])
+    # a 51-level variable among others: the full design has > 200 columns and is reduced by the rule
+    res = pmse(orig, SyntheticData.from_dir(out).copies, variables=["age", "sex", "race", "state", "employed"])
+    assert any("design reduced" in n for n in res.notes)
+    assert any("main effect only" in n and "state" in n for n in res.notes)
+
+
+# ---- the sampler for high-cardinality predictors --------------------------------------
+def _sparse_multinomial(n=3000, levels=40, seed=0):
+    """An 8-category outcome with a rare category and a 40-level predictor: empty cells."""
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, levels, n)
+    eff = rng.normal(0, 0.5, (levels, 7))
+    base = np.array([2.0, 1.0, 0.5, 0.0, -0.5, -1.0, -3.0])
+    eta = np.column_stack([np.zeros(n), base + eff[g]])
+    p = np.exp(eta - eta.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    y = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    X = np.column_stack([np.ones(n), (g[:, None] == np.arange(1, levels)[None]).astype(float)])
+    uniq, inv = np.unique(X, axis=0, return_inverse=True)
+    Y = np.zeros((uniq.shape[0], 8))
+    np.add.at(Y, (inv.reshape(-1), y), 1.0)
+    return CategoricalModel("logit", uniq, Y, prior_sd=10.0), y
+
+
+def test_hmc_converges_where_independence_mh_stalls():
+    model, _ = _sparse_multinomial()
+    rng = np.random.default_rng(1)
+    mc = model.mode()
+    # the pilot sees the degenerate importance weights ...
+    assert importance_ess_fraction(model, mc, rng) < 0.2
+    imh = independence_mh(model, 300, rng, chains=2, warn=False, max_doublings=0, mode_cov=mc)
+    assert imh.r_hat > 1.1
+    # ... and HMC on the same exact posterior converges
+    hmc = whitened_hmc(model, 300, rng, chains=2, mode_cov=mc)
+    assert hmc.r_hat <= 1.01 and hmc.ess_bulk >= 400
+
+
+def test_hmc_matches_exact_posterior_of_a_conjugate_case():
+    """Binary logit, intercept only, k successes in n: under a flat prior on the logit
+    theta, pi = expit(theta) ~ Beta(k, n - k), so E theta = digamma(k) - digamma(n - k) and
+    Var theta = trigamma(k) + trigamma(n - k) (the N(0, 100^2) prior moves these by < 1e-4 sd).
+    HMC's mean within 4 Monte Carlo se (ESS-based), its sd within 10% (the se of an sd
+    from ESS >= 400 draws is about 1/sqrt(2 * 400) = 3.5%)."""
+    from scipy.special import digamma, polygamma
+
+    k, n = 120, 400
+    model = CategoricalModel("logit", np.ones((1, 1)), np.array([[n - k, k]], dtype=float), prior_sd=100.0)
+    res = whitened_hmc(model, 1000, np.random.default_rng(4), chains=2)
+    draws = res.draws.reshape(-1)
+    mean = digamma(k) - digamma(n - k)
+    sd = np.sqrt(polygamma(1, k) + polygamma(1, n - k))
+    assert abs(draws.mean() - mean) < 4 * sd / np.sqrt(res.ess_bulk)
+    assert abs(draws.std() / sd - 1) < 0.1
