@@ -703,6 +703,13 @@ class DPSynSynthesizer:
             domains and domains listed as increasing numbers. Continuous columns are
             always ordered.
         """
+        from ..scale._frames import is_dask_frame
+
+        if is_dask_frame(df):
+            # marginal counts summed over partitions (synthmi.scale.dpsyn); same release for the same seed
+            from ..scale.dpsyn import fit_dpsyn
+
+            return fit_dpsyn(self, df, bounds, domain, ordinal)
         self._check_params()
         check_dataframe(df, "df")
         bounds = dict(bounds or {})
