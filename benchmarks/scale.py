@@ -42,6 +42,7 @@ KEEP = ["income", "hours_per_week"]
 MASKS = {"age": {"K": 3, "sigma_e": 5.0}}
 TOL = {"age": 2}
 SEED = 1
+DRAWS = 250  # independence-MH kept draws per chain (both engines); the default 1000 quadruples the fixed MH cost
 
 
 def _rss_mib() -> float:
@@ -70,7 +71,7 @@ def job_inmem(path: str, m: int) -> dict:
     df = pd.read_parquet(path)
     out["read_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    syn = DAMISynthesizer(masks=MASKS, random_state=SEED, progressbar=False).fit(df, QI, KEEP)
+    syn = DAMISynthesizer(masks=MASKS, random_state=SEED, draws=DRAWS, progressbar=False).fit(df, QI, KEEP)
     out["fit_s"] = time.perf_counter() - t
     t = time.perf_counter()
     copies = syn.sample(m, random_state=SEED)
@@ -107,7 +108,7 @@ def job_dask(path: str, m: int, workers: int, memory_limit: str, outdir: str) ->
         ddf = ddf.astype({c: meta[c] for c in ddf.columns if isinstance(meta[c], pd.CategoricalDtype)})
         out["n_partitions"] = ddf.npartitions
         t = time.perf_counter()
-        syn = DAMISynthesizer(masks=MASKS, random_state=SEED, progressbar=False).fit(ddf, QI, KEEP)
+        syn = DAMISynthesizer(masks=MASKS, random_state=SEED, draws=DRAWS, progressbar=False).fit(ddf, QI, KEEP)
         out["fit_s"] = time.perf_counter() - t
         t = time.perf_counter()
         copies_dir = os.path.join(outdir, "copies")
@@ -132,12 +133,26 @@ def job_dask(path: str, m: int, workers: int, memory_limit: str, outdir: str) ->
     return out
 
 
-def _run(args: list[str]) -> dict:
+def _run(args: list[str], timeout: float | None = None) -> dict:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    p = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env)
+    import signal
+
+    # own process group, so that a timeout also ends the job's Dask worker processes
+    p = subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        return {"error": f"not finished within {timeout:.0f} s (time budget of the session)"}
     if p.returncode != 0:
-        return {"error": p.stderr[-3000:]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+        return {"error": err[-3000:]}
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(1.0, deadline - time.time())
 
 
 def _exponent(ns, ts) -> float | None:
@@ -159,6 +174,7 @@ def main() -> None:
     ap.add_argument("--job", choices=["inmem", "dask"])
     ap.add_argument("--path")
     ap.add_argument("--name", default="scale")
+    ap.add_argument("--deadline", type=float, default=None, help="stop starting/killing jobs at this UNIX time")
     a = ap.parse_args()
     if a.job == "inmem":
         print(json.dumps(job_inmem(a.path, a.m)))
@@ -177,31 +193,33 @@ def main() -> None:
         gen_s = time.perf_counter() - t
         row = {"n": n, "generate_s": gen_s}
         if n in inmem:
-            row["pandas"] = _run(["--job", "inmem", "--path", str(path), "--m", str(a.m)])
+            row["pandas"] = _run(["--job", "inmem", "--path", str(path), "--m", str(a.m)], _left(a.deadline))
             print(n, "pandas", row["pandas"], flush=True)
         row["dask"] = _run(["--job", "dask", "--path", str(path), "--m", str(a.m), "--workers", str(a.workers),
-                            "--memory-limit", a.memory_limit, "--workdir", a.workdir])
+                            "--memory-limit", a.memory_limit, "--workdir", a.workdir], _left(a.deadline))
         print(n, "dask", row["dask"], flush=True)
         runs.append(row)
 
     def total(r, keys):
         return sum(r[k] for k in keys) if r and "error" not in r else None
 
+    runs_ok = [r for r in runs if "error" not in r["dask"]]
+
     pk = ("fit_s", "sample_s", "risk_s")
     dk = ("fit_s", "sample_write_s", "risk_s")
-    ns = [r["n"] for r in runs]
+    ns = [r["n"] for r in runs_ok]
     summary = {
         "pandas_total_s": {r["n"]: total(r.get("pandas"), pk) for r in runs if "pandas" in r},
         "dask_total_s": {r["n"]: total(r["dask"], dk) for r in runs},
-        "exponent_dask_total": _exponent(ns, [total(r["dask"], dk) for r in runs]),
-        "exponent_dask_by_phase": {k: _exponent(ns, [r["dask"].get(k) for r in runs]) for k in dk},
+        "exponent_dask_total": _exponent(ns, [total(r["dask"], dk) for r in runs_ok]),
+        "exponent_dask_by_phase": {k: _exponent(ns, [r["dask"].get(k) for r in runs_ok]) for k in dk},
         "exponent_pandas_total": _exponent([r["n"] for r in runs if "pandas" in r],
                                            [total(r["pandas"], pk) for r in runs if "pandas" in r]),
         "pandas_peak_rss_mib": {r["n"]: r["pandas"].get("peak_rss_mib") for r in runs if "pandas" in r},
         "dask_worker_peak_rss_mib": {r["n"]: r["dask"].get("worker_peak_rss_mib") for r in runs},
     }
-    big = runs[-1]
-    if "error" not in big["dask"]:
+    big = runs_ok[-1] if runs_ok else None
+    if big is not None:
         summary["dask_seconds_per_million_rows_at_largest_n"] = {k: big["dask"][k] / big["n"] * 1e6 for k in dk}
     pm = [(r["n"], r["pandas"]["peak_rss_mib"]) for r in runs if "pandas" in r and "error" not in r["pandas"]]
     if len(pm) >= 2:
@@ -210,7 +228,7 @@ def main() -> None:
                                                  "extrapolated_mib": {n: icpt + slope * n for n in ns}}
     _bench.write_json(a.name, {
         "settings": {"qi": QI, "keep": KEEP, "masks": MASKS, "tolerance": TOL, "m": a.m, "seed": SEED,
-                     "workers": a.workers, "threads_per_worker": 1, "memory_limit_per_worker": a.memory_limit,
+                     "draws": DRAWS, "workers": a.workers, "threads_per_worker": 1, "memory_limit_per_worker": a.memory_limit,
                      "data": "synthmi.data.make_population(n, random_state=0), Parquet, 500,000 rows per file",
                      "note": "single run per job on a shared 2-core machine (~8 agents); see loadavg per job"},
         "runs": runs, "summary": summary,
