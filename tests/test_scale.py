@@ -220,20 +220,21 @@ def test_logit_pmse_equals_in_memory_and_cart_states_subsample(client, adult):
 
 
 def test_dpsyn_marginals_before_noise_equal_in_memory(client, adult):
-    from synthmi.privacy.accountant import PrivacyAccountant
-    from synthmi.privacy.dpsyn import DPSynSynthesizer, _Curator, _describe_columns
-    from synthmi.scale.dpsyn import DaskCurator, _encode_partition
+    import dask
 
-    bounds = {"age": (17, 90), "hours_per_week": (1, 99)}
-    cols = _describe_columns(adult, bounds, {}, None, 16)
+    from synthmi.data import load_domain
+    from synthmi.privacy.accountant import PrivacyAccountant
+    from synthmi.privacy.dpsyn import DPSynSynthesizer, _Curator, _describe_columns, resolve_domain
+    from synthmi.scale.dpsyn import dask_curator
+
+    domain = load_domain("adult")
+    public = resolve_domain(adult, domain)
+    cols = _describe_columns(adult, public, None, 16)
     codes = np.column_stack([c.encode(adult[c.name]) for c in cols])
     acc = PrivacyAccountant(epsilon=10.0, delta=1e-6)
     mem = _Curator(codes, acc, np.random.default_rng(0))
     ddf = dd.from_pandas(adult, npartitions=7)
-    import dask
-
-    parts = list(dask.persist(*[dask.delayed(_encode_partition)(p, cols) for p in ddf.to_delayed()]))
-    dsk = DaskCurator(parts, len(cols), acc, np.random.default_rng(0))
+    dsk = dask_curator(ddf, cols, "error", acc, np.random.default_rng(0), False)
     sizes = [c.size for c in cols]
     maps = [np.arange(s) for s in sizes]
     for attrs in [(0,), (3,), (0, 1), (2, 5), (1, 3)]:
@@ -243,10 +244,13 @@ def test_dpsyn_marginals_before_noise_equal_in_memory(client, adult):
         np.testing.assert_array_equal(a, b)
         assert a.sum() == len(adult)
     # the whole release (noise, selection, GUM) is then the same for the same seed
-    a = DPSynSynthesizer(epsilon=1.0, random_state=3).fit(adult, bounds=bounds)
-    b = DPSynSynthesizer(epsilon=1.0, random_state=3).fit(ddf, bounds=bounds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the user-seed warning of DP releases
+        a = DPSynSynthesizer(epsilon=1.0, random_state=3).fit(adult, domain=domain)
+        b = DPSynSynthesizer(epsilon=1.0, random_state=3).fit(ddf, domain=domain)
     for x, y in zip(a.marginals_, b.marginals_):
         np.testing.assert_array_equal(x.table, y.table)
+    assert dask.is_dask_collection(ddf)
 
 
 def test_canonical_sum_is_partition_invariant_and_correct(client):

@@ -2,30 +2,25 @@
 
 :class:`~synthmi.privacy.dpsyn.DPSynSynthesizer` reads the private data only
 through its curator's true marginal counts (then adds discrete Gaussian noise,
-accounted before the read). Here the curator's count is a sum over
-partitions of per-partition ``bincount`` s of the public fine codes; integer
+accounted before the read). Given a dask DataFrame, ``DPSynSynthesizer.fit``
+describes the columns from the declared public domain and the frame's dtypes
+exactly as in memory, and uses :class:`DaskCurator`, whose count is a sum
+over partitions of per-partition ``bincount`` s of the fine codes. Integer
 addition is exact, so every marginal before noise equals the in-memory one
-and, with the same seed, the whole DP release is the same. Column domains
-come from dtypes and the user's public bounds/domain only, as in memory (no
-data values are read to describe columns).
+and, with the same seed, the whole DP release is the same.
 """
 from __future__ import annotations
-
-from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .._validate import check_random_state
-from ..privacy.accountant import PrivacyAccountant
-from ..privacy.dpsyn import _Curator, _describe_columns
-from ._frames import is_dask_frame
+from ..privacy.dpsyn import _Curator
 
 
-def _encode_partition(part: pd.DataFrame, columns) -> np.ndarray:
+def _encode_partition(part: pd.DataFrame, columns, out_of_domain: str = "error") -> np.ndarray:
     if len(part) == 0:
         return np.empty((0, len(columns)), dtype=np.int64)
-    return np.column_stack([c.encode(part[c.name]) for c in columns])
+    return np.column_stack([c.encode(part[c.name], out_of_domain) for c in columns])
 
 
 def _partition_counts(codes: np.ndarray, attrs, maps, shape) -> np.ndarray:
@@ -52,37 +47,10 @@ class DaskCurator(_Curator):
         return total.reshape(shape)
 
 
-def fit_dpsyn(synth, ddf, bounds: Mapping[str, Any] | None = None, domain: Mapping[str, Any] | None = None,
-              ordinal: Sequence[str] | None = None):
-    """:meth:`DPSynSynthesizer.fit` on a dask DataFrame (same release for the same seed)."""
+def dask_curator(ddf, columns, out_of_domain: str, accountant, rng, exact_noise: bool) -> DaskCurator:
+    """Encode every partition (kept on the workers) and wrap them in a :class:`DaskCurator`."""
     import dask
 
-    from ..privacy.dpsyn import _OWNER
-
-    if not is_dask_frame(ddf):
-        raise TypeError(f"The 'df' parameter must be a dask DataFrame here. Got {type(ddf).__name__} instead.")
-    synth._check_params()
-    bounds = dict(bounds or {})
-    domain = dict(domain or {})
-    meta = ddf._meta
-    for name, d in (("bounds", bounds), ("domain", domain)):
-        unknown = [c for c in d if c not in meta.columns]
-        if unknown:
-            raise ValueError(f"The '{name}' parameter of {_OWNER} names columns not in 'df': {unknown}.")
-    if ordinal is not None:
-        ordinal = list(ordinal)
-        unknown = [c for c in ordinal if c not in meta.columns]
-        if unknown:
-            raise ValueError(f"The 'ordinal' parameter of {_OWNER} names columns not in 'df': {unknown}.")
-    # column descriptions from dtypes and public input only: the empty meta frame suffices
-    columns = _describe_columns(meta, bounds, domain, ordinal, int(synth.bins))
     f = dask.delayed(_encode_partition, pure=True)
-    parts = list(dask.persist(*[f(p, columns) for p in ddf.to_delayed()]))
-    rng = check_random_state(synth.random_state)
-    accountant = PrivacyAccountant(epsilon=float(synth.epsilon), delta=float(synth.delta))
-    curator = DaskCurator(parts, len(columns), accountant, rng, exact_noise=bool(synth.exact_noise))
-    synth._fit_from_curator(curator, columns)
-    synth.accountant_ = accountant
-    synth.columns_ = [c.name for c in columns]
-    synth.dtypes_ = meta.dtypes.copy()
-    return synth
+    parts = list(dask.persist(*[f(p, columns, out_of_domain) for p in ddf.to_delayed()]))
+    return DaskCurator(parts, len(columns), accountant, rng, exact_noise=exact_noise)
