@@ -245,7 +245,11 @@ def _non_aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
     drops aliased coefficients: pivoted QR of the (p x p) Gram matrix, which
     has X's rank and costs far less than a QR of the N x p design."""
     Xs = _sparse_if_worth_it(X)
-    G = X.T @ X if Xs is None else (Xs.T @ Xs).toarray()
+    return _non_aliased_gram(X.T @ X if Xs is None else (Xs.T @ Xs).toarray(), tol)
+
+
+def _non_aliased_gram(G: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+    """:func:`_non_aliased` from the Gram matrix X'X (which synthmi.scale sums over partitions)."""
     R, piv = linalg.qr(G, mode="r", pivoting=True)
     d = np.abs(np.diag(R))
     if d.size == 0:

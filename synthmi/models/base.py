@@ -49,6 +49,7 @@ from .._validate import (
     check_scalar,
 )
 from ..schema import Schema
+from ..scale._frames import is_dask_frame as _is_dask_frame
 from ..synthetic import SyntheticData
 
 #: level that stands for a missing value of a categorical column in the models
@@ -134,6 +135,12 @@ class Synthesizer(abc.ABC):
         weight_as_predictor : bool
             Use the weight column as a predictor as well.
         """
+        if _is_dask_frame(df):
+            # partitioned data: fit by reduction (synthmi.scale); refuses models without a Dask path
+            from ..scale import synthesis as _dask_synthesis
+
+            return _dask_synthesis.fit(self, df, quasi_identifiers, keep, schema)
+        self.dask_ = None
         owner = type(self).__name__
         self._check_params()
         check_dataframe(df, "df")
@@ -194,6 +201,7 @@ class Synthesizer(abc.ABC):
                 for c in self.data_.columns
             })
         self.model_keep_ = model_keep
+        self.model_frame_recoded_ = self.data_ is not self.released_
         self._fit(self.data_[self.quasi_identifiers_], self.data_[model_keep])
         return self
 
@@ -339,7 +347,7 @@ class Synthesizer(abc.ABC):
             part = fresh(f"{c}_part")
             cols[part] = pd.Categorical(labels, categories=levels)
             cols[c] = np.where(value, x, np.mean(x[value]))
-            self.parts_[c] = {"column": part, "levels": levels,
+            self.parts_[c] = {"column": part, "levels": levels, "fill": float(np.mean(x[value])),
                               "values": [None if lev == NA_LEVEL else float(lev) for lev in levels[1:]]}
             self.value_rows_[c] = value
             model_qi += [part, c]
@@ -358,7 +366,7 @@ class Synthesizer(abc.ABC):
         rows whose synthetic part is not ``value`` get the fill used there."""
         if part_codes is None or c not in getattr(self, "value_rows_", {}):
             return values
-        fill = float(np.mean(self.data_[c].to_numpy(dtype=float)[self.value_rows_[c]]))
+        fill = self.parts_[c]["fill"]
         out = np.asarray(values, dtype=float).copy()
         out[np.asarray(part_codes) != 0] = fill
         return out
@@ -415,6 +423,11 @@ class Synthesizer(abc.ABC):
         Same ``random_state`` -> identical copies.
         """
         self._check_fitted()
+        if getattr(self, "dask_", None) is not None:
+            # fitted on a dask DataFrame: lazy copies, written partition by partition
+            from ..scale import synthesis as _dask_synthesis
+
+            return _dask_synthesis.sample(self, m, random_state)
         m = check_scalar(m, "m", type(self).__name__, kind="int", lower=1)
         seed = random_state if isinstance(random_state, (int, np.integer)) else None
         rng = check_random_state(random_state)
@@ -459,7 +472,9 @@ class Synthesizer(abc.ABC):
         rounded, so copies keep the variable's support instead of being told apart
         from the original by their fractional parts.
         """
-        out = self.released_.copy()
+        # the released frame when the models saw a recoded one (missing values, parts); the
+        # scale paths (synthmi.scale) set data_ to a partition and assemble from it
+        out = (self.released_ if getattr(self, "model_frame_recoded_", False) else self.data_).copy()
         for c in X.columns:
             col = X[c]
             dt = self.dtypes_[c]

@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from .._random import PositionalRNG, entropy_from
 from .._validate import check_option, check_scalar, param_error
 from .base import Synthesizer
 from .conjugate import NormalRegressionPosterior
@@ -401,35 +402,47 @@ class RubinSynthesizer(Synthesizer):
             return np.interp(pos, np.arange(len(cond.sorted_obs)), cond.sorted_obs)
         return y
 
+    def _sampling_plan(self, m: int, rng: np.random.Generator) -> tuple[list, tuple[int, int]]:
+        """Posterior draws for ``m`` copies and the root key of the record-level streams."""
+        post_rng, rec_rng = rng.spawn(2)
+        return self._posterior_draws(m, post_rng), entropy_from(rec_rng)
+
     def _sample(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
-        post_rng, *copy_rngs = rng.spawn(m + 1)
-        thetas = self._posterior_draws(m, post_rng)
-        out = []
-        for i in range(m):
-            r = copy_rngs[i]
-            syn: dict[str, np.ndarray] = {}
-            for j, cond in enumerate(self.conditionals_):
-                if self._progress is not None:
-                    self._progress(f"copy {i + 1}/{m}: drawing '{cond.column}'")
-                D = self._design(cond, syn)
-                syn[cond.column] = self._predict(cond, j, D, thetas[j][i], r, i)
-                if cond.family == "normal":
-                    # later conditionals were fitted on the data scale (and, for a two-part
-                    # column, on the fill value at its non-value rows): give them the same
-                    part = self._part_of(cond.column)
-                    y = self._back_transform(cond, syn[cond.column])
-                    syn[cond.column] = self._fill_parts(cond.column, y, None if part is None else syn[part])
-            frame = {}
-            for cond in self.conditionals_:
-                c = cond.column
-                if cond.family == "normal":
-                    frame[c] = pd.Series(syn[c], name=c)
-                else:
-                    frame[c] = self.schema_.from_codes(c, syn[c], like=self.data_[c]).reset_index(drop=True)
-            df = pd.DataFrame({c: frame[c].array for c in self.quasi_identifiers_}, index=self.data_.index)
-            out.append(df)
+        thetas, entropy = self._sampling_plan(m, rng)
+        # record-level draws keyed by record position (synthmi._random), so that a copy made
+        # partition by partition (synthmi.scale) is the same as this one
+        out = [self._sample_copy(i, thetas, PositionalRNG(entropy, tag=(i,), offset=0)) for i in range(m)]
         self._check_diagnostics()
         return out
+
+    def _sample_copy(self, i: int, thetas: list, r) -> pd.DataFrame:
+        """Copy ``i`` of the quasi-identifiers of the rows in ``self.data_`` (one posterior draw each).
+
+        ``r`` supplies the record-level draws (a :class:`~synthmi._random.PositionalRNG`
+        positioned at the first row of ``self.data_``); :mod:`synthmi.scale` calls this on
+        each partition.
+        """
+        syn: dict[str, np.ndarray] = {}
+        m = len(thetas[0]) if thetas else 0
+        for j, cond in enumerate(self.conditionals_):
+            if self._progress is not None:
+                self._progress(f"copy {i + 1}/{m}: drawing '{cond.column}'")
+            D = self._design(cond, syn)
+            syn[cond.column] = self._predict(cond, j, D, thetas[j][i], r, i)
+            if cond.family == "normal":
+                # later conditionals were fitted on the data scale (and, for a two-part
+                # column, on the fill value at its non-value rows): give them the same
+                part = self._part_of(cond.column)
+                y = self._back_transform(cond, syn[cond.column])
+                syn[cond.column] = self._fill_parts(cond.column, y, None if part is None else syn[part])
+        frame = {}
+        for cond in self.conditionals_:
+            c = cond.column
+            if cond.family == "normal":
+                frame[c] = pd.Series(syn[c], name=c)
+            else:
+                frame[c] = self.schema_.from_codes(c, syn[c], like=self.data_[c]).reset_index(drop=True)
+        return pd.DataFrame({c: frame[c].array for c in self.quasi_identifiers_}, index=self.data_.index)
 
     def _check_diagnostics(self) -> None:
         d = getattr(self, "diagnostics_", None)
