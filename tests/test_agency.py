@@ -58,7 +58,7 @@ def _within(copy_value: float, orig_value: float, n: int, what: str) -> None:
 
 METHOD_ARGS = {
     "cart": [],
-    "rubin": ["--transform", "income=log", "--transform", "hours_per_week=rank"],
+    "rubin": ["--transform", "income=log", "--transform", "hours_per_week=rank", "--transform", "age=rank"],
     "dami": ["--transform", "income=log", "--transform", "hours_per_week=rank", "--mask", "age:K=2,sigma=3"],
 }
 

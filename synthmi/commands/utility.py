@@ -43,7 +43,16 @@ def run(args) -> int:
         variables = [c for c in original.columns if c != weight]
         if weight is not None:
             print(f"note: left out: survey weight '{weight}' (released unchanged)")
-    res = pmse(original, syn.copies, method=args.method, variables=variables, random_state=args.seed)
+    import sys
+    import time
+
+    from ._common import progress_enabled
+
+    t0 = time.perf_counter()
+    say = (lambda msg: print(f"synthmi utility: {msg}", file=sys.stderr, flush=True)) if progress_enabled(args) else None
+    res = pmse(original, syn.copies, method=args.method, variables=variables, random_state=args.seed, progress=say)
+    if say is not None:
+        say(f"pMSE of {syn.m} copies in {time.perf_counter() - t0:.1f} s")
     print(res.summary())
     ways = [int(w) for w in split_list(args.tables)]
     if ways:

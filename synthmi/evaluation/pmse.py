@@ -389,6 +389,7 @@ def pmse(
     min_samples_leaf: int = 5,
     cp: float = 0.0,
     random_state: int | np.random.Generator | None = 0,
+    progress: Any = None,
 ) -> PMSEResult:
     """pMSE and S_pMSE of one or more synthetic copies.
 
@@ -418,6 +419,8 @@ def pmse(
         split; cp = 0 -> S_pMSE = 1.02).
     random_state : int, Generator or None
         Seeds the CART fits and permutations (logit is deterministic).
+    progress : callable, optional
+        Called with a message before each copy (the CLI shows it).
 
     Returns
     -------
@@ -431,7 +434,9 @@ def pmse(
     rng = check_random_state(random_state)
     pm_, e0, k_all = [], [], []
     notes: list[str] = []
-    for syn in copies:
+    for j, syn in enumerate(copies):
+        if progress is not None:
+            progress(f"pMSE ({method}) of copy {j + 1}/{len(copies)}")
         stacked, y = _stack(original, syn, variables)
         N = len(y)
         c = y.mean()

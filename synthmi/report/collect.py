@@ -472,6 +472,7 @@ def evaluate_release(
         else:
             meta[method] = {"copies": len(copies)}
         meta[method]["weights"] = res.weights_note
+        releases[method]["weights_note"] = res.weights_note
         meta[method]["copies_sha256"] = [frame_sha256(c) for c in copies]
         steps.update()
     steps.close()

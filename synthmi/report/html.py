@@ -192,6 +192,7 @@ def _releases_html(releases: dict[str, dict[str, Any]]) -> str:
 <li><b>Masks</b>: {html.escape(_mask_text(r.get('masks')))}{(' &middot; other settings: <code>' + html.escape(json.dumps(params, sort_keys=True, default=str)) + '</code>') if params else ''}.</li>
 <li><b>Share of quasi-identifier values left unchanged</b> (mean over copies): {html.escape(unchanged or '&ndash;')}.</li>
 <li><b>Analyse with</b> the <code>{html.escape(str(r.get('rule')))}</code> combining rule.</li>
+<li><b>Survey weights</b>: {html.escape(r.get('weights_note') or 'none given; analyses unweighted')}.</li>
 <li><b>S_pMSE</b>: {pm_html}.</li>
 <li><b>Sampler diagnostics</b>: {dtext}.</li>
 </ul>""")

@@ -416,8 +416,9 @@ def fit(synth, ddf, quasi_identifiers: Sequence[str], keep: Sequence[str] | None
     if not synth.allows_missing:
         for c in used:
             if miss[c]:
-                raise ValueError(f"Column '{c}' has {miss[c]} missing values; {owner} needs complete data "
-                                 "(impute first, or use RiskTargetedSynthesizer which models missing values).")
+                raise ValueError(f"Column '{c}' has {miss[c]} missing values; the Dask path of {owner} needs complete "
+                                 "data (synthesize in memory, where missing values are modelled, or impute with "
+                                 "--method risk-dami).")
     if n < synth.min_rows:
         raise ValueError(f"{owner} needs at least {synth.min_rows} rows to fit. Got {n} instead.")
     for c, t in (synth.transforms or {}).items():
