@@ -61,9 +61,10 @@ from .glm import CategoricalModel, group_rows, importance_ess_fraction, independ
 
 TRANSFORMS = (None, "log", "log1p", "rank")
 #: below this Kish ESS fraction of a 200-draw pilot, independence MH is replaced by HMC
-#: (measured: fractions 0.005-0.04 gave acceptance 0.01-0.1 and R-hat 1.9-5 on the agency file;
-#: low-dimensional Adult / NHANES models have fractions above 0.5)
-IMH_MIN_ESS_FRACTION = 0.2
+#: (measured: fractions 0.005-0.047 gave acceptance 0.01-0.1 and R-hat 1.9-5.8 on the agency
+#: file with its 51-level state; Adult's race given sex and age, 20 coefficients, has 0.25 at
+#: 3,000 rows and 0.77 at 48,842, where independence MH converges)
+IMH_MIN_ESS_FRACTION = 0.1
 #: initial kept draws per chain of the HMC sampler (near-independent draws; doubled until
 #: split-R-hat <= 1.01 and bulk ESS >= 400)
 HMC_INITIAL_DRAWS = 400
@@ -350,7 +351,8 @@ class RubinSynthesizer(Synthesizer):
             # when it is small (many skewed directions, e.g. a 51-level predictor with empty
             # cells) independence MH stalls and the gradient sampler is used instead
             frac = importance_ess_fraction(cond.fast, mode_cov, rng) if cond.family == "logit" else 1.0
-            if frac < IMH_MIN_ESS_FRACTION:
+            # (models split over Dask partitions have no design to run HMC on: they keep IMH)
+            if frac < IMH_MIN_ESS_FRACTION and hasattr(cond.fast, "xmul"):
                 n_keep = max(min(int(self.draws), HMC_INITIAL_DRAWS), -(-m // chains))
                 res = whitened_hmc(cond.fast, n_keep, rng, chains=max(chains, 2), mode_cov=mode_cov)
                 chains = max(chains, 2)
