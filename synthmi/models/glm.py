@@ -601,7 +601,7 @@ def whitened_hmc(
     degenerate as the dimension grows (acceptance 0.001 measured on the
     agency file). HMC only uses the Laplace fit as a metric; a skewed
     direction costs a few more leapfrog steps, not the whole chain
-    (ESS per second compared in ``benchmarks/sampler_highcard.py``).
+    (ESS per second compared in ``benchmarks/agency.py``).
     Polya-Gamma Gibbs (Polson, Scott & Windle 2013) is also exact, but it
     mixes slowly for rare categories (Johndrow, Smith, Pillai & Dunson 2019,
     JASA 114:1394-1403), exactly the case of rare races and small states.

@@ -139,9 +139,12 @@ class RubinSynthesizer(Synthesizer):
         odds restriction does not hold for education given income, and the
         ordered model biases the education terms of an income analysis; the
         multinomial model does not.
-    sampler : {"fast", "nuts"}
-        Exact fast posterior draws (closed form / independence MH) or PyMC
-        NUTS on the PyMC specification.
+    sampler : {"fast", "imh", "nuts"}
+        Exact fast posterior draws (closed form; independence MH, or HMC
+        whitened by the Laplace fit for a logit model whose 200-draw pilot
+        shows degenerate importance weights, see ``IMH_MIN_ESS_FRACTION``);
+        ``"imh"``: the same without the HMC switch (what the Dask path runs);
+        or PyMC NUTS on the PyMC specification.
     chains, draws, tune : int
         MCMC settings. NUTS starts from the Laplace approximation with a dense
         mass matrix, so 500 tuning steps (step size only) suffice; 1000 draws
@@ -192,7 +195,7 @@ class RubinSynthesizer(Synthesizer):
         owner = type(self).__name__
         check_option(self.binary_link, "binary_link", owner, ("logit", "probit"))
         check_option(self.ordinal_link, "ordinal_link", owner, ("logit", "probit", "multinomial"))
-        check_option(self.sampler, "sampler", owner, ("fast", "nuts"))
+        check_option(self.sampler, "sampler", owner, ("fast", "imh", "nuts"))
         check_scalar(self.chains, "chains", owner, kind="int", lower=1)
         check_scalar(self.draws, "draws", owner, kind="int", lower=1)
         check_scalar(self.tune, "tune", owner, kind="int", lower=0)
@@ -352,7 +355,7 @@ class RubinSynthesizer(Synthesizer):
             # cells) independence MH stalls and the gradient sampler is used instead
             frac = importance_ess_fraction(cond.fast, mode_cov, rng) if cond.family == "logit" else 1.0
             # (models split over Dask partitions have no design to run HMC on: they keep IMH)
-            if frac < IMH_MIN_ESS_FRACTION and hasattr(cond.fast, "xmul"):
+            if frac < IMH_MIN_ESS_FRACTION and hasattr(cond.fast, "xmul") and self.sampler == "fast":
                 n_keep = max(min(int(self.draws), HMC_INITIAL_DRAWS), -(-m // chains))
                 res = whitened_hmc(cond.fast, n_keep, rng, chains=max(chains, 2), mode_cov=mode_cov)
                 chains = max(chains, 2)

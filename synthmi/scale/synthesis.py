@@ -41,6 +41,12 @@ one up to floating-point rounding of the fitted parameters (identical
 categorical and whole-number values unless a uniform falls within ~1e-12 of
 a category boundary). Copies are written partition by partition as Parquet.
 
+The in-memory fast sampler switches a logit model to HMC when independence
+MH would stall (many-level predictors); HMC needs a gradient pass over all
+records at every leapfrog step, so the Dask path always runs independence MH
+(``sampler="fast"`` and ``"imh"`` alike), and its copies equal the in-memory
+ones made with ``sampler="imh"``.
+
 Not available on Dask (refused with a message): the NUTS sampler, the
 ``"rank"`` transform (it needs every record's rank), and synthesizers other
 than Rubin MI and DA-MI.
@@ -266,7 +272,7 @@ def _check_supported(synth) -> None:
         }.get(name, "it has no partition-wise fit")
         refuse_dask(f"{name}.fit", why, "Use RubinSynthesizer or DAMISynthesizer (sampler='fast'), or fit in memory on "
                     "a subsample (ddf.sample(frac=...).compute()).")
-    if synth.sampler != "fast":
+    if synth.sampler not in ("fast", "imh"):
         refuse_dask(f"{name}.fit with sampler='nuts'",
                     "NUTS evaluates the log-density gradient over all records at every leapfrog step (thousands of "
                     "passes over the data)", "Use sampler='fast' (exact conjugate draws and independence "
