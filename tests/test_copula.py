@@ -13,9 +13,7 @@ from synthmi.evaluation import combine
 from synthmi.models.copula import (
     GaussianCopula,
     copula_pymc_model,
-    effective_sample_size,
     log_interval_probability,
-    split_r_hat,
     truncated_normal,
 )
 
@@ -70,23 +68,6 @@ def test_log_interval_probability_hand_values():
     assert log_interval_probability(1.0, 1.0) == -np.inf
 
 
-def test_ess_and_split_rhat_on_known_chains():
-    rng = np.random.default_rng(1)
-    n, rho = 20000, 0.8
-    e = rng.standard_normal((n, 2))
-    ar = np.empty(n)
-    ar[0] = e[0, 1]
-    for t in range(1, n):
-        ar[t] = rho * ar[t - 1] + np.sqrt(1 - rho**2) * e[t, 1]
-    ess = effective_sample_size(np.column_stack([e[:, 0], ar]))
-    # iid: ESS ~ n; AR(1): n (1 - rho) / (1 + rho) = 2222; estimator sd ~5-10 %
-    assert 0.85 * n < ess[0] < 1.15 * n
-    assert 0.8 * 2222 < ess[1] < 1.2 * 2222
-    assert abs(split_r_hat(e[:, :1])[0] - 1.0) < 0.01
-    drift = np.linspace(0, 3, n)[:, None] + e[:, :1]
-    assert split_r_hat(drift)[0] > 1.2
-
-
 # ---------------------------------------------------------------- posterior
 def test_recovers_latent_correlation_mixed_margins():
     df = _mixed(2000, seed=2)
@@ -112,9 +93,9 @@ def test_gibbs_agrees_with_pymc_posterior():
     df = pd.DataFrame({"a": z[:, 0], "b": np.exp(z[:, 1])})
     df.loc[[1, 5], "a"] = np.nan
     df.loc[[2], "b"] = np.nan
-    g = GaussianCopula(n_iter=6000, burn=500, random_state=4).fit(df)
+    g = GaussianCopula(n_iter=3000, burn=250, chains=2, random_state=4).fit(df)
     r_gibbs = g.correlation_draws_[:, 0, 1]
-    ess_gibbs = effective_sample_size(r_gibbs[:, None])[0]
+    ess_gibbs = float(az.ess(r_gibbs.reshape(2, -1)))
     with copula_pymc_model(df):
         idata = pm.sample(600, tune=600, chains=2, cores=1, random_seed=5, progressbar=False, target_accept=0.9)
     r_pymc = idata.posterior["corr"].values[..., 0].ravel()
@@ -168,7 +149,7 @@ def _coverage_rep(seed: int, n: int = 100, m: int = 10) -> np.ndarray:
         # 100 iterations (50 burn-in) keep a replication at ~0.06 s so 1100 fit in the time budget; the
         # imputations continue the chain from its end state, so n_iter acts as burn-in here. Over the
         # same 1100 seeds n_iter=300, burn=150 gave 0.946 / 0.948 (vs 0.949 / 0.950 here): no burn-in effect.
-        g = GaussianCopula(n_iter=100, burn=50, thin=5, random_state=seed).fit(df)
+        g = GaussianCopula(n_iter=100, burn=50, thin=5, chains=1, random_state=seed).fit(df)
     est, var = [], []
     X = np.column_stack([np.ones(n), x1])
     XtX_inv = np.linalg.inv(X.T @ X)

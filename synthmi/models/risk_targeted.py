@@ -129,6 +129,16 @@ class RiskTargetedSynthesizer(Synthesizer):
         Seed of the fitting chain.
     progressbar : bool, default False
         Progress bar while fitting.
+    chains, n_jobs : int, default 2 and 1
+        Chains of the copula sampler and how many run in parallel processes.
+    impute_keep : bool, default False
+        Missing values of the kept (Z) columns are imputed inside the model in
+        any case (the copula needs complete latents), but by default the copies
+        carry the kept columns exactly as given, missing values included. With
+        ``True`` the copies carry the imputed kept columns (each copy its own
+        draw). Either way ``diagnostics["imputed_cells"]`` (and metadata.json)
+        records per column how many cells were imputed and whether the imputed
+        values were released (counts only, never values).
     """
 
     method = "risk-dami"
@@ -149,6 +159,9 @@ class RiskTargetedSynthesizer(Synthesizer):
         prior_df: float | None = None,
         random_state: int | np.random.Generator | None = 0,
         progressbar: bool = False,
+        chains: int = 2,
+        n_jobs: int = 1,
+        impute_keep: bool = False,
     ):
         self.masks = masks
         self.subgroups = subgroups
@@ -163,12 +176,17 @@ class RiskTargetedSynthesizer(Synthesizer):
         self.prior_df = prior_df
         self.random_state = random_state
         self.progressbar = progressbar
+        self.chains = chains
+        self.n_jobs = n_jobs
+        self.impute_keep = impute_keep
 
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:
         owner = type(self).__name__
         check_scalar(self.k0, "k0", owner, kind="int", lower=1)
         check_scalar(self.n_sweeps, "n_sweeps", owner, kind="int", lower=1)
+        if not isinstance(self.impute_keep, (bool, np.bool_)):
+            raise param_error("impute_keep", owner, "True or False", self.impute_keep)
         if self.r is not None:
             check_scalar(self.r, "r", owner, kind="int", lower=1)
             if self.masks is None:
@@ -287,6 +305,8 @@ class RiskTargetedSynthesizer(Synthesizer):
             prior_df=self.prior_df,
             random_state=self.random_state,
             progress=self.progressbar,
+            chains=self.chains,
+            n_jobs=self.n_jobs,
         ).fit(data, schema=_sub_schema(self.schema_, list(data.columns)))
 
     # ------------------------------------------------------------------ sample
@@ -297,8 +317,30 @@ class RiskTargetedSynthesizer(Synthesizer):
             return {"output": "one-stage", "rule": "rubin"}
         return {"m": m, "r": int(self.r), "output": "nested", "rule": "nested"}
 
+    def _imputed_cells(self) -> dict[str, Any]:
+        """Per column: missing cells imputed in the model, and what the copies carry there."""
+        released, internal = {}, {}
+        for c in self.copula_.columns_:
+            k = int(self.data_[c].isna().sum())
+            if not k:
+                continue
+            if c in self._qi_set:
+                # a quasi-identifier is synthesized (masks) or imputed (masks=None) in every cell
+                released[c] = k
+            elif self.impute_keep:
+                released[c] = k
+            else:
+                internal[c] = k
+        return {
+            "released": released,
+            "internal_only": internal,
+            "note": "counts of missing cells per column; 'released': the copies carry imputed (or synthetic) "
+                    "values there; 'internal_only': imputed inside the model, released as missing",
+        }
+
     def _diagnostics(self) -> Any:
         d = dict(self.copula_.diagnostics_)
+        d["imputed_cells"] = self._imputed_cells()
         if self.subgroup_counts_ is not None:
             d["subgroup_counts"] = {k: int(v) for k, v in self.subgroup_counts_.items()}
         return d
@@ -326,9 +368,13 @@ class RiskTargetedSynthesizer(Synthesizer):
         return out
 
     def _frame(self, levels: list[np.ndarray]) -> pd.DataFrame:
+        """The columns a copy replaces: the quasi-identifiers, and the imputed kept columns if asked."""
         cop = self.copula_
         like = self.data_[[mg.name for mg in cop.margins_]]
-        return levels_to_frame(cop.margins_, levels, cop.schema_, like)
+        out = levels_to_frame(cop.margins_, levels, cop.schema_, like)
+        if self.impute_keep:
+            return out
+        return out[[c for c in out.columns if c in self._qi_set]]
 
     def _evidence(self, mg: _Margin, x_level: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
         """(n, L) log p(W~_i | X = level l) from fresh W~ per record, or None if no record is masked."""
