@@ -18,6 +18,7 @@ from synthmi.models.copula import (
 )
 
 R3 = np.array([[1.0, 0.5, 0.3], [0.5, 1.0, 0.4], [0.3, 0.4, 1.0]])
+GIBBS_ITER, PYMC_DRAWS = 4000, 600
 
 
 def _mixed(n, seed, R=R3):
@@ -71,7 +72,7 @@ def test_log_interval_probability_hand_values():
 # ---------------------------------------------------------------- posterior
 def test_recovers_latent_correlation_mixed_margins():
     df = _mixed(2000, seed=2)
-    g = GaussianCopula(n_iter=800, random_state=3).fit(df)
+    g = GaussianCopula(n_iter=400, random_state=3).fit(df)
     draws = g.correlation_draws_
     est = draws.mean(axis=0)
     sd = draws.std(axis=0)
@@ -82,31 +83,53 @@ def test_recovers_latent_correlation_mixed_margins():
     assert list(g.correlation_.index) == ["x", "b", "o"]
 
 
-def test_gibbs_agrees_with_pymc_posterior():
-    """Same model (rank likelihood, IW-induced prior on C) in PyMC (NUTS) and by Gibbs."""
+R4 = np.array([[1, 0.5, 0.4, 0.3], [0.5, 1, 0.3, 0.2], [0.4, 0.3, 1, 0.2], [0.3, 0.2, 0.2, 1]])
+
+
+def _small_mixed(n: int = 24, seed: int = 5) -> pd.DataFrame:
+    """Every column kind, with gaps: continuous (2 missing), ordinal (ties), binary (1), nominal (1)."""
+    rng = np.random.default_rng(seed)
+    z = rng.multivariate_normal(np.zeros(4), R4, size=n)
+    u = np.column_stack([np.zeros(n), 0.8 * z[:, 3], -0.6 * z[:, 3]]) + rng.normal(size=(n, 3))
+    df = pd.DataFrame({
+        "x": np.exp(z[:, 0]),
+        "o": pd.Categorical(np.digitize(z[:, 1], [-0.4, 0.5]).astype(str), categories=["0", "1", "2"], ordered=True),
+        "b": pd.Categorical(np.where(z[:, 2] > 0, "yes", "no"), categories=["no", "yes"]),
+        "nom": pd.Categorical(np.array(["a", "b", "c"])[u.argmax(1)]),
+    })
+    df.loc[[1, 7], "x"] = np.nan
+    df.loc[[3], "nom"] = np.nan
+    df.loc[[5], "b"] = np.nan
+    return df
+
+
+def test_gibbs_agrees_with_pymc_posterior_mixed():
+    """Same model in PyMC (NUTS) and by the fast sampler, on a small case with every column kind.
+
+    Rank likelihood for the continuous and ordinal columns, probit blocks for the binary and the
+    nominal ones, the same priors. Every latent correlation's posterior mean must agree within 4
+    Monte Carlo standard errors of the difference (10 correlations; measured figures in
+    benchmarks/results/copula_pymc.json).
+    """
     import arviz as az
     import pymc as pm
 
-    rng = np.random.default_rng(3)
-    n = 12
-    z = rng.multivariate_normal(np.zeros(2), [[1.0, 0.6], [0.6, 1.0]], size=n)
-    df = pd.DataFrame({"a": z[:, 0], "b": np.exp(z[:, 1])})
-    df.loc[[1, 5], "a"] = np.nan
-    df.loc[[2], "b"] = np.nan
-    g = GaussianCopula(n_iter=3000, burn=250, chains=2, random_state=4).fit(df)
-    r_gibbs = g.correlation_draws_[:, 0, 1]
-    ess_gibbs = float(az.ess(r_gibbs.reshape(2, -1)))
+    df = _small_mixed()
+    g = GaussianCopula(n_iter=GIBBS_ITER, burn=500, chains=2, random_state=4).fit(df)
+    q = g.q_
+    iu = np.triu_indices(q, 1)
+    rg = g.correlation_draws_[:, iu[0], iu[1]]
+    ess_g = np.array([float(az.ess(rg[:, k].reshape(2, -1))) for k in range(rg.shape[1])])
     with copula_pymc_model(df):
-        idata = pm.sample(600, tune=600, chains=2, cores=1, random_seed=5, progressbar=False, target_accept=0.9)
-    r_pymc = idata.posterior["corr"].values[..., 0].ravel()
-    ess_pymc = float(az.ess(idata, var_names=["corr"])["corr"].values[0])
-    assert float(az.rhat(idata, var_names=["corr"])["corr"].values[0]) < 1.01
-    mcse = np.sqrt(r_gibbs.var() / ess_gibbs + r_pymc.var() / ess_pymc)
-    # measured (benchmarks/copula_pymc.py): Gibbs 0.268 (ESS 3146), PyMC 0.271 (ESS 1365), sd ~0.27,
-    # combined MCSE 0.009
-    assert mcse < 0.02
-    assert abs(r_gibbs.mean() - r_pymc.mean()) < 4 * mcse, (r_gibbs.mean(), r_pymc.mean(), mcse)
-    assert abs(r_gibbs.std() - r_pymc.std()) < 0.05  # sd of a sd estimate ~ sd / sqrt(2 ESS) ~ 0.006
+        idata = pm.sample(PYMC_DRAWS, tune=PYMC_DRAWS, chains=2, cores=1, random_seed=5, progressbar=False,
+                          target_accept=0.95)
+    rp = idata.posterior["corr"].values.reshape(-1, rg.shape[1])
+    ess_p = np.asarray(az.ess(idata, var_names=["corr"])["corr"].values, dtype=float)
+    assert np.all(np.asarray(az.rhat(idata, var_names=["corr"])["corr"].values) < 1.05)
+    mcse = np.sqrt(rg.var(0) / ess_g + rp.var(0) / ess_p)
+    assert np.all(mcse < 0.05), mcse
+    diff = rg.mean(0) - rp.mean(0)
+    assert np.all(np.abs(diff) < 4 * mcse), (diff, mcse)
 
 
 # ---------------------------------------------------------------- imputation
@@ -165,14 +188,38 @@ def _coverage_rep(seed: int, n: int = 100, m: int = 10) -> np.ndarray:
 
 
 def test_mar_coverage_of_rubin_intervals():
-    """1100 replications: 95 % intervals cover at 0.93-0.97.
+    """300 replications: 95 % intervals cover within +-3 MC se of 0.95.
 
-    MC se of a coverage of 0.95 over 1100 replications is sqrt(0.95 * 0.05 / 1100) = 0.0066,
-    so [0.93, 0.97] is +-3.0 se. Measured with these seeds: 0.949 (mean) and 0.950 (slope).
+    MC se of a coverage of 0.95 over 300 replications is sqrt(0.95 * 0.05 / 300) = 0.0126, so the
+    band is [0.912, 0.988]; benchmarks/copula.py runs the same replications for the tight 0.93-0.97
+    claim (part 2, 1100 replications).
     """
-    cover = np.array([_coverage_rep(s) for s in range(1100)])
+    cover = np.array([_coverage_rep(s) for s in range(300)])
     rates = cover.mean(axis=0)
-    assert np.all((rates >= 0.93) & (rates <= 0.97)), rates
+    se = np.sqrt(0.95 * 0.05 / 300)
+    assert np.all(np.abs(rates - 0.95) <= 3 * se), rates
+
+
+def test_mar_coverage_adult_mixed_reduced():
+    """Reduced version of benchmarks/copula_adult.py: nominal cell share and slope under MAR gaps.
+
+    30 replications (n = 500, one chain). Under nominal 95 % coverage the chance of 7 or more
+    misses in 30 is 3e-4 (binomial), so >= 24 / 30 is the check; a coverage of 0.7 would pass it
+    with probability 0.03. The full study (400 replications) is the benchmark.
+    """
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import copula_adult as ca
+
+    gen = ca.Generator(n_fit=600, n_iter=100, seed=0)
+    tr = ca.truth(gen, n=200_000)
+    rows = np.array([ca.one_replication((gen, tr, s, 120)) for s in range(30)])
+    hits = rows[:, :2].sum(axis=0)
+    assert np.all(hits >= 24), hits
+    # the gaps are real: ~17 % and ~20 % missing
+    assert 0.08 < rows[:, 4].mean() < 0.3 and 0.08 < rows[:, 5].mean() < 0.35
 
 
 # ---------------------------------------------------------------- errors

@@ -91,6 +91,7 @@ from .masking import MaskingModel, NormalMasking, TransitionMasking, make_maskin
 __all__ = ["RiskTargetedSynthesizer", "RISK_LEVELS"]
 
 RISK_LEVELS = ("low", "medium", "high")
+_BINARY_CUT = np.zeros(1)
 
 
 class RiskTargetedSynthesizer(Synthesizer):
@@ -365,6 +366,8 @@ class RiskTargetedSynthesizer(Synthesizer):
             # two stages: the chain given this completed data set, r copies from it
             comp_margins = [_replace_level(mg, lv) for mg, lv in zip(cop.margins_, levels)]
             sampler = CopulaGibbs(comp_margins, cop.q_, cop.prior_df)
+            sampler.collapse_binary = cop.sampler_.collapse_binary
+            sampler.collapse_nominal = cop.sampler_.collapse_nominal
             st2 = st.copy()
             for _ in range(int(self.r)):
                 for _ in range(cop.thin):
@@ -438,12 +441,14 @@ class RiskTargetedSynthesizer(Synthesizer):
             E = z - mu
             for mg, lv in zip(margins, levels):
                 is_qi = mg.name in self._qi_set
-                if mg.ranked:
+                if mg.ranked or mg.kind == "binary":
+                    # one latent column: the level is drawn exactly from its discrete conditional
+                    # (a binary block's cut is 0), then the latent within the level's slot
                     j = mg.cols[0]
                     pjj = P[j, j]
                     sd = 1.0 / np.sqrt(pjj)
                     cm = mu[j] - (E @ P[:, j] - E[:, j] * pjj) / pjj
-                    c = cuts[mg.name]
+                    c = cuts[mg.name] if mg.ranked else _BINARY_CUT
                     edges = np.concatenate([[-np.inf], c, [np.inf]])
                     if is_qi:
                         logits = level_log_probabilities(cm, sd, edges)
