@@ -151,11 +151,11 @@ def draw_categorical(logp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def _cart_draw(cond, values: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
-    from .cart import _draw_from_leaves
-
-    tree, donors = cond.fast
-    leaves = tree.apply(cond.design.matrix(values))
-    return _draw_from_leaves(donors, leaves, rng)
+    """One observed donor per record from its leaf (one uniform per record, so record-keyed streams work)."""
+    tree, (ids, start, count, y_sorted) = cond.fast
+    pos = np.searchsorted(ids, tree.apply(cond.design.matrix(values)))
+    offset = np.minimum((rng.random(pos.shape[0]) * count[pos]).astype(np.int64), count[pos] - 1)
+    return y_sorted[start[pos] + offset]
 
 
 def sequential_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any],

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
+from .._random import PositionalRNG, entropy_from
 from .._validate import check_option, check_scalar, param_error
 from .base import Synthesizer
 from .conditional import (
@@ -435,13 +436,19 @@ class RubinSynthesizer(Synthesizer):
         values, _, _ = sequential_draw(self.conditionals_, preps, {}, rng)
         return values
 
+    def _sampling_plan(self, m: int, rng: np.random.Generator) -> tuple[list, tuple[int, int]]:
+        """Posterior draws for ``m`` copies and the root key of the record-level streams."""
+        post_rng, rec_rng = rng.spawn(2)
+        return self._posterior_draws(m, post_rng), entropy_from(rec_rng)
+
     def _sample(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
-        post_rng, *copy_rngs = rng.spawn(m + 1)
-        thetas = self._posterior_draws(m, post_rng)
+        thetas, entropy = self._sampling_plan(m, rng)
         out = []
         for i in range(m):
             preps = [Prepared(cond, thetas[j][i]) for j, cond in enumerate(self.conditionals_)]
-            syn = self._draw_copy(preps, copy_rngs[i])
+            # record-level draws keyed by record position (synthmi._random), so that a copy
+            # made partition by partition (synthmi.scale) is the same as this one
+            syn = self._draw_copy(preps, PositionalRNG(entropy, tag=(i,), offset=0))
             frame = {}
             for cond in self.conditionals_:
                 c = cond.column
