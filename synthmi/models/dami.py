@@ -70,11 +70,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-<<<<<<< HEAD
 from .._random import PositionalRNG, entropy_from
 from .._validate import check_option, check_random_state, check_scalar, param_error
-=======
->>>>>>> main
 from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking
 from .predictive import Prepared, can_enumerate, check_joint, enumerate_draw, gibbs_draw, sequential_draw
 from .rubin import RubinSynthesizer
