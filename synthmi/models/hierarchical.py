@@ -15,18 +15,30 @@ Small groups borrow strength from the others: :math:`E(u_g \mid \cdot)`
 shrinks the group's mean residual by :math:`\frac{n_g/\sigma^2}{n_g/\sigma^2
 + 1/\tau^2}`.
 
-Exact fast path: the Gibbs sampler of the full conditionals (Gelman et al.
-2013, BDA3, Section 15.4; all conjugate):
+Exact fast path: a blocked Gibbs sampler (Gelman et al. 2013, BDA3,
+Sections 15.4-15.5; all full conditionals conjugate). The coefficients and
+the group effects are drawn as one block, which removes the slow seesaw
+between the intercept and the mean of the u's: their joint full conditional
+is normal with precision
+
+.. math:: A = \begin{pmatrix} X^\top X/\sigma^2 & X^\top Z_g/\sigma^2 \\
+    Z_g^\top X/\sigma^2 & D \end{pmatrix},\quad
+    D = \mathrm{diag}(n_g/\sigma^2 + 1/\tau^2),
+
+(:math:`Z_g` the group indicators) and, because D is diagonal, it is drawn
+as :math:`\beta` from its marginal, with precision the Schur complement
+:math:`S = X^\top X/\sigma^2 - (X^\top Z_g/\sigma^2) D^{-1} (Z_g^\top
+X/\sigma^2)` (a p x p Cholesky), then :math:`u \mid \beta` with independent
+components:
 
 .. math::
 
-    \beta \mid \cdot &\sim N((X^\top X)^{-1} X^\top (y - u_g), \sigma^2 (X^\top X)^{-1}), \\
-    \sigma^2 \mid \cdot &\sim \lVert y - X\beta - u_g \rVert^2 / \chi^2_n, \\
-    u_g \mid \cdot &\sim N\left(\frac{\sum_{i \in g} (y_i - x_i^\top\beta)/\sigma^2}
+    u_g \mid \beta, \cdot &\sim N\left(\frac{\sum_{i \in g} (y_i - x_i^\top\beta)/\sigma^2}
         {n_g/\sigma^2 + 1/\tau^2}, \frac{1}{n_g/\sigma^2 + 1/\tau^2}\right), \\
+    \sigma^2 \mid \cdot &\sim \lVert y - X\beta - u_g \rVert^2 / \chi^2_n, \\
     \tau^2 \mid \cdot &\sim \textstyle\sum_g u_g^2 / \chi^2_{G-1},
 
-run as several chains vectorised together, with split-R-hat and bulk ESS
+run as several chains, with split-R-hat and bulk ESS
 (:func:`synthmi.models.glm._rhat_ess`). The PyMC specification of the same
 model (NUTS, compiled once per shape) is :func:`pymc_model`; a test keeps the
 two in agreement.
@@ -67,13 +79,16 @@ class HierarchicalNormal:
         self._chol_inv = linalg.cholesky(Rinv @ Rinv.T, lower=True)
         self.n_g = np.bincount(self.g, minlength=self.n_groups).astype(float)
 
-    def sample(self, n_keep: int, rng: np.random.Generator, chains: int = 2, burn: int = 300,
+    def sample(self, n_keep: int, rng: np.random.Generator, chains: int = 2, burn: int = 200,
                thin: int = 1) -> dict[str, np.ndarray]:
-        """Gibbs draws: arrays with leading axes (chains, n_keep)."""
+        """Blocked Gibbs draws: arrays with leading axes (chains, n_keep)."""
         X, y, g, G = self.X, self.y, self.g, self.n_groups
         n, p = X.shape
-        XtX_inv_Xt = self._proj  # (p, n)
-        b0 = XtX_inv_Xt @ y
+        XtX = X.T @ X
+        XtZ = np.stack([np.bincount(g, weights=X[:, k], minlength=G) for k in range(p)])  # (p, G)
+        Xty = X.T @ y
+        Zty = np.bincount(g, weights=y, minlength=G)
+        b0 = self._proj @ y
         r0 = y - X @ b0
         s0 = float(np.sqrt(r0 @ r0 / (n - p)))
         gm = np.bincount(g, weights=r0, minlength=G) / np.maximum(self.n_g, 1)
@@ -83,21 +98,21 @@ class HierarchicalNormal:
         u = np.zeros((chains, G))
         out = {"beta": np.empty((chains, n_keep, p)), "sigma": np.empty((chains, n_keep)),
                "tau": np.empty((chains, n_keep)), "u": np.empty((chains, n_keep, G))}
-        total = burn + n_keep * thin
-        for it in range(total):
-            # beta | u, sigma
-            ry = y[None, :] - u[:, g]  # (chains, n)
-            bhat = ry @ XtX_inv_Xt.T  # (chains, p)
-            beta = bhat + sigma[:, None] * (rng.standard_normal((chains, p)) @ self._chol_inv.T)
-            xb = beta @ X.T  # (chains, n)
+        beta = np.empty((chains, p))
+        for it in range(burn + n_keep * thin):
+            for c in range(chains):
+                s2, t2 = sigma[c] ** 2, tau[c] ** 2
+                d = self.n_g / s2 + 1.0 / t2  # the u block of the precision is diagonal
+                Q = XtZ / s2
+                S = XtX / s2 - (Q / d) @ Q.T  # Schur complement: the marginal precision of beta
+                L = linalg.cholesky(S, lower=True, check_finite=False)
+                rhs = Xty / s2 - Q @ (Zty / s2 / d)
+                h = linalg.solve_triangular(L, rhs, lower=True, check_finite=False)
+                beta[c] = linalg.solve_triangular(L.T, h + rng.standard_normal(p), lower=False, check_finite=False)
+                u[c] = (Zty / s2 - Q.T @ beta[c]) / d + rng.standard_normal(G) / np.sqrt(d)
             # sigma | beta, u
-            e = y[None, :] - xb - u[:, g]
+            e = y[None, :] - beta @ X.T - u[:, g]
             sigma = np.sqrt((e * e).sum(axis=1) / rng.chisquare(n, chains))
-            # u | beta, sigma, tau
-            res = y[None, :] - xb
-            sums = np.stack([np.bincount(g, weights=res[c], minlength=G) for c in range(chains)])
-            prec = self.n_g[None, :] / sigma[:, None] ** 2 + 1.0 / tau[:, None] ** 2
-            u = sums / sigma[:, None] ** 2 / prec + rng.standard_normal((chains, G)) / np.sqrt(prec)
             # tau | u
             tau = np.sqrt((u * u).sum(axis=1) / rng.chisquare(G - 1, chains))
             k = it - burn
@@ -107,7 +122,7 @@ class HierarchicalNormal:
         return out
 
     def draw(self, m: int, rng: np.random.Generator, chains: int = 2, draws: int = 1000,
-             burn: int = 300) -> tuple[list[dict[str, np.ndarray]], dict[str, Any]]:
+             burn: int = 200) -> tuple[list[dict[str, np.ndarray]], dict[str, Any]]:
         """``m`` parameter sets spread evenly over the pooled chains, and the chains' diagnostics.
 
         R-hat and ESS are taken over beta, sigma, tau and the group effects.

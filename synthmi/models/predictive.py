@@ -215,23 +215,33 @@ def can_enumerate(conds: Sequence, max_combinations: int) -> bool:
     return int(np.prod([c.n_categories for c in conds], dtype=float)) <= max_combinations
 
 
-def enumerate_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any],
-                   rng: np.random.Generator, n_rows: int) -> dict:
-    """Exact joint predictive of all-categorical quasi-identifiers: a table over every level combination."""
-    combos = list(product(*[range(c.n_categories) for c in conds]))
-    logw = []
-    for combo in combos:
+def enumerate_probs(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any],
+                    n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact joint predictive of all-categorical quasi-identifiers.
+
+    Returns the level combinations (K, q) and the log-probabilities (n, K) of
+    every combination for every record (normalised per record).
+    """
+    combos = np.asarray(list(product(*[range(c.n_categories) for c in conds])), dtype=np.int64)
+    logw = np.zeros((n_rows, len(combos)))
+    for t, combo in enumerate(combos):
         vals = {cond.column: np.full(n_rows, code, dtype=np.int64) for cond, code in zip(conds, combo)}
-        tot = np.zeros(n_rows)
         for cond, p, code in zip(conds, preps, combo):
-            tot = tot + p.log_probs(p.eta(vals))[:, code]
+            logw[:, t] += log_prob_of(cond.family, p.eta(vals), vals[cond.column], p.cut)
             ev = evidence.get(cond.column)
             if ev is not None:
-                tot = tot + ev[1][:, code]
-        logw.append(tot)
-    idx = draw_categorical(np.column_stack(logw), rng)
-    table = np.asarray(combos, dtype=np.int64)
-    return {cond.column: table[idx, j] for j, cond in enumerate(conds)}
+                logw[:, t] += ev[1][:, code]
+    mx = logw.max(axis=1, keepdims=True)
+    logw -= mx + np.log(np.exp(logw - mx).sum(axis=1, keepdims=True))
+    return combos, logw
+
+
+def enumerate_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any],
+                   rng: np.random.Generator, n_rows: int) -> dict:
+    """One draw per record from the exact table of :func:`enumerate_probs`."""
+    combos, logp = enumerate_probs(conds, preps, evidence, n_rows)
+    idx = draw_categorical(logp, rng)
+    return {cond.column: combos[idx, j] for j, cond in enumerate(conds)}
 
 
 def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any], rng: np.random.Generator,

@@ -110,6 +110,9 @@ def detect_grid(x: Any, max_points: int = 1_000_000) -> tuple[float, float] | No
     """
     v = np.unique(np.asarray(x, dtype=float))
     v = v[np.isfinite(v)]
+    if v.size:
+        # values equal up to float noise (0.1 + 0.2 vs 0.3) are one value
+        v = v[np.concatenate([[True], np.diff(v) > 1e-9 * max(1.0, float(np.abs(v).max()))])]
     if v.size < 3:
         return None
     gaps = np.diff(v)
