@@ -164,10 +164,10 @@ MULTI_MASKS = {"x1": NormalMasking(1, sigma_e=1.0), "x2": LinearCategoricalMaski
 
 
 def simulate_multi(reps: int, n: int = 300, M: int = 5, seed: int = 20251123, masks=None,
-                   predictives=("joint", "sequential"), n_sweeps: int = 10) -> dict:
+                   predictives=("joint", "sequential"), n_sweeps: int = 10, truth_n: int = 4_000_000) -> dict:
     """Coverage, bias and RMSE of partial-rule 95% CIs for joint and sequential DA-MI (one fit per replication)."""
     masks = MULTI_MASKS if masks is None else masks
-    truth = multi_truth()
+    truth = multi_truth(truth_n)
     ss = np.random.SeedSequence(seed)
     covered = {p: np.zeros((reps, 6), dtype=bool) for p in predictives}
     err = {p: np.zeros((reps, 6)) for p in predictives}

@@ -33,7 +33,7 @@ def test_gibbs_agrees_with_nuts():
     gib = {"beta0": s["beta"][..., 0], "beta1": s["beta"][..., 1], "sigma": s["sigma"], "tau": s["tau"],
            "u0": s["u"][..., 0], "u1": s["u"][..., 1], "u2": s["u"][..., 2]}
     with pymc_model(X, y, g, 30):
-        idata = pm.sample(draws=1000, tune=700, chains=2, cores=1, target_accept=0.95, random_seed=2,
+        idata = pm.sample(draws=800, tune=600, chains=2, cores=1, target_accept=0.95, random_seed=2,
                           progressbar=False, compute_convergence_checks=False)
     post = idata.posterior
     nuts = {"beta0": post["beta"].values[..., 0], "beta1": post["beta"].values[..., 1],

@@ -120,3 +120,24 @@ def test_mixed_gibbs_continuous_acceptance_and_support():
     assert info["scheme"] == "gibbs" and 0.5 < info["acceptance_rate"]["age"] <= 1.0
     for c in out.copies:
         assert c["age"].between(18, 80).all() and np.all(c["age"] == np.rint(c["age"]))
+
+
+def test_reduced_multi_qi_coverage_of_the_joint_predictive():
+    """benchmarks/dami_coverage.py --multi, reduced to 40 replications (joint predictive only).
+
+    Three dependent masked QIs; every one of the six partial-rule 95% intervals must cover in at
+    least 83% of replications: 0.95 - 3.5 binomial s.e. (sqrt(.95 * .05 / 40) = 0.034). The
+    1,000-replication figures are in benchmarks/results/dami_coverage_multi.json.
+    """
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "dami_coverage.py"
+    spec = importlib.util.spec_from_file_location("dami_coverage", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    res = mod.simulate_multi(40, predictives=("joint",), truth_n=1_000_000)
+    cov = res["results"]["joint"]["coverage"]
+    assert set(cov) == set(mod.MULTI_NAMES)
+    for name, c in cov.items():
+        assert c >= 0.83, (name, c)

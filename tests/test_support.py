@@ -98,7 +98,7 @@ def test_detect_grid(values, expected):
 # ---- every method, Adult and NHANES ------------------------------------------
 def _adult():
     df = load_adult(recode=True)
-    df = df.sample(1000, random_state=3).reset_index(drop=True)
+    df = df.sample(700, random_state=3).reset_index(drop=True)
     qi = ["age", "sex", "race", "education", "hours_per_week"]
     keep = ["income", "marital_status", "capital_gain"]
     masks = {"age": {"K": 2, "sigma_e": 4.0}, "hours_per_week": {"K": 1, "sigma_e": 6.0}, "sex": {"alpha": 3.0}}
@@ -106,7 +106,7 @@ def _adult():
 
 
 def _nhanes():
-    df = load_nhanes().dropna().sample(1000, random_state=4).reset_index(drop=True)
+    df = load_nhanes().dropna().sample(700, random_state=4).reset_index(drop=True)
     qi = ["age", "gender", "bmi", "height_cm", "weight_kg"]
     keep = ["education", "diabetes", "total_cholesterol"]
     masks = {"age": {"K": 2, "sigma_e": 4.0}, "bmi": {"K": 1, "sigma_e": 2.0}, "gender": {"p": 0.9}}

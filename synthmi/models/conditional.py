@@ -265,6 +265,10 @@ class AdditivePrepared:
         z = (np.asarray(v, dtype=float) - e.mean) / e.sd
         return z * t[0] if t.ndim == 1 else z[:, None] * t[0][None, :]
 
+    def level_contrib(self, col: str, level: int) -> np.ndarray:
+        """Contribution of a categorical column set to ``level`` for every record (broadcastable)."""
+        return self.tables[col][1][level]
+
     def eta(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
         out = self.base
         for col in self.tables:

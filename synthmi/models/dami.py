@@ -100,12 +100,13 @@ class DAMISynthesizer(RubinSynthesizer):
         ``"joint"`` (default): eq. 3, by exact enumeration or within-record
         Gibbs sweeps; ``"sequential"``: the approximation described in the
         module docstring.
-    n_sweeps : int >= 0, default 10
+    n_sweeps : int >= 0, default 5
         Gibbs sweeps per copy for the joint predictive (0 gives the
-        sequential draw). ``benchmarks/dami_sweeps.py`` compares the draw
-        after s sweeps with exact enumeration; the total-variation distance
-        is at Monte Carlo noise after 2-3 sweeps in the masked settings
-        tried, so 10 leaves a margin.
+        sequential draw it starts from). ``benchmarks/dami_sweeps.py``
+        compares the draw after s sweeps with exact enumeration
+        (``benchmarks/results/dami_sweeps.json``): in the settings tried the
+        total-variation distance falls about threefold per sweep and reaches
+        the Monte Carlo floor after 2-3 sweeps, so 5 leaves a margin.
     max_enumeration : int, default 256
         Largest product of numbers of levels for which all-categorical
         quasi-identifiers are drawn by exact enumeration instead of Gibbs.
@@ -136,7 +137,7 @@ class DAMISynthesizer(RubinSynthesizer):
         bounds: Mapping[str, Any] | None = None,
         grid: Any = "auto",
         predictive: str = "joint",
-        n_sweeps: int = 10,
+        n_sweeps: int = 5,
         max_enumeration: int = 256,
     ):
         super().__init__(

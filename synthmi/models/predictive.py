@@ -302,8 +302,16 @@ def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str
             for k in later:
                 ck = conds[k].column
                 cand[ck] = []
+                lin = preps[k].lin
+                additive = hasattr(lin, "level_contrib")
+                if additive:
+                    # remove the current level's contribution once, then add each candidate's
+                    rest = etas[ck] - lin.contrib(c, values[c])
                 for level in range(cond.n_categories):
-                    e_l = preps[k].lin.replace(etas[ck], values, c, np.full(n_rows, level, dtype=np.int64))
+                    if additive:
+                        e_l = rest + lin.level_contrib(c, level)
+                    else:
+                        e_l = lin.replace(etas[ck], values, c, np.full(n_rows, level, dtype=np.int64))
                     cand[ck].append(e_l)
                     lw[:, level] += preps[k].loglik(e_l, values[ck], latent.get(ck))
             new = draw_categorical(lw, rng)
