@@ -94,6 +94,13 @@ def test_remask_equals_a_fresh_fit():
     b = fresh.sample(2, random_state=5).copies
     for x, y in zip(a, b):
         pd.testing.assert_frame_equal(x, y)
+    # shared posterior draws (memoised across settings) give the same copies
+    shared = remask(base, m1, share_posterior_draws=True)
+    d1 = shared.sample(2, random_state=5).copies
+    d2 = remask(base, m2, share_posterior_draws=True).sample(2, random_state=5).copies
+    for x, y in zip(d2, b):
+        pd.testing.assert_frame_equal(x, y)
+    assert len(base._posterior_memo) == 1 and not d1[0].equals(d2[0])
     c = base.sample(2, random_state=5).copies  # the original object keeps its masks
     assert not c[0].equals(a[0])
     with pytest.raises(TypeError, match="remask"):
@@ -185,3 +192,23 @@ def test_cli_tune_meets_target_and_feeds_synthesize(tmp_path):
     assert json.loads(out3.read_text())["masks"] is None
     assert main(small + ["--target", "expected_matches<=0", "--out", str(out3)]) == 1
     assert main(common + ["--target", "disco<=0.1", "--out", str(tmp_path / "x.json")]) == 1  # needs --attribute-target
+
+
+def test_at_reference_risk_by_hand():
+    # CART (min leaf 5) has 10 matches at tmr 0.001: DA-MI's best setting within both caps is "b"
+    # (0.85); "c" is more useful but over the match cap; with the match cap alone "d" (tmr too high) wins.
+    from synthmi.report.exhibits import at_reference_risk
+
+    pts = pd.DataFrame({
+        "method": ["cart", "dami", "dami", "dami", "dami", "reference"],
+        "setting": ["min leaf 5", "a", "b", "c", "d", "original"],
+        "mean_ci_overlap": [0.80, 0.70, 0.85, 0.95, 0.90, 1.0],
+        "mean_ci_overlap_se": [0.01, 0.01, 0.02, 0.01, 0.01, np.nan],
+        "expected_matches": [10.0, 2.0, 9.0, 30.0, 10.0, 100.0],
+        "true_match_rate": [0.001, 0.0, 0.001, 0.002, 0.005, 0.01],
+    })
+    both = at_reference_risk(pts).set_index("method")
+    assert both.loc["dami", "setting"] == "b" and both.loc["dami", "diff_vs_reference"] == pytest.approx(0.05)
+    assert both.loc["dami", "diff_se"] == pytest.approx(np.hypot(0.02, 0.01))
+    assert at_reference_risk(pts, risks=("expected_matches",)).set_index("method").loc["dami", "setting"] == "d"
+    assert "reference" not in set(both.index)

@@ -56,12 +56,23 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--analysis", default="income ~ age + sex + race + education",
                    help="the analyst's model as a formula")
     p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
-    p.add_argument("--rule", default=None, help="combining rule (default: partial, or nested for m x r copies)")
+    p.add_argument("--rule", default=None,
+                   help="combining rule (default: the rule each release recorded, e.g. full for dpsyn; else partial, "
+                        "or nested for m x r copies)")
+    p.add_argument("--holdout", default=None, metavar="CSV",
+                   help="real records NOT used for the releases: the baseline of the distance to closest record of "
+                        "fully synthetic releases (default: leave-one-out within the original)")
     p.add_argument("--tol", action="append", metavar="COL=VALUE",
                    help="matching tolerance for a continuous quasi-identifier (default: the risk module's)")
     p.add_argument("--k0", type=int, default=5, help="neighbours needed for the low-risk subgroup (default: 5)")
     p.add_argument("--threshold", type=float, default=0.5, help="review threshold on I_i (default: 0.5)")
     p.add_argument("--pmse-method", default="logit", choices=["logit", "cart"])
+    p.add_argument("--target", default=None,
+                   help="sensitive column for attribute disclosure (DiSCO, DCAP, TCAP, repU, matching attribute risk)")
+    p.add_argument("--frontier", default=None, metavar="CSV",
+                   help="frontier points (benchmarks/frontier.py output) to draw behind the releases")
+    p.add_argument("--no-references", action="store_true",
+                   help="omit the reference rows (original released as is; independent release)")
 
 
 def tolerance_from(args) -> dict[str, float] | None:
@@ -73,6 +84,48 @@ def tolerance_from(args) -> dict[str, float] | None:
         except ValueError:
             raise ValueError(f"The '--tol' option takes COLUMN=NUMBER. Got {k}={v!r} instead.") from None
     return out or None
+
+
+def _read_frontier(path: str | None):
+    if not path:
+        return None
+    from pathlib import Path
+
+    import pandas as pd
+
+    if not Path(path).exists():
+        raise FileNotFoundError(f"The '--frontier' file '{path}' does not exist.")
+    df = pd.read_csv(path)
+    need = {"method", "mean_ci_overlap", "expected_matches", "true_match_rate"}
+    if not need <= set(df.columns):
+        raise ValueError(f"The '--frontier' file must have the columns {sorted(need)}; it lacks {sorted(need - set(df.columns))}.")
+    return df
+
+
+def _declared_categories(original, releases):
+    """The original's categorical columns on the levels a DP release declared (its public domain).
+
+    A CSV reader orders the categories it saw; the release's copies carry the declared
+    order, so without this the two would have different reference levels and the
+    analysis terms would not line up. Columns whose values fall outside the declared
+    domain (a release that mapped them to 'other') are left as read.
+    """
+    from ..domain import DomainError, PublicDomain
+
+    for syn in releases.values():
+        dom = (syn.structure or {}).get("domain")
+        if not dom:
+            continue
+        domain = PublicDomain.from_dict(dom)
+        out = original.copy()
+        for c in original.columns:
+            if c in domain and domain[c].is_discrete:
+                try:
+                    out[c] = domain[c].conform(original[c])
+                except DomainError:
+                    pass
+        return out
+    return original
 
 
 def run(args) -> int:
@@ -93,14 +146,20 @@ def run(args) -> int:
         for f in sorted(path.glob("copy_*.csv")):
             hashes[f"{label}/{f.name}"] = file_sha256(f)
     original = align_original(original, next(iter(releases.values())))
+    original = _declared_categories(original, releases)
     qi = split_list(args.qi)
-    rule = args.rule or ("nested" if all({"m", "r"} <= set(s.structure) for s in releases.values()) else "partial")
+    # None: each release's recorded rule (full for DPSyn), else nested for m x r copies, else partial
+    rule = args.rule
+    holdout = None
+    if args.holdout:
+        holdout, _ = load_original(args.holdout)
     data = evaluate_release(
         original, releases, qi, args.analysis, family=args.family, rule=rule,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
         pmse_method=args.pmse_method, original_label=args.original, input_hashes=hashes,
-        seeds={k: s.seed for k, s in releases.items()}, progress=progress_enabled(args),
-        original_is_public=is_bundled(args.original),
+        seeds={k: s.seed for k, s in releases.items() if s.seed is not None}, progress=progress_enabled(args),
+        original_is_public=is_bundled(args.original), target=args.target,
+        references=not args.no_references, frontier=_read_frontier(args.frontier), holdout=holdout,
     )
     out = write_report(data, args.out)
     print(out.resolve(), file=sys.stdout)

@@ -223,13 +223,25 @@ class AdditiveDesign:
 
     additive = True
 
-    def __init__(self, z_block: np.ndarray, z_names: list[str], x_encoders: list[Encoder], intercept: bool):
+    def __init__(self, z_block: np.ndarray, z_names: list[str], x_encoders: list[Encoder], intercept: bool,
+                 z_index: np.ndarray | None = None):
+        """``z_block``: the synthesizer's full Z design (intercept first); ``z_index``: its columns used."""
         self.intercept = intercept
-        self._z = z_block if intercept else z_block[:, 1:]
-        self.z_names = z_names if intercept else z_names[1:]
+        idx = np.arange(z_block.shape[1]) if z_index is None else np.asarray(z_index)
+        self.z_index = idx if intercept else idx[idx != 0]
+        self._z = z_block[:, self.z_index]
+        self.z_names = [z_names[i] for i in self.z_index]
+        self._all_z_names = z_names
         self.x_encoders = x_encoders
         self.inputs = [e.name for e in x_encoders]
         self.names = self.z_names + [lab for e in x_encoders for lab in e.labels()]
+
+    def rebind(self, z_block: np.ndarray) -> "AdditiveDesign":
+        """The same design on other rows: ``z_block`` is the full Z design of those rows."""
+        # z_index already leaves the intercept column out when the model has none
+        new = AdditiveDesign(z_block, self._all_z_names, self.x_encoders, True, self.z_index)
+        new.intercept = self.intercept
+        return new
 
     def matrix(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
         blocks = [self._z] + [e.encode(values[e.name]) for e in self.x_encoders]
@@ -388,8 +400,8 @@ class Conditional:
     column: str
     kind: str  # schema kind of the response
     family: str  # normal | logit | probit | ologit | oprobit | cart
-    method: str  # the user-facing method name
-    predictors: list[str]  # earlier quasi-identifiers the design uses
+    method: str = ""  # the user-facing method name ("" for the default model built by synthmi.scale)
+    predictors: list[str] = field(default_factory=list)  # earlier quasi-identifiers the design uses
     design: Any = None  # AdditiveDesign | FormulaDesign
     n_categories: int = 0
     transform: str | None = None

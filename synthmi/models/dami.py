@@ -245,9 +245,8 @@ class DAMISynthesizer(RubinSynthesizer):
                 ev[cond.column] = ("table", mask.loglik_table(W, cond.n_categories))
         return ev
 
-    def _draw_copy(self, preps: list[Prepared], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def _draw_copy(self, conds: list, preps: list[Prepared], rng: np.random.Generator) -> dict[str, np.ndarray]:
         ev = self._evidence(rng)
-        conds = self.conditionals_
         if not ev or self.predictive == "sequential":
             # without masking evidence the sequential draw is the joint predictive (Rubin's MI)
             values, _, _ = sequential_draw(conds, preps, ev, rng)
@@ -255,7 +254,7 @@ class DAMISynthesizer(RubinSynthesizer):
             return values
         if can_enumerate(conds, int(self.max_enumeration)):
             self.predictive_info_ = {"scheme": "exact enumeration"}
-            return enumerate_draw(conds, preps, ev, rng, self.n_)
+            return enumerate_draw(conds, preps, ev, rng, len(self.data_))
         values, rates = gibbs_draw(conds, preps, ev, rng, int(self.n_sweeps))
         info = getattr(self, "predictive_info_", None)
         if not info or info.get("scheme") != "gibbs":

@@ -45,6 +45,7 @@ Posterior draws (``sampler``):
 """
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any, Mapping, Sequence
 
@@ -234,7 +235,14 @@ class RubinSynthesizer(Synthesizer):
             return "multinomial"
         return "multinomial" if self.ordinal_link == "multinomial" else "ordered"
 
-    def _family(self, method: str) -> str:
+    def _family(self, kind: str, n_levels: int = 0) -> str:
+        """The family of the default model of a column of this kind (used by :mod:`synthmi.scale`)."""
+        return self._method_family(self._default_method(kind))
+
+    def _resolve_order(self, qi: list[str]) -> list[str]:
+        return resolve_visit_sequence(self.visit_sequence, self.order, qi, type(self).__name__)
+
+    def _method_family(self, method: str) -> str:
         if method in ("normal", "hierarchical"):
             return "normal"
         if method in ("logit", "multinomial"):
@@ -278,7 +286,7 @@ class RubinSynthesizer(Synthesizer):
     def _fit(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
         owner = type(self).__name__
         qi = list(X.columns)
-        self.order_ = resolve_visit_sequence(self.visit_sequence, self.order, qi, owner)
+        self.order_ = self._resolve_order(qi)
         specs = parse_models(self.models, qi, owner)
         pm_preds = predictors_from_matrix(self.predictor_matrix, qi, list(self.data_.columns), owner)
         for c in pm_preds:
@@ -298,7 +306,15 @@ class RubinSynthesizer(Synthesizer):
             raise ValueError(f"The 'bounds' parameter of {owner} names columns that are not continuous quasi-identifiers: {bad}.")
         self.encoders_ = {c: self._encoder(c) for c in list(Z.columns) + qi}
         n = len(self.data_)
-        self._z_blocks_ = {c: self.encoders_[c].encode(self._values(c)) for c in Z.columns}
+        # the full Z design (intercept, then every kept column encoded); each conditional uses a subset
+        z_blocks = [self.encoders_[c].encode(self._values(c)) for c in Z.columns]
+        self._Z_design_ = np.hstack([np.ones((n, 1))] + z_blocks)
+        self._fit_Z_design_ = self._Z_design_
+        z_names = ["(Intercept)"] + [lab for c in Z.columns for lab in self.encoders_[c].labels()]
+        z_cols_of, pos = {}, 1
+        for c, b in zip(Z.columns, z_blocks):
+            z_cols_of[c] = list(range(pos, pos + b.shape[1]))
+            pos += b.shape[1]
         self._z_frame_ = None
         obs = {c: self._values(c) for c in qi}
         self.supports_ = {c: self._support(c) for c in qi if self.schema_[c].kind == "continuous"}
@@ -321,7 +337,7 @@ class RubinSynthesizer(Synthesizer):
                         f"The predictors of column '{c}' include {wrong}, which are neither kept columns nor "
                         f"quasi-identifiers earlier in the visit sequence ({earlier})."
                     )
-            fam = self._family(method)
+            fam = self._method_family(method)
             cond = Conditional(column=c, kind=v.kind, family=fam, method=method, predictors=[],
                                n_categories=v.n_levels, transform=transforms.get(c), formula=spec.formula,
                                support=self.supports_.get(c))
@@ -343,9 +359,8 @@ class RubinSynthesizer(Synthesizer):
             else:
                 zc = [z for z in Z.columns if z not in exclude and (preds is None or z in preds)]
                 xc = [x for x in earlier if preds is None or x in preds]
-                zb = np.hstack([np.ones((n, 1))] + [self._z_blocks_[z] for z in zc])
-                zn = ["(Intercept)"] + [lab for z in zc for lab in self.encoders_[z].labels()]
-                design = AdditiveDesign(zb, zn, [self.encoders_[x] for x in xc], intercept)
+                idx = [0] + [k for z in zc for k in z_cols_of[z]]
+                design = AdditiveDesign(self._Z_design_, z_names, [self.encoders_[x] for x in xc], intercept, idx)
             cond.design = design
             cond.predictors = list(design.inputs)
             cond.coef_names = list(design.names)
@@ -377,8 +392,28 @@ class RubinSynthesizer(Synthesizer):
         """Hook for subclasses (DA-MI draws its pseudo-variables here)."""
 
     def _design(self, cond: Conditional, X_values: dict[str, np.ndarray]) -> np.ndarray:
-        """The design matrix of a conditional with the quasi-identifiers set to ``X_values``."""
-        return cond.design.matrix(X_values)
+        """The design matrix of a conditional for the rows of ``self.data_``, the QIs set to ``X_values``."""
+        return self._bound(cond).design.matrix(X_values)
+
+    def _bound(self, cond: Conditional) -> Conditional:
+        """``cond`` with its design on the rows whose Z design is ``self._Z_design_``.
+
+        In memory that is the fitted design itself. :mod:`synthmi.scale` fits by reduction and
+        samples partition by partition: it sets ``_Z_design_`` to a partition's Z design, and its
+        conditionals (default models only) carry no design, so the default one is built here.
+        """
+        Zd = self._Z_design_
+        if cond.design is not None and Zd is getattr(self, "_fit_Z_design_", None):
+            return cond
+        if cond.design is None:
+            z_names = ["(Intercept)"] + [lab for c in self.keep_ for lab in self.encoders_[c].labels()]
+            design = AdditiveDesign(Zd, z_names, [self.encoders_[p] for p in cond.predictors], cond.intercept)
+        elif isinstance(cond.design, AdditiveDesign) and cond.group is None:
+            design = cond.design.rebind(Zd)
+        else:
+            raise ValueError(f"The model of column '{cond.column}' ({cond.method}, formula or group) cannot be "
+                             "evaluated on other rows than the fitted ones.")
+        return dataclasses.replace(cond, design=design)
 
     # ---- posterior draws ------------------------------------------------------
     def _posterior_draws(self, m: int, rng: np.random.Generator) -> list[list[dict[str, np.ndarray] | None]]:
@@ -431,9 +466,9 @@ class RubinSynthesizer(Synthesizer):
         return out
 
     # ---- predictive draws -------------------------------------------------------
-    def _draw_copy(self, preps: list[Prepared], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def _draw_copy(self, conds: list[Conditional], preps: list[Prepared], rng: np.random.Generator) -> dict[str, np.ndarray]:
         """One synthetic copy's quasi-identifiers; Rubin's MI draws sequentially, which is exact without masks."""
-        values, _, _ = sequential_draw(self.conditionals_, preps, {}, rng)
+        values, _, _ = sequential_draw(conds, preps, {}, rng)
         return values
 
     def _sampling_plan(self, m: int, rng: np.random.Generator) -> tuple[list, tuple[int, int]]:
@@ -443,23 +478,30 @@ class RubinSynthesizer(Synthesizer):
 
     def _sample(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
         thetas, entropy = self._sampling_plan(m, rng)
-        out = []
-        for i in range(m):
-            preps = [Prepared(cond, thetas[j][i]) for j, cond in enumerate(self.conditionals_)]
-            # record-level draws keyed by record position (synthmi._random), so that a copy
-            # made partition by partition (synthmi.scale) is the same as this one
-            syn = self._draw_copy(preps, PositionalRNG(entropy, tag=(i,), offset=0))
-            frame = {}
-            for cond in self.conditionals_:
-                c = cond.column
-                if cond.kind == "continuous":
-                    frame[c] = pd.Series(syn[c], name=c)
-                else:
-                    frame[c] = self.schema_.from_codes(c, syn[c], like=self.data_[c]).reset_index(drop=True)
-            df = pd.DataFrame({c: frame[c].array for c in self.quasi_identifiers_}, index=self.data_.index)
-            out.append(df)
+        # record-level draws keyed by record position (synthmi._random), so that a copy made
+        # partition by partition (synthmi.scale) is the same as this one
+        out = [self._sample_copy(i, thetas, PositionalRNG(entropy, tag=(i,), offset=0)) for i in range(m)]
         self._check_diagnostics()
         return out
+
+    def _sample_copy(self, i: int, thetas: list, r) -> pd.DataFrame:
+        """Copy ``i`` of the quasi-identifiers of the rows in ``self.data_`` (one posterior draw each).
+
+        ``r`` supplies the record-level draws (a :class:`~synthmi._random.PositionalRNG`
+        positioned at the first row of ``self.data_``); :mod:`synthmi.scale` calls this on
+        each partition.
+        """
+        conds = [self._bound(c) for c in self.conditionals_]
+        preps = [Prepared(cond, thetas[j][i]) for j, cond in enumerate(conds)]
+        syn = self._draw_copy(conds, preps, r)
+        frame = {}
+        for cond in conds:
+            c = cond.column
+            if cond.kind == "continuous":
+                frame[c] = pd.Series(syn[c], name=c)
+            else:
+                frame[c] = self.schema_.from_codes(c, syn[c], like=self.data_[c]).reset_index(drop=True)
+        return pd.DataFrame({c: frame[c].array for c in self.quasi_identifiers_}, index=self.data_.index)
 
     def _check_diagnostics(self) -> None:
         d = getattr(self, "diagnostics_", None)
@@ -485,7 +527,7 @@ class RubinSynthesizer(Synthesizer):
             "visit_sequence": list(self.order_),
             "models": {c.column: c.to_dict() for c in self.conditionals_},
             # bounds used for the continuous quasi-identifiers; source "observed" discloses min and max
-            "support": {c: s.to_dict() for c, s in self.supports_.items()},
+            "support": {c: s.to_dict() for c, s in getattr(self, "supports_", {}).items()},
         }
 
     def coefficient_names(self) -> dict[str, list[str]]:

@@ -41,6 +41,10 @@ td:first-child,th:first-child{text-align:left}
 img{max-width:100%;height:auto}
 .kv td{text-align:left;vertical-align:top}
 p.flag{color:#b00020;font-weight:600}
+td.bad,span.bad{color:#b00020;font-weight:600}
+tr.ref td{font-style:italic;color:#444;background:#f7f7f7}
+ul.rel{margin:4px 0 8px 18px;padding:0;font-size:13px}
+ul.rel li{margin:2px 0}
 code{font-size:12px;background:#f3f3f3;padding:1px 3px}
 """
 
@@ -109,12 +113,17 @@ def _analysis_table(coef: pd.DataFrame) -> str:
     """Per method: term, original estimate (CI), synthetic estimate (CI), std. diff, CI overlap."""
     parts = []
     for method, sub in coef.groupby("method", sort=False):
+        ok = sub["estimable"].to_numpy(bool) if "estimable" in sub else np.ones(len(sub), dtype=bool)
+        k = sub["copies_not_estimable"].to_numpy(int) if "copies_not_estimable" in sub else np.zeros(len(sub), dtype=int)
         t = pd.DataFrame(
             {
                 "original est.": sub["est_orig"].to_numpy(float),
                 "original 95% CI": [f"({a:.3f}, {b:.3f})" for a, b in zip(sub["ci_lower_orig"], sub["ci_upper_orig"])],
-                "synthetic est.": sub["est_syn"].to_numpy(float),
-                "synthetic 95% CI": [f"({a:.3f}, {b:.3f})" for a, b in zip(sub["ci_lower_syn"], sub["ci_upper_syn"])],
+                # a term whose level is absent from a copy is not estimable: said so, never 0.000
+                "synthetic est.": [f"{e:.3f}" if good else (f"not estimable ({n} copies)" if n else "not estimable")
+                                   for e, good, n in zip(sub["est_syn"].to_numpy(float), ok, k)],
+                "synthetic 95% CI": [f"({a:.3f}, {b:.3f})" if good else "" for a, b, good in
+                                     zip(sub["ci_lower_syn"], sub["ci_upper_syn"], ok)],
                 "std. diff": sub["std_diff"].to_numpy(float),
                 "CI overlap": sub["ci_overlap"].to_numpy(float),
             },
@@ -125,21 +134,159 @@ def _analysis_table(coef: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+def _flat(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested dicts/lists -> (path, value) rows ("releases > dami > params > masks > age")."""
+    rows: list[tuple[str, Any]] = []
+    if isinstance(d, dict):
+        for k, v in d.items():
+            rows += _flat(v, f"{prefix} \u203a {k}" if prefix else str(k))
+    elif isinstance(d, list) and d and all(isinstance(x, (dict, list)) for x in d):
+        for i, v in enumerate(d):
+            rows += _flat(v, f"{prefix}[{i + 1}]")
+    else:
+        rows.append((prefix, d))
+    return rows
+
+
+def _provenance_table(prov: dict[str, Any]) -> str:
+    """Provenance as readable rows: one line per fact; long lists of hashes shortened."""
+    rows = []
+    for path, v in _flat(prov):
+        if isinstance(v, list):
+            v = ", ".join((x[:12] + "\u2026") if isinstance(x, str) and len(x) > 40 else str(x) for x in v)
+        elif isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v):
+            v = v[:16] + "\u2026"
+        rows.append(f"<tr><td>{html.escape(path)}</td><td>{_fmt(v) if not isinstance(v, str) else html.escape(v)}</td></tr>")
+    return f'<table class="kv"><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _mask_text(masks: Any) -> str:
+    if not masks:
+        return "none"
+    if isinstance(masks, dict) and set(masks) & {"low", "medium", "high"}:
+        return "; ".join(f"{g}: {_mask_text(m)}" for g, m in masks.items())
+    parts = []
+    for c, spec in (masks or {}).items():
+        if isinstance(spec, dict):
+            kv = ", ".join(f"{'sigma_e' if k == 'sigma_e' else k}={v}" for k, v in spec.items() if k != "kind" and v is not None)
+            parts.append(f"{c} ({kv})")
+        else:
+            parts.append(f"{c} ({spec})")
+    return "; ".join(parts)
+
+
+def _releases_html(releases: dict[str, dict[str, Any]]) -> str:
+    """One paragraph and list per release, in plain language."""
+    out = []
+    for label, r in releases.items():
+        unchanged = ("not applicable: the copies are fully synthetic (no row belongs to an original record)"
+                     if r.get("fully_synthetic") else ", ".join(
+            f"{c} {v:.1%}" if v is not None else f"{c} (copies not row-aligned)" for c, v in r["unchanged_share"].items()))
+        diag = r.get("diagnostics") or {}
+        fails = diag.get("failures") or []
+        found = {k: v for k, v in diag.items() if k != "failures"}
+        dtext = ("<span class='bad'>FAILED: " + html.escape("; ".join(fails)) + "</span>") if fails else (
+            "passed (" + html.escape(", ".join(f"{k} {v:.3g}" for k, v in found.items())) + ")" if found
+            else "none reported by this method")
+        pm = r.get("s_pmse_reading")
+        pm_html = (f"<span class='bad'>{html.escape(pm)}</span>" if r.get("s_pmse_flag") else html.escape(pm or ""))
+        params = {k: v for k, v in (r.get("params") or {}).items() if v is not None}
+        out.append(f"""<h3 style='font-size:14px;margin:10px 0 2px 0'>{html.escape(label)}</h3>
+<ul class="rel">
+<li><b>Released verbatim</b> (the original's values): {html.escape(', '.join(r['verbatim']) or 'none')}.</li>
+<li><b>Synthesized</b>: {html.escape(', '.join(r['synthesized']) or 'none')}, by {html.escape(r['how'])}; {r['copies']} copies.</li>
+<li><b>Masks</b>: {html.escape(_mask_text(r.get('masks')))}{(' &middot; other settings: <code>' + html.escape(json.dumps(params, sort_keys=True, default=str)) + '</code>') if params else ''}.</li>
+<li><b>Share of quasi-identifier values left unchanged</b> (mean over copies): {html.escape(unchanged or '&ndash;')}.</li>
+<li><b>Analyse with</b> the <code>{html.escape(str(r.get('rule')))}</code> combining rule{' (fully synthetic: no row of a copy belongs to an original record)' if r.get('fully_synthetic') else ''}.</li>
+<li><b>S_pMSE</b>: {pm_html}.</li>
+<li><b>Sampler diagnostics</b>: {dtext}.</li>
+</ul>""")
+    return "".join(out)
+
+
+def _privacy_html(releases: dict[str, dict[str, Any]]) -> str:
+    """The stated guarantee of every differentially private release (no data values)."""
+    out = []
+    for label, r in releases.items():
+        pv = r.get("privacy")
+        if not pv:
+            continue
+        supp = r.get("suppressed_levels") or {}
+        pooled = r.get("pooled_levels") or {}
+        rare = "; ".join([f"{c}: {', '.join(map(str, v))}" for c, v in supp.items()]
+                         + [f"{c}: {', '.join(map(str, v['levels']))} (pooled into {v['into']})" for c, v in pooled.items()])
+        out.append(
+            f"<p class='note'><b>Privacy guarantee of {html.escape(label)}</b>: {html.escape(str(pv.get('guarantee')))} "
+            f"(epsilon {html.escape(str(pv.get('epsilon')))}, delta {html.escape(str(pv.get('delta')))}); neighbours: "
+            f"{html.escape(str(pv.get('neighbours')))}; {html.escape(str(pv.get('composition')))}; "
+            f"{html.escape(str(pv.get('conversion')))}. Noise: {html.escape(str(pv.get('noise')))}. "
+            f"Declared levels below the noise threshold: {html.escape(rare or 'none')}.</p>")
+    full = [label for label, r in releases.items() if r.get("fully_synthetic")]
+    if full:
+        out.append(
+            f"<p class='note'>{html.escape(', '.join(full))}: fully synthetic, so record-by-record matching does not "
+            "apply (&ndash; above). <b>DCR closer than baseline 5%</b>: share of synthetic records closer to an original "
+            "record than the baseline's 5% quantile of distances (about 0.05 if the release is no closer to the "
+            "original than new records are); <b>repU</b>: share of original records unique on the quasi-identifiers "
+            "and replicated as unique in a copy. Details under <a href='#no-alignment'>risk without row alignment</a>.</p>")
+    return "".join(out)
+
+
+def _summary_html(summary: pd.DataFrame, references: pd.DataFrame) -> str:
+    both = pd.concat([summary, references], ignore_index=True) if not references.empty else summary
+    t = both.set_index("method").rename(columns=SUMMARY_LABELS)
+    html_t = frame_to_html(t)
+    # reference rows in italics on grey (the report's releases come first)
+    for name in references.get("method", pd.Series(dtype=str)):
+        esc = html.escape(str(name))
+        html_t = html_t.replace(f"<tr><td>{esc}</td>", f"<tr class='ref'><td>{esc}</td>")
+    return html_t
+
+
+def _impossible_html(imp: pd.DataFrame) -> str:
+    if imp.empty:
+        return "<p class='note'>No synthesized columns.</p>"
+    t = imp.set_index(["method", "column"])
+    body = frame_to_html(t)
+    bad = int(imp["impossible"].sum())
+    msg = (f"<p class='note flag'>{bad:,} impossible synthetic values (see the table).</p>" if bad
+           else "<p class='note'>No impossible values.</p>")
+    # mark non-zero counts in red
+    import re as _re
+
+    body = _re.sub(r"<td>([1-9][0-9,]*)</td>", r"<td class='bad'>\1</td>", body)
+    return msg + body
+
+
 def render_report(data: "ReportData") -> str:
     """The report as one HTML string (no external resources)."""
     s = data.settings
     title = f"Synthetic data disclosure review: {s.get('original', 'data')}"
     summary = data.summary.copy()
-    summary_html = frame_to_html(summary.set_index("method").rename(columns=SUMMARY_LABELS))
+    summary_html = _summary_html(summary, getattr(data, "references", pd.DataFrame()))
 
     coef_png = figures.to_png(figures.coefficient_plot(data.coefficients, title=f"{s.get('formula', '')} ({s.get('family', '')})"))
-    hist_png = figures.to_png(figures.risk_histogram(data.individual_risk, data.subgroup_labels))
+    # fully synthetic releases have no record-level I_i (no row alignment)
+    hist_html = (png_img(figures.to_png(figures.risk_histogram(data.individual_risk, data.subgroup_labels)),
+                         "histogram of record-level risk") if data.individual_risk else "")
 
     above = data.summary["share_above_threshold"] if "share_above_threshold" in data.summary else None
     flags = ""
-    if above is not None and np.nanmax(above.to_numpy(float)) > 0:
+    if above is not None and np.any(np.nan_to_num(above.to_numpy(float)) > 0):
         flags = (f"<p class='note flag'>Some records have I_i above the review threshold "
                  f"({_fmt(s.get('risk_threshold'))}); see the risk section.</p>")
+    releases = getattr(data, "releases", {}) or {}
+    for label, r in releases.items():
+        if r.get("s_pmse_flag"):
+            flags += f"<p class='note flag'>{html.escape(label)}: S_pMSE {html.escape(r['s_pmse_reading'])}.</p>"
+        if (r.get("diagnostics") or {}).get("failures"):
+            flags += (f"<p class='note flag'>{html.escape(label)}: sampler diagnostics failed "
+                      f"({html.escape('; '.join(r['diagnostics']['failures']))}).</p>")
+    imp = getattr(data, "impossible", pd.DataFrame())
+    if not imp.empty and imp["impossible"].sum() > 0:
+        flags += "<p class='note flag'>Some synthetic values are impossible for their column; see Utility.</p>"
+    extra_sections = _extra_sections(data)
+    privacy = _privacy_html(releases)
 
     body = f"""
 <header><h1>{html.escape(title)}</h1>
@@ -151,11 +298,18 @@ def render_report(data: "ReportData") -> str:
 <p class="note"><b>S_pMSE</b>: standardized propensity-score mean squared error (pMSE / its null expectation; near 1 = copies indistinguishable from the original by a {html.escape(str(s.get('pmse_method', 'logit')))} model; mean over copies).
 <b>CI overlap</b> (1 = identical intervals, &lt; 0 = disjoint) and <b>standardized difference</b> |b_orig - b_syn| / SE(b_orig) are averaged over the analysis coefficients, combined over the M copies by the <code>{html.escape(str(s.get('rule', 'partial')))}</code> rule.
 <b>Expected correct matches</b> = sum of the record-level risks I_i; <b>true-match rate</b> = share of records whose unique match is the correct one.</p>
+{privacy}
 {flags}
 </section>
+{extra_sections['releases']}
+{extra_sections['frontier']}
 <section id="utility"><h2>Utility: per-variable S_pMSE</h2>
 {frame_to_html(data.per_variable)}
-<p class="note">One-way S_pMSE per variable (continuous variables binned), mean over the M copies. Values far above 1 flag a variable whose distribution the copies miss.</p>
+<p class="note">One-way S_pMSE per variable (continuous variables binned), mean over the M copies. Values far above 1 flag a variable whose distribution the copies miss; far below 1, one the copies reproduce almost exactly.</p>
+{extra_sections['two_way']}
+<h3 style='font-size:14px;margin:10px 0 2px 0'>Impossible values</h3>
+{_impossible_html(imp)}
+<p class="note">Counts over all copies of synthesized values outside the range observed in the original (the range itself is not shown), fractional where every original value is whole, or in a category the original does not have.</p>
 </section>
 <section id="coefficients"><h2>Analysis: original vs combined synthetic estimates</h2>
 {png_img(coef_png, "coefficient plot")}
@@ -163,13 +317,16 @@ def render_report(data: "ReportData") -> str:
 {_analysis_table(data.coefficients)}
 </section>
 <section id="risk"><h2>Re-identification risk</h2>
-{png_img(hist_png, "histogram of record-level risk")}
+{hist_html}
 <p class="note">The intruder knows every record's quasi-identifiers and matches them against each copy (continuous ones within the tolerance {html.escape(json.dumps(s.get('tolerance'), default=str))}); I_i averages over the copies the probability that the matched record is the true one.
 Risk subgroups are labelled on the original (k0 = {html.escape(str(s.get('k0')))}): low = at least k0 others share the categorical quasi-identifiers and are close on the continuous ones, medium = they share the categories but fewer than k0 are close, high = otherwise.</p>
-{frame_to_html(data.risk_by_subgroup.set_index(['method', 'subgroup']).rename(columns=SUMMARY_LABELS) if not data.risk_by_subgroup.empty else data.risk_by_subgroup)}
+{frame_to_html(data.risk_by_subgroup.set_index(['method', 'subgroup']).rename(columns=SUMMARY_LABELS)) if not data.risk_by_subgroup.empty else ''}
+{extra_sections['no_alignment_note']}
 </section>
+{extra_sections['no_alignment']}
+{extra_sections['attribute']}
 <section id="settings"><h2>Settings</h2>{_kv_table(data.settings)}</section>
-<section id="provenance"><h2>Provenance</h2>{_kv_table(data.provenance)}
+<section id="provenance"><h2>Provenance</h2>{_provenance_table(data.provenance)}
 <p class="note">This report holds aggregates only (model coefficients, distances, counts and risk summaries); no record or cell value of the original data.</p></section>
 </main>"""
     return (
@@ -177,6 +334,87 @@ Risk subgroups are labelled on the original (k0 = {html.escape(str(s.get('k0')))
         f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
         f"<style>{_CSS}</style></head><body>{body}</body></html>\n"
     )
+
+
+def _extra_sections(data: "ReportData") -> dict[str, str]:
+    """The release descriptions, the risk-utility map, two-way S_pMSE heat map and attribute disclosure."""
+    out = {"releases": "", "frontier": "", "two_way": "", "attribute": "", "no_alignment": "", "no_alignment_note": ""}
+    na = getattr(data, "no_alignment", pd.DataFrame())
+    if na is not None and not na.empty:
+        labels = ", ".join(html.escape(str(m)) for m in na["method"])
+        out["no_alignment_note"] = (
+            f"<p class='note'>Fully synthetic releases ({labels}) are not matched record by record: none of their "
+            "rows belongs to an original record. See <a href='#no-alignment'>risk without row alignment</a>.</p>")
+        out["no_alignment"] = (
+            "<section id='no-alignment'><h2>Risk without row alignment (fully synthetic releases)</h2>"
+            + frame_to_html(na.set_index("method"), digits=4)
+            + "<p class='note'><b>DCR</b>: Gower distance from a synthetic record to its closest original record "
+              "(numeric columns scaled by their range, categories 0/1), for a sample of 2,000 synthetic records, "
+              "beside the same distance for baseline records (real records not used for the release when a "
+              "holdout is given, else each original record's closest other record). <b>Closer than baseline 5%</b>: "
+              "share of synthetic records closer to the original than the baseline's 5% quantile; about 0.05 when "
+              "the release is no closer to the original than new records of the population would be. "
+              "<b>Exact copies</b>: share at distance 0. <b>repU</b>: share of original records unique on the "
+              "quasi-identifiers and unique with the same values in a copy; <b>DiSCO</b> / <b>DCAP</b>: attribute "
+              "disclosure of the target (see the attribute section for the definitions). Means over copies.</p></section>")
+    releases = getattr(data, "releases", {}) or {}
+    if releases:
+        out["releases"] = ("<section id='releases'><h2>What each release is, in plain language</h2>"
+                           + _releases_html(releases) + "</section>")
+    refs = getattr(data, "references", pd.DataFrame())
+    pts = data.summary.assign(setting=data.summary["method"])
+    if not refs.empty:
+        r = refs.assign(setting=refs["method"].str.replace("reference: ", "", regex=False)
+                        .map({"original released as is": "original", "independent release": "independent"}),
+                        method="reference")
+        pts = pd.concat([pts, r], ignore_index=True)
+    fr = getattr(data, "frontier", pd.DataFrame())
+    note = ""
+    if fr is not None and not fr.empty:
+        fr = fr[fr["method"] != "reference"].assign(method=lambda d: "frontier: " + d["method"].astype(str))
+        pts = pd.concat([fr, pts], ignore_index=True)
+        note = " Points labelled 'frontier:' are other tuning settings of each method on these data (from the frontier file)."
+    if "expected_matches" in pts:
+        pts = pts[np.isfinite(pd.to_numeric(pts["expected_matches"], errors="coerce"))]
+    # only when some release of this report has record-level risk (fully synthetic ones have none)
+    has_release = bool(len(pts)) and bool((pts["method"].isin(data.summary["method"])).any())
+    if "expected_matches" in pts and "mean_ci_overlap" in pts and has_release:
+        png = figures.to_png(figures.frontier_plot(pts, ("expected_matches", "true_match_rate"),
+                                                   title="Risk-utility map of these releases"))
+        out["frontier"] = (f"<section id='frontier'><h2>Risk-utility map</h2>{png_img(png, 'risk-utility map')}"
+                           "<p class='note'>Each release as a point: utility (mean CI overlap of the analysis) against "
+                           "re-identification risk (left: expected correct matches; right: true-match rate). The "
+                           "black star is the original released as is, the grey star an independent release "
+                           "(each quasi-identifier permuted on its own: no record-level information). A release "
+                           "above and to the left of another is better on both counts (Duncan, Keller-McNulty "
+                           f"and Stokes 2001).{note}</p></section>")
+    tw = getattr(data, "pmse_two_way", {}) or {}
+    if tw:
+        png = figures.to_png(figures.pmse_heatmap(tw))
+        out["two_way"] = ("<h3 style='font-size:14px;margin:10px 0 2px 0'>Two-way tables</h3>"
+                          + png_img(png, "two-way S_pMSE heat map")
+                          + "<p class='note'>S_pMSE of every two-way table (continuous variables in 5 bins), mean "
+                            "over copies (synthpop's utility.tables). Red: the copies miss that pair's association; "
+                            "blue: closer to the original than a draw from a fitted model would be.</p>")
+    att = getattr(data, "attribute", pd.DataFrame())
+    if att is not None and not att.empty:
+        t = att.set_index("method")
+        html_t = frame_to_html(t, digits=4)
+        for name in [m for m in att["method"] if str(m).startswith("reference:")]:
+            esc = html.escape(str(name))
+            html_t = html_t.replace(f"<tr><td>{esc}</td>", f"<tr class='ref'><td>{esc}</td>")
+        tgt = html.escape(str(data.settings.get("target")))
+        out["attribute"] = (
+            f"<section id='attribute'><h2>Attribute disclosure of <code>{tgt}</code></h2>{html_t}"
+            "<p class='note'>The intruder knows a person's quasi-identifiers and looks them up in a copy to learn "
+            f"<code>{tgt}</code>. <b>DiSCO</b>: share of original records whose key shows one value of the target in "
+            "the copy, and it is the person's own (synthpop's disclosure(); keys compared exactly). <b>DCAP</b>: mean "
+            "share of the key's synthetic records carrying the person's value. <b>TCAP</b> = DiSCO / share of records "
+            "with a one-valued key. <b>repU</b>: records unique on the keys in both the original and the copy "
+            "(identity). <b>Mean attribute risk A_i</b>: chance that a random matching record (the re-identification "
+            "matching rule, with its tolerance) carries the person's value. All are means over copies; compare with "
+            "the reference rows: a frequent target value is 'disclosed' even by an independent release.</p></section>")
+    return out
 
 
 def write_report(data: "ReportData", path: str | Path) -> Path:
