@@ -56,7 +56,12 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--analysis", default="income ~ age + sex + race + education",
                    help="the analyst's model as a formula")
     p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
-    p.add_argument("--rule", default=None, help="combining rule (default: partial, or nested for m x r copies)")
+    p.add_argument("--rule", default=None,
+                   help="combining rule (default: the rule each release recorded, e.g. full for dpsyn; else partial, "
+                        "or nested for m x r copies)")
+    p.add_argument("--holdout", default=None, metavar="CSV",
+                   help="real records NOT used for the releases: the baseline of the distance to closest record of "
+                        "fully synthetic releases (default: leave-one-out within the original)")
     p.add_argument("--tol", action="append", metavar="COL=VALUE",
                    help="matching tolerance for a continuous quasi-identifier (default: the risk module's)")
     p.add_argument("--k0", type=int, default=5, help="neighbours needed for the low-risk subgroup (default: 5)")
@@ -116,14 +121,18 @@ def run(args) -> int:
             hashes[f"{label}/{f.name}"] = file_sha256(f)
     original = align_original(original, next(iter(releases.values())))
     qi = split_list(args.qi)
-    rule = args.rule or ("nested" if all({"m", "r"} <= set(s.structure) for s in releases.values()) else "partial")
+    # None: each release's recorded rule (full for DPSyn), else nested for m x r copies, else partial
+    rule = args.rule
+    holdout = None
+    if args.holdout:
+        holdout, _ = load_original(args.holdout)
     data = evaluate_release(
         original, releases, qi, args.analysis, family=args.family, rule=rule,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
         pmse_method=args.pmse_method, original_label=args.original, input_hashes=hashes,
-        seeds={k: s.seed for k, s in releases.items()}, progress=progress_enabled(args),
+        seeds={k: s.seed for k, s in releases.items() if s.seed is not None}, progress=progress_enabled(args),
         original_is_public=is_bundled(args.original), target=args.target,
-        references=not args.no_references, frontier=_read_frontier(args.frontier),
+        references=not args.no_references, frontier=_read_frontier(args.frontier), holdout=holdout,
     )
     out = write_report(data, args.out)
     print(out.resolve(), file=sys.stdout)
