@@ -201,7 +201,10 @@ class Synthesizer(abc.ABC):
                 for c in self.data_.columns
             })
         self.model_keep_ = model_keep
-        self.model_frame_recoded_ = self.data_ is not self.released_
+        self.model_frame_recoded_ = bool(self.parts_ or self.na_level_columns_ or self.na_indicators_)
+        if not self.model_frame_recoded_:
+            # nothing recoded: one frame (synthmi.scale swaps data_ for a partition and assembles from it)
+            self.data_ = self.released_
         self._fit(self.data_[self.quasi_identifiers_], self.data_[model_keep])
         return self
 
