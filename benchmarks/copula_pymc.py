@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _bench import write_json  # noqa: E402
 
-from synthmi.models.copula import GaussianCopula, copula_pymc_model, effective_sample_size  # noqa: E402
+from synthmi.diagnostics import ess_bulk  # noqa: E402
+from synthmi.models.copula import GaussianCopula, copula_pymc_model  # noqa: E402
 
 
 def main() -> None:
@@ -37,7 +38,7 @@ def main() -> None:
     g = GaussianCopula(n_iter=6000, burn=500, random_state=4).fit(df)
     t_gibbs = time.perf_counter() - t0
     rg = g.correlation_draws_[:, 0, 1]
-    ess_g = float(effective_sample_size(rg[:, None])[0])
+    ess_g = float(ess_bulk(rg[None])[0])
     t0 = time.perf_counter()
     with copula_pymc_model(df):
         idata = pm.sample(600, tune=600, chains=2, cores=1, random_seed=5, progressbar=False, target_accept=0.9)

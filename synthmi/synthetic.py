@@ -94,6 +94,10 @@ class SyntheticData:
         MCMC diagnostics (r_hat, ESS, divergences) or a summary of the fast path.
     structure : dict
         Extra layout information, e.g. ``{"m": 5, "r": 4}`` for nested copies.
+    diagnostics_check : dict or None
+        The release's convergence check (:func:`synthmi.diagnostics.enforce`):
+        ``passed``, thresholds, and with ``accepted: True`` the failures the
+        user chose to release anyway. ``None`` when no check ran.
     """
 
     copies: list[pd.DataFrame]
@@ -104,6 +108,7 @@ class SyntheticData:
     versions: dict[str, str] = field(default_factory=package_versions)
     diagnostics: Any = None
     structure: dict[str, Any] = field(default_factory=dict)
+    diagnostics_check: dict[str, Any] | None = None
 
     @property
     def m(self) -> int:
@@ -118,6 +123,11 @@ class SyntheticData:
 
     def __getitem__(self, i: int) -> pd.DataFrame:
         return self.copies[i]
+
+    @property
+    def unconverged(self) -> bool:
+        """Whether the copies were released although the sampler failed its convergence check."""
+        return bool(self.diagnostics_check) and not self.diagnostics_check.get("passed", True)
 
     def __repr__(self) -> str:
         shape = self.copies[0].shape if self.copies else (0, 0)
@@ -140,6 +150,7 @@ class SyntheticData:
             "versions": self.versions,
             "structure": _to_json(self.structure),
             "diagnostics": _to_json(diag),
+            "diagnostics_check": _to_json(self.diagnostics_check),
             "dtypes": dtype_spec(self.copies[0]) if self.copies else {},
         }
 
@@ -177,6 +188,7 @@ class SyntheticData:
             versions=meta.get("versions", {}),
             diagnostics=meta.get("diagnostics"),
             structure=meta.get("structure", {}),
+            diagnostics_check=meta.get("diagnostics_check"),
         )
 
     def analyse(self, formula: str, original: pd.DataFrame, family: str = "probit", rule: str | None = None, **kw):

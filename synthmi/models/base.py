@@ -26,6 +26,8 @@ from .._validate import (
     check_random_state,
     check_scalar,
 )
+from ..diagnostics import ESS_MIN, RHAT_MAX
+from ..diagnostics import enforce as enforce_diagnostics
 from ..schema import Schema
 from ..synthetic import SyntheticData
 
@@ -143,12 +145,24 @@ class Synthesizer(abc.ABC):
         Each copy has the original's columns, order and dtypes; the kept (Z)
         columns are the original's, the quasi-identifiers are synthetic.
         Same ``random_state`` -> identical copies.
+
+        Raises :class:`~synthmi.diagnostics.DiagnosticsFailed` when the
+        posterior sampler failed the convergence check (R-hat above
+        ``rhat_max`` or bulk ESS below ``ess_min`` for some column) unless the
+        synthesizer was built with ``accept_diagnostics=True``.
         """
         self._check_fitted()
         m = check_scalar(m, "m", type(self).__name__, kind="int", lower=1)
         seed = random_state if isinstance(random_state, (int, np.integer)) else None
         rng = check_random_state(random_state)
         X_list = self._sample(m, rng)
+        diagnostics = self._diagnostics()
+        # fail closed: no copies leave a sampler that did not converge, unless the user accepts it
+        check = enforce_diagnostics(
+            diagnostics, owner=type(self).__name__,
+            accept=getattr(self, "accept_diagnostics", False),
+            rhat_max=getattr(self, "rhat_max", RHAT_MAX), ess_min=getattr(self, "ess_min", ESS_MIN),
+        )
         copies = [self._assemble(X) for X in X_list]
         return SyntheticData(
             copies=copies,
@@ -156,8 +170,9 @@ class Synthesizer(abc.ABC):
             params=self.get_params(),
             seed=None if seed is None else int(seed),
             quasi_identifiers=list(self.quasi_identifiers_),
-            diagnostics=self._diagnostics(),
+            diagnostics=diagnostics,
             structure=self._structure(m),
+            diagnostics_check=check,
         )
 
     @abc.abstractmethod

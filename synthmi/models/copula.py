@@ -653,7 +653,7 @@ class GaussianCopula:
         self.state_ = st
         self.correlation_draws_ = draws
         self.correlation_ = pd.DataFrame(draws.mean(axis=0), index=self.latent_names_, columns=self.latent_names_)
-        self.diagnostics_ = _chain_diagnostics(draws)
+        self.diagnostics_ = _chain_diagnostics(draws, self.margins_)
         if self.diagnostics_["max_r_hat"] is not None and self.diagnostics_["max_r_hat"] > 1.01:
             warnings.warn(
                 f"GaussianCopula: split-R-hat of the correlations is {self.diagnostics_['max_r_hat']:.3f} > 1.01; "
@@ -695,61 +695,38 @@ class GaussianCopula:
         return [self.completed_frame(st) for st in self.states(m, rng)]
 
 
-def split_r_hat(x: np.ndarray) -> np.ndarray:
-    r"""Split-R-hat of one chain per column of ``x`` (draws, k) (Gelman et al. 2013, BDA3 eq. 11.4).
+def _chain_diagnostics(draws: np.ndarray, margins: list[_Margin] | None = None) -> dict[str, Any]:
+    """R-hat and bulk ESS (:mod:`synthmi.diagnostics`, i.e. ArviZ) of the off-diagonal
+    correlations of the one chain, overall and per data column.
 
-    .. math::
-
-        \hat R = \sqrt{\frac{\frac{h-1}{h} W + \frac{B}{h}}{W}}
-
-    with the chain cut into two halves of length h, W the mean within-half
-    variance and B/h the variance of the half means.
+    The per-column row of ``table`` is the worst figure over the correlations
+    involving that column's latent variables (a nominal column has several);
+    it is named by the column, never by a category label.
     """
-    x = np.asarray(x, dtype=float)
-    h = x.shape[0] // 2
-    halves = np.stack([x[:h], x[h : 2 * h]])
-    W = halves.var(axis=1, ddof=1).mean(axis=0)
-    B_over_h = halves.mean(axis=1).var(axis=0, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.sqrt(((h - 1) / h * W + B_over_h) / W)
+    from ..diagnostics import rhat, ess_bulk
 
-
-def effective_sample_size(x: np.ndarray) -> np.ndarray:
-    r"""ESS of one chain per column, :math:`N / (1 + 2 \sum_t \rho_t)` with Geyer's (1992)
-    initial positive sequence truncation of the autocorrelations."""
-    x = np.asarray(x, dtype=float)
-    n = x.shape[0]
-    xc = x - x.mean(axis=0)
-    f = np.fft.rfft(xc, n=2 * n, axis=0)
-    acov = np.fft.irfft(f * np.conj(f), axis=0)[:n] / n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho = acov / acov[0]
-    out = np.empty(x.shape[1])
-    for k in range(x.shape[1]):
-        r = rho[:, k]
-        if not np.isfinite(r[0]):
-            out[k] = np.nan
-            continue
-        # pairs Gamma_t = rho_{2t} + rho_{2t+1}, summed while positive
-        m = (n - 1) // 2
-        pairs = r[0 : 2 * m : 2] + r[1 : 2 * m + 1 : 2]
-        neg = np.flatnonzero(pairs <= 0)
-        stop = neg[0] if neg.size else len(pairs)
-        tau = -1.0 + 2.0 * pairs[:stop].sum()
-        out[k] = n / max(tau, 1e-12)
-    return out
-
-
-def _chain_diagnostics(draws: np.ndarray) -> dict[str, Any]:
-    """ESS and split-R-hat of the off-diagonal correlations (one chain)."""
     q = draws.shape[1]
     iu = np.triu_indices(q, 1)
     out: dict[str, Any] = {"n_draws": int(draws.shape[0]), "max_r_hat": None, "min_ess": None}
     if len(iu[0]) == 0 or draws.shape[0] < 8:
         return out
     x = draws[:, iu[0], iu[1]]
-    out["max_r_hat"] = float(np.nanmax(split_r_hat(x)))
-    out["min_ess"] = float(np.nanmin(effective_sample_size(x)))
+    r = rhat(x[None])
+    e = ess_bulk(x[None])
+    out["max_r_hat"] = float(np.nanmax(r)) if np.isfinite(r).any() else float("nan")
+    out["min_ess"] = float(np.nanmin(e)) if np.isfinite(e).any() else float("nan")
+    if margins is not None:
+        owner = [mg.name for mg in margins for _ in range(len(mg.cols))]
+        pairs: dict[str, list[int]] = {}
+        for k, (i, j) in enumerate(zip(*iu)):
+            for col in dict.fromkeys((owner[i], owner[j])):
+                pairs.setdefault(col, []).append(k)
+        table = {
+            col: {"r_hat": float(np.max(r[ks])) if np.isfinite(r[ks]).all() else float("nan"),
+                  "ess_bulk": float(np.nanmin(e[ks]))}
+            for col, ks in pairs.items()
+        }
+        out["table"] = table
     return out
 
 

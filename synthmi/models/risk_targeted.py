@@ -129,6 +129,13 @@ class RiskTargetedSynthesizer(Synthesizer):
         Seed of the fitting chain.
     progressbar : bool, default False
         Progress bar while fitting.
+    accept_diagnostics : bool, default False
+        Release the copies even when the sampler fails the convergence check
+        (:func:`synthmi.diagnostics.check_diagnostics`); the copies are then
+        flagged as unconverged. By default ``sample`` raises
+        :class:`~synthmi.diagnostics.DiagnosticsFailed` instead.
+    rhat_max, ess_min : float, default 1.05 and 100
+        Thresholds of that check (largest R-hat, smallest bulk ESS of any column).
     """
 
     method = "risk-dami"
@@ -149,6 +156,9 @@ class RiskTargetedSynthesizer(Synthesizer):
         prior_df: float | None = None,
         random_state: int | np.random.Generator | None = 0,
         progressbar: bool = False,
+        accept_diagnostics: bool = False,
+        rhat_max: float = 1.05,
+        ess_min: float = 100.0,
     ):
         self.masks = masks
         self.subgroups = subgroups
@@ -163,6 +173,9 @@ class RiskTargetedSynthesizer(Synthesizer):
         self.prior_df = prior_df
         self.random_state = random_state
         self.progressbar = progressbar
+        self.accept_diagnostics = accept_diagnostics
+        self.rhat_max = rhat_max
+        self.ess_min = ess_min
 
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:

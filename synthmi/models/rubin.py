@@ -141,6 +141,13 @@ class RubinSynthesizer(Synthesizer):
         categorical models (standardised predictors) and on cutpoints.
     progressbar : bool
         Show PyMC's progress bar (NUTS).
+    accept_diagnostics : bool, default False
+        Release the copies even when the sampler fails the convergence check
+        (:func:`synthmi.diagnostics.check_diagnostics`); the copies are then
+        flagged as unconverged. By default ``sample`` raises
+        :class:`~synthmi.diagnostics.DiagnosticsFailed` instead.
+    rhat_max, ess_min : float, default 1.05 and 100
+        Thresholds of that check (largest R-hat, smallest bulk ESS of any column).
 
     Examples
     --------
@@ -162,6 +169,9 @@ class RubinSynthesizer(Synthesizer):
         tune: int = 500,
         prior_sd: float = 10.0,
         progressbar: bool = True,
+        accept_diagnostics: bool = False,
+        rhat_max: float = 1.05,
+        ess_min: float = 100.0,
     ):
         self.order = order
         self.transforms = transforms
@@ -173,6 +183,9 @@ class RubinSynthesizer(Synthesizer):
         self.tune = tune
         self.prior_sd = prior_sd
         self.progressbar = progressbar
+        self.accept_diagnostics = accept_diagnostics
+        self.rhat_max = rhat_max
+        self.ess_min = ess_min
 
     # ---- parameters --------------------------------------------------------
     def _check_params(self) -> None:
