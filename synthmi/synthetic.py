@@ -98,6 +98,9 @@ class SyntheticData:
         The release's convergence check (:func:`synthmi.diagnostics.enforce`):
         ``passed``, thresholds, and with ``accepted: True`` the failures the
         user chose to release anyway. ``None`` when no check ran.
+    original_fingerprint : dict or None
+        What identifies the data the copies were made from, without its
+        values: ``n_rows`` and ``columns`` (see :meth:`check_original`).
     """
 
     copies: list[pd.DataFrame]
@@ -109,6 +112,7 @@ class SyntheticData:
     diagnostics: Any = None
     structure: dict[str, Any] = field(default_factory=dict)
     diagnostics_check: dict[str, Any] | None = None
+    original_fingerprint: dict[str, Any] | None = None
 
     @property
     def m(self) -> int:
@@ -151,6 +155,7 @@ class SyntheticData:
             "structure": _to_json(self.structure),
             "diagnostics": _to_json(diag),
             "diagnostics_check": _to_json(self.diagnostics_check),
+            "original_fingerprint": _to_json(self.original_fingerprint),
             "dtypes": dtype_spec(self.copies[0]) if self.copies else {},
         }
 
@@ -189,12 +194,37 @@ class SyntheticData:
             diagnostics=meta.get("diagnostics"),
             structure=meta.get("structure", {}),
             diagnostics_check=meta.get("diagnostics_check"),
+            original_fingerprint=meta.get("original_fingerprint"),
         )
+
+    def check_original(self, original: pd.DataFrame, name: str = "original") -> None:
+        """Refuse to evaluate the copies against data other than their original.
+
+        Compares the row count and the column set recorded at synthesis
+        (:attr:`original_fingerprint`) with ``original``; the error names what
+        differs (counts and column names, never values). Copies without a
+        fingerprint (older releases, other tools) are not checked.
+        """
+        fp = self.original_fingerprint or {}
+        problems = []
+        n = fp.get("n_rows")
+        if n is not None and len(original) != int(n):
+            problems.append(f"it has {len(original)} rows, the copies were made from {int(n)}")
+        cols = fp.get("columns")
+        if cols:
+            missing = [c for c in cols if c not in original.columns]
+            if missing:
+                problems.append(f"it lacks the columns {missing} of the data the copies were made from")
+        if problems:
+            raise ValueError(
+                f"The '{name}' data are not the data these copies were made from: {'; '.join(problems)}."
+            )
 
     def analyse(self, formula: str, original: pd.DataFrame, family: str = "probit", rule: str | None = None, **kw):
         """Shortcut for :func:`synthmi.evaluation.analyse` on these copies."""
         from .evaluation.analysis import analyse
 
+        self.check_original(original)
         if rule is None:
             # the synthesizer records which rule its output needs (e.g. "rubin" for
             # imputed-only copies); otherwise nested copies -> Reiter 2004, else Reiter 2003

@@ -136,7 +136,7 @@ def test_missing_values_error_names_column(tmp_path, capsys):
     out = tmp_path / "x"
     rc = _run("--data", "adult", "--qi", "age", "--keep", "workclass", "--method", "cart", "--out", str(out), "--quiet")
     assert rc == 1
-    assert "Column 'workclass' has 2799 missing values" in capsys.readouterr().err
+    assert "Column 'workclass' of 'df' has 2799 missing values" in capsys.readouterr().err
 
 
 # ---- --mask parsing ----------------------------------------------------------

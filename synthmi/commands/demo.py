@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled
+from ._common import EXAMPLES_FMT, add_common_flags, add_overwrite_flag, check_output_dir, progress_enabled
 
 EXAMPLES = """examples:
   synthmi demo                       # writes ./synthmi-demo/report.html
@@ -46,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="synthmi-demo", help="output directory (default: synthmi-demo)")
     p.add_argument("--m", type=int, default=5, help="synthetic copies per method (default: 5)")
     p.add_argument("--seed", type=int, default=2026, help="random seed (default: 2026)")
+    add_overwrite_flag(p)
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -69,7 +70,7 @@ def run(args) -> int:
         raise ValueError(f"The '--m' option of synthmi demo must be >= 2 (combining rules need two copies). Got {args.m} instead.")
     progress = progress_enabled(args)
     t0 = time.perf_counter()
-    out = Path(args.out)
+    out = check_output_dir(args.out, "--out", args.overwrite, owned=["report.html", "dami", "cart"])
     out.mkdir(parents=True, exist_ok=True)
     adult = load_adult(recode=True)[QI + KEEP]
     releases = {}
@@ -79,6 +80,8 @@ def run(args) -> int:
         bar.set_postfix_str(f"{label} (M = {args.m})")
         model.fit(adult, quasi_identifiers=QI, keep=KEEP)
         syn = model.sample(args.m, random_state=args.seed + i)
+        for old in (out / label).glob("copy_*.csv"):  # --overwrite: no stale copies from a larger --m
+            old.unlink()
         syn.to_dir(out / label)
         releases[label] = syn
     data = evaluate_release(

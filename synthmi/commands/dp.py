@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled
+from ._common import EXAMPLES_FMT, add_common_flags, add_overwrite_flag, add_sep_flag, check_output_file, progress_enabled, sep_of
 
 EXAMPLES = """examples:
   synthmi dp bayes --n 100 --k 50 --eps 1 --mechanism global
@@ -41,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         q.add_argument("--delta", type=float, default=None, help="delta in (0, 1) (needed by 'smooth')")
         q.add_argument("--prior", default="1,1", help="Beta prior a,b (default 1,1)")
         q.add_argument("--out", default=None, help="write the result as JSON here")
+        add_overwrite_flag(q)
         add_common_flags(q)
 
     b = sub.add_parser("bayes", help="release a private Beta posterior for a binary variable",
@@ -51,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--k", type=int, default=None, help="number of ones (with --n)")
     b.add_argument("--data", default=None, help="'adult', 'nhanes' or a CSV path (with --column); "
                                                  "n is its row count, public under substitution neighbours")
+    add_sep_flag(b)
     b.add_argument("--column", default=None, help="column to code 0/1 (no missing values allowed)")
     b.add_argument("--positive", default=None,
                    help="the level of --column that counts as 1, every other value 0 (public, never read from "
@@ -99,7 +101,7 @@ def _write(out: str | None, payload: dict, args: argparse.Namespace) -> None:
             print(f"synthmi dp: wrote {path}", file=sys.stderr)
 
 
-def _binary_column(data: str, column: str, positive: str | None, n_declared: int | None):
+def _binary_column(data: str, column: str, positive: str | None, n_declared: int | None, sep: str = ","):
     """0/1 indicator of ``column == positive`` and the public n.
 
     The coding comes only from the command line, never from the observed values
@@ -113,7 +115,7 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
 
     from ._common import load_original
 
-    df, _ = load_original(data)
+    df, _ = load_original(data, sep, option="--data")
     if column not in df.columns:
         raise ValueError(f"The '--column' option names a column not in the data: {column!r}.")
     s = df[column]
@@ -157,6 +159,8 @@ def run_bayes(args: argparse.Namespace) -> int:
 
     from ..privacy.dp_bayes import PrivateBetaPosterior, global_sensitivity
 
+    check_output_file(args.out, "--out", args.overwrite)
+
     if args.mechanism == "local":
         raise ValueError("mechanism 'local' is NOT differentially private; use 'synthmi dp audit' to study it.")
     if args.data is not None:
@@ -164,7 +168,7 @@ def run_bayes(args: argparse.Namespace) -> int:
             raise ValueError("The '--data' option needs '--column'.")
         if args.k is not None:
             raise ValueError("The '--k' option cannot be combined with '--data' (k is counted privately).")
-        x, _ = _binary_column(args.data, args.column, args.positive, args.n)
+        x, _ = _binary_column(args.data, args.column, args.positive, args.n, sep_of(args))
     else:
         if args.n is None or args.k is None:
             raise ValueError("Give either '--n' and '--k' or '--data' and '--column'.")
@@ -191,6 +195,8 @@ def run_bayes(args: argparse.Namespace) -> int:
 def run_audit(args: argparse.Namespace) -> int:
     from ..privacy.audit import audit_privacy_loss
     from ..privacy.dp_bayes import PrivateBetaPosterior
+
+    check_output_file(args.out, "--out", args.overwrite)
 
     mech = PrivateBetaPosterior(
         epsilon=args.eps, mechanism=args.mechanism, delta=args.delta, prior=_prior(args.prior),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled, split_list
+from ._common import EXAMPLES_FMT, add_common_flags, add_overwrite_flag, check_output_dir, progress_enabled, split_list
 
 EXAMPLES = """examples:
   synthmi figures --out figures/              # full configuration (~12 min on 2 cores)
@@ -26,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="figures", help="output directory (default: figures)")
     p.add_argument("--reduced", action="store_true", help="the small configuration used by the tests")
     p.add_argument("--only", default=None, help="comma-separated exhibit names (coefficients, tuning, nhanes, dp_bayes, dpsyn, screenshot)")
+    add_overwrite_flag(p)
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -33,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args) -> int:
     from ..report.exhibits import FULL, REDUCED, make_figures
 
+    check_output_dir(args.out, "--out", args.overwrite, owned=["README.md", "manifest.json", "*.png", "*.csv"])
     m = make_figures(args.out, REDUCED if args.reduced else FULL, only=split_list(args.only) or None,
                      progress=progress_enabled(args))
     print(f"{args.out}/README.md ({m['wall_seconds_total']:.0f} s, {m['total_bytes'] / 1e6:.2f} MB)")

@@ -5,8 +5,14 @@ import argparse
 import sys
 
 from ._common import (
+    COMMA_NAMES_HELP,
     EXAMPLES_FMT,
     add_common_flags,
+    add_overwrite_flag,
+    add_sep_flag,
+    check_output_file,
+    recorded_rule,
+    sep_of,
     align_original,
     is_bundled,
     load_original,
@@ -43,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_report_options(p)
     p.add_argument("--synthetic", action="append", required=True, metavar="[LABEL=]DIR",
                    help="directory written by 'synthmi synthesize' (repeat for several releases)")
-    p.add_argument("--out", default="report.html", help="output HTML file (default: report.html)")
+    p.add_argument("--out", required=True, help="output HTML file, e.g. report.html")
+    add_overwrite_flag(p)
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -51,12 +58,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def add_report_options(p: argparse.ArgumentParser) -> None:
     """Options shared by ``report`` and ``demo``."""
     p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
-    p.add_argument("--qi", default="age,sex,race,education",
-                   help="quasi-identifiers, comma-separated (default: age,sex,race,education)")
+    add_sep_flag(p)
+    p.add_argument("--qi", default=None, action="append",
+                   help=f"quasi-identifiers, comma-separated (repeatable; {COMMA_NAMES_HELP}; "
+                   "default: those recorded with the first release)")
     p.add_argument("--analysis", default="income ~ age + sex + race + education",
                    help="the analyst's model as a formula")
     p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
-    p.add_argument("--rule", default=None, help="combining rule (default: partial, or nested for m x r copies)")
+    p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
+                   help="combining rule for every release (default: each release's recorded rule)")
     p.add_argument("--tol", action="append", metavar="COL=VALUE",
                    help="matching tolerance for a continuous quasi-identifier (default: the risk module's)")
     p.add_argument("--k0", type=int, default=5, help="neighbours needed for the low-risk subgroup (default: 5)")
@@ -80,12 +90,14 @@ def run(args) -> int:
     from ..report.html import write_report
     from ..synthetic import SyntheticData
 
-    original, digest = load_original(args.original)
+    check_output_file(args.out, "--out", args.overwrite)
+    original, digest = load_original(args.original, sep_of(args))
     releases, hashes = {}, {"original": digest}
     for item in args.synthetic:
         label, _, d = item.rpartition("=") if "=" in item else ("", "", item)
         path = synthetic_dir(d)
         syn = SyntheticData.from_dir(path)
+        syn.check_original(original, "--original")
         label = label or syn.method
         if label in releases:
             label = f"{label}:{path.name}"
@@ -93,8 +105,9 @@ def run(args) -> int:
         for f in sorted(path.glob("copy_*.csv")):
             hashes[f"{label}/{f.name}"] = file_sha256(f)
     original = align_original(original, next(iter(releases.values())))
-    qi = split_list(args.qi)
-    rule = args.rule or ("nested" if all({"m", "r"} <= set(s.structure) for s in releases.values()) else "partial")
+    qi = split_list(args.qi) or list(next(iter(releases.values())).quasi_identifiers)
+    # each release combined by the rule recorded with it, as 'synthmi analyse' does; --rule overrides all
+    rule = {label: args.rule or recorded_rule(s) for label, s in releases.items()}
     data = evaluate_release(
         original, releases, qi, args.analysis, family=args.family, rule=rule,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,

@@ -40,14 +40,30 @@ def _response_name(formula: str) -> str:
     return formula.split("~", 1)[0].strip()
 
 
-def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str) -> pd.DataFrame:
-    """A binary categorical response becomes 0/1 (1 = its last category)."""
+def _response_levels(s: pd.Series) -> list | None:
+    """The two-or-more levels of a categorical / text / bool response, or None for a numeric one."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return list(s.cat.categories)
+    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s):
+        return sorted(s.dropna().unique(), key=str)
+    return None
+
+
+def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str, levels: list | None = None) -> pd.DataFrame:
+    """A binary categorical response becomes 0/1 (1 = its last category).
+
+    ``levels``: the original's two levels, so that a copy in which one level
+    never occurs is coded on the same scale (and its fit flagged as separated)
+    instead of being refused.
+    """
     if response not in df.columns:
         return df  # a transformed response such as np.log(y): leave it to the formula
     s = df[response]
     if family in ("probit", "logit"):
-        if isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_bool_dtype(s):
-            cats = list(s.cat.categories) if isinstance(s.dtype, pd.CategoricalDtype) else sorted(s.dropna().unique())
+        cats = _response_levels(s)
+        if cats is not None:
+            if levels is not None and set(cats) <= set(levels):
+                cats = list(levels)
             if len(cats) != 2:
                 raise ValueError(
                     f"The response '{response}' of a {family} model must have 2 categories; "
@@ -60,13 +76,24 @@ def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str) -> p
 
 
 def _fit(formula: str, data: pd.DataFrame, family: str):
+    """The GLM fit and whether it is separated.
+
+    A binary response that is constant, or perfectly predicted by the
+    covariates (complete or quasi-complete separation; Albert & Anderson 1984,
+    *Biometrika* 71:1-10), has no finite maximum-likelihood estimate: the
+    reported estimates and standard errors are wherever the iterations
+    stopped. statsmodels signals it with ``PerfectSeparationWarning``.
+    """
     import statsmodels.formula.api as smf
 
-    with warnings.catch_warnings():
-        # perfect prediction in a small copy is reported through the SEs, not a warning per fit
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        # collected, not printed once per fit: the caller reports separated copies in one warning
+        warnings.simplefilter("always")
         res = smf.glm(formula, data=data, family=_family(family)).fit()
-    return res
+    separated = family != "gaussian" and (
+        any(type(w.message).__name__ == "PerfectSeparationWarning" for w in caught) or not bool(res.converged)
+    )
+    return res, separated
 
 
 @dataclass
@@ -82,6 +109,10 @@ class AnalysisResults:
         The synthetic copies combined under ``rule``.
     estimates, variances : ndarray
         Per-copy estimates and variances, shape (M, p) (nested: (m, r, p)).
+    separated : list of int
+        Copies (0-based) whose fit is separated (a constant or perfectly
+        predicted binary outcome): their estimates are not finite MLEs, so
+        the combined interval and the CI overlap are meaningless.
     """
 
     formula: str
@@ -94,6 +125,7 @@ class AnalysisResults:
     estimates: np.ndarray
     variances: np.ndarray
     n_original: int
+    separated: list[int] = field(default_factory=list)
     _frame: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -159,6 +191,8 @@ class AnalysisResults:
             f"\nmean CI overlap = {self.mean_ci_overlap:.3f}, "
             f"mean standardized difference = {self.mean_std_diff:.3f} (intercept excluded)"
         )
+        if self.separated:
+            tail += "\nWARNING: " + _separation_message(self.separated, self.M)
         return head + self.table().to_string() + tail
 
     def __repr__(self) -> str:
@@ -209,7 +243,8 @@ def analyse(
     for j, c in enumerate(copies):
         check_same_structure(original, c, f"synthetic[{j}]")
 
-    orig_fit = _fit(formula, _prepare_frame(original, response, family, "original"), family)
+    orig_fit, orig_separated = _fit(formula, _prepare_frame(original, response, family, "original"), family)
+    levels = _response_levels(original[response]) if response in original.columns else None
     terms = list(orig_fit.params.index)
     # GLM Wald intervals: normal for the binomial families; t with the residual df
     # for the Gaussian family (the OLS interval), as the combined intervals are t-based.
@@ -220,10 +255,20 @@ def analyse(
         "ci_lower": orig_fit.params - z * orig_fit.bse,
         "ci_upper": orig_fit.params + z * orig_fit.bse,
     }
+    if orig_separated:
+        warnings.warn(
+            f"The {family} model '{formula}' is separated on the original data (the outcome is constant or "
+            "perfectly predicted): it has no finite estimates to compare the copies with.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     est = np.empty((len(copies), len(terms)))
     var = np.empty_like(est)
+    separated = []
     for j, c in enumerate(copies):
-        fit = _fit(formula, _prepare_frame(c, response, family, f"synthetic[{j}]"), family)
+        fit, fit_separated = _fit(formula, _prepare_frame(c, response, family, f"synthetic[{j}]", levels), family)
+        if fit_separated:
+            separated.append(j)
         params = fit.params.reindex(terms)
         if params.isna().any():
             missing = list(params.index[params.isna()])
@@ -241,6 +286,8 @@ def analyse(
         est = est.reshape(shape[0], shape[1], -1)
         var = var.reshape(shape[0], shape[1], -1)
     comb = combine(est, var, rule=rule, alpha=alpha, names=terms)
+    if separated:
+        warnings.warn(_separation_message(separated, len(copies)), RuntimeWarning, stacklevel=2)
     return AnalysisResults(
         formula=formula,
         family=family,
@@ -252,4 +299,14 @@ def analyse(
         estimates=est,
         variances=var,
         n_original=int(orig_fit.nobs),
+        separated=separated,
+    )
+
+
+def _separation_message(separated: list[int], M: int) -> str:
+    shown = ", ".join(f"synthetic[{j}]" for j in separated[:10]) + (", ..." if len(separated) > 10 else "")
+    return (
+        f"{len(separated)} of {M} copies give a separated fit ({shown}): the outcome is constant or perfectly "
+        "predicted in them, so their estimates and standard errors are not finite MLEs and the combined "
+        "interval, standardized difference and CI overlap are not meaningful."
     )

@@ -22,6 +22,8 @@ from .._validate import (
     NotFittedError,
     check_columns_exist,
     check_dataframe,
+    check_finite,
+    check_no_missing,
     check_not_degenerate,
     check_random_state,
     check_scalar,
@@ -102,14 +104,12 @@ class Synthesizer(abc.ABC):
             self.schema_ = Schema({c: schema[c] if c in schema else inferred[c] for c in df.columns})
         else:
             self.schema_ = Schema.infer(df, schema)
+        check_finite(df, used, "df")
         if not self.allows_missing:
-            for c in used:
-                n_mis = int(df[c].isna().sum())
-                if n_mis:
-                    raise ValueError(
-                        f"Column '{c}' has {n_mis} missing values; {owner} needs complete data "
-                        "(impute first, or use RiskTargetedSynthesizer which models missing values)."
-                    )
+            check_no_missing(
+                df, used, "df",
+                why=f"{owner} needs complete data (impute first, or use RiskTargetedSynthesizer which models missing values).",
+            )
         if len(df) < self.min_rows:
             raise ValueError(f"{owner} needs at least {self.min_rows} rows to fit. Got {len(df)} instead.")
         self.quasi_identifiers_ = qi
@@ -173,6 +173,7 @@ class Synthesizer(abc.ABC):
             diagnostics=diagnostics,
             structure=self._structure(m),
             diagnostics_check=check,
+            original_fingerprint={"n_rows": int(self.n_), "columns": list(self.columns_)},
         )
 
     @abc.abstractmethod

@@ -69,6 +69,7 @@ Rubin MI: the same random_state gives identical copies.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -103,7 +104,7 @@ class DAMISynthesizer(RubinSynthesizer):
         copy; ``"reuse"``: the W drawn at fit time for all copies.
     random_state : int, Generator or None
         Seed of the fit-time pseudo-variables W (used by ``w_tilde="reuse"``).
-    order, transforms, binary_link, ordinal_link, sampler, chains, draws, tune, prior_sd, progressbar
+    order, transforms, binary_link, ordinal_link, sampler, chains, draws, tune, prior_sd, progressbar, accept_diagnostics, rhat_max, ess_min
         As in :class:`~synthmi.models.rubin.RubinSynthesizer`.
     """
 
@@ -124,10 +125,14 @@ class DAMISynthesizer(RubinSynthesizer):
         tune: int = 500,
         prior_sd: float = 10.0,
         progressbar: bool = True,
+        accept_diagnostics: bool = False,
+        rhat_max: float = 1.05,
+        ess_min: float = 100.0,
     ):
         super().__init__(
             order=order, transforms=transforms, binary_link=binary_link, ordinal_link=ordinal_link,
             sampler=sampler, chains=chains, draws=draws, tune=tune, prior_sd=prior_sd, progressbar=progressbar,
+            accept_diagnostics=accept_diagnostics, rhat_max=rhat_max, ess_min=ess_min,
         )
         self.masks = masks
         self.w_tilde = w_tilde
@@ -153,6 +158,14 @@ class DAMISynthesizer(RubinSynthesizer):
             raise ValueError(
                 f"The 'masks' parameter of {owner} names columns that are not quasi-identifiers: {unknown}. "
                 f"Quasi-identifiers: {qi}."
+            )
+        if not specs:
+            # the synthesis is then Rubin's MI exactly: say so rather than let the name suggest masking
+            warnings.warn(
+                f"{owner} has no masks: it synthesizes exactly as RubinSynthesizer (no pseudo-variables W). "
+                "Pass masks={column: spec} to condition on masked copies, or use RubinSynthesizer.",
+                UserWarning,
+                stacklevel=3,
             )
         transforms = dict(self.transforms or {})
         self.masks_: dict[str, MaskingModel] = {}

@@ -163,13 +163,29 @@ def _risk_by_subgroup(method: str, by_group: pd.DataFrame | None) -> list[dict[s
     return rows
 
 
+def _rule_for(rule: Any, method: str, obj: Any) -> str:
+    """The combining rule of one release (see :func:`evaluate_release`)."""
+    if isinstance(rule, Mapping):
+        rule = rule.get(method)
+    if rule:
+        return str(rule)
+    structure = getattr(obj, "structure", {}) or {}
+    if structure.get("rule"):
+        return str(structure["rule"])
+    if {"m", "r"} <= set(structure):
+        return "nested"
+    if getattr(obj, "method", None) == "dpsyn":
+        return "full"
+    return "partial"
+
+
 def evaluate_release(
     original: pd.DataFrame,
     synthetic: Mapping[str, Any],
     quasi_identifiers: Sequence[str],
     formula: str,
     family: str = "probit",
-    rule: str = "partial",
+    rule: str | Mapping[str, str] | None = None,
     alpha: float = 0.05,
     tolerance: Mapping[str, float] | float | None = None,
     k0: int = 5,
@@ -192,8 +208,12 @@ def evaluate_release(
         Method label -> :class:`SyntheticData` or list of DataFrames.
     quasi_identifiers : list of str
         Columns the intruder knows (risk matching and risk subgroups).
-    formula, family, rule, alpha
+    formula, family, alpha
         The analyst's model (see :func:`synthmi.evaluation.analyse`).
+    rule : str, mapping or None
+        Combining rule: one for every release, a mapping label -> rule, or
+        ``None`` for the rule recorded with each :class:`SyntheticData`
+        (``structure["rule"]``; nested copies -> ``"nested"``; else ``"partial"``).
     tolerance : dict or float, optional
         Closeness for continuous quasi-identifiers in matching and in the
         risk subgroups (default: the risk module's default).
@@ -241,7 +261,9 @@ def evaluate_release(
         per_var[method] = ut.set_index("variables")["s_pmse"].reindex([v for v in pmse_variables if v in qi])
         steps.update()
         steps.set_postfix_str(f"{method}: analysis")
-        res = analyse(formula, family=family, original=original, synthetic=copies, rule=rule, alpha=alpha)
+        rule_m = _rule_for(rule, method, obj)
+        res = analyse(formula, family=family, original=original, synthetic=obj if isinstance(obj, SyntheticData) else copies,
+                      rule=rule_m, alpha=alpha)
         frame = res.to_frame()
         frame = frame.reset_index().rename(columns={frame.index.name or "index": "term"})
         frame.insert(0, "method", method)
@@ -257,6 +279,7 @@ def evaluate_release(
         summary_rows.append({
             "method": method,
             "M": len(copies),
+            "rule": rule_m,
             "S_pMSE": pm.mean_s_pmse,
             "mean_ci_overlap": float(res.mean_ci_overlap),
             "mean_std_diff": float(res.mean_std_diff),
@@ -267,10 +290,14 @@ def evaluate_release(
         if isinstance(obj, SyntheticData):
             meta[method] = {"method": obj.method, "params": obj.metadata()["params"], "seed": obj.seed,
                             "quasi_identifiers": obj.quasi_identifiers, "versions_at_synthesis": obj.versions,
-                            "diagnostics": obj.metadata()["diagnostics"]}
+                            "diagnostics": obj.metadata()["diagnostics"],
+                            "diagnostics_check": obj.diagnostics_check, "unconverged": obj.unconverged}
         else:
             meta[method] = {"copies": len(copies)}
         meta[method]["copies_sha256"] = [frame_sha256(c) for c in copies]
+        meta[method]["rule"] = rule_m
+        if res.separated:
+            meta[method]["separated_copies"] = list(res.separated)
         steps.update()
     steps.close()
 
@@ -283,7 +310,7 @@ def evaluate_release(
         "quasi_identifiers": qi,
         "formula": formula,
         "family": family,
-        "rule": rule,
+        "rule": {m: meta[m]["rule"] for m in meta},
         "alpha": alpha,
         "pmse_method": pmse_method,
         "pmse_variables": list(pmse_variables),
