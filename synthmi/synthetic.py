@@ -197,18 +197,20 @@ class SyntheticData:
             original_fingerprint=meta.get("original_fingerprint"),
         )
 
-    def check_original(self, original: pd.DataFrame, name: str = "original") -> None:
+    def check_original(self, original: pd.DataFrame, name: str = "original", rows: bool = True) -> None:
         """Refuse to evaluate the copies against data other than their original.
 
         Compares the row count and the column set recorded at synthesis
         (:attr:`original_fingerprint`) with ``original``; the error names what
         differs (counts and column names, never values). Copies without a
-        fingerprint (older releases, other tools) are not checked.
+        fingerprint (older releases, other tools) are not checked. ``rows=False``
+        checks the columns only (an analysis may compare the copies with a
+        subset of the original's rows, e.g. its complete cases).
         """
         fp = self.original_fingerprint or {}
         problems = []
         n = fp.get("n_rows")
-        if n is not None and len(original) != int(n):
+        if rows and n is not None and len(original) != int(n):
             problems.append(f"it has {len(original)} rows, the copies were made from {int(n)}")
         cols = fp.get("columns")
         if cols:
@@ -224,7 +226,7 @@ class SyntheticData:
         """Shortcut for :func:`synthmi.evaluation.analyse` on these copies."""
         from .evaluation.analysis import analyse
 
-        self.check_original(original)
+        self.check_original(original, rows=False)
         if rule is None:
             # the synthesizer records which rule its output needs (e.g. "rubin" for
             # imputed-only copies); otherwise nested copies -> Reiter 2004, else Reiter 2003

@@ -265,6 +265,17 @@ def test_failed_sampler_writes_no_copies_unless_accepted_then_flagged(tmp_path, 
     assert "class='note flag'>UNCONVERGED: release <b>rubin</b>" in html
 
 
+def test_failed_risk_dami_chain_writes_no_copies(tmp_path, survey_csv, capsys):
+    """The review's risk-dami case (R-hat 2.38, ESS 3): a short copula chain is refused likewise."""
+    out = tmp_path / "rk"
+    rc = main(["synthesize", "--data", str(survey_csv), "--qi", "age,sex", "--keep", "hours,y", "--method", "risk-dami",
+               "--mask", "age:K=2,sigma=3", "--param", "n_iter=40", "--m", "2", "--seed", "0", "--out", str(out),
+               "--quiet"])
+    err = _err(capsys)
+    assert rc == 1 and "DiagnosticsFailed" in err and "RiskTargetedSynthesizer" in err and "bulk ESS" in err
+    assert not out.exists() or not list(out.glob("copy_*.csv"))
+
+
 def _hand_release(path, method, structure, copies):
     SyntheticData(copies=copies, method=method, structure=structure).to_dir(path)
     return path

@@ -250,7 +250,7 @@ def test_cli_subgroup_masks_and_nested_output(data, tmp_path):
         "synthesize", "--data", str(path), "--qi", "age,sex,race", "--keep", "bmi,outcome", "--method", "risk-dami",
         "--mask", "age@low:K=3,sigma=2", "--mask", "age@medium:K=3,sigma=2", "--mask", "age@high:K=1,sigma=15",
         "--mask", "race@high:alpha=0.5", "--param", "r=2,n_iter=60,k0=30,tolerance=5", "--m", "2", "--seed", "3",
-        "--out", str(out), "--quiet",
+        "--out", str(out), "--quiet", "--accept-diagnostics",  # a 60-step chain, kept short for speed
     ])
     assert rc == 0
     meta = json.loads((out / "metadata.json").read_text())

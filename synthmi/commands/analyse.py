@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from ._common import (
     EXAMPLES_FMT,
@@ -48,8 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args) -> int:
     check_output_file(args.out, "--out", args.overwrite)
     _, original, syn = load_release(args)
-    res = syn.analyse(args.formula, original=original, family=args.family, rule=args.rule or recorded_rule(syn),
-                      alpha=args.alpha)
+    with warnings.catch_warnings():
+        # a separated fit is reported once, in the summary below
+        warnings.filterwarnings("ignore", message=".*separated fit", category=RuntimeWarning)
+        res = syn.analyse(args.formula, original=original, family=args.family, rule=args.rule or recorded_rule(syn),
+                          alpha=args.alpha)
     if syn.unconverged:
         print("WARNING: these copies were released although the posterior sampler did not converge "
               "(--accept-diagnostics); see diagnostics_check in metadata.json.", file=sys.stderr)

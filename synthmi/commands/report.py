@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..data.workloads import ADULT
 from ._common import (
     COMMA_NAMES_HELP,
     EXAMPLES_FMT,
@@ -62,8 +63,8 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qi", default=None, action="append",
                    help=f"quasi-identifiers, comma-separated (repeatable; {COMMA_NAMES_HELP}; "
                    "default: those recorded with the first release)")
-    p.add_argument("--analysis", default="income ~ age + sex + race + education",
-                   help="the analyst's model as a formula")
+    p.add_argument("--analysis", default=ADULT.formula,
+                   help=f"the analyst's model as a formula (default: the Adult workload's, {ADULT.formula!r})")
     p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
                    help="combining rule for every release (default: each release's recorded rule)")

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "subgroups",
         help="label records low / medium / high risk by their matching neighbours",
-        description="Risk subgroups (shared/seeds/003, 'Risk subgroups') made precise; see the epilog.",
+        description="Risk subgroups (short-course slides, 'Risk subgroups') made precise; see the epilog.",
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FMT,
     )

@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ..data.workloads import ADULT
 from ..diagnostics import DiagnosticsFailed
 from ._common import (
     COMMA_NAMES_HELP,
@@ -60,7 +61,7 @@ RISK_GROUPS: dict[str, tuple[str, ...]] = {"risk-dami": ("low", "medium", "high"
 # of a quasi-identifier (Adult's education_num would reveal education) and not
 # bookkeeping (fnlwgt, split).
 DEFAULT_KEEP: dict[str, list[str]] = {
-    "adult": ["income", "marital_status", "relationship", "hours_per_week", "capital_gain", "capital_loss"],
+    "adult": list(ADULT.keep),  # the Adult workload, defined in synthmi.data.workloads
     "nhanes": ["smoked_100_cigarettes"],
 }
 

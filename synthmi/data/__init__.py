@@ -93,7 +93,7 @@ def load_adult(recode: bool = False) -> pd.DataFrame:
     the UCI files) are NaN. ``income`` is a Categorical ``<=50K`` / ``>50K``.
 
     With ``recode=True`` the quasi-identifiers get the coding of the source
-    tables (shared/seeds/003): ``race`` white / non-white, ``education``
+    tables (short-course slides): ``race`` white / non-white, ``education``
     ordered ``<HS`` / ``HS`` / ``>HS`` (see :func:`recode_adult`).
     """
     with _path("adult.csv.gz").open("rb") as fh:

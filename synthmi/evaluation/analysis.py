@@ -3,7 +3,7 @@ r"""The analyst's model on the original and on each synthetic copy, combined.
 ``analyse(formula, family, original, synthetic, rule)`` fits a GLM (statsmodels
 formula interface) to the original data and to every copy, combines the copies
 with :func:`~synthmi.evaluation.combining.combine`, and lays the result out as
-the tables of shared/seeds/003: original estimate and 95% CI, combined synthetic
+the DA-MI result tables of the short-course slides: original estimate and 95% CI, combined synthetic
 estimate and CI, standardized difference and CI overlap per coefficient.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from scipy import stats
 
 from .._validate import check_copies, check_dataframe, check_option, check_same_structure
 from .ci_overlap import ci_overlap
-from .combining import CombineResult, combine
+from .combining import RULES, CombineResult, combine
 from .standardized_difference import standardized_difference
 
 FAMILIES = ("probit", "logit", "gaussian")
@@ -169,7 +169,7 @@ class AnalysisResults:
         return float(f.loc[[t for t in f.index if t != "Intercept"], "std_diff"].mean())
 
     def table(self) -> pd.DataFrame:
-        """The seed's layout: per term, 'Estimate' and '95% CI' rows, original vs synthetic."""
+        """The slides' layout: per term, 'Estimate' and '95% CI' rows, original vs synthetic."""
         f = self.to_frame()
         level = f"{100 * (1 - self.alpha):.0f}% CI"
         rows = []
@@ -277,7 +277,7 @@ def analyse(
             )
         est[j] = params.to_numpy()
         var[j] = fit.bse.reindex(terms).to_numpy() ** 2
-    if rule in ("nested", "reiter2004"):
+    if RULES.get(str(rule).lower()) == "nested":
         if shape is None:
             raise ValueError(
                 "rule='nested' needs the copies' nest structure: pass a SyntheticData with structure "

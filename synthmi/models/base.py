@@ -206,5 +206,7 @@ class Synthesizer(abc.ABC):
                 x = np.rint(np.asarray(col, dtype=float))
                 out[c] = x.astype(dt) if pd.api.types.is_integer_dtype(dt) else x.astype(dt, copy=False)
             else:
-                out[c] = np.asarray(col).astype(dt)
+                # through a Series: pandas 3 reads text as the extension dtype ``str``, which
+                # numpy's astype cannot take
+                out[c] = pd.Series(np.asarray(col), index=out.index).astype(dt)
         return out[self.columns_]

@@ -9,7 +9,7 @@ The joint model on the augmented data D_DA = (D, W) is
     \\underbrace{p(W \\mid X, \\lambda)}_{M_{mask}},
 
 and the target of synthesis is the joint predictive of all quasi-identifiers
-of a record (shared/seeds/003, "The new data-augmented MI synthetic
+of a record (short-course slides, "The new data-augmented MI synthetic
 framework"; Jiang et al. 2022, JASA 117:52-66, eq. 3)
 
 .. math::

@@ -1,6 +1,6 @@
 r"""Risk-subgroup targeted DA-MI with a Gaussian copula and missing data.
 
-The model (shared/seeds/003, "The joint subgroup-targeted imputation model";
+The model (short-course slides, "The joint subgroup-targeted imputation model";
 Jiang, Mitra, Gao & Wang 2022 for DA-MI):
 
 .. math::

@@ -19,7 +19,7 @@ predictors standardised, categorical ones as treatment dummies):
 * ordinal: cumulative (ordered) logit (default) or probit.
 
 Synthetic values are drawn from the posterior predictive
-(Rubin 1993, J. Off. Stat. 9:461-468; shared/seeds/003, "Rubin's original
+(Rubin 1993, J. Off. Stat. 9:461-468; short-course slides, "Rubin's original
 MI-based synthetic methods"):
 
 .. math::
