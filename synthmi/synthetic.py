@@ -145,7 +145,7 @@ class SyntheticData:
         diag = self.diagnostics
         if diag is not None and not isinstance(diag, dict):
             diag = diagnostics_summary(diag)
-        return {
+        out = {
             "method": self.method,
             "params": _to_json(self.params),
             "seed": self.seed,
@@ -158,6 +158,11 @@ class SyntheticData:
             "original_fingerprint": _to_json(self.original_fingerprint),
             "dtypes": dtype_spec(self.copies[0]) if self.copies else {},
         }
+        if "privacy" in self.structure:
+            # A differentially private release records no seed at all (issue 11): its
+            # structure says only whether a user seed was given.
+            out.pop("seed")
+        return out
 
     def to_dir(self, path: str | Path) -> Path:
         """Write ``copy_01.csv`` ... ``copy_MM.csv`` and ``metadata.json`` to ``path``."""
