@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from ..data.workloads import ADULT
-from ..diagnostics import DiagnosticsFailed
 from ._common import (
     COMMA_NAMES_HELP,
     EXAMPLES_FMT,
@@ -442,6 +441,8 @@ def run(args: argparse.Namespace) -> int:
             _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies")
         else:
             _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})")
+        from ..diagnostics import DiagnosticsFailed
+
         try:
             syn = synth.sample(args.m, random_state=seed)
         except DiagnosticsFailed as exc:

@@ -245,7 +245,7 @@ def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str |
       number, never by its value (cell values can be confidential);
     * infinite values in a numeric column.
     """
-    where = f"The {option} file '{source}'" if option else f"The file '{source}'"
+    where = f"The '{option}' file '{source}'" if option else f"The file '{source}'"
     if df.shape[1] == 1:
         name = str(df.columns[0])
         for cand, shown in ((";", "';'"), ("\t", "'\\t'"), ("|", "'|'")):
