@@ -80,6 +80,7 @@ def run_demo(out: str | Path, m: int = 5, seed: int = 2026, progress: bool = Fal
         input_hashes={f"{workload.dataset}[" + ",".join(qi + keep) + "]": frame_sha256(data)},
         seeds={label: s.seed for label, s in releases.items()}, progress=progress,
         original_is_public=True,  # the bundled Adult is public data
+        target="income",  # attribute disclosure of income given the quasi-identifiers
     )
     report.provenance["wall_seconds"] = round(time.perf_counter() - t0, 1)
     path = write_report(report, out / "report.html")
