@@ -31,6 +31,7 @@ from .._validate import (
 from ..diagnostics import ESS_MIN, RHAT_MAX
 from ..diagnostics import enforce as enforce_diagnostics
 from ..schema import Schema
+from ..scale._frames import is_dask_frame as _is_dask_frame
 from ..synthetic import SyntheticData
 
 
@@ -81,6 +82,12 @@ class Synthesizer(abc.ABC):
         schema : Schema or dict, optional
             Column kinds; a dict maps column -> kind and overrides inference.
         """
+        if _is_dask_frame(df):
+            # partitioned data: fit by reduction (synthmi.scale); refuses models without a Dask path
+            from ..scale import synthesis as _dask_synthesis
+
+            return _dask_synthesis.fit(self, df, quasi_identifiers, keep, schema)
+        self.dask_ = None
         owner = type(self).__name__
         self._check_params()
         check_dataframe(df, "df")
@@ -152,6 +159,11 @@ class Synthesizer(abc.ABC):
         synthesizer was built with ``accept_diagnostics=True``.
         """
         self._check_fitted()
+        if getattr(self, "dask_", None) is not None:
+            # fitted on a dask DataFrame: lazy copies, written partition by partition
+            from ..scale import synthesis as _dask_synthesis
+
+            return _dask_synthesis.sample(self, m, random_state)
         m = check_scalar(m, "m", type(self).__name__, kind="int", lower=1)
         seed = random_state if isinstance(random_state, (int, np.integer)) else None
         rng = check_random_state(random_state)

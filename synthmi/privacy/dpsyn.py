@@ -866,8 +866,16 @@ class DPSynSynthesizer(SecretSeedMixin):
             column only (default), or with ``"other"`` is mapped to the column's
             declared ``other`` level.
         """
+        from ..scale._frames import is_dask_frame
+
+        # A dask DataFrame: columns are described from its (empty) meta frame, and the
+        # curator sums marginal counts over partitions (synthmi.scale.dpsyn): same release.
+        ddf = df if is_dask_frame(df) else None
+        if ddf is not None:
+            df = ddf._meta
         self._check_params()
-        check_dataframe(df, "df")
+        if ddf is None:
+            check_dataframe(df, "df")
         check_option(out_of_domain, "out_of_domain", _OWNER, ["error", "other"])
         if ordinal is not None:
             ordinal = list(ordinal)
@@ -876,14 +884,20 @@ class DPSynSynthesizer(SecretSeedMixin):
                 raise ValueError(f"The 'ordinal' parameter of {_OWNER} names columns not in 'df': {unknown}.")
         public = resolve_domain(df, domain, bounds, ordinal)
         columns = _describe_columns(df, public, ordinal, int(self.bins), int(self.integer_levels))
-        fine_codes = np.column_stack([c.encode(df[c.name], out_of_domain) for c in columns])
+        if ddf is None:
+            fine_codes = np.column_stack([c.encode(df[c.name], out_of_domain) for c in columns])
         # The noise generator lives only inside this call (OS entropy by default).
         rng = noise_generator(self.random_state, _OWNER)
         self.user_seed_given_ = user_seed_given(self.random_state)
         eps, delta = float(self.epsilon), float(self.delta)
         accountant = PrivacyAccountant(epsilon=eps, delta=delta)
-        curator = _Curator(fine_codes, accountant, rng, exact_noise=bool(self.exact_noise))
-        del fine_codes
+        if ddf is None:
+            curator = _Curator(fine_codes, accountant, rng, exact_noise=bool(self.exact_noise))
+            del fine_codes
+        else:
+            from ..scale.dpsyn import dask_curator
+
+            curator = dask_curator(ddf, columns, out_of_domain, accountant, rng, bool(self.exact_noise))
         self._fit_from_curator(curator, columns)
         del curator, rng
         self.accountant_ = accountant
