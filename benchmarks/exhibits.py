@@ -517,7 +517,7 @@ def at_reference_risk(points: pd.DataFrame, reference_method: str = "cart", refe
 def _read_frontier(src: Path, out: Path) -> dict[str, Any]:
     """Risk-utility frontier from benchmarks/frontier.py: plot with MC error bars, the non-dominated
     settings, and each method's best utility at CART's risk."""
-    from ..evaluation.frontier import pareto_front
+    from synthmi.evaluation.frontier import pareto_front
 
     name = src.stem  # frontier_adult / frontier_nhanes
     data = name.split("_", 1)[1]
