@@ -38,12 +38,19 @@ def client():
         yield c
 
 
+# short chains released with accept_diagnostics=True warn that they are flagged; expected here
+pytestmark = pytest.mark.filterwarnings("ignore:.*flagged as unconverged:RuntimeWarning")
+
+
 @pytest.fixture(scope="module")
 def adult():
     return load_adult()[QI + KEEP].iloc[:3000].reset_index(drop=True)
 
 
 def _dami(**kw):
+    # 100 draws per chain keep these equality tests quick; below the release thresholds of
+    # synthmi.diagnostics (bulk ESS ~10-30), so the copies are accepted and flagged as unconverged
+    kw.setdefault("accept_diagnostics", True)
     return DAMISynthesizer(masks=MASKS, random_state=7, draws=100, chains=2, progressbar=False, **kw)
 
 
