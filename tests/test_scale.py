@@ -310,3 +310,30 @@ def test_make_population_is_seeded_chunk_invariant_and_adult_like(client):
     # Adult: 66.8% male, 23.9% income > 50K; binomial sd at n = 4000 is 0.0075 -> 4 sd
     assert abs((a["sex"] == "Male").mean() - 0.668) < 0.03
     assert abs((a["income"] == ">50K").mean() - 0.239) < 0.03
+
+
+def test_cli_engine_dask_writes_parquet_copies_equal_to_the_api(client, adult, tmp_path, capsys):
+    from synthmi.cli import main
+
+    src = tmp_path / "in.parquet"
+    small = adult.iloc[:1200].astype({"sex": str})  # a text column, as an exported file would have
+    small.to_parquet(src, index=False)
+    out = tmp_path / "out"
+    args = ["synthesize", "--data", str(src), "--engine", "dask", "--qi", "age,sex", "--keep", "income",
+            "--method", "rubin", "--m", "2", "--seed", "5", "--param", "draws=60", "--out", str(out), "--quiet"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert main(args) == 0
+    got = pd.read_parquet(out / "copy_02")
+    assert list(got.columns) == ["age", "sex", "income"] and len(got) == 1200
+    ref = dd.read_parquet(str(src))[["age", "sex", "income"]].categorize(columns=["sex", "income"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        api = RubinSynthesizer(draws=60, progressbar=False).fit(ref, ["age", "sex"], ["income"]).sample(2, random_state=5)
+    as_obj = {"sex": object, "income": object}  # Parquet round trip stores levels as strings
+    pd.testing.assert_frame_equal(got.astype(as_obj), api.compute()[1].astype(as_obj), check_exact=True)
+    capsys.readouterr()
+    assert main(args) == 1
+    assert "already holds synthetic copies" in capsys.readouterr().err
+    assert main(args[:3] + ["--scheduler", "tcp://127.0.0.1:1"] + args[5:-3] + ["--out", str(tmp_path / "o2"), "--quiet"]) == 1
+    assert "'--scheduler' option is for --engine dask" in capsys.readouterr().err

@@ -69,6 +69,12 @@ class ReportData:
     frontier : DataFrame
         Points of a risk-utility frontier to draw (benchmarks/frontier.py or
         :func:`synthmi.tuning.frontier`), plus the releases and references.
+    no_alignment : DataFrame
+        Per fully synthetic release (rule ``full`` or copies of another row count):
+        risk measures that need no row alignment -- distance to closest record
+        against a holdout (or leave-one-out) baseline, replicated uniques (repU) and
+        DiSCO of the target (:mod:`synthmi.evaluation.dcr`,
+        :func:`synthmi.evaluation.attribute_disclosure`).
     """
 
     summary: pd.DataFrame
@@ -85,6 +91,7 @@ class ReportData:
     attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
     impossible: pd.DataFrame = field(default_factory=pd.DataFrame)
     frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
+    no_alignment: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def frame_sha256(df: pd.DataFrame) -> str:
@@ -187,29 +194,6 @@ def _risk_by_subgroup(method: str, by_group: pd.DataFrame | None) -> list[dict[s
     return rows
 
 
-def _rule_for(rule: Any, method: str, obj: Any) -> str:
-    """The combining rule of one release (see :func:`evaluate_release`)."""
-    if isinstance(rule, Mapping):
-        rule = rule.get(method)
-    if rule:
-        return str(rule)
-    structure = getattr(obj, "structure", {}) or {}
-    if structure.get("rule"):
-        return str(structure["rule"])
-    if {"m", "r"} <= set(structure):
-        return "nested"
-    if getattr(obj, "method", None) == "dpsyn":
-        return "full"
-    return "partial"
-
-
-
-#: S_pMSE under the null is about chi2_k / k (Snoke et al. 2018), sd sqrt(2 / k); values
-#: more than this many null sds away from 1 are flagged in the report.
-PMSE_FLAG_SDS = 3.0
-DIAGNOSTIC_LIMITS = {"max_r_hat": 1.05, "min_ess_bulk": 100.0}
-
-
 def pmse_reading(s_pmse: float, k: float | None) -> tuple[str, bool]:
     """Plain-language reading of an S_pMSE and whether it is flagged.
 
@@ -296,7 +280,14 @@ def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[
         unchanged[c] = float(np.mean(shares))
     diag = obj.metadata().get("diagnostics") if isinstance(obj, SyntheticData) else None
     structure = getattr(obj, "structure", {}) or {}
+    extra: dict[str, Any] = {}
+    if structure.get("privacy"):
+        # a DP release states its guarantee; its metadata never holds a seed
+        extra["privacy"] = structure["privacy"]
+        extra["suppressed_levels"] = (diag or {}).get("suppressed_levels") or {}
+        extra["pooled_levels"] = (diag or {}).get("pooled_levels") or {}
     return {
+        **extra,
         "label": label,
         "method": method,
         "how": _HOW.get(str(method), f"method {method}"),
@@ -352,7 +343,7 @@ def evaluate_release(
     quasi_identifiers: Sequence[str],
     formula: str,
     family: str = "probit",
-    rule: str | Mapping[str, str] | None = None,
+    rule: str | None = "partial",
     alpha: float = 0.05,
     tolerance: Mapping[str, float] | float | None = None,
     k0: int = 5,
@@ -368,6 +359,7 @@ def evaluate_release(
     references: bool = True,
     frontier: pd.DataFrame | None = None,
     reference_seed: int = 0,
+    holdout: pd.DataFrame | None = None,
 ) -> ReportData:
     """Evaluate one or more releases of synthetic copies against the original.
 
@@ -379,12 +371,10 @@ def evaluate_release(
         Method label -> :class:`SyntheticData` or list of DataFrames.
     quasi_identifiers : list of str
         Columns the intruder knows (risk matching and risk subgroups).
-    formula, family, alpha
-        The analyst's model (see :func:`synthmi.evaluation.analyse`).
-    rule : str, mapping or None
-        Combining rule: one for every release, a mapping label -> rule, or
-        ``None`` for the rule recorded with each :class:`SyntheticData`
-        (``structure["rule"]``; nested copies -> ``"nested"``; else ``"partial"``).
+    formula, family, rule, alpha
+        The analyst's model (see :func:`synthmi.evaluation.analyse`). ``rule=None``:
+        each release's recorded rule (``full`` for DPSyn), else ``nested`` for m x r
+        copies, else ``partial``.
     tolerance : dict or float, optional
         Closeness for continuous quasi-identifiers in matching and in the
         risk subgroups (default: the risk module's default).
@@ -405,6 +395,14 @@ def evaluate_release(
     frontier : DataFrame, optional
         Frontier points (``method``, ``setting``, measures and ``_se``) drawn
         behind this report's releases in the risk-utility map.
+    holdout : DataFrame, optional
+        Real records not used for the releases: the baseline of the distance to
+        closest record of fully synthetic releases (else leave-one-out).
+
+    Fully synthetic releases (recorded rule ``full``, or copies whose row count
+    differs from the original's) get no record-by-record identity matching (their
+    rows correspond to no original record); they get the no-alignment measures in
+    ``no_alignment`` instead, and a DP release's guarantee is stated.
     """
     from ..evaluation.analysis import analyse
     from ..evaluation.pmse import pmse, utility_tables
@@ -438,10 +436,17 @@ def evaluate_release(
     releases, two_way, attr_rows, impossible = {}, {}, [], []
     meta: dict[str, Any] = {}
     steps = tqdm(total=4 * len(synthetic), desc="evaluating", unit="step", disable=not progress, leave=False)
+    no_align_rows: list[dict[str, Any]] = []
+    response = _response(formula, original.columns)
     for method, obj in synthetic.items():
         copies = _copies(obj)
-        rule_m = _rule_for(rule, method, obj)
-        releases[method] = describe_release(method, obj, original, copies, qi, rule_m)
+        structure = getattr(obj, "structure", {}) or {}
+        rel_rule = rule if rule is not None else (
+            structure.get("rule") or ("nested" if {"m", "r"} <= set(structure)
+                                      else "full" if getattr(obj, "method", None) == "dpsyn" else "partial"))
+        fully = rel_rule == "full" or any(len(c) != len(original) for c in copies)
+        releases[method] = describe_release(method, obj, original, copies, qi, rel_rule)
+        releases[method]["fully_synthetic"] = fully
         impossible += [{"method": method, **r} for r in impossible_values(original, copies, releases[method]["synthesized"])]
         steps.set_postfix_str(f"{method}: pMSE")
         pm = pmse(original, copies, method=pmse_method, variables=pmse_variables)
@@ -455,20 +460,27 @@ def evaluate_release(
             attr_rows.append({"method": method, **_attr_row(ad.summary)})
         steps.update()
         steps.set_postfix_str(f"{method}: analysis")
+        # the SyntheticData itself when there is one: nested copies need their m x r structure
         res = analyse(formula, family=family, original=original, synthetic=obj if isinstance(obj, SyntheticData) else copies,
-                      rule=rule_m, alpha=alpha)
+                      rule=rel_rule, alpha=alpha)
         frame = res.to_frame()
         frame = frame.reset_index().rename(columns={frame.index.name or "index": "term"})
         frame.insert(0, "method", method)
         coef_frames.append(frame)
         steps.update()
         steps.set_postfix_str(f"{method}: risk")
-        risk = reidentification_risk(original, copies, qi, threshold=risk_threshold, by=labels_series, **sub_kw)
-        I = np.asarray(risk.individual, dtype=float)
-        individual[method] = I
-        risk_rows += _risk_by_subgroup(method, risk.by_group)
+        if fully:
+            # No row of a fully synthetic copy belongs to an original record: measures
+            # that need no alignment instead of record-by-record identity matching.
+            no_align_rows.append(_no_alignment_row(method, original, copies, qi, target or response, holdout,
+                                                   tolerance, risk_threshold))
+            rs = {"expected_matches": np.nan, "true_match_rate": np.nan, "share_above_threshold": np.nan}
+        else:
+            risk = reidentification_risk(original, copies, qi, threshold=risk_threshold, by=labels_series, **sub_kw)
+            individual[method] = np.asarray(risk.individual, dtype=float)
+            risk_rows += _risk_by_subgroup(method, risk.by_group)
+            rs = risk.summary
         steps.update()
-        rs = risk.summary
         k = float(np.mean(pm.k)) if getattr(pm, "k", None) is not None else None
         reading, flagged = pmse_reading(pm.mean_s_pmse, k)
         releases[method]["s_pmse_reading"] = reading
@@ -476,7 +488,7 @@ def evaluate_release(
         summary_rows.append({
             "method": method,
             "M": len(copies),
-            "rule": rule_m,
+            "rule": rel_rule,
             "S_pMSE": pm.mean_s_pmse,
             "mean_ci_overlap": float(res.mean_ci_overlap),
             "mean_std_diff": float(res.mean_std_diff),
@@ -484,15 +496,22 @@ def evaluate_release(
             "true_match_rate": float(rs["true_match_rate"]),
             "share_above_threshold": float(rs["share_above_threshold"]),
         })
+        if fully:
+            # the no-alignment measures in the summary (NaN for the other releases)
+            summary_rows[-1]["DCR closer than baseline 5%"] = no_align_rows[-1]["closer than baseline 5%"]
+            if "repU" in no_align_rows[-1]:
+                summary_rows[-1]["repU"] = no_align_rows[-1]["repU"]
         if isinstance(obj, SyntheticData):
-            meta[method] = {"method": obj.method, "params": obj.metadata()["params"], "seed": obj.seed,
+            meta[method] = {"method": obj.method, "params": obj.metadata()["params"],
                             "quasi_identifiers": obj.quasi_identifiers, "versions_at_synthesis": obj.versions,
                             "diagnostics": obj.metadata()["diagnostics"],
                             "diagnostics_check": obj.diagnostics_check, "unconverged": obj.unconverged}
+            if "privacy" not in (obj.structure or {}):
+                meta[method]["seed"] = obj.seed  # a DP release records no seed (issue 11)
         else:
             meta[method] = {"copies": len(copies)}
         meta[method]["copies_sha256"] = [frame_sha256(c) for c in copies]
-        meta[method]["rule"] = rule_m
+        meta[method]["rule"] = rel_rule
         if res.separated:
             meta[method]["separated_copies"] = list(res.separated)
         steps.update()
@@ -502,8 +521,7 @@ def evaluate_release(
     per_variable.index.name = "variable"
     ref_rows = []
     if references:
-        # the independent reference release is partially synthetic (permuted quasi-identifiers)
-        ref_rule = rule if isinstance(rule, str) and rule else "partial"
+        ref_rule = rule if rule is not None else "partial"
         ref_rows, ref_attr = _references(original, qi, formula, family, ref_rule, alpha, tolerance, risk_threshold,
                                          pmse_method, pmse_variables, target, len(_copies(next(iter(synthetic.values())))),
                                          reference_seed)
@@ -515,7 +533,7 @@ def evaluate_release(
         "quasi_identifiers": qi,
         "formula": formula,
         "family": family,
-        "rule": {m: meta[m]["rule"] for m in meta},
+        "rule": rule if rule is not None else ", ".join(f"{k}: {v['rule']}" for k, v in releases.items()),
         "alpha": alpha,
         "pmse_method": pmse_method,
         "pmse_variables": list(pmse_variables),
@@ -549,7 +567,39 @@ def evaluate_release(
         attribute=pd.DataFrame(attr_rows),
         impossible=pd.DataFrame(impossible),
         frontier=frontier if frontier is not None else pd.DataFrame(),
+        no_alignment=pd.DataFrame(no_align_rows),
     )
+
+
+def _response(formula: str, columns: Iterable[str]) -> str | None:
+    """The analysis model's response if it is a column (the default target of attribute disclosure)."""
+    lhs = formula.split("~", 1)[0].strip()
+    return lhs if lhs in set(columns) else None
+
+
+def _no_alignment_row(method: str, original: pd.DataFrame, copies: list[pd.DataFrame], qi: Sequence[str],
+                      target: str | None, holdout: pd.DataFrame | None, tolerance: Any, threshold: float) -> dict[str, Any]:
+    """Distance to closest record vs its baseline, replicated uniques and DiSCO of one fully synthetic release."""
+    from ..evaluation.attribute_disclosure import attribute_disclosure
+    from ..evaluation.dcr import distance_to_closest_record
+
+    cols = [c for c in copies[0].columns if c in original.columns]
+    dcr = distance_to_closest_record(original, copies, columns=cols,
+                                     holdout=None if holdout is None else holdout[cols]).summary
+    row: dict[str, Any] = {
+        "method": method,
+        "DCR baseline": "holdout" if holdout is not None else "leave-one-out",
+        "median DCR (synthetic)": dcr["median_dcr_synthetic"],
+        "median DCR (baseline)": dcr["median_dcr_baseline"],
+        "exact copies (synthetic)": dcr["share_exact_synthetic"],
+        "exact copies (baseline)": dcr["share_exact_baseline"],
+        "closer than baseline 5%": dcr["share_below_holdout_q05"],
+    }
+    if target is not None and target not in qi:
+        kw = {} if tolerance is None else {"tolerance": tolerance}
+        ad = attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).summary
+        row.update({"target": target, "repU": ad.get("repU"), "DiSCO": ad.get("DiSCO"), "DCAP": ad.get("DCAP")})
+    return row
 
 
 def _square(two: pd.DataFrame, variables: list[str]) -> pd.DataFrame:
