@@ -194,6 +194,12 @@ def _risk_by_subgroup(method: str, by_group: pd.DataFrame | None) -> list[dict[s
     return rows
 
 
+#: S_pMSE under the null is about chi2_k / k (Snoke et al. 2018), sd sqrt(2 / k); values
+#: more than this many null sds away from 1 are flagged in the report.
+PMSE_FLAG_SDS = 3.0
+DIAGNOSTIC_LIMITS = {"max_r_hat": 1.05, "min_ess_bulk": 100.0}
+
+
 def pmse_reading(s_pmse: float, k: float | None) -> tuple[str, bool]:
     """Plain-language reading of an S_pMSE and whether it is flagged.
 
