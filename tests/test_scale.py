@@ -334,7 +334,7 @@ def test_cli_engine_dask_writes_parquet_copies_equal_to_the_api(client, adult, t
     pd.testing.assert_frame_equal(got.astype(as_obj), api.compute()[1].astype(as_obj), check_exact=True)
     capsys.readouterr()
     assert main(args) == 1
-    assert "already holds synthetic copies" in capsys.readouterr().err
+    assert "already holds output" in capsys.readouterr().err
     assert main(args[:3] + ["--scheduler", "tcp://127.0.0.1:1"] + args[5:-3] + ["--out", str(tmp_path / "o2"), "--quiet"]) == 1
     assert "'--scheduler' option is for --engine dask" in capsys.readouterr().err
 
