@@ -356,6 +356,12 @@ class RubinSynthesizer(Synthesizer):
                                support=self.supports_.get(c))
             exclude = set()
             if method == "hierarchical":
+                if self.sampler == "nuts":
+                    raise ValueError(
+                        f"The hierarchical model of column '{c}' is sampled by its exact blocked Gibbs path "
+                        "(sampler='fast'), which tests/test_hierarchical.py checks against NUTS on the PyMC "
+                        "specification (synthmi.models.hierarchical.pymc_model); use sampler='fast'."
+                    )
                 grp = spec.group
                 if grp not in Z.columns or not self.schema_[grp].is_categorical:
                     raise ValueError(f"The group of the hierarchical model of column '{c}' must be a kept categorical "
