@@ -102,32 +102,6 @@ def _read_frontier(path: str | None):
     return df
 
 
-def _declared_categories(original, releases):
-    """The original's categorical columns on the levels a DP release declared (its public domain).
-
-    A CSV reader orders the categories it saw; the release's copies carry the declared
-    order, so without this the two would have different reference levels and the
-    analysis terms would not line up. Columns whose values fall outside the declared
-    domain (a release that mapped them to 'other') are left as read.
-    """
-    from ..domain import DomainError, PublicDomain
-
-    for syn in releases.values():
-        dom = (syn.structure or {}).get("domain")
-        if not dom:
-            continue
-        domain = PublicDomain.from_dict(dom)
-        out = original.copy()
-        for c in original.columns:
-            if c in domain and domain[c].is_discrete:
-                try:
-                    out[c] = domain[c].conform(original[c])
-                except DomainError:
-                    pass
-        return out
-    return original
-
-
 def run(args) -> int:
     from ..report.collect import evaluate_release, file_sha256
     from ..report.html import write_report
@@ -146,7 +120,6 @@ def run(args) -> int:
         for f in sorted(path.glob("copy_*.csv")):
             hashes[f"{label}/{f.name}"] = file_sha256(f)
     original = align_original(original, next(iter(releases.values())))
-    original = _declared_categories(original, releases)
     qi = split_list(args.qi)
     # None: each release's recorded rule (full for DPSyn), else nested for m x r copies, else partial
     rule = args.rule

@@ -218,7 +218,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--bounds", action="append", metavar="COLUMN=LO:HI",
-        help="dpsyn shorthand: declare a numeric column continuous on [LO, HI] (repeatable; overrides --domain)",
+        help="dpsyn shorthand: declare a numeric column CONTINUOUS on [LO, HI] (repeatable; overrides --domain). "
+        "Integer-coded or 0/1 columns need --domain with kind integer or binary to come back as integers",
     )
     p.add_argument(
         "--engine", choices=("pandas", "dask"), default="pandas",

@@ -215,6 +215,10 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
     all_draws, posts, stats = [], [], []
     diverging = None
     for cond in synth.conditionals_:
+        if cond.family == "cart":
+            # a tree has no parameters: nothing to sample
+            all_draws.append([None] * m)
+            continue
         if cond.family == "normal":
             # the model is fitted on the design rebuilt from the data kept by the synthesizer
             D = synth._design(cond, {c: synth._values(c) for c in cond.predictors})
@@ -254,3 +258,4 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
     sample_stats["diverging"] = diverging
     idata = az.InferenceData(posterior=xr.merge(posts, join="outer"), sample_stats=sample_stats)
     return all_draws, idata
+

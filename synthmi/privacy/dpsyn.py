@@ -488,7 +488,7 @@ _SPLIT_Z = 2.0
 
 
 def _split_weights(col: _Column, group: np.ndarray, weight: np.ndarray, floor: float) -> np.ndarray:
-    """Weights that split an ordered bucket back into its fine cells (post-processing).
+    r"""Weights that split an ordered bucket back into its fine cells (post-processing).
 
     The clipped noisy count of an empty cell is positive half the time (mean
     :math:`\sigma/\sqrt{2\pi}`), so a bucket spanning a long empty tail (incomes above
