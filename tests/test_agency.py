@@ -243,7 +243,7 @@ def test_utility_leaves_the_weight_out_and_states_its_design_rule(agency_csv, tm
     path, orig = agency_csv
     out = tmp_path / "cart"
     assert main(["synthesize", "--data", str(path), "--qi", "age,sex,race", "--keep", "state,employed,weight",
-                 "--weights", "weight", "--method", "cart", "--m", "1", "--seed", "1", "--out", str(out), "--quiet"]) == 0
+                 "--weights", "weight", "--method", "cart", "--m", "2", "--seed", "1", "--out", str(out), "--quiet"]) == 0
     capsys.readouterr()
     assert main(["utility", "--original", str(path), "--synthetic", str(out), "--tables", "1,2"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -2,8 +2,18 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 
-from ._common import EXAMPLES_FMT, add_common_flags, add_release_arguments, load_release
+from ._common import (
+    EXAMPLES_FMT,
+    add_common_flags,
+    add_overwrite_flag,
+    add_release_arguments,
+    check_output_file,
+    load_release,
+    recorded_rule,
+)
 
 EXAMPLES = """examples:
   synthmi analyse --original adult --synthetic syn/ --formula "income ~ age + sex + race + education"
@@ -13,7 +23,8 @@ EXAMPLES = """examples:
   synthmi analyse --original person.csv --synthetic syn/ --formula "hours_per_week ~ age + sex" --family gaussian
 
 For each coefficient: the original estimate and 95% CI, the estimate and CI
-combined over the M copies (Reiter 2003 'partial' rule by default), the
+combined over the M copies (by the rule recorded with them, e.g. Reiter 2003
+'partial' for partially synthetic copies; --rule overrides it), the
 standardized difference and the CI overlap."""
 
 
@@ -29,24 +40,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--formula", required=True, help='model formula, e.g. "income ~ age + sex"')
     p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
-                   help="combining rule (default: partial, or nested for m x r copies)")
+                   help="combining rule (default: the rule recorded with the copies in metadata.json)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default: 0.05)")
     p.add_argument("--weights", default=None, metavar="COLUMN|none",
                    help="survey weight column (default: the one recorded by 'synthesize --weights'; 'none': unweighted)")
     p.add_argument("--weight-type", default="probability", choices=["probability", "frequency"],
                    help="probability (survey) weights with design-based SEs, or frequency weights")
     p.add_argument("--out", default=None, help="write the table to this CSV")
+    add_overwrite_flag(p)
     add_common_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    check_output_file(args.out, "--out", args.overwrite)
     _, original, syn = load_release(args)
     weights = False if str(args.weights).lower() == "none" else args.weights
     if args.weights is not None and weights is not False and weights not in original.columns:
         raise ValueError(f"The '--weights' option names '{weights}', which is not a column of the copies.")
-    res = syn.analyse(args.formula, original=original, family=args.family, rule=args.rule, alpha=args.alpha,
-                      weights=weights, weight_type=args.weight_type)
+    with warnings.catch_warnings():
+        # a separated fit is reported once, in the summary below
+        warnings.filterwarnings("ignore", message=".*separated fit", category=RuntimeWarning)
+        res = syn.analyse(args.formula, original=original, family=args.family, rule=args.rule or recorded_rule(syn),
+                          alpha=args.alpha, weights=weights, weight_type=args.weight_type)
+    if syn.unconverged:
+        print("WARNING: these copies were released although the posterior sampler did not converge "
+              "(--accept-diagnostics); see diagnostics_check in metadata.json.", file=sys.stderr)
     print(res.summary())
     if args.out:
         res.to_frame().to_csv(args.out)

@@ -44,10 +44,13 @@ from .._validate import (
     param_error,
     check_columns_exist,
     check_dataframe,
+    check_finite,
     check_not_degenerate,
     check_random_state,
     check_scalar,
 )
+from ..diagnostics import ESS_MIN, RHAT_MAX
+from ..diagnostics import enforce as enforce_diagnostics
 from ..schema import Schema
 from ..scale._frames import is_dask_frame as _is_dask_frame
 from ..synthetic import SyntheticData
@@ -169,6 +172,7 @@ class Synthesizer(abc.ABC):
             released_schema = Schema({c: schema[c] if c in schema else inferred[c] for c in df.columns})
         else:
             released_schema = Schema.infer(df, schema)
+        check_finite(df, used, "df")
         if len(df) < self.min_rows:
             raise ValueError(f"{owner} needs at least {self.min_rows} rows to fit. Got {len(df)} instead.")
         self.semicont_ = self._check_semicont(df, semicont, qi, released_schema, owner)
@@ -424,6 +428,11 @@ class Synthesizer(abc.ABC):
         Each copy has the original's columns, order and dtypes; the kept (Z)
         columns are the original's, the quasi-identifiers are synthetic.
         Same ``random_state`` -> identical copies.
+
+        Raises :class:`~synthmi.diagnostics.DiagnosticsFailed` when the
+        posterior sampler failed the convergence check (R-hat above
+        ``rhat_max`` or bulk ESS below ``ess_min`` for some column) unless the
+        synthesizer was built with ``accept_diagnostics=True``.
         """
         self._check_fitted()
         if getattr(self, "dask_", None) is not None:
@@ -435,6 +444,13 @@ class Synthesizer(abc.ABC):
         seed = random_state if isinstance(random_state, (int, np.integer)) else None
         rng = check_random_state(random_state)
         X_list = self._sample(m, rng)
+        diagnostics = self._diagnostics()
+        # fail closed: no copies leave a sampler that did not converge, unless the user accepts it
+        check = enforce_diagnostics(
+            diagnostics, owner=type(self).__name__,
+            accept=getattr(self, "accept_diagnostics", False),
+            rhat_max=getattr(self, "rhat_max", RHAT_MAX), ess_min=getattr(self, "ess_min", ESS_MIN),
+        )
         copies = [self._apply_rules(self._assemble(self._restore(X))) for X in X_list]
         structure = dict(self._structure(m))
         if getattr(self, "weights_", None) is not None:
@@ -452,8 +468,10 @@ class Synthesizer(abc.ABC):
             params=self.get_params(),
             seed=None if seed is None else int(seed),
             quasi_identifiers=list(self.released_qi_),
-            diagnostics=self._diagnostics(),
+            diagnostics=diagnostics,
             structure=structure,
+            diagnostics_check=check,
+            original_fingerprint={"n_rows": int(self.n_), "columns": list(self.columns_)},
         )
 
     @abc.abstractmethod
@@ -492,5 +510,7 @@ class Synthesizer(abc.ABC):
                 else:
                     out[c] = x.astype(dt) if pd.api.types.is_integer_dtype(dt) else x.astype(dt, copy=False)
             else:
-                out[c] = np.asarray(col).astype(dt)
+                # through a Series: pandas 3 reads text as the extension dtype ``str``, which
+                # numpy's astype cannot take
+                out[c] = pd.Series(np.asarray(col), index=out.index).astype(dt)
         return out[self.columns_]
