@@ -179,15 +179,19 @@ def test_infinite_values_name_every_column(tmp_path, capsys):
         CartSynthesizer().fit(frame, quasi_identifiers=["age", "hours"])
 
 
-def test_errors_name_every_column_with_missing_values(tmp_path, capsys):
+def test_kept_columns_with_missing_values_are_released_unchanged(tmp_path, capsys):
+    # missing values are part of agency files (issue 17): kept columns carry them unchanged
+    from synthmi.synthetic import SyntheticData
+
     df = _survey().astype({"hours": float})
     df.loc[[1, 2], "hours"] = np.nan
     df.loc[5, "region"] = np.nan
     path = tmp_path / "gaps.csv"
     df.to_csv(path, index=False)
-    assert _cart(path, tmp_path / "syn") == 1
-    err = _err(capsys)
-    assert "'hours' (2)" in err and "'region' (1)" in err
+    assert _cart(path, tmp_path / "syn") == 0
+    copy = SyntheticData.from_dir(tmp_path / "syn").copies[0]
+    assert copy["hours"].isna().to_numpy().nonzero()[0].tolist() == [1, 2]
+    assert copy["region"].isna().to_numpy().nonzero()[0].tolist() == [5]
 
 
 # ---------------------------------------------------------------- synthesis settings refused early
@@ -244,8 +248,9 @@ def many_level_csv(tmp_path_factory):
 
 
 def test_failed_sampler_writes_no_copies_unless_accepted_then_flagged(tmp_path, many_level_csv, capsys):
+    # sampler=imh: independence MH stalls here (the default fast sampler switches to HMC and converges)
     args = ["synthesize", "--data", str(many_level_csv), "--qi", "code", "--method", "rubin", "--param", "draws=100",
-            "--m", "2", "--seed", "1", "--quiet"]
+            "--param", "sampler=imh", "--m", "2", "--seed", "1", "--quiet"]
     out = tmp_path / "syn"
     assert main([*args, "--out", str(out)]) == 1
     err = _err(capsys)

@@ -517,7 +517,8 @@ class RubinSynthesizer(Synthesizer):
             # cells) independence MH stalls and the gradient sampler is used instead. Models
             # split over Dask partitions (no design in memory) and sampler="imh" keep IMH.
             frac = importance_ess_fraction(cond.fast, mode_cov, rng) if cond.family == "logit" else 1.0
-            if frac < IMH_MIN_ESS_FRACTION and hasattr(cond.fast, "xmul") and self.sampler == "fast":
+            can_hmc = cond.family == "logit" and hasattr(cond.fast, "xmul") and self.sampler == "fast"
+            if frac < IMH_MIN_ESS_FRACTION and can_hmc:
                 chains = max(chains, 2)
                 n_keep = max(min(int(self.draws), HMC_INITIAL_DRAWS), -(-m // chains))
                 res = whitened_hmc(cond.fast, n_keep, rng, chains=chains, mode_cov=mode_cov)
@@ -525,6 +526,12 @@ class RubinSynthesizer(Synthesizer):
             else:
                 res = independence_mh(cond.fast, n_keep, rng, chains=max(chains, 1), warn=False, mode_cov=mode_cov)
                 how = "independence Metropolis-Hastings"
+                if can_hmc and (res.r_hat > 1.01 or res.ess_bulk < 400):
+                    # the pilot passed but the chains did not converge after their extensions: HMC
+                    chains = max(chains, 2)
+                    n_keep = max(min(int(self.draws), HMC_INITIAL_DRAWS), -(-m // chains))
+                    res = whitened_hmc(cond.fast, n_keep, rng, chains=chains, mode_cov=mode_cov)
+                    how = "HMC whitened by the Laplace fit (independence MH did not converge)"
             n_keep = res.draws.shape[1]
             pooled = res.draws.reshape(-1, res.draws.shape[-1])
             # evenly spaced draws across the pooled chains: far apart, hence nearly independent
