@@ -11,7 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .provenance import check_original
 from .schema import _jsonable
+
+#: combining rules a release may record (see synthmi.evaluation.combine)
+RULES = ("partial", "full", "rubin", "nested")
 
 
 def package_versions() -> dict[str, str]:
@@ -94,6 +98,17 @@ class SyntheticData:
         MCMC diagnostics (r_hat, ESS, divergences) or a summary of the fast path.
     structure : dict
         Extra layout information, e.g. ``{"m": 5, "r": 4}`` for nested copies.
+    rule : {"partial", "full", "rubin", "nested"}
+        The combining rule the method's copies need (Reiter 2003 partial
+        synthesis, Raghunathan, Reiter & Rubin 2003 full synthesis, Rubin 1987
+        multiple imputation, Reiter 2004 nested); every consumer uses it unless
+        told otherwise. Default: ``structure["rule"]``, else nested for m x r
+        copies, else partial.
+    spec : ReleaseSpec or None
+        The release spec the synthesizer was fitted with.
+    fingerprint : dict or None
+        Row count and column set of the original (plus a keyed HMAC when
+        ``SYNTHMI_PROVENANCE_KEY`` is set; see :mod:`synthmi.provenance`).
     """
 
     copies: list[pd.DataFrame]
@@ -104,6 +119,25 @@ class SyntheticData:
     versions: dict[str, str] = field(default_factory=package_versions)
     diagnostics: Any = None
     structure: dict[str, Any] = field(default_factory=dict)
+    rule: str | None = None
+    spec: Any = None
+    fingerprint: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.rule is None:
+            self.rule = self.structure.get("rule") or (
+                "nested" if "r" in self.structure and "m" in self.structure else "partial"
+            )
+        if self.rule not in RULES:
+            raise ValueError(f"The 'rule' of SyntheticData must be one of {list(RULES)}. Got {self.rule!r} instead.")
+        if self.spec is not None and not hasattr(self.spec, "to_dict"):
+            from .spec import as_spec
+
+            self.spec = as_spec(self.spec)
+
+    def check_original(self, original: pd.DataFrame, name: str = "original") -> None:
+        """Raise if ``original`` is not the data these copies were fitted to (see :mod:`synthmi.provenance`)."""
+        check_original(original, self.fingerprint, name)
 
     @property
     def m(self) -> int:
@@ -123,7 +157,7 @@ class SyntheticData:
         shape = self.copies[0].shape if self.copies else (0, 0)
         return (
             f"SyntheticData(method={self.method!r}, m={self.m}, shape={shape}, "
-            f"quasi_identifiers={self.quasi_identifiers}, seed={self.seed})"
+            f"quasi_identifiers={self.quasi_identifiers}, rule={self.rule!r}, seed={self.seed})"
         )
 
     def metadata(self) -> dict[str, Any]:
@@ -141,6 +175,9 @@ class SyntheticData:
             "structure": _to_json(self.structure),
             "diagnostics": _to_json(diag),
             "dtypes": dtype_spec(self.copies[0]) if self.copies else {},
+            "rule": self.rule,
+            "spec": None if self.spec is None else self.spec.to_dict(),
+            "fingerprint": _to_json(self.fingerprint),
         }
 
     def to_dir(self, path: str | Path) -> Path:
@@ -177,19 +214,40 @@ class SyntheticData:
             versions=meta.get("versions", {}),
             diagnostics=meta.get("diagnostics"),
             structure=meta.get("structure", {}),
+            rule=meta.get("rule"),
+            spec=meta.get("spec"),
+            fingerprint=meta.get("fingerprint"),
         )
 
-    def analyse(self, formula: str, original: pd.DataFrame, family: str = "probit", rule: str | None = None, **kw):
-        """Shortcut for :func:`synthmi.evaluation.analyse` on these copies."""
+    def analyse(
+        self,
+        formula: str | None = None,
+        original: pd.DataFrame | None = None,
+        family: str | None = None,
+        rule: str | None = None,
+        **kw,
+    ):
+        """Shortcut for :func:`synthmi.evaluation.analyse` on these copies.
+
+        ``rule`` defaults to the rule recorded with the copies; ``formula`` and
+        ``family`` to the spec's first analysis. ``original`` is checked against
+        the recorded fingerprint.
+        """
         from .evaluation.analysis import analyse
 
-        if rule is None:
-            # the synthesizer records which rule its output needs (e.g. "rubin" for
-            # imputed-only copies); otherwise nested copies -> Reiter 2004, else Reiter 2003
-            rule = self.structure.get("rule") or (
-                "nested" if "r" in self.structure and "m" in self.structure else "partial"
-            )
-        return analyse(formula, family=family, original=original, synthetic=self, rule=rule, **kw)
+        if original is None:
+            raise ValueError("The 'original' parameter of SyntheticData.analyse is required.")
+        if formula is None:
+            analyses = self.spec.analyses if self.spec is not None else []
+            if not analyses:
+                raise ValueError(
+                    "The 'formula' parameter of SyntheticData.analyse is required: the copies' spec lists no analyses."
+                )
+            formula = analyses[0]["formula"]
+            family = family or analyses[0]["family"]
+        self.check_original(original)
+        return analyse(formula, family=family or "probit", original=original, synthetic=self,
+                       rule=rule or self.rule, **kw)
 
 
 def diagnostics_summary(idata: Any) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Synthesizers: ``fit(df, quasi_identifiers=...)`` then ``sample(m, random_state=...)``."""
 from .base import Synthesizer
 from .cart import CartSynthesizer
-from .copula import GaussianCopula
+from .copula import GaussianCopula, GaussianCopulaImputer
 from .dami import DAMISynthesizer
 from .masking import LinearCategoricalMasking, NormalMasking, TransitionMasking
 from .risk_targeted import RiskTargetedSynthesizer
@@ -15,6 +15,7 @@ __all__ = [
     "NormalMasking",
     "LinearCategoricalMasking",
     "TransitionMasking",
+    "GaussianCopulaImputer",
     "GaussianCopula",
     "RiskTargetedSynthesizer",
 ]

@@ -123,10 +123,12 @@ from .._validate import (
     check_no_missing,
     check_not_degenerate,
     check_random_state,
+    Interval,
     check_scalar,
     param_error,
 )
 from ..schema import Schema
+from .base import ParamsMixin
 
 __all__ = ["GaussianCopula", "copula_pymc_model", "truncated_normal", "log_interval_probability"]
 
@@ -542,8 +544,12 @@ def levels_to_frame(margins: list[_Margin], levels: list[np.ndarray], schema: Sc
 
 
 # --------------------------------------------------------------------------- public model
-class GaussianCopula:
+class GaussianCopulaImputer(ParamsMixin):
     r"""Bayesian Gaussian copula imputation model for mixed data (Hoff 2007).
+
+    An imputer, not a synthesizer: ``fit`` then ``impute(m)`` returns ``m``
+    completed data sets (Rubin's rule). The risk-targeted synthesizer
+    (:class:`~synthmi.models.risk_targeted.RiskTargetedSynthesizer`) wraps it.
 
     See the module docstring for the model, the encoding of nominal variables
     and the sampler.
@@ -576,6 +582,15 @@ class GaussianCopula:
         Last state of the chain (imputations continue from it).
     """
 
+    _parameter_constraints = {
+        "n_iter": [Interval("int", 2, None)],
+        "burn": [None, Interval("int", 0, None)],
+        "thin": [Interval("int", 1, None)],
+        "prior_df": [None, Interval("real", 0.0, None, closed="neither")],
+        "random_state": [None, "random_state"],
+        "progress": ["boolean"],
+    }
+
     def __init__(
         self,
         n_iter: int = 1000,
@@ -594,19 +609,15 @@ class GaussianCopula:
 
     def _check_params(self) -> None:
         owner = type(self).__name__
-        check_scalar(self.n_iter, "n_iter", owner, kind="int", lower=2)
         if self.burn is not None:
             check_scalar(self.burn, "burn", owner, kind="int", lower=0, upper=self.n_iter - 1)
-        check_scalar(self.thin, "thin", owner, kind="int", lower=1)
-        if self.prior_df is not None:
-            check_scalar(self.prior_df, "prior_df", owner, lower=0.0, lower_inclusive=False)
 
     def fit(
         self,
         df: pd.DataFrame,
         schema: Schema | dict | None = None,
         complete: Sequence[str] | None = None,
-    ) -> "GaussianCopula":
+    ) -> "GaussianCopulaImputer":
         """Run the Gibbs sampler on ``df`` (missing values allowed anywhere).
 
         Parameters
@@ -618,7 +629,7 @@ class GaussianCopula:
         complete : list of str, optional
             Columns declared complete: a missing value in one of them is an error.
         """
-        self._check_params()
+        self._validate_params()
         check_dataframe(df, "df", min_rows=3)
         check_not_degenerate(df, list(df.columns), "df")
         if complete is not None:
@@ -656,7 +667,7 @@ class GaussianCopula:
         self.diagnostics_ = _chain_diagnostics(draws)
         if self.diagnostics_["max_r_hat"] is not None and self.diagnostics_["max_r_hat"] > 1.01:
             warnings.warn(
-                f"GaussianCopula: split-R-hat of the correlations is {self.diagnostics_['max_r_hat']:.3f} > 1.01; "
+                f"GaussianCopulaImputer: split-R-hat of the correlations is {self.diagnostics_['max_r_hat']:.3f} > 1.01; "
                 "increase n_iter.",
                 RuntimeWarning,
                 stacklevel=2,
@@ -666,7 +677,7 @@ class GaussianCopula:
     def _check_fitted(self) -> None:
         if not hasattr(self, "state_"):
             raise NotFittedError(
-                "This GaussianCopula instance is not fitted yet. Call 'fit' with appropriate arguments "
+                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with appropriate arguments "
                 "before using 'impute'."
             )
 
@@ -693,6 +704,10 @@ class GaussianCopula:
         m = check_scalar(m, "m", type(self).__name__, kind="int", lower=1)
         rng = check_random_state(random_state)
         return [self.completed_frame(st) for st in self.states(m, rng)]
+
+
+#: the name used before the imputer was named as one
+GaussianCopula = GaussianCopulaImputer
 
 
 def split_r_hat(x: np.ndarray) -> np.ndarray:

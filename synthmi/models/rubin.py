@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
-from .._validate import check_option, check_scalar, param_error
+from .._validate import Interval, Options
 from .base import Synthesizer
 from .conjugate import NormalRegressionPosterior
 from .glm import CategoricalModel, group_rows, independence_mh
@@ -149,6 +149,18 @@ class RubinSynthesizer(Synthesizer):
     """
 
     method = "rubin"
+    _parameter_constraints = {
+        "order": [None, "columns"],
+        "transforms": [None, "dict"],
+        "binary_link": [Options("logit", "probit")],
+        "ordinal_link": [Options("logit", "probit", "multinomial")],
+        "sampler": [Options("fast", "nuts")],
+        "chains": [Interval("int", 1, None)],
+        "draws": [Interval("int", 1, None)],
+        "tune": [Interval("int", 0, None)],
+        "prior_sd": [Interval("real", 0.0, None, closed="neither")],
+        "progressbar": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -175,17 +187,12 @@ class RubinSynthesizer(Synthesizer):
         self.progressbar = progressbar
 
     # ---- parameters --------------------------------------------------------
+    def _needs_records_to_sample(self) -> bool:
+        # NUTS samples the posterior at sample time, from the records
+        return self.sampler == "nuts"
+
     def _check_params(self) -> None:
         owner = type(self).__name__
-        check_option(self.binary_link, "binary_link", owner, ("logit", "probit"))
-        check_option(self.ordinal_link, "ordinal_link", owner, ("logit", "probit", "multinomial"))
-        check_option(self.sampler, "sampler", owner, ("fast", "nuts"))
-        check_scalar(self.chains, "chains", owner, kind="int", lower=1)
-        check_scalar(self.draws, "draws", owner, kind="int", lower=1)
-        check_scalar(self.tune, "tune", owner, kind="int", lower=0)
-        check_scalar(self.prior_sd, "prior_sd", owner, lower=0.0, lower_inclusive=False)
-        if self.transforms is not None and not isinstance(self.transforms, dict):
-            raise param_error("transforms", owner, "a dict mapping continuous columns to 'log' or 'rank'", self.transforms)
         for c, t in (self.transforms or {}).items():
             if t not in TRANSFORMS:
                 raise ValueError(
@@ -195,9 +202,10 @@ class RubinSynthesizer(Synthesizer):
 
     # ---- fit ----------------------------------------------------------------
     def _resolve_order(self, qi: list[str]) -> list[str]:
-        if self.order is None:
+        order = self._from_spec("order", "visit_sequence")
+        if order is None:
             return list(qi)
-        order = list(self.order)
+        order = list(order)
         if sorted(order) != sorted(qi) or len(set(order)) != len(order):
             raise ValueError(
                 f"The 'order' parameter of {type(self).__name__} must be a permutation of the quasi-identifiers "

@@ -63,16 +63,14 @@ import pandas as pd
 from scipy.optimize import brentq
 
 from .._validate import (
+    Interval,
     NotFittedError,
-    check_dataframe,
+    Options,
     check_delta,
-    check_epsilon,
-    check_option,
     check_random_state,
-    check_scalar,
     param_error,
 )
-from ..synthetic import SyntheticData
+from ..models.base import Synthesizer
 from .accountant import PrivacyAccountant, dpsyn_sigma, rdp_to_dp_improved
 from .discrete import sample_discrete_gaussian
 
@@ -538,7 +536,7 @@ def _gum(
 
 
 # --------------------------------------------------------------------------- synthesizer
-class DPSynSynthesizer:
+class DPSynSynthesizer(Synthesizer):
     r"""Differentially private synthesizer from noisy one- and two-way marginals (DPSyn / PrivSyn).
 
     :math:`(\varepsilon, \delta)`-DP end to end under add/remove-one neighbours: the
@@ -601,6 +599,29 @@ class DPSynSynthesizer:
     """
 
     method = "dpsyn"
+    # fully synthetic copies: Raghunathan, Reiter & Rubin (2003) combining rule
+    combining_rule = "full"
+    fully_synthetic = True
+    differentially_private = True
+    _parameter_constraints = {
+        "epsilon": [Interval("real", 0.0, None, closed="neither")],
+        "delta": [Interval("real", 0.0, 1.0, closed="neither")],
+        "theta_min": [Interval("real", 0.0, None)],
+        "bins": [Interval("int", 1, None)],
+        "max_levels": [None, Interval("int", 2, None)],
+        "budget_split": ["array-like"],
+        "one_way_split": [Options("cells", "equal")],
+        "n_iter": [Interval("int", 0, None)],
+        "update_rate": [Interval("real", 0.0, 1.0, closed="right")],
+        "update_decay": [Interval("real", 0.0, 1.0, closed="right")],
+        "duplicate": [Interval("real", 0.0, 1.0)],
+        "three_way": [Interval("int", 0, None)],
+        "max_cells_three_way": [Interval("int", 1, None)],
+        "conversion": [Options("improved", "simple")],
+        "n_records": [None, Interval("int", 1, None)],
+        "random_state": [None, "random_state"],
+        "exact_noise": ["boolean"],
+    }
 
     def __init__(
         self,
@@ -641,22 +662,8 @@ class DPSynSynthesizer:
         self.exact_noise = exact_noise
 
     # ------------------------------------------------------------------ params
-    def get_params(self) -> dict[str, Any]:
-        import inspect
-
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {p: getattr(self, p) for p in names}
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(" + ", ".join(f"{k}={v!r}" for k, v in self.get_params().items()) + ")"
-
     def _check_params(self) -> None:
-        check_epsilon(self.epsilon, _OWNER)
         check_delta(self.delta, _OWNER)
-        check_scalar(self.theta_min, "theta_min", _OWNER, lower=0.0)
-        check_scalar(self.bins, "bins", _OWNER, kind="int", lower=1)
-        if self.max_levels is not None:
-            check_scalar(self.max_levels, "max_levels", _OWNER, kind="int", lower=2)
         bs = self.budget_split
         try:
             parts = [float(x) for x in bs]
@@ -664,26 +671,18 @@ class DPSynSynthesizer:
             raise param_error("budget_split", _OWNER, "three fractions summing to 1", bs) from None
         if len(parts) != 3 or any(not (x > 0) for x in parts) or abs(sum(parts) - 1.0) > 1e-9:
             raise param_error("budget_split", _OWNER, "three positive fractions summing to 1", bs)
-        check_scalar(self.n_iter, "n_iter", _OWNER, kind="int", lower=0)
-        check_scalar(self.update_rate, "update_rate", _OWNER, lower=0.0, upper=1.0, lower_inclusive=False)
-        check_scalar(self.update_decay, "update_decay", _OWNER, lower=0.0, upper=1.0, lower_inclusive=False)
-        check_scalar(self.duplicate, "duplicate", _OWNER, lower=0.0, upper=1.0)
-        check_option(self.conversion, "conversion", _OWNER, ["improved", "simple"])
-        check_scalar(self.three_way, "three_way", _OWNER, kind="int", lower=0)
-        check_scalar(self.max_cells_three_way, "max_cells_three_way", _OWNER, kind="int", lower=1)
-        check_option(self.one_way_split, "one_way_split", _OWNER, ["cells", "equal"])
-        if self.n_records is not None:
-            check_scalar(self.n_records, "n_records", _OWNER, kind="int", lower=1)
-        if not isinstance(self.exact_noise, (bool, np.bool_)):
-            raise param_error("exact_noise", _OWNER, "True or False", self.exact_noise)
 
     # ------------------------------------------------------------------ fit
     def fit(
         self,
         df: pd.DataFrame,
+        spec: Any = None,
         bounds: Mapping[str, Any] | None = None,
         domain: Mapping[str, Any] | None = None,
         ordinal: Sequence[str] | None = None,
+        *,
+        quasi_identifiers: Sequence[str] | None = None,
+        keep: Sequence[str] | None = None,
     ) -> "DPSynSynthesizer":
         """Measure the noisy marginals of ``df`` and make them consistent.
 
@@ -691,6 +690,13 @@ class DPSynSynthesizer:
         ----------
         df : DataFrame
             The confidential data (never modified, not kept).
+        spec : ReleaseSpec, dict or path, optional
+            Release spec: its released columns (every role but ``excluded``) are all
+            synthesized; its DECLARED bounds and levels are used as ``bounds`` and
+            ``domain`` (inferred ones never are), ordinal kinds as ``ordinal``.
+            Explicit ``bounds`` / ``domain`` / ``ordinal`` win over the spec.
+        quasi_identifiers, keep : list of str, optional
+            Shortcut for the released columns (default: every column of ``df``).
         bounds : dict, optional
             Column -> (lower, upper): public bounds of each numeric column that is
             not in ``domain``. Required for such columns; values outside are clipped.
@@ -703,10 +709,18 @@ class DPSynSynthesizer:
             domains and domains listed as increasing numbers. Continuous columns are
             always ordered.
         """
-        self._check_params()
-        check_dataframe(df, "df")
-        bounds = dict(bounds or {})
-        domain = dict(domain or {})
+        return super().fit(df, spec, keep=keep, quasi_identifiers=quasi_identifiers,
+                           bounds=bounds, domain=domain, ordinal=ordinal)
+
+    def _fit_release(self, df: pd.DataFrame, spec: Any, bounds=None, domain=None, ordinal=None) -> None:
+        df = df[spec.released]
+        # declared-public values of the spec only (ReleaseSpec.public_domain's rule)
+        declared_bounds = {c: spec[c].bounds for c in spec.released if spec[c].declared and spec[c].bounds}
+        declared_levels = {c: list(spec[c].levels) for c in spec.released if spec[c].declared and spec[c].levels}
+        bounds = {**declared_bounds, **dict(bounds or {})}
+        domain = {**declared_levels, **dict(domain or {})}
+        if ordinal is None and (declared_bounds or declared_levels):
+            ordinal = [c for c in spec.released if spec.kind(c) in ("ordinal", "integer", "continuous")]
         for name, d in (("bounds", bounds), ("domain", domain)):
             unknown = [c for c in d if c not in df.columns]
             if unknown:
@@ -727,7 +741,6 @@ class DPSynSynthesizer:
         self.accountant_ = accountant
         self.columns_ = [c.name for c in columns]
         self.dtypes_ = df.dtypes.copy()
-        return self
 
     def _fit_from_curator(self, curator: _Curator, columns: list[_Column]) -> None:
         d = len(columns)
@@ -866,12 +879,8 @@ class DPSynSynthesizer:
                 f"This {_OWNER} instance is not fitted yet. Call 'fit' with appropriate arguments before using 'sample'."
             )
 
-    def sample(self, m: int = 1, random_state: int | np.random.Generator | None = None) -> SyntheticData:
-        """Draw ``m`` synthetic copies (independent GUM runs); pure post-processing."""
-        self._check_fitted()
-        m = check_scalar(m, "m", _OWNER, kind="int", lower=1)
-        seed = random_state if isinstance(random_state, (int, np.integer)) else None
-        rng = check_random_state(random_state)
+    def _draw_copies(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
+        """``m`` independent GUM runs; pure post-processing of the noisy marginals."""
         n = int(self.n_records) if self.n_records is not None else int(round(self.n_estimate_))
         copies = []
         for _ in range(m):
@@ -879,19 +888,15 @@ class DPSynSynthesizer:
             rec = _gum(marg, self._coarse_sizes, n, rng, int(self.n_iter), float(self.update_rate),
                        float(self.update_decay), float(self.duplicate))
             copies.append(self._decode(rec, rng))
-        return SyntheticData(
-            copies=copies,
-            method=self.method,
-            params=self.get_params(),
-            seed=None if seed is None else int(seed),
-            quasi_identifiers=list(self.columns_),
-            diagnostics={
-                "epsilon_spent": self.spent()[0],
-                "delta": float(self.delta),
-                "n_two_way": len(self.selected_),
-                "theta": self.theta_.to_dict(),
-            },
-        )
+        return copies
+
+    def _diagnostics(self) -> dict[str, Any]:
+        return {
+            "epsilon_spent": self.spent()[0],
+            "delta": float(self.delta),
+            "n_two_way": len(self.selected_),
+            "theta": self.theta_.to_dict(),
+        }
 
     def _decode(self, rec: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
         out = {}

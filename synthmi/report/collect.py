@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from .._validate import check_columns_exist, check_dataframe, check_scalar, param_error
+# digests live in synthmi.provenance (below report/ and evaluation/); re-exported here
+from ..provenance import NOT_RECORDED, PROVENANCE_KEY_ENV, confidential_digest, frame_sha256  # noqa: F401
 from ..synthetic import SyntheticData, package_versions
 
 __all__ = ["ReportData", "evaluate_release", "frame_sha256", "file_sha256", "formula_variables", "git_state"]
@@ -61,45 +63,6 @@ class ReportData:
     subgroup_labels: list[str] | None
     settings: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
-
-
-def frame_sha256(df: pd.DataFrame) -> str:
-    """SHA-256 of a frame's column names, dtypes and values (row order included)."""
-    h = hashlib.sha256()
-    h.update(repr([(str(c), str(df[c].dtype)) for c in df.columns]).encode())
-    h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
-    return h.hexdigest()
-
-
-#: Environment variable holding the data holder's secret for keyed provenance digests.
-PROVENANCE_KEY_ENV = "SYNTHMI_PROVENANCE_KEY"
-NOT_RECORDED = f"not recorded (confidential input; set {PROVENANCE_KEY_ENV} to record a keyed HMAC-SHA256)"
-
-
-def confidential_digest(df: pd.DataFrame | None = None, path: str | Path | None = None) -> str:
-    """Keyed digest of confidential input, or :data:`NOT_RECORDED` without a key.
-
-    A plain hash of confidential data is a confirmation oracle: an intruder who
-    knows every value but one (the kept columns of a partially synthetic release
-    are public) can try each candidate for the last and compare hashes. An
-    HMAC-SHA256 under a secret held by the data holder lets the holder verify
-    the input later without giving anyone else that oracle.
-    """
-    import hmac
-    import os
-
-    key = os.environ.get(PROVENANCE_KEY_ENV)
-    if not key:
-        return NOT_RECORDED
-    mac = hmac.new(key.encode(), digestmod=hashlib.sha256)
-    if path is not None:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                mac.update(chunk)
-    else:
-        mac.update(repr([(str(c), str(df[c].dtype)) for c in df.columns]).encode())
-        mac.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
-    return "hmac-sha256:" + mac.hexdigest()
 
 
 def file_sha256(path: str | Path) -> str:
