@@ -20,6 +20,7 @@ __all__ = [
     "load_nhanes",
     "load_adult_discretized",
     "load_dataset",
+    "load_domain",
     "recode_adult",
     "recode_nhanes",
     "ADULT_EDUCATION_ORDER",
@@ -44,6 +45,43 @@ NHANES_EDUCATION_ORDER = [
 
 def _path(name: str):
     return resources.files(__name__).joinpath(name)
+
+
+def _domain_json(name: str) -> dict:
+    return json.loads(_path(f"{name}.domain.json").read_text())
+
+
+def _declared_levels(name: str, column: str) -> list:
+    """A column's levels from the bundled public domain file (documentation, not data)."""
+    return list(_domain_json(name)["columns"][column]["levels"])
+
+
+def load_domain(name: str, recode: bool = False):
+    """The public domain (:class:`~synthmi.domain.PublicDomain`) of a bundled data set.
+
+    ``name`` is ``"adult"``, ``"nhanes"`` or ``"adult_discretized"``. The levels and
+    bounds come from the data sets' public documentation (see each file's
+    ``source``), never from the data. With ``recode=True`` the domain matches
+    :func:`recode_adult` / :func:`recode_nhanes` (what ``load_dataset`` returns).
+    """
+    from ..domain import PublicDomain
+
+    key = str(name).lower()
+    if key not in ("adult", "nhanes", "adult_discretized"):
+        raise ValueError(
+            f"The 'name' parameter of load_domain must be 'adult', 'nhanes' or 'adult_discretized'. Got {name!r} instead."
+        )
+    d = _domain_json(key)
+    if recode and key == "adult":
+        d["columns"]["race"] = {"kind": "binary", "levels": ["white", "non-white"], "missing": False}
+        d["columns"]["education"] = {"kind": "ordinal", "levels": EDU3, "missing": False}
+        d["source"] += "; recoded as in recode_adult (race white / non-white, education <HS / HS / >HS)"
+    elif recode and key == "nhanes":
+        d["columns"]["race_ethnicity"] = {"kind": "binary", "levels": ["white", "non-white"], "missing": False}
+        d["columns"]["education"] = {"kind": "ordinal", "levels": EDU3}
+        d["columns"]["diabetes"] = {"kind": "binary", "levels": ["no", "yes"]}
+        d["source"] += "; recoded as in recode_nhanes (race white / non-white, education <HS / HS / >HS, diabetes no / yes)"
+    return PublicDomain.from_dict(d)
 
 
 def load_adult(recode: bool = False) -> pd.DataFrame:
@@ -71,7 +109,9 @@ def load_adult(recode: bool = False) -> pd.DataFrame:
         elif c == "sex":
             df[c] = pd.Categorical(raw[c], categories=["Female", "Male"])
         else:
-            df[c] = pd.Categorical(raw[c], categories=sorted(raw[c].dropna().unique()))
+            # Levels from the documentation (adult.names), never from the values seen:
+            # a level held by one record must not appear or vanish with that record.
+            df[c] = pd.Categorical(raw[c], categories=_declared_levels("adult", c))
     return recode_adult(df) if recode else df
 
 
@@ -117,7 +157,8 @@ def load_nhanes(recode: bool = False) -> pd.DataFrame:
         elif c in ("health_insurance", "smoked_100_cigarettes"):
             df[c] = pd.Categorical(raw[c].map({0.0: "no", 1.0: "yes"}), categories=["no", "yes"])
         elif c in ("gender", "race_ethnicity", "marital_status"):
-            df[c] = pd.Categorical(raw[c], categories=sorted(raw[c].dropna().unique()))
+            # Levels from the NHANES codebook (nhanes.domain.json), not from the values seen.
+            df[c] = pd.Categorical(raw[c], categories=_declared_levels("nhanes", c))
         else:
             df[c] = raw[c].astype(float)
     return recode_nhanes(df) if recode else df
@@ -158,6 +199,9 @@ def load_dataset(name_or_path: str, recode: bool = True) -> pd.DataFrame:
     """``"adult"`` / ``"nhanes"`` (bundled, recoded by default) or a CSV path.
 
     A CSV's text columns become unordered Categoricals; numbers stay numeric.
+    Their levels are the values seen, which is fine for non-private work; DP code
+    never uses them (it takes levels only from a declared public domain, see
+    :mod:`synthmi.domain`).
     """
     key = str(name_or_path).lower()
     if key == "adult":

@@ -4,6 +4,7 @@ Reads DataFrames only — it never imports ``synthmi.models`` — so it can judg
 copies made by any tool (synthpop, SDV, ...).
 """
 from .analysis import AnalysisResults, analyse
+from .attribute_disclosure import AttributeDisclosureResult, attribute_disclosure
 from .ci_overlap import ci_overlap
 from .coherence import CoherenceResult, demographic_coherence, wasserstein_1
 from .combining import CombineResult, combine
@@ -16,6 +17,8 @@ from .subgroups import RiskSubgroups, risk_subgroups
 __all__ = [
     "AnalysisResults",
     "analyse",
+    "AttributeDisclosureResult",
+    "attribute_disclosure",
     "ci_overlap",
     "CombineResult",
     "combine",

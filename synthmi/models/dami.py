@@ -74,6 +74,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .._random import PositionalRNG, entropy_from
 from .._validate import Options, check_random_state
 from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking
 from .rubin import RubinSynthesizer, _Conditional, _draw_categorical
@@ -191,8 +192,13 @@ class DAMISynthesizer(RubinSynthesizer):
             self.masks_[c] = mask
             self._x_conf_[c] = self._values(c)
         # the augmented data D_DA: W from M_mask given the confidential X (seeded by random_state)
-        rng = check_random_state(self.random_state)
-        self.W_ = {c: mask.draw(self._x_conf_[c], rng) for c, mask in self.masks_.items() if not mask.is_null}
+        # keyed by record position (synthmi._random) so that a partitioned fit draws the same W
+        self.w_entropy_ = entropy_from(check_random_state(self.random_state))
+        self.W_ = {c: mask.draw(self._x_conf_[c], self._w_rng(c, 0)) for c, mask in self.masks_.items() if not mask.is_null}
+
+    def _w_rng(self, c: str, offset: int) -> PositionalRNG:
+        """The record stream of the fit-time pseudo-variables W of column ``c``."""
+        return PositionalRNG(self.w_entropy_, tag=(self.quasi_identifiers_.index(c),), offset=offset)
 
     def _w_tilde(self, c: str, rng: np.random.Generator) -> np.ndarray:
         if self.w_tilde == "reuse":

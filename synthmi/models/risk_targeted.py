@@ -234,11 +234,24 @@ class RiskTargetedSynthesizer(Synthesizer):
 
     # ------------------------------------------------------------------ fit
     def _fit(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
-        owner = type(self).__name__
         data = pd.concat([X, Z], axis=1)
         if self.complete is not None:
             cols = check_columns_exist(data, self.complete, "complete", "df")
             check_no_missing(data, cols, "df")
+        self._prepare_masks(X, data)
+        self.copula_ = GaussianCopulaImputer(
+            n_iter=self.n_iter,
+            burn=self.burn,
+            thin=self.thin,
+            prior_df=self.prior_df,
+            random_state=self.random_state,
+            progress=self.progressbar,
+        ).fit(data, schema=_sub_schema(self.schema_, list(data.columns)))
+
+    def _prepare_masks(self, X: pd.DataFrame, data: pd.DataFrame) -> None:
+        """Subgroup labels and resolved masks (everything of the fit that depends on
+        ``masks``; the copula does not, so :func:`synthmi.tuning.remask` re-runs only this)."""
+        owner = type(self).__name__
         masks = self._per_group_masks(list(X.columns))
         # subgroups and masks are checked before the (long) Gibbs run
         n = len(data)
@@ -301,14 +314,6 @@ class RiskTargetedSynthesizer(Synthesizer):
                     resolved[g][c] = mk
             self.masks_ = resolved
         self._qi_set = set(X.columns)
-        self.copula_ = GaussianCopulaImputer(
-            n_iter=self.n_iter,
-            burn=self.burn,
-            thin=self.thin,
-            prior_df=self.prior_df,
-            random_state=self.random_state,
-            progress=self.progressbar,
-        ).fit(data, schema=_sub_schema(self.schema_, list(data.columns)))
 
     # ------------------------------------------------------------------ sample
     def _structure(self, m: int) -> dict[str, Any]:

@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from .._random import PositionalRNG, entropy_from
 from .._validate import Interval, Options
 from .base import Synthesizer
 from .conjugate import NormalRegressionPosterior
@@ -353,12 +354,18 @@ class RubinSynthesizer(Synthesizer):
             return np.interp(pos, np.arange(len(cond.sorted_obs)), cond.sorted_obs)
         return y
 
+    def _sampling_plan(self, m: int, rng: np.random.Generator) -> tuple[list, tuple[int, int]]:
+        """Posterior draws for ``m`` copies and the root key of the record-level streams."""
+        post_rng, rec_rng = rng.spawn(2)
+        return self._posterior_draws(m, post_rng), entropy_from(rec_rng)
+
     def _sample(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
-        post_rng, *copy_rngs = rng.spawn(m + 1)
-        thetas = self._posterior_draws(m, post_rng)
+        thetas, entropy = self._sampling_plan(m, rng)
         out = []
         for i in range(m):
-            r = copy_rngs[i]
+            # record-level draws keyed by record position (synthmi._random), so that a copy
+            # made partition by partition (synthmi.scale) is the same as this one
+            r = PositionalRNG(entropy, tag=(i,), offset=0)
             syn: dict[str, np.ndarray] = {}
             for j, cond in enumerate(self.conditionals_):
                 D = self._design(cond, syn)

@@ -1,0 +1,212 @@
+"""Risk-utility frontier on Adult and NHANES: DA-MI, risk-targeted DA-MI, CART, norm+logit.
+
+For every method and tuning setting, R replicate syntheses of M copies each
+(common seeds across settings) are measured with
+:func:`synthmi.evaluation.frontier.evaluate_release`: utility (mean CI overlap
+of the declared analyses, logit S_pMSE of the first copy) and risk (expected
+correct matches, true-match rate, share of I_i > 0.5, mean I_i in the high
+risk subgroup, DiSCO and the matching attribute risk of a sensitive target).
+The original released as is and an independent release (each QI permuted on
+its own) are the reference points.
+
+Data and settings
+-----------------
+Adult: all 48,842 records; QIs age, sex, race (white / non-white), education
+(<HS / HS / >HS); kept income, marital_status, relationship, hours_per_week,
+capital_gain, capital_loss (as ``benchmarks/adult_table.py``); analysis probit
+income ~ age + sex + race + education; intruder tolerance age within 1 year;
+attribute target income; risk subgroups k0 = 5, age within 1.
+
+NHANES 2017-18 adults, complete cases of the used columns (4,233 of 5,265
+records; DA-MI, CART and norm+logit need complete data, and one original makes
+every method's utility comparable); QIs age, gender, race_ethnicity,
+education; kept bmi, income_poverty_ratio, total_cholesterol, diabetes,
+smoked_100_cigarettes; analyses probit of diabetes and of smoking on age,
+gender, race, education and bmi (as ``benchmarks/nhanes_table.py``); age
+within 1 year; target diabetes; subgroups k0 = 100, age within 5
+(nhanes_table's).
+
+Grids: DA-MI age (K, sigma_e) x one alpha shared by the categorical QIs;
+risk-DA-MI per-subgroup masks (high-risk records masked more weakly, i.e.
+more protection); CART minimum leaf size x synthpop's density smoothing of
+age; norm+logit with the ordered logit (synthpop's polr) and with a
+multinomial model for education.
+
+Run: ``python benchmarks/frontier.py [--data adult,nhanes] [--m 5] [--replicates 3]``;
+writes ``benchmarks/results/frontier_<data>.csv`` (mean and MC SE per setting,
+references last), ``frontier_<data>_replicates.csv`` and ``frontier_<data>.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bench import RESULTS, write_json  # noqa: E402
+
+from synthmi.tuning import Setting, frontier  # noqa: E402
+
+AGE_GRID = ((3, 3.0), (1, 5.0), (1, 10.0))
+ALPHAS = (1.0, 2.0, 3.0, 4.0, 5.0)
+LEAVES = (5, 20, 100, 500)
+
+DATA = {
+    "adult": dict(
+        qi=["age", "sex", "race", "education"],
+        keep=["income", "marital_status", "relationship", "hours_per_week", "capital_gain", "capital_loss"],
+        analyses=[("income ~ age + sex + race + education", "probit")],
+        tolerance={"age": 1.0}, target="income", k0=5, subgroup_tolerance={"age": 1.0},
+        # copula columns for risk-DA-MI: the nominal marital_status/relationship blocks mix too slowly
+        copula_keep=["income", "hours_per_week", "capital_gain", "capital_loss"],
+    ),
+    "nhanes": dict(
+        qi=["age", "gender", "race_ethnicity", "education"],
+        keep=["bmi", "income_poverty_ratio", "total_cholesterol", "diabetes", "smoked_100_cigarettes"],
+        analyses=[("diabetes ~ age + gender + race_ethnicity + education + bmi", "probit"),
+                  ("smoked_100_cigarettes ~ age + gender + race_ethnicity + education + bmi", "probit")],
+        tolerance={"age": 1.0}, target="diabetes", k0=100, subgroup_tolerance={"age": 5.0},
+        copula_keep=None,
+    ),
+}
+
+
+def load(name: str) -> pd.DataFrame:
+    from synthmi.data import load_adult, load_nhanes
+
+    cfg = DATA[name]
+    if name == "adult":
+        return load_adult(recode=True)[cfg["qi"] + cfg["keep"]]
+    df = load_nhanes(recode=True)[cfg["qi"] + cfg["keep"]].dropna().reset_index(drop=True)
+    for c in df.columns:
+        if isinstance(df[c].dtype, pd.CategoricalDtype):
+            df[c] = df[c].cat.remove_unused_categories()
+    return df
+
+
+def settings(name: str, methods: list[str], n_iter: int) -> list[Setting]:
+    cfg = DATA[name]
+    cont, cats = cfg["qi"][0], cfg["qi"][1:]
+    out: list[Setting] = []
+    if "dami" in methods:
+        for K, s in AGE_GRID:
+            for a in ALPHAS:
+                out.append(Setting("dami", f"age K={K} sigma={s:g}; alpha={a:g}",
+                                   {"masks": {cont: {"K": K, "sigma_e": s}, **{c: {"alpha": a} for c in cats}}}))
+    if "risk-dami" in methods:
+        # low / medium / high risk records: the high-risk ones get the weakest masks (most protection)
+        for a_low, a_mid, a_high in ((5, 3, 1), (4, 2, 1), (3, 2, 0.5), (2, 1, 0.5)):
+            masks = {
+                "low": {cont: {"K": 3, "sigma_e": 3.0}, **{c: {"alpha": float(a_low)} for c in cats}},
+                "medium": {cont: {"K": 1, "sigma_e": 5.0}, **{c: {"alpha": float(a_mid)} for c in cats}},
+                "high": {cont: {"K": 1, "sigma_e": 10.0}, **{c: {"alpha": float(a_high)} for c in cats}},
+            }
+            out.append(Setting("risk-dami", f"alpha low/med/high={a_low}/{a_mid}/{a_high}",
+                               {"masks": masks, "k0": cfg["k0"], "tolerance": cfg["subgroup_tolerance"],
+                                "n_iter": n_iter, "random_state": 1}))
+    if "cart" in methods:
+        for leaf in LEAVES:
+            for sm in (None, "density"):
+                out.append(Setting("cart", f"min leaf {leaf}" + ("; smoothed" if sm else ""),
+                                   {"min_samples_leaf": leaf, "smoothing": sm}))
+    if "norm+logit" in methods:
+        out.append(Setting("norm+logit", "ordered logit education", {}))
+        out.append(Setting("norm+logit", "multinomial education", {"ordinal_link": "multinomial"}))
+    return out
+
+
+def run(name: str, methods: list[str], m: int, replicates: int, n_iter: int, seed: int) -> None:
+    cfg = DATA[name]
+    df = load(name)
+    t0 = time.perf_counter()
+    sets = settings(name, methods, n_iter)
+    main = [s for s in sets if s.method != "risk-dami"]
+    fr = frontier(df, cfg["qi"], cfg["keep"], main, cfg["analyses"], m=m, replicates=replicates, seed=seed,
+                  tolerance=cfg["tolerance"], target=cfg["target"], k0=cfg["k0"],
+                  subgroup_tolerance=cfg["subgroup_tolerance"], pmse_copies=1, progress=True)
+    reps, points = [fr.replicates], [fr.points]
+    rd = [s for s in sets if s.method == "risk-dami"]
+    if rd:
+        keep = cfg["copula_keep"] or cfg["keep"]
+        # risk-DA-MI's copula uses only these kept columns; the other kept columns are
+        # released unchanged all the same, so utility and risk are measured on the full frame.
+        fr2 = frontier(df, cfg["qi"], keep, rd, cfg["analyses"], m=m, replicates=replicates, seed=seed,
+                       tolerance=cfg["tolerance"], target=cfg["target"], k0=cfg["k0"],
+                       subgroup_tolerance=cfg["subgroup_tolerance"], pmse_copies=1, references=False,
+                       progress=True) if set(keep) == set(cfg["keep"]) else _risk_dami_on_subset(df, cfg, rd, m, replicates, seed)
+        reps.append(fr2.replicates)
+        points.append(fr2.points)
+    wall = time.perf_counter() - t0
+    points_df = pd.concat(points + [fr.references], ignore_index=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    points_df.to_csv(RESULTS / f"frontier_{name}.csv", index=False, float_format="%.6g")
+    pd.concat(reps, ignore_index=True).to_csv(RESULTS / f"frontier_{name}_replicates.csv", index=False,
+                                              float_format="%.6g")
+    show = ["method", "setting", "mean_ci_overlap", "mean_ci_overlap_se", "s_pmse", "expected_matches",
+            "expected_matches_se", "true_match_rate", "disco"]
+    pd.set_option("display.width", 250)
+    print(points_df[show].round(4).to_string(index=False))
+    write_json(f"frontier_{name}", {"data": name, "n": int(len(df)), "config": {k: v for k, v in cfg.items()},
+                                    "m": m, "replicates": replicates, "seed": seed, "n_iter_copula": n_iter,
+                                    "settings": fr.settings, "wall_seconds": wall,
+                                    "points_csv": f"frontier_{name}.csv"})
+
+
+def _risk_dami_on_subset(df, cfg, rd, m, replicates, seed):
+    """Fit risk-DA-MI on QIs + copula_keep, then evaluate the copies with every kept column restored."""
+    import warnings
+
+    from synthmi.evaluation.frontier import Analysis, evaluate_release, summarise
+    from synthmi.evaluation.subgroups import risk_subgroups
+    from synthmi.tuning import FrontierResult, make_synthesizer, remask
+
+    qi, keep = cfg["qi"], cfg["copula_keep"]
+    labels = risk_subgroups(df, qi, cfg["k0"], cfg["subgroup_tolerance"]).labels
+    ev = dict(analyses=[Analysis.coerce(a) for a in cfg["analyses"]], quasi_identifiers=qi,
+              tolerance=cfg["tolerance"], target=cfg["target"], subgroups=labels, rule="partial", pmse_copies=1)
+    rows, base = [], None
+    for st in rd:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if base is None:
+                base = make_synthesizer("risk-dami", st.params).fit(df[qi + keep], quasi_identifiers=qi, keep=keep)
+                synth, fit_s = base, time.perf_counter() - t0
+            else:
+                synth, fit_s = remask(base, st.params["masks"]), 0.0
+            for r in range(replicates):
+                t1 = time.perf_counter()
+                syn = synth.sample(m, random_state=seed + r)
+                samp = time.perf_counter() - t1
+                copies = [df.assign(**{q: c[q].to_numpy() for q in qi}) for c in syn.copies]
+                for q in qi:
+                    for c in copies:
+                        if isinstance(df[q].dtype, pd.CategoricalDtype):
+                            c[q] = pd.Categorical(c[q], categories=df[q].cat.categories, ordered=df[q].cat.ordered)
+                rows.append({"method": "risk-dami", "setting": st.label, "params": str(st.params["masks"]),
+                             "replicate": r, "fit_seconds": fit_s, "sample_seconds": samp,
+                             **evaluate_release(df, copies, **ev)})
+        print(f"risk-dami {st.label:<40} overlap {rows[-1]['mean_ci_overlap']:.3f} matches "
+              f"{rows[-1]['expected_matches']:.1f} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    reps = pd.DataFrame(rows)
+    return FrontierResult(replicates=reps, points=summarise(reps), references=pd.DataFrame())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="adult,nhanes")
+    ap.add_argument("--methods", default="dami,risk-dami,cart,norm+logit")
+    ap.add_argument("--m", type=int, default=5)
+    ap.add_argument("--replicates", type=int, default=3)
+    ap.add_argument("--n-iter", type=int, default=300, help="copula Gibbs iterations (risk-DA-MI)")
+    ap.add_argument("--seed", type=int, default=2026)
+    a = ap.parse_args()
+    for name in a.data.split(","):
+        run(name, a.methods.split(","), a.m, a.replicates, a.n_iter, a.seed)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,383 @@
+"""Attribute disclosure of a sensitive target given quasi-identifiers (and repU for identity).
+
+The intruder knows the quasi-identifiers (keys) of a person in the original
+data and looks them up in the released copy to learn the person's value of a
+sensitive *target* variable. Two families of measures, both computed from
+sorted/hashed keys (no all-pairs comparison), per record, per copy and by
+subgroup:
+
+Key-table measures (synthpop's ``disclosure()``; Raab, Nowok and Dibben 2024,
+"Practical privacy metrics for synthetic data", and the synthpop vignette
+*disclosure*). Keys are compared exactly (synthpop turns numeric keys into
+factors; a missing value is a level of its own, ``usekeysNA = usetargetNA =
+TRUE``). With :math:`n^d_{kt}` (original) and :math:`n^s_{kt}` (copy) the
+counts of key :math:`k` and target value :math:`t`, :math:`n^d_k, n^s_k`
+the key totals, :math:`p^s_{t|k} = n^s_{kt} / n^s_k` and :math:`N_d` the
+number of original records, for original record :math:`i` with key
+:math:`k_i` and target :math:`t_i`:
+
+.. math::
+
+    \\mathrm{DiSCO} = \\frac{1}{N_d} \\sum_i 1[p^s_{t_i | k_i} = 1], \\qquad
+    \\mathrm{DiS} = \\frac{1}{N_d} \\sum_i 1[\\exists t: p^s_{t | k_i} = 1], \\qquad
+    \\mathrm{iS} = \\frac{1}{N_d} \\sum_i 1[n^s_{k_i} > 0],
+
+    \\mathrm{Dorig} = \\frac{1}{N_d} \\sum_i 1[n^d_{k_i t_i} = n^d_{k_i}], \\qquad
+    \\mathrm{DiSDiO} = \\frac{1}{N_d} \\sum_i 1[p^s_{t_i|k_i} = 1,\\ n^d_{k_i t_i} = n^d_{k_i}],
+
+    \\mathrm{DCAP} = \\frac{1}{N_d} \\sum_i p^s_{t_i | k_i} \\;(\\text{synthpop's DCAPd}), \\qquad
+    \\mathrm{TCAP} = \\mathrm{DiSCO} / \\mathrm{DiS},
+
+    \\mathrm{repU} = \\frac{1}{N_d} \\sum_i 1[n^d_{k_i} = 1,\\ n^s_{k_i} = 1], \\qquad
+    \\mathrm{UiO} = \\frac{1}{N_d} \\sum_i 1[n^d_{k_i} = 1], \\qquad
+    \\mathrm{UiS} = \\frac{1}{N_s} \\sum_j 1[n^s_{k_j} = 1].
+
+DiSCO ("disclosive in synthetic, correct in original") is the share of
+original records whose key, looked up in the copy, shows one target value
+only, and that value is the record's own. synthpop reports these in percent;
+here they are shares in [0, 1]. synthpop's exclusions (``not.targetlev``,
+``exclude.keys``, ``denom_lim``) are not implemented: every record counts.
+
+Matching attribute risk (the matching rule of
+:func:`~synthmi.evaluation.reidentification_risk`, after Reiter and Mitra
+2009, applied to the target): the intruder takes the released records that
+match target person i's quasi-identifiers (:math:`S_{im}`, categorical QIs
+equal, continuous ones within the tolerance) and guesses the target value of
+one of them at random. The probability the guess is correct is
+
+.. math::
+
+    A_{im} = \\frac{\\#\\{j \\in S_{im} : y_j \\simeq y_i\\}}{s_{im}}
+    \\quad (0 \\text{ if } s_{im} = 0), \\qquad
+    A_i = \\frac{1}{M} \\sum_m A_{im},
+
+where :math:`y_j \\simeq y_i` is equality for a categorical target and
+:math:`|y_j - y_i| \\le h` (``target_tolerance``) for a continuous one. With
+exact matching on all QIs and a categorical target, :math:`A_{im}` is
+record i's term of DCAP. Summaries: ``expected_correct_attributions`` =
+:math:`\\sum_i A_i`, ``attribute_risk_mean``, ``share_above_threshold``
+(:math:`A_i >` threshold), and ``all_matches_correct_share``, the share of
+(record, copy) pairs with :math:`s_{im} \\ge 1` and every match carrying the
+correct value (the matching analogue of DiSCO).
+
+None of these needs the copy to be row-aligned with the original: they
+apply to partially and fully synthetic releases alike.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._validate import check_columns_exist, check_copies, check_dataframe, check_scalar, param_error
+from . import _matching as mt
+from .risk import _group_labels, _json_num
+
+__all__ = ["attribute_disclosure", "AttributeDisclosureResult", "KEY_MEASURES", "MATCHING_MEASURES"]
+
+_OWNER = "attribute_disclosure"
+#: Key-table measures (shares in [0, 1]), synthpop's names.
+KEY_MEASURES = ("DiSCO", "DiS", "iS", "Dorig", "DiSDiO", "DCAP", "TCAP", "repU", "UiO", "UiS", "UiOiS")
+MATCHING_MEASURES = (
+    "expected_correct_attributions",
+    "attribute_risk_mean",
+    "share_above_threshold",
+    "all_matches_correct_share",
+    "no_match_share",
+)
+# Per-record measures whose means over records give the record-based summaries.
+_RECORD_COLS = ("disco", "dis", "in_synthetic", "dcap", "repU", "attribute_risk", "all_matches_correct", "no_match")
+
+
+@dataclass
+class AttributeDisclosureResult:
+    """Attribute disclosure of a target and replicated uniques, over M copies.
+
+    Attributes
+    ----------
+    summary : dict
+        Means over copies of the per-copy measures (:data:`KEY_MEASURES`,
+        :data:`MATCHING_MEASURES`), plus ``n_records``, ``n_copies``,
+        ``threshold``. ``TCAP`` is the mean over the copies where it is
+        defined (NaN if DiS = 0 in every copy).
+    per_copy : DataFrame
+        One row per copy (index 1..M), the same measures.
+    records : DataFrame
+        Per original record (original index; no QI or target values):
+        ``disco``, ``dis``, ``in_synthetic``, ``repU``, ``all_matches_correct``,
+        ``no_match`` (share of copies where the indicator holds), ``dcap``
+        (mean of :math:`p^s_{t_i|k_i}`), ``attribute_risk`` (:math:`A_i`),
+        ``mean_n_matches``.
+    by_group : DataFrame or None
+        Record-based measures per level of ``by`` (means over the group's
+        records of the ``records`` columns, and ``n_records``).
+    settings : dict
+    """
+
+    summary: dict[str, Any]
+    per_copy: pd.DataFrame
+    records: pd.DataFrame
+    by_group: pd.DataFrame | None
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per-record table (original index)."""
+        return self.records.copy()
+
+    def summary_frame(self) -> pd.DataFrame:
+        """Row ``"all"`` with the record-based measures, then one row per group."""
+        cols = ["n_records", *_RECORD_COLS]
+        allrow = {"n_records": self.summary["n_records"], **{c: float(self.records[c].mean()) for c in _RECORD_COLS}}
+        rows = pd.DataFrame([allrow], index=pd.Index(["all"], name="group"))[cols]
+        if self.by_group is not None:
+            g = self.by_group[cols].copy()
+            g.index = pd.Index([str(x) for x in g.index], name="group")
+            rows = pd.concat([rows, g])
+        return rows
+
+    def report(self) -> str:
+        s, st = self.summary, self.settings
+        tol = ", ".join(f"{c}: {v}" for c, v in st["tolerance"].items()) or "none"
+        lines = [
+            f"Attribute disclosure of '{st['target']}'",
+            "=" * 64,
+            f"keys (quasi-identifiers): {', '.join(st['quasi_identifiers'])}",
+            f"matching tolerance      : {tol}; target: {st['target_tolerance'] if st['target_tolerance'] is not None else 'exact'}",
+            f"records, copies         : {s['n_records']}, {s['n_copies']}",
+            "-" * 64,
+            "key tables (synthpop, shares of original records; mean over copies)",
+            f"  DiSCO {s['DiSCO']:.4f}   DiS {s['DiS']:.4f}   iS {s['iS']:.4f}   Dorig {s['Dorig']:.4f}",
+            f"  DCAP {s['DCAP']:.4f}   TCAP {_fmt(s['TCAP'])}   DiSDiO {s['DiSDiO']:.4f}",
+            f"  identity: repU {s['repU']:.4f}   UiO {s['UiO']:.4f}   UiS {s['UiS']:.4f}",
+            "matching (intruder guesses the target of a random match)",
+            f"  expected correct attributions {s['expected_correct_attributions']:.2f}; mean A_i {s['attribute_risk_mean']:.4f}",
+            f"  share A_i > {s['threshold']:g}: {s['share_above_threshold']:.4f}; all matches correct: "
+            f"{s['all_matches_correct_share']:.4f}; no match: {s['no_match_share']:.4f}",
+        ]
+        if self.by_group is not None:
+            lines += ["-" * 64, f"by {st['by']}:", self.by_group.to_string(float_format=lambda x: f"{x:.4f}")]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summaries (no record-level values)."""
+        out: dict[str, Any] = {
+            "summary": {k: _json_num(v) for k, v in self.summary.items()},
+            "per_copy": [{k: _json_num(v) for k, v in r.items()} for r in self.per_copy.to_dict("records")],
+            "settings": self.settings,
+        }
+        if self.by_group is not None:
+            out["by_group"] = {
+                str(i): {k: _json_num(v) for k, v in r.items()} for i, r in self.by_group.to_dict(orient="index").items()
+            }
+        return out
+
+
+def _fmt(x: float) -> str:
+    return "undefined (DiS = 0)" if not np.isfinite(x) else f"{x:.4f}"
+
+
+def _exact_codes(columns: Sequence[str], original: pd.DataFrame, copies: list[pd.DataFrame]) -> list[np.ndarray]:
+    """One dense int64 code per row for the exact combination of ``columns``,
+    shared by the original and every copy; a missing value is a level."""
+    frames = [original, *copies]
+    sizes = [len(f) for f in frames]
+    per_col = []
+    for c in columns:
+        s = pd.concat([f[c].astype(object) if not isinstance(f[c].dtype, pd.CategoricalDtype) else f[c].astype(object)
+                       for f in frames], ignore_index=True)
+        if pd.api.types.is_numeric_dtype(original[c]) and not isinstance(original[c].dtype, pd.CategoricalDtype):
+            s = pd.to_numeric(s)  # 30 and 30.0 are one value
+        codes, _ = pd.factorize(s, use_na_sentinel=False)
+        per_col.append(codes.astype(np.int64))
+    key = mt._dense_rows(per_col) if per_col else np.zeros(sum(sizes), dtype=np.int64)
+    return list(np.split(key, np.cumsum(sizes)[:-1]))
+
+
+def attribute_disclosure(
+    original: pd.DataFrame,
+    synthetic: Any,
+    quasi_identifiers: Sequence[str],
+    target: str,
+    tolerance: Any = None,
+    target_tolerance: float | None = None,
+    threshold: float = 0.5,
+    by: Any = None,
+) -> AttributeDisclosureResult:
+    """Attribute disclosure of ``target`` from the quasi-identifiers, and repU.
+
+    Parameters
+    ----------
+    original : DataFrame
+        The confidential data; every record is a target person.
+    synthetic : DataFrame, list of DataFrame or SyntheticData
+        The M released copies with the original's columns (any number of
+        rows; row alignment is not needed).
+    quasi_identifiers : list of str
+        The keys the intruder knows.
+    target : str
+        The sensitive variable (not a quasi-identifier).
+    tolerance : None, number or dict
+        Closeness of continuous quasi-identifiers for the *matching* measure,
+        as in :func:`~synthmi.evaluation.reidentification_risk` (default
+        exact). The key-table measures always compare keys exactly, as
+        synthpop does.
+    target_tolerance : float >= 0, optional
+        For a continuous target, a match's value is "correct" when within this
+        absolute distance of the person's (default 0: equal). Must be None for
+        a categorical target.
+    threshold : float in [0, 1], default 0.5
+        ``share_above_threshold`` counts records with :math:`A_i >` threshold.
+    by : str, Series or array, optional
+        Subgroup labels (a categorical column of ``original`` or labels
+        aligned to its rows, e.g. :func:`risk_subgroups` labels).
+
+    Returns
+    -------
+    AttributeDisclosureResult
+
+    Notes
+    -----
+    Definitions and references in the module docstring. Cost per copy:
+    O((n_d + n_s) log(n_d + n_s)) for the key tables and as
+    :func:`reidentification_risk` for the matching measure.
+    """
+    check_dataframe(original, "original")
+    copies = check_copies(synthetic, "synthetic")
+    if isinstance(quasi_identifiers, str):
+        quasi_identifiers = [quasi_identifiers]
+    qis = check_columns_exist(original, list(quasi_identifiers), "quasi_identifiers", "original")
+    if not qis:
+        raise param_error("quasi_identifiers", _OWNER, "a non-empty list of columns", qis)
+    if not isinstance(target, str):
+        raise param_error("target", _OWNER, "one column name", target)
+    check_columns_exist(original, [target], "target", "original")
+    if target in qis:
+        raise param_error("target", _OWNER, "a column that is not a quasi-identifier", f"{target!r}, one of the keys")
+    threshold = float(check_scalar(threshold, "threshold", _OWNER, lower=0.0, upper=1.0))
+    for j, c in enumerate(copies):
+        missing = [col for col in [*qis, target] if col not in c.columns]
+        if missing:
+            raise ValueError(f"'synthetic[{j}]' lacks the columns {missing} that attribute disclosure compares.")
+    categorical, continuous = mt.split_kinds(original, qis)
+    tol = mt.parse_tolerance(tolerance, categorical, continuous, _OWNER)
+    t_cat, t_cont = mt.split_kinds(original, [target])
+    target_continuous = bool(t_cont)
+    if target_tolerance is not None:
+        if not target_continuous:
+            raise param_error("target_tolerance", _OWNER, "None for a categorical target", target_tolerance)
+        target_tolerance = float(check_scalar(target_tolerance, "target_tolerance", _OWNER, lower=0.0))
+    groups, by_name = _group_labels(by, original)
+
+    n, m_copies = len(original), len(copies)
+    # ---- key tables: exact codes of the keys and of (keys, target), shared by all frames
+    keys = _exact_codes(qis, original, copies)
+    kt = _exact_codes([*qis, target], original, copies)
+    kd, ktd = keys[0], kt[0]
+    nd_k = np.bincount(kd)[kd]
+    nd_kt = np.bincount(ktd)[ktd]
+    dorig = nd_kt == nd_k
+    uio = nd_k == 1
+
+    # ---- matching: QIs alone and QIs + target, with the identity-risk rule
+    m_cat = categorical + ([target] if not target_continuous else [])
+    m_cont = continuous + ([target] if target_continuous else [])
+    enc_q = mt.Encoder(original, categorical, continuous, "original")
+    enc_qt = mt.Encoder(original, m_cat, m_cont, "original")
+    tq_codes, tq_vals = enc_q.encode(original, "original")
+    tqt_codes, tqt_vals = enc_qt.encode(original, "original")
+    lo_q, hi_q = mt.box_bounds(tq_vals, [tol[c] for c in continuous])
+    tols_qt = [tol[c] for c in continuous] + ([mt.Tolerance(target_tolerance or 0.0)] if target_continuous else [])
+    lo_qt, hi_qt = mt.box_bounds(tqt_vals, tols_qt)
+
+    acc = {c: np.zeros(n) for c in _RECORD_COLS}
+    n_sum = np.zeros(n)
+    per_copy = []
+    for j, cp in enumerate(copies):
+        ks, kts = keys[j + 1], kt[j + 1]
+        size = int(max(kd.max(), ks.max() if len(ks) else 0)) + 1
+        ns_k_tab = np.bincount(ks, minlength=size)
+        size_t = int(max(ktd.max(), kts.max() if len(kts) else 0)) + 1
+        ns_kt_tab = np.bincount(kts, minlength=size_t)
+        # distinct target values per key in the copy
+        distinct = np.bincount(ks[np.unique(kts, return_index=True)[1]], minlength=size) if len(ks) else np.zeros(size, np.int64)
+        ns_k = ns_k_tab[kd]
+        ns_kt = ns_kt_tab[ktd]
+        in_s = ns_k > 0
+        ps = np.where(in_s, ns_kt / np.maximum(ns_k, 1), 0.0)
+        disco = in_s & (ns_kt == ns_k)
+        dis = in_s & (distinct[kd] == 1)
+        repu = uio & (ns_k == 1)
+        uis = float((ns_k_tab[ks] == 1).mean()) if len(ks) else np.nan
+
+        # matching attribute risk
+        p_codes, p_vals = enc_q.encode(cp, f"synthetic[{j}]")
+        t_key, p_key = mt.joint_keys(tq_codes, p_codes, cards=enc_q.cards)
+        s = mt.count_in_boxes(t_key, lo_q, hi_q, p_key, p_vals)
+        pt_codes, pt_vals = enc_qt.encode(cp, f"synthetic[{j}]")
+        t_key2, p_key2 = mt.joint_keys(tqt_codes, pt_codes, cards=enc_qt.cards)
+        c_ok = mt.count_in_boxes(t_key2, lo_qt, hi_qt, p_key2, pt_vals)
+        a = np.where(s > 0, c_ok / np.maximum(s, 1), 0.0)
+        allc = (s > 0) & (c_ok == s)
+
+        rec = {"disco": disco, "dis": dis, "in_synthetic": in_s, "dcap": ps, "repU": repu,
+               "attribute_risk": a, "all_matches_correct": allc, "no_match": s == 0}
+        for c in _RECORD_COLS:
+            acc[c] += rec[c]
+        n_sum += s
+        d_share, dis_share = float(disco.mean()), float(dis.mean())
+        per_copy.append({
+            "DiSCO": d_share, "DiS": dis_share, "iS": float(in_s.mean()), "Dorig": float(dorig.mean()),
+            "DiSDiO": float((disco & dorig).mean()), "DCAP": float(ps.mean()),
+            "TCAP": d_share / dis_share if dis_share > 0 else np.nan,
+            "repU": float(repu.mean()), "UiO": float(uio.mean()), "UiS": uis, "UiOiS": float((uio & in_s).mean()),
+            "expected_correct_attributions": float(a.sum()), "attribute_risk_mean": float(a.mean()),
+            "share_above_threshold": float((a > threshold).mean()),
+            "all_matches_correct_share": float(allc.mean()), "no_match_share": float((s == 0).mean()),
+        })
+
+    pc = pd.DataFrame(per_copy, index=pd.RangeIndex(1, m_copies + 1, name="copy"))
+    records = pd.DataFrame({c: acc[c] / m_copies for c in _RECORD_COLS}, index=original.index)
+    records["mean_n_matches"] = n_sum / m_copies
+    summary: dict[str, Any] = {"n_records": int(n), "n_copies": int(m_copies), "threshold": threshold}
+    for k in (*KEY_MEASURES, *MATCHING_MEASURES):
+        col = pc[k].to_numpy(dtype=float)
+        summary[k] = float(np.nanmean(col)) if np.isfinite(col).any() else np.nan
+    # A_i is averaged over copies first, so these two are record-based, not copy means
+    summary["share_above_threshold"] = float((records["attribute_risk"] > threshold).mean())
+    summary["expected_correct_attributions"] = float(records["attribute_risk"].sum())
+
+    by_group = None
+    if groups is not None:
+        if isinstance(groups.dtype, pd.CategoricalDtype):
+            codes, levels = groups.cat.codes.to_numpy(), list(groups.cat.categories)
+        else:
+            codes, levels = pd.factorize(groups, sort=True)
+            levels = list(levels)
+        rows = {}
+        for k in [*range(len(levels)), -1]:
+            idx = np.flatnonzero(codes == k)
+            if len(idx):
+                label = "<missing>" if k < 0 else levels[k]
+                rows[label] = {"n_records": int(len(idx)), **{c: float(records[c].to_numpy()[idx].mean()) for c in _RECORD_COLS}}
+        by_group = pd.DataFrame.from_dict(rows, orient="index")
+        by_group.index.name = by_name
+
+    settings = {
+        "quasi_identifiers": qis,
+        "target": target,
+        "categorical": categorical,
+        "continuous": continuous,
+        "tolerance": {c: tol[c].to_json() for c in continuous},
+        "target_tolerance": target_tolerance,
+        "target_kind": "continuous" if target_continuous else "categorical",
+        "threshold": threshold,
+        "by": by_name,
+        "key_rule": "keys compared exactly (synthpop); a missing value is a level of its own",
+        "match_rule": "as reidentification_risk; a missing value matches only a missing value",
+    }
+    return AttributeDisclosureResult(summary=summary, per_copy=pc, records=records, by_group=by_group, settings=settings)

@@ -1,0 +1,302 @@
+"""The risk-utility frontier (R-U confidentiality map) of candidate releases.
+
+Duncan, Keller-McNulty and Stokes (2001, "Disclosure risk vs. data utility:
+the R-U confidentiality map") plot each candidate release of a data set as a
+point (R, U): disclosure risk against data utility. A release is worth
+considering only if no other candidate has at least its utility at no more
+risk on every risk measure, i.e. if it lies on the non-dominated frontier.
+
+This module evaluates releases that have already been made (lists of copies)
+and never imports :mod:`synthmi.models` (data flow is one way); the driver
+that fits synthesizers across tuning settings is :mod:`synthmi.tuning`.
+
+Measures of one release of M copies (:func:`evaluate_release`):
+
+utility
+    ``mean_ci_overlap``: mean over the coefficients (intercepts excluded) of
+    every declared analysis of the CI overlap of Karr et al. (2006) between
+    the original's interval and the combined synthetic one
+    (:func:`~synthmi.evaluation.analyse`, combining rule ``rule``);
+    ``mean_std_diff``; ``s_pmse``: the logit S_pMSE (Snoke et al. 2018,
+    :func:`~synthmi.evaluation.pmse`) averaged over the first
+    ``pmse_copies`` copies. S_pMSE near 1 is the null of a copy drawn from the
+    correct model; far below 1 means the copies are nearly the original.
+identity risk
+    :func:`~synthmi.evaluation.reidentification_risk`: ``expected_matches``
+    (sum of I_i), ``true_match_rate``, ``share_above_threshold``,
+    ``mean_risk``, and ``high_risk_mean_risk`` (mean I_i in the "high"
+    risk subgroup when ``subgroups`` are given).
+attribute risk
+    :func:`~synthmi.evaluation.attribute_disclosure` of ``target``:
+    ``disco``, ``dcap``, ``attribute_risk_mean``, ``repU``.
+masking
+    ``unchanged_<qi>``: share of records whose released QI equals the
+    original (row-aligned copies; NaN otherwise).
+
+Monte Carlo error: a setting is synthesized ``R`` times with independent
+seeds; :func:`summarise` reports the mean over replicates and its standard
+error ``sd / sqrt(R)`` for every measure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._validate import param_error
+from .analysis import analyse
+from .attribute_disclosure import attribute_disclosure
+from .pmse import pmse
+from .risk import reidentification_risk
+
+__all__ = [
+    "Analysis",
+    "evaluate_release",
+    "summarise",
+    "pareto_front",
+    "RISK_MEASURES",
+    "UTILITY_MEASURES",
+    "HIGHER_IS_BETTER",
+]
+
+#: Risk measures (lower is safer) a frontier or a tuning target may use.
+RISK_MEASURES = (
+    "expected_matches", "true_match_rate", "share_above_threshold", "mean_risk", "high_risk_mean_risk",
+    "disco", "dcap", "attribute_risk_mean", "repU",
+)
+#: Utility measures; ``mean_ci_overlap`` is higher-is-better, the others lower.
+UTILITY_MEASURES = ("mean_ci_overlap", "mean_std_diff", "s_pmse")
+HIGHER_IS_BETTER = {"mean_ci_overlap"}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One declared analysis: ``formula`` and GLM ``family`` (as in :func:`analyse`)."""
+
+    formula: str
+    family: str = "probit"
+
+    @classmethod
+    def coerce(cls, a: Any) -> "Analysis":
+        if isinstance(a, Analysis):
+            return a
+        if isinstance(a, str):
+            return cls(a)
+        if isinstance(a, Mapping) and "formula" in a:
+            return cls(str(a["formula"]), str(a.get("family", "probit")))
+        if isinstance(a, (tuple, list)) and len(a) == 2:
+            return cls(str(a[0]), str(a[1]))
+        raise param_error("analyses", "evaluate_release", "formulas, (formula, family) pairs or dicts", a)
+
+
+def _unchanged(original: pd.DataFrame, copies: list[pd.DataFrame], qis: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for c in qis:
+        shares = []
+        for cp in copies:
+            if len(cp) != len(original):
+                shares = []
+                break
+            a = original[c].to_numpy(dtype=object)
+            b = cp[c].to_numpy(dtype=object)
+            same = (a == b) | (pd.isna(original[c]).to_numpy() & pd.isna(cp[c]).to_numpy())
+            shares.append(float(np.mean(same)))
+        out[f"unchanged_{c}"] = float(np.mean(shares)) if shares else np.nan
+    return out
+
+
+def evaluate_release(
+    original: pd.DataFrame,
+    copies: Any,
+    analyses: Iterable[Any],
+    quasi_identifiers: Sequence[str],
+    tolerance: Any = None,
+    target: str | None = None,
+    subgroups: Any = None,
+    rule: str = "partial",
+    threshold: float = 0.5,
+    pmse_copies: int = 1,
+    pmse_variables: Sequence[str] | None = None,
+) -> dict[str, float]:
+    """Utility and risk of one release (M copies); see the module docstring.
+
+    Parameters
+    ----------
+    original : DataFrame
+    copies : list of DataFrame or SyntheticData
+    analyses : iterable
+        Formulas (probit), ``(formula, family)`` pairs, dicts or :class:`Analysis`.
+    quasi_identifiers : list of str
+    tolerance : None, number or dict
+        Intruder's closeness on continuous QIs (:func:`reidentification_risk`).
+    target : str, optional
+        Sensitive column for attribute disclosure (skipped if None).
+    subgroups : Series, optional
+        Risk-subgroup labels aligned with ``original`` (``high_risk_mean_risk``).
+    rule : str
+        Combining rule for the analyses (``"partial"`` for partially synthetic
+        copies; ``"nested"`` / ``"rubin"`` as the release requires).
+    pmse_copies : int, default 1
+        Copies whose S_pMSE is averaged (0 skips S_pMSE, which costs about a
+        second per copy on Adult).
+    pmse_variables : list of str, optional
+        Columns of the propensity model (default: all).
+
+    Returns
+    -------
+    dict
+        One float per measure (NaN where not computed).
+    """
+    from .._validate import check_copies
+
+    copies = check_copies(copies, "copies")
+    analyses = [Analysis.coerce(a) for a in analyses]
+    out: dict[str, float] = {"M": float(len(copies))}
+    overlaps, stds = [], []
+    for a in analyses:
+        f = analyse(a.formula, family=a.family, original=original, synthetic=copies, rule=rule).to_frame()
+        f = f.loc[[t for t in f.index if t != "Intercept"]]
+        overlaps += list(f["ci_overlap"])
+        stds += list(f["std_diff"])
+    out["mean_ci_overlap"] = float(np.mean(overlaps)) if overlaps else np.nan
+    out["mean_std_diff"] = float(np.mean(stds)) if stds else np.nan
+    if pmse_copies > 0:
+        vars_ = list(pmse_variables) if pmse_variables is not None else None
+        res = pmse(original, copies[: int(pmse_copies)], method="logit", variables=vars_)
+        out["s_pmse"] = float(res.mean_s_pmse)
+    else:
+        out["s_pmse"] = np.nan
+    rr = reidentification_risk(original, copies, list(quasi_identifiers), tolerance=tolerance, threshold=threshold,
+                               by=subgroups)
+    s = rr.summary
+    for k in ("expected_matches", "true_match_rate", "share_above_threshold", "mean_risk"):
+        out[k] = float(s[k])
+    out["high_risk_mean_risk"] = (
+        float(rr.by_group.loc["high", "mean_risk"])
+        if rr.by_group is not None and "high" in rr.by_group.index else np.nan
+    )
+    if target is not None:
+        ad = attribute_disclosure(original, copies, list(quasi_identifiers), target, tolerance=tolerance,
+                                  threshold=threshold).summary
+        out["disco"] = float(ad["DiSCO"])
+        out["dcap"] = float(ad["DCAP"])
+        out["attribute_risk_mean"] = float(ad["attribute_risk_mean"])
+        out["repU"] = float(ad["repU"])
+    else:
+        out.update({"disco": np.nan, "dcap": np.nan, "attribute_risk_mean": np.nan, "repU": np.nan})
+    out.update(_unchanged(original, copies, quasi_identifiers))
+    return out
+
+
+def summarise(replicates: pd.DataFrame, by: Sequence[str] = ("method", "setting")) -> pd.DataFrame:
+    """Mean and Monte Carlo standard error over replicates.
+
+    ``replicates`` has one row per (setting, replicate) with numeric measure
+    columns; returns one row per ``by`` group with ``<measure>`` (mean),
+    ``<measure>_se`` (sd / sqrt(R), NaN for R = 1) and ``replicates`` (R).
+    Non-numeric columns other than ``by`` keep their first value.
+    """
+    by = list(by)
+    num = [c for c in replicates.columns if c not in by and c != "replicate"
+           and pd.api.types.is_numeric_dtype(replicates[c])]
+    other = [c for c in replicates.columns if c not in by and c not in num and c != "replicate"]
+    g = replicates.groupby(by, sort=False, dropna=False)
+    mean = g[num].mean()
+    n = g.size()
+    se = g[num].std(ddof=1).div(np.sqrt(n), axis=0)
+    se.columns = [f"{c}_se" for c in se.columns]
+    parts = [mean, se]
+    if other:
+        parts.insert(0, g[other].first())
+    out = pd.concat(parts, axis=1)
+    out["replicates"] = n
+    cols = other + [x for c in num for x in (c, f"{c}_se")] + ["replicates"]
+    return out[cols].reset_index()
+
+
+def pareto_front(points: pd.DataFrame, risks: Sequence[str], utility: str = "mean_ci_overlap") -> pd.Series:
+    """Boolean Series: is each point non-dominated?
+
+    Point a dominates b when a's utility is at least b's and each of a's
+    ``risks`` is at most b's, with at least one strict inequality
+    (``utility`` is maximised if in :data:`HIGHER_IS_BETTER`, else
+    minimised). Rows with a missing value in a used column are never on the
+    front. O(P^2) in the number of points P (a frontier has tens to hundreds).
+    """
+    cols = [utility, *risks]
+    missing = [c for c in cols if c not in points.columns]
+    if missing:
+        raise param_error("risks", "pareto_front", f"columns of the points table {list(points.columns)}", missing)
+    sign = np.array([-1.0 if utility in HIGHER_IS_BETTER else 1.0] + [1.0] * len(risks))
+    V = points[cols].to_numpy(dtype=float) * sign  # every column now lower-is-better
+    ok = np.isfinite(V).all(axis=1)
+    front = ok.copy()
+    for i in np.flatnonzero(ok):
+        le = (V[ok] <= V[i]).all(axis=1)
+        lt = (V[ok] < V[i]).any(axis=1)
+        if (le & lt).any():
+            front[i] = False
+    return pd.Series(front, index=points.index, name="on_front")
+
+
+@dataclass
+class Target:
+    """A tuning constraint ``measure <= value`` (or ``>=`` for utilities)."""
+
+    measure: str
+    op: str
+    value: float
+
+    @classmethod
+    def parse(cls, text: str) -> "Target":
+        t = text.replace(" ", "")
+        for op in ("<=", ">="):
+            if op in t:
+                name, val = t.split(op, 1)
+                if name not in RISK_MEASURES + UTILITY_MEASURES:
+                    raise ValueError(
+                        f"The target {text!r} names an unknown measure {name!r}; use one of "
+                        f"{list(RISK_MEASURES + UTILITY_MEASURES)}."
+                    )
+                try:
+                    v = float(val)
+                except ValueError:
+                    raise ValueError(f"The target {text!r} must end in a number. Got {val!r} instead.") from None
+                return cls(name, op, v)
+        raise ValueError(f"A target reads MEASURE<=VALUE or MEASURE>=VALUE, e.g. 'expected_matches<=50'. Got {text!r}.")
+
+    def met(self, row: Mapping[str, Any], se_mult: float = 0.0) -> bool:
+        """Whether ``row`` meets the target; with ``se_mult`` > 0 the mean plus
+        (for <=) that many standard errors must meet it."""
+        v = float(row.get(self.measure, np.nan))
+        se = float(row.get(f"{self.measure}_se", 0.0) or 0.0)
+        if not np.isfinite(v):
+            return False
+        se = se if np.isfinite(se) else 0.0
+        return v + se_mult * se <= self.value if self.op == "<=" else v - se_mult * se >= self.value
+
+    def __str__(self) -> str:
+        return f"{self.measure}{self.op}{self.value:g}"
+
+
+__all__ += ["Target"]
+
+
+@dataclass
+class FrontierResult:
+    """Replicates and summaries of a frontier run (see :func:`synthmi.tuning.frontier`)."""
+
+    replicates: pd.DataFrame
+    points: pd.DataFrame
+    references: pd.DataFrame
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def front(self, risks: Sequence[str] = ("expected_matches", "true_match_rate"),
+              utility: str = "mean_ci_overlap") -> pd.DataFrame:
+        mask = pareto_front(self.points, risks, utility)
+        return self.points[mask.to_numpy()]
+
+
+__all__ += ["FrontierResult"]
