@@ -38,7 +38,7 @@ import pandas as pd
 
 from .schema import Schema, Variable, _infer_variable, _jsonable
 
-__all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spec"]
+__all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spec", "spec_frames"]
 
 #: column roles; the first four are released, ``excluded`` is dropped
 ROLES = ("quasi_identifier", "keep", "outcome", "weight", "excluded")
@@ -539,6 +539,19 @@ class ReleaseSpec:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ReleaseSpec) and self.to_dict() == other.to_dict()
+
+
+def spec_frames(spec: Any, original: pd.DataFrame, copies: list[pd.DataFrame]):
+    """(spec or None, original, copies) with dtypes following the spec's kinds.
+
+    The one way evaluation functions take a ``spec=``: with ``None`` the frames
+    are returned unchanged (kinds follow dtypes, as before); otherwise every
+    column the spec knows is converted by :meth:`ReleaseSpec.apply_kinds`.
+    """
+    if spec is None:
+        return None, original, copies
+    spec = as_spec(spec)
+    return spec, spec.apply_kinds(original), [spec.apply_kinds(c) for c in copies]
 
 
 def as_spec(spec: Any) -> ReleaseSpec:

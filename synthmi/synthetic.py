@@ -246,6 +246,11 @@ class SyntheticData:
             formula = analyses[0]["formula"]
             family = family or analyses[0]["family"]
         self.check_original(original)
+        if self.copies:
+            # an original may hold more columns than were released
+            cols = list(self.copies[0].columns)
+            if all(c in original.columns for c in cols):
+                original = original[cols]
         return analyse(formula, family=family or "probit", original=original, synthetic=self,
                        rule=rule or self.rule, **kw)
 

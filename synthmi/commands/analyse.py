@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import EXAMPLES_FMT, add_common_flags, add_release_arguments, load_release
+from ._common import EXAMPLES_FMT, add_common_flags, add_release_arguments, load_release, load_spec_option
 
 EXAMPLES = """examples:
   synthmi analyse --original adult --synthetic syn/ --formula "income ~ age + sex + race + education"
@@ -11,8 +11,9 @@ EXAMPLES = """examples:
   synthmi analyse --original nhanes --synthetic syn/ --formula "bmi ~ age + gender" --family gaussian --out table.csv
 
 For each coefficient: the original estimate and 95% CI, the estimate and CI
-combined over the M copies (Reiter 2003 'partial' rule by default), the
-standardized difference and the CI overlap."""
+combined over the M copies with the rule recorded at synthesis (partial,
+full, rubin or nested; --rule overrides it), the standardized difference and
+the CI overlap. Formula and family default to the spec's first analysis."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,10 +25,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=EXAMPLES_FMT,
     )
     add_release_arguments(p)
-    p.add_argument("--formula", required=True, help='model formula, e.g. "income ~ age + sex"')
-    p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
+    p.add_argument("--formula", default=None,
+                   help='model formula, e.g. "income ~ age + sex" (default: the first analysis of the spec)')
+    p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
+                   help="model family (default: the spec's, else probit)")
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
-                   help="combining rule (default: partial, or nested for m x r copies)")
+                   help="combining rule (default: the rule recorded with the copies)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default: 0.05)")
     p.add_argument("--out", default=None, help="write the table to this CSV")
     add_common_flags(p)
@@ -36,7 +39,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     _, original, syn = load_release(args)
-    res = syn.analyse(args.formula, original=original, family=args.family, rule=args.rule, alpha=args.alpha)
+    spec = load_spec_option(args, syn)
+    formula, family = args.formula, args.family
+    if formula is None:
+        analyses = spec.analyses if spec is not None else []
+        if not analyses:
+            raise ValueError("The '--formula' option is needed: the spec lists no analyses.")
+        formula, family = analyses[0]["formula"], family or analyses[0]["family"]
+    res = syn.analyse(formula, original=original, family=family or "probit", rule=args.rule, alpha=args.alpha,
+                      spec=spec)
     print(res.summary())
     if args.out:
         res.to_frame().to_csv(args.out)

@@ -51,12 +51,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def add_report_options(p: argparse.ArgumentParser) -> None:
     """Options shared by ``report`` and ``demo``."""
     p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
-    p.add_argument("--qi", default="age,sex,race,education",
-                   help="quasi-identifiers, comma-separated (default: age,sex,race,education)")
-    p.add_argument("--analysis", default="income ~ age + sex + race + education",
-                   help="the analyst's model as a formula")
-    p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
-    p.add_argument("--rule", default=None, help="combining rule (default: partial, or nested for m x r copies)")
+    p.add_argument("--qi", default=None,
+                   help="quasi-identifiers, comma-separated (default: the spec's; for adult: age,sex,race,education)")
+    p.add_argument("--analysis", default=None,
+                   help="the analyst's model as a formula (default: the spec's first analysis; for adult: "
+                   "income ~ age + sex + race + education)")
+    p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
+                   help="model family (default: the spec's, else probit)")
+    p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
+                   help="combining rule (default: the rule recorded with each release)")
+    p.add_argument("--spec", default=None, metavar="SPEC.json",
+                   help="release spec (default: the spec recorded with the copies)")
     p.add_argument("--tol", action="append", metavar="COL=VALUE",
                    help="matching tolerance for a continuous quasi-identifier (default: the risk module's)")
     p.add_argument("--k0", type=int, default=5, help="neighbours needed for the low-risk subgroup (default: 5)")
@@ -73,6 +78,32 @@ def tolerance_from(args) -> dict[str, float] | None:
         except ValueError:
             raise ValueError(f"The '--tol' option takes COLUMN=NUMBER. Got {k}={v!r} instead.") from None
     return out or None
+
+
+#: defaults for the bundled Adult data when neither flags nor a spec say otherwise
+ADULT_QI = ["age", "sex", "race", "education"]
+ADULT_ANALYSIS = "income ~ age + sex + race + education"
+
+
+def report_defaults(args, syn=None):
+    """(quasi-identifiers, formula, family, spec): flags, else the spec (``--spec`` or
+    recorded with the copies), else the Adult defaults when the original is adult."""
+    from ._common import load_spec_option
+
+    spec = load_spec_option(args, syn)
+    adult = str(getattr(args, "original", "")).lower() == "adult"
+    qi = split_list(args.qi) or (spec.quasi_identifiers if spec is not None else []) or (ADULT_QI if adult else [])
+    if not qi:
+        raise ValueError("The '--qi' option is needed: no spec names the quasi-identifiers.")
+    formula, family = args.analysis, args.family
+    if formula is None:
+        if spec is not None and spec.analyses:
+            formula, family = spec.analyses[0]["formula"], family or spec.analyses[0]["family"]
+        elif adult:
+            formula = ADULT_ANALYSIS
+        else:
+            raise ValueError("The '--analysis' option is needed: the spec lists no analyses.")
+    return qi, formula, family or "probit", spec
 
 
 def run(args) -> int:
@@ -92,11 +123,13 @@ def run(args) -> int:
         releases[label] = syn
         for f in sorted(path.glob("copy_*.csv")):
             hashes[f"{label}/{f.name}"] = file_sha256(f)
-    original = align_original(original, next(iter(releases.values())))
-    qi = split_list(args.qi)
-    rule = args.rule or ("nested" if all({"m", "r"} <= set(s.structure) for s in releases.values()) else "partial")
+    first = next(iter(releases.values()))
+    for label, syn in releases.items():
+        syn.check_original(original, name=f"--original {args.original}")
+    original = align_original(original, first)
+    qi, formula, family, spec = report_defaults(args, first)
     data = evaluate_release(
-        original, releases, qi, args.analysis, family=args.family, rule=rule,
+        original, releases, qi, formula, family=family, rule=args.rule, spec=spec,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
         pmse_method=args.pmse_method, original_label=args.original, input_hashes=hashes,
         seeds={k: s.seed for k, s in releases.items()}, progress=progress_enabled(args),

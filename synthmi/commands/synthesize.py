@@ -199,7 +199,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=EXAMPLES_FMT,
     )
     p.add_argument("--data", required=True, help="'adult', 'nhanes' (bundled, recoded) or a CSV path")
-    p.add_argument("--qi", required=True, help="comma-separated quasi-identifiers to synthesize")
+    p.add_argument("--spec", default=None, metavar="SPEC.json",
+                   help="release spec (roles, kinds, public levels/bounds, masks, analyses; draft one with "
+                   "'synthmi spec'); --qi/--keep/--mask given as well override it")
+    p.add_argument("--qi", default=None, help="comma-separated quasi-identifiers to synthesize (or give --spec)")
     p.add_argument(
         "--keep",
         help="comma-separated columns released unchanged (default for adult/nhanes: a complete "
@@ -278,16 +281,26 @@ def run(args: argparse.Namespace) -> int:
     if (old or (out / "metadata.json").exists()) and not args.overwrite:
         raise ValueError(f"The '--out' directory '{out}' already holds synthetic copies; add --overwrite to replace them.")
 
-    qi = split_list(args.qi)
+    spec = None
+    if args.spec:
+        from ..spec import ReleaseSpec
+
+        spec = ReleaseSpec.load(args.spec)
+        if args.qi or args.keep is not None:
+            spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
+    qi = split_list(args.qi) if spec is None else spec.quasi_identifiers
     if not qi:
-        raise ValueError("The '--qi' option must name at least one column.")
+        raise ValueError("The '--qi' option must name at least one column (or give a --spec that names them).")
     source = str(args.data)
     df = load_dataset(source)
     # Under add/remove-one DP the number of records is itself private: a DP
     # release must not print or record it (DPSyn keeps only a noisy estimate).
     dp_release = args.method in FULLY_SYNTHETIC
     _log(args, f"read {source}: {df.shape[1]} columns" if dp_release else f"read {source}: {len(df)} rows, {df.shape[1]} columns")
-    if args.keep is not None:
+    if spec is not None:
+        spec.check_data(df, "--data")
+        keep = spec.keep
+    elif args.keep is not None:
         keep = split_list(args.keep)
     elif source.lower() in DEFAULT_KEEP:
         keep = [c for c in DEFAULT_KEEP[source.lower()] if c not in qi]
@@ -313,8 +326,12 @@ def run(args: argparse.Namespace) -> int:
         bounds = {c: b for c, b in DEFAULT_BOUNDS.get(source.lower(), {}).items() if c in data.columns}
         bounds.update(parse_bounds(args.bounds))
         fit_kwargs: dict[str, Any] = {"bounds": bounds}
+        if spec is not None:
+            fit_kwargs["spec"] = spec
     elif args.bounds:
         raise ValueError(f"The '--bounds' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
+    elif spec is not None:
+        fit_kwargs = {"spec": spec}
     else:
         fit_kwargs = {"quasi_identifiers": qi, "keep": keep}
     with warnings.catch_warnings(record=True) as caught:

@@ -379,6 +379,21 @@ class Synthesizer(ParamsMixin, abc.ABC):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
+    # copy.copy / copy.deepcopy stay in this process: they keep everything
+    # (without these they would go through __getstate__ and drop the records)
+    def __copy__(self) -> "Synthesizer":
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo: dict) -> "Synthesizer":
+        import copy
+
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
+
     def save(self, path, overwrite: bool = False, include_records: bool = False):
         """Save the fitted synthesizer (see :func:`synthmi.models.persist.save`)."""
         from .persist import save

@@ -132,7 +132,7 @@ def evaluate_release(
     quasi_identifiers: Sequence[str],
     formula: str,
     family: str = "probit",
-    rule: str = "partial",
+    rule: str | Mapping[str, str] | None = None,
     alpha: float = 0.05,
     tolerance: Mapping[str, float] | float | None = None,
     k0: int = 5,
@@ -144,6 +144,7 @@ def evaluate_release(
     seeds: Mapping[str, Any] | None = None,
     progress: bool = False,
     original_is_public: bool = False,
+    spec: Any = None,
 ) -> ReportData:
     """Evaluate one or more releases of synthetic copies against the original.
 
@@ -156,6 +157,8 @@ def evaluate_release(
     quasi_identifiers : list of str
         Columns the intruder knows (risk matching and risk subgroups).
     formula, family, rule, alpha
+        ``rule`` may map a release label to its rule; None (default): the rule
+        each SyntheticData recorded (``partial`` for bare lists of copies).
         The analyst's model (see :func:`synthmi.evaluation.analyse`).
     tolerance : dict or float, optional
         Closeness for continuous quasi-identifiers in matching and in the
@@ -193,25 +196,29 @@ def evaluate_release(
     labels = labels_series.to_numpy()
 
     summary_rows, coef_frames, per_var, risk_rows, individual = [], [], {}, [], {}
+    rules: dict[str, str] = {}
     meta: dict[str, Any] = {}
     steps = tqdm(total=4 * len(synthetic), desc="evaluating", unit="step", disable=not progress, leave=False)
     for method, obj in synthetic.items():
         copies = _copies(obj)
         steps.set_postfix_str(f"{method}: pMSE")
-        pm = pmse(original, copies, method=pmse_method, variables=pmse_variables)
-        ut = utility_tables(original, copies, variables=pmse_variables, ways=(1,))
+        pm = pmse(original, copies, method=pmse_method, variables=pmse_variables, spec=spec)
+        ut = utility_tables(original, copies, variables=pmse_variables, ways=(1,), spec=spec)
         # kept columns are released unchanged (S_pMSE 0): show the synthesized ones
         per_var[method] = ut.set_index("variables")["s_pmse"].reindex([v for v in pmse_variables if v in qi])
         steps.update()
         steps.set_postfix_str(f"{method}: analysis")
-        res = analyse(formula, family=family, original=original, synthetic=copies, rule=rule, alpha=alpha)
+        rule_m = rule.get(method) if isinstance(rule, Mapping) else rule
+        rules[method] = rule_m = rule_m or getattr(obj, "rule", None) or "partial"
+        res = analyse(formula, family=family, original=original, synthetic=obj if hasattr(obj, "structure") else copies,
+                      rule=rule_m, alpha=alpha, spec=spec)
         frame = res.to_frame()
         frame = frame.reset_index().rename(columns={frame.index.name or "index": "term"})
         frame.insert(0, "method", method)
         coef_frames.append(frame)
         steps.update()
         steps.set_postfix_str(f"{method}: risk")
-        risk = reidentification_risk(original, copies, qi, threshold=risk_threshold, by=labels_series, **sub_kw)
+        risk = reidentification_risk(original, copies, qi, threshold=risk_threshold, by=labels_series, spec=spec, **sub_kw)
         I = np.asarray(risk.individual, dtype=float)
         individual[method] = I
         risk_rows += _risk_by_subgroup(method, risk.by_group)
@@ -246,7 +253,7 @@ def evaluate_release(
         "quasi_identifiers": qi,
         "formula": formula,
         "family": family,
-        "rule": rule,
+        "rule": next(iter(set(rules.values()))) if len(set(rules.values())) == 1 else rules,
         "alpha": alpha,
         "pmse_method": pmse_method,
         "pmse_variables": list(pmse_variables),
