@@ -290,7 +290,7 @@ def run(args: argparse.Namespace) -> int:
             spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
     qi = split_list(args.qi) if spec is None else spec.quasi_identifiers
     if not qi:
-        raise ValueError("The '--qi' option must name at least one column (or give a --spec that names them).")
+        raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
     source = str(args.data)
     df = load_dataset(source)
     # Under add/remove-one DP the number of records is itself private: a DP

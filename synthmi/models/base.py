@@ -372,9 +372,15 @@ class Synthesizer(ParamsMixin, abc.ABC):
                 blank[c] = _blank_like(data[c])
             state["data_"] = blank
             dropped = True
+        dropped = self._strip_records(state) or dropped
         if dropped:
             state["_records_left_out"] = True
         return state
+
+    def _strip_records(self, state: dict[str, Any]) -> bool:
+        """Remove record-level values held inside fitted objects from ``state`` (a copy
+        of ``__dict__``; replace, never mutate, its values); True if anything was removed."""
+        return False
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -399,6 +405,16 @@ class Synthesizer(ParamsMixin, abc.ABC):
         from .persist import save
 
         return save(self, path, overwrite=overwrite, include_records=include_records)
+
+    @classmethod
+    def load(cls, path) -> "Synthesizer":
+        """A synthesizer written by :meth:`save` (see :func:`synthmi.models.persist.load`)."""
+        from .persist import load
+
+        synth = load(path)
+        if not isinstance(synth, cls):
+            raise TypeError(f"'{path}' holds a {type(synth).__name__}, not a {cls.__name__}.")
+        return synth
 
 
 def _blank_like(s: pd.Series) -> pd.Series:

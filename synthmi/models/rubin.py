@@ -189,8 +189,26 @@ class RubinSynthesizer(Synthesizer):
 
     # ---- parameters --------------------------------------------------------
     def _needs_records_to_sample(self) -> bool:
-        # NUTS samples the posterior at sample time, from the records
-        return self.sampler == "nuts"
+        # NUTS samples the posterior at sample time, from the records; so does the
+        # fast sampler for a categorical conditional (its likelihood is the grouped
+        # design rows: the records' predictors). Normal conditionals keep only
+        # sufficient statistics (conjugate posterior).
+        return self.sampler == "nuts" or any(c.family != "normal" for c in getattr(self, "conditionals_", []))
+
+    def _strip_records(self, state: dict[str, Any]) -> bool:
+        conds = state.get("conditionals_")
+        if not conds:
+            return False
+        import dataclasses
+
+        stripped = []
+        for c in conds:
+            # y_model: the response in record order; a categorical model's grouped
+            # design rows are records too. Sufficient statistics of normal models stay.
+            keep_fast = c.family == "normal"
+            stripped.append(dataclasses.replace(c, y_model=None, fast=c.fast if keep_fast else None))
+        state["conditionals_"] = stripped
+        return True
 
     def _check_params(self) -> None:
         owner = type(self).__name__
