@@ -246,3 +246,23 @@ def test_cli_round_trip_spec_edit_synthesize_analyse_report(tmp_path, capsys):
     assert main(["analyse", "--original", str(tmp_path / "other.csv"), "--synthetic", str(out)]) == 1
     err = capsys.readouterr().err
     assert "has 50 rows, the data the copies were fitted to had 300" in err
+
+
+def test_cli_dpsyn_copies_are_analysed_with_the_full_synthesis_rule(tmp_path, capsys):
+    """DPSyn copies are fully synthetic: analyse uses rule 'full' (it used 'partial')."""
+    df = _frame(300, seed=4)[["age", "sex", "x", "y"]]
+    data = tmp_path / "d.csv"
+    df.to_csv(data, index=False)
+    spec = ReleaseSpec.draft(df, quasi_identifiers=["age", "sex", "x", "y"])
+    cols = dict(spec.columns)
+    cols["age"] = ColumnSpec("age", "quasi_identifier", "integer", bounds=(17, 90), declared=True)
+    cols["x"] = ColumnSpec("x", "quasi_identifier", "continuous", bounds=(-5, 8), declared=True)
+    ReleaseSpec(cols, analyses=[{"formula": "y ~ age + x", "family": "logit"}]).save(tmp_path / "spec.json")
+    out = tmp_path / "dp"
+    assert main(["synthesize", "--data", str(data), "--spec", str(tmp_path / "spec.json"), "--method", "dpsyn",
+                 "--param", "epsilon=8", "--m", "3", "--seed", "2", "--out", str(out), "--quiet"]) == 0
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["rule"] == "full" and meta["fingerprint"]["n_rows"] is None
+    capsys.readouterr()
+    assert main(["analyse", "--original", str(data), "--synthetic", str(out)]) == 0
+    assert "rule='full'" in capsys.readouterr().out

@@ -115,7 +115,7 @@ def evaluate_release(
     tolerance: Any = None,
     target: str | None = None,
     subgroups: Any = None,
-    rule: str = "partial",
+    rule: str | None = None,
     threshold: float = 0.5,
     pmse_copies: int = 1,
     pmse_variables: Sequence[str] | None = None,
@@ -135,9 +135,10 @@ def evaluate_release(
         Sensitive column for attribute disclosure (skipped if None).
     subgroups : Series, optional
         Risk-subgroup labels aligned with ``original`` (``high_risk_mean_risk``).
-    rule : str
+    rule : str, optional
         Combining rule for the analyses (``"partial"`` for partially synthetic
-        copies; ``"nested"`` / ``"rubin"`` as the release requires).
+        copies; ``"nested"`` / ``"rubin"`` as the release requires). Default:
+        the rule recorded with a SyntheticData, else ``"partial"``.
     pmse_copies : int, default 1
         Copies whose S_pMSE is averaged (0 skips S_pMSE, which costs about a
         second per copy on Adult).
@@ -156,7 +157,8 @@ def evaluate_release(
     out: dict[str, float] = {"M": float(len(copies))}
     overlaps, stds = [], []
     for a in analyses:
-        f = analyse(a.formula, family=a.family, original=original, synthetic=copies, rule=rule).to_frame()
+        f = analyse(a.formula, family=a.family, original=original, synthetic=copies,
+                    rule=rule or getattr(copies, "rule", None) or "partial").to_frame()
         f = f.loc[[t for t in f.index if t != "Intercept"]]
         overlaps += list(f["ci_overlap"])
         stds += list(f["std_diff"])
