@@ -274,10 +274,12 @@ class ColumnDomain:
             )
         if self.is_discrete:
             keys = {_level_key(v): i for i, v in enumerate(self.levels)}
-            raw = values.astype(object).to_numpy()
-            codes = np.fromiter(
-                (-1 if miss else keys.get(_level_key(v), -2) for v, miss in zip(raw, isna)), dtype=np.int64, count=raw.size
-            )
+            # Match each distinct value once (text forms), then map all values by index.
+            raw = pd.Index(values.astype(object).to_numpy())
+            uniq = pd.Index(pd.unique(raw[~isna]))
+            ucodes = np.array([keys.get(_level_key(v), -2) for v in uniq], dtype=np.int64)
+            pos = uniq.get_indexer(raw)
+            codes = np.where(isna, -1, ucodes[np.clip(pos, 0, None)] if uniq.size else -1).astype(np.int64)
             bad = codes == -2
             if bad.any():
                 if out_of_domain == "other" and self.other is not None:

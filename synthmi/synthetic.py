@@ -165,7 +165,7 @@ class SyntheticData:
         diag = self.diagnostics
         if diag is not None and not isinstance(diag, dict):
             diag = diagnostics_summary(diag)
-        return {
+        out = {
             "method": self.method,
             "params": _to_json(self.params),
             "seed": self.seed,
@@ -179,6 +179,11 @@ class SyntheticData:
             "spec": None if self.spec is None else self.spec.to_dict(),
             "fingerprint": _to_json(self.fingerprint),
         }
+        if "privacy" in self.structure:
+            # A differentially private release records no seed at all (issue 11): its
+            # structure says only whether a user seed was given.
+            out.pop("seed")
+        return out
 
     def to_dir(self, path: str | Path) -> Path:
         """Write ``copy_01.csv`` ... ``copy_MM.csv`` and ``metadata.json`` to ``path``."""

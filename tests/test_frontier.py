@@ -94,6 +94,13 @@ def test_remask_equals_a_fresh_fit():
     b = fresh.sample(2, random_state=5).copies
     for x, y in zip(a, b):
         pd.testing.assert_frame_equal(x, y)
+    # shared posterior draws (memoised across settings) give the same copies
+    shared = remask(base, m1, share_posterior_draws=True)
+    d1 = shared.sample(2, random_state=5).copies
+    d2 = remask(base, m2, share_posterior_draws=True).sample(2, random_state=5).copies
+    for x, y in zip(d2, b):
+        pd.testing.assert_frame_equal(x, y)
+    assert len(base._posterior_memo) == 1 and not d1[0].equals(d2[0])
     c = base.sample(2, random_state=5).copies  # the original object keeps its masks
     assert not c[0].equals(a[0])
     with pytest.raises(TypeError, match="remask"):

@@ -48,7 +48,7 @@ def test_render_is_self_contained_with_every_section():
     for section in ("summary", "utility", "coefficients", "risk", "settings", "provenance"):
         assert f'id="{section}"' in html
     imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
-    assert len(imgs) == 2  # coefficient plot and the I_i histogram
+    assert len(imgs) == 3  # coefficient plot, the I_i histogram and the risk-utility map
     for b64 in imgs:
         assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
     # summary columns of the issue, with integers shown as integers
@@ -169,4 +169,51 @@ def test_demo_writes_the_report_and_prints_its_path(tmp_path, capsys):
     html = (out / "report.html").read_text()
     assert "<td>dami</td>" in html and "<td>cart</td>" in html
     assert sorted(p.name for p in (out / "dami").iterdir()) == ["copy_01.csv", "copy_02.csv", "metadata.json"]
-    assert "&quot;commit&quot;" in html  # provenance carries the code version
+    assert "git \u203a commit" in html  # provenance carries the code version (as a readable row)
+
+
+def test_report_decision_sections(tmp_path):
+    """Plain-language releases, reference rows, risk-utility map, two-way heat map, attribute
+    disclosure, impossible values and S_pMSE flags, from a real (small) evaluation."""
+    import numpy as np
+    import pandas as pd
+
+    from synthmi.models import CartSynthesizer, DAMISynthesizer
+    from synthmi.report.collect import evaluate_release, impossible_values, pmse_reading
+    from synthmi.report.html import render_report
+
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame({"age": rng.integers(18, 80, n).astype(float),
+                       "sex": pd.Categorical(rng.choice(["F", "M"], n)),
+                       "y": pd.Categorical(rng.choice(["no", "yes"], n))})
+    dami = DAMISynthesizer(masks={"age": {"K": 3, "sigma_e": 1.0}, "sex": {"alpha": 6.0}}, progressbar=False)
+    rel = {"dami": dami.fit(df, quasi_identifiers=["age", "sex"], keep=["y"]).sample(2, random_state=1),
+           "cart": CartSynthesizer().fit(df, quasi_identifiers=["age", "sex"], keep=["y"]).sample(2, random_state=1)}
+    data = evaluate_release(df, rel, ["age", "sex"], "y ~ age + sex", tolerance={"age": 1}, target="y")
+    r = data.releases["dami"]
+    assert r["verbatim"] == ["y"] and r["synthesized"] == ["age", "sex"] and r["masks"]["sex"]["alpha"] == 6.0
+    assert r["unchanged_share"]["sex"] > 0.95  # alpha = 6 leaves nearly every category as it was
+    assert list(data.references["method"]) == ["reference: original released as is", "reference: independent release"]
+    assert data.references.iloc[0]["expected_matches"] > data.summary.set_index("method").loc["cart", "expected_matches"]
+    assert set(data.attribute["method"]) >= {"dami", "cart", "reference: original released as is"}
+    assert data.pmse_two_way["dami"].shape == (3, 3)
+    page = render_report(data)
+    for needle in ("What each release is, in plain language", "Released verbatim", "Risk-utility map",
+                   "Two-way tables", "Attribute disclosure of", "DiSCO", "reference: independent release",
+                   "Impossible values"):
+        assert needle in page, needle
+    assert "\u203a" in page  # provenance as path rows ("releases > dami > ..."), not a JSON wall
+    # S_pMSE readings, by hand: k = 50 -> null sd 0.2, band 0.4 .. 1.6
+    assert pmse_reading(0.1, 50)[1] and "nearly identical" in pmse_reading(0.1, 50)[0]
+    assert pmse_reading(3.0, 50)[1] and "differ" in pmse_reading(3.0, 50)[0]
+    assert not pmse_reading(1.2, 50)[1]
+    # impossible values, by hand: one age above the observed max, one fractional, one unknown category
+    bad = df.copy()
+    bad.loc[0, "age"] = 200.0
+    bad.loc[1, "age"] = 30.5
+    bad["sex"] = bad["sex"].cat.add_categories(["X"])
+    bad.loc[2, "sex"] = "X"
+    rows = {r["column"]: r for r in impossible_values(df, [bad], ["age", "sex"])}
+    assert rows["age"]["outside observed range"] == 1 and rows["age"]["not whole"] == 1
+    assert rows["sex"]["unknown category"] == 1 and rows["age"]["impossible"] == 2

@@ -11,6 +11,8 @@ from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled
 EXAMPLES = """examples:
   synthmi dp bayes --n 100 --k 50 --eps 1 --mechanism global
   synthmi dp bayes --data adult --column sex --positive Male --eps 0.5 --mechanism global --seed 3
+  synthmi dp bayes --data survey.csv --column smoker --domain survey.domain.json --eps 1
+  synthmi dp kmeans --data nhanes --columns age,bmi --k 3 --eps 1 --out centres.json
   synthmi dp audit --n 1000 --eps 1 --mechanism smooth --delta 1e-5 --out audit.json
   synthmi dp audit --n 200 --eps 0.1 --mechanism local --prior 0.1,0.1
   synthmi dp sigma --eps 1 --delta 1e-5 --marginals 91
@@ -20,8 +22,17 @@ mechanisms: global (eps-DP), smooth ((eps, delta)-DP), laplace, laplace_rounded,
 posterior_sample (eps-DP baselines), local (NOT private; 'bayes' refuses it, 'audit'
 studies it). Neighbours: data sets of the same size differing in one record
 (substitution), so n is fixed and public; with --data it is the row count, the
-coding comes from --positive (never from the data) and missing values are refused.
-'smooth' is certified by the exact audit for n <= 1000 only (it warns above)."""
+coding comes from --positive or the column's declared binary domain (--domain; the bundled
+data carry theirs), never from the data, and missing values are refused.
+'smooth' is certified by the exact audit for n <= 1000 only (it warns above).
+
+kmeans: DP Lloyd iterations (eps split over 2T Laplace releases) on numeric columns
+scaled by their DECLARED bounds (--domain, or the bundled data's own); centres are
+printed in the original units.
+
+The noise of every release comes from secret OS randomness; --seed makes a release
+reproducible and NOT private against anyone who learns the seed (a warning says so),
+and the seed is never written to the output."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,9 +67,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the level of --column that counts as 1, every other value 0 (public, never read from "
                         "the data); required for text/categorical columns; numeric columns default to 0/1 with 1, "
                         "bool columns to True")
-    b.add_argument("--seed", type=int, default=None, help="random seed")
+    b.add_argument("--domain", default=None, metavar="domain.json",
+                   help="public domain declaring --column (binary: its second level counts as 1 unless --positive)")
+    b.add_argument("--seed", type=int, default=None,
+                   help="seed of the noise (default: secret OS randomness; a seed undoes the privacy for anyone who "
+                        "learns it and is never recorded)")
     common(b)
     b.set_defaults(func=run_bayes)
+
+    km = sub.add_parser("kmeans", help="differentially private k-means centres of numeric columns",
+                        epilog=EXAMPLES, formatter_class=EXAMPLES_FMT)
+    km.add_argument("--data", required=True, help="'adult', 'nhanes' or a CSV path")
+    km.add_argument("--columns", required=True, help="comma-separated numeric columns")
+    km.add_argument("--domain", default=None, metavar="domain.json",
+                    help="public domain with the columns' bounds (required for a CSV)")
+    km.add_argument("--k", type=int, default=3, help="number of clusters (default 3)")
+    km.add_argument("--eps", type=float, required=True, help="epsilon (> 0)")
+    km.add_argument("--iters", type=int, default=5, help="Lloyd iterations T (default 5)")
+    km.add_argument("--clip", type=float, default=None,
+                    help="l1 radius in scaled units (columns on [-1, 1]); default: the number of columns (no clipping)")
+    km.add_argument("--seed", type=int, default=None,
+                    help="seed of the noise (default: secret OS randomness; never recorded)")
+    km.add_argument("--out", default=None, help="write the centres as JSON here")
+    add_common_flags(km)
+    km.set_defaults(func=run_kmeans)
 
     a = sub.add_parser("audit", help="exact worst-case privacy loss over all neighbouring data sets",
                        epilog=EXAMPLES, formatter_class=EXAMPLES_FMT)
@@ -99,18 +131,33 @@ def _write(out: str | None, payload: dict, args: argparse.Namespace) -> None:
             print(f"synthmi dp: wrote {path}", file=sys.stderr)
 
 
-def _binary_column(data: str, column: str, positive: str | None, n_declared: int | None):
+def _declared_domain(data: str, domain_path: str | None):
+    """The bundled data's own public domain (recoded as loaded) extended by ``--domain``."""
+    from ..data import load_domain
+    from ..domain import PublicDomain
+    from ._common import is_bundled
+
+    domain = load_domain(data.lower(), recode=True) if is_bundled(data) else PublicDomain()
+    if domain_path:
+        domain = domain.merged(PublicDomain.from_json(domain_path))
+    return domain
+
+
+def _binary_column(data: str, column: str, positive: str | None, n_declared: int | None, domain_path: str | None = None):
     """0/1 indicator of ``column == positive`` and the public n.
 
-    The coding comes only from the command line, never from the observed values
-    (a level's presence or the set of levels in a CSV would be read from the private
-    data without budget). Missing values are refused: dropping them would make n a
-    data-dependent count. n is the frame length, public under the substitution
-    neighbouring relation the mechanisms assume (neighbours have the same size).
+    The coding comes only from the command line or the column's declared public
+    domain, never from the observed values (a level's presence or the set of levels
+    in a CSV would be read from the private data without budget). A declared column
+    is checked against its domain (an error names the column only). Missing values are
+    refused: dropping them would make n a data-dependent count. n is the frame
+    length, public under the substitution neighbouring relation the mechanisms assume
+    (neighbours have the same size).
     """
     import numpy as np
     import pandas as pd
 
+    from ..domain import _level_key
     from ._common import load_original
 
     df, _ = load_original(data)
@@ -128,6 +175,28 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
             f"Column '{column}' has missing values. The release needs a public record count n; drop or "
             f"impute them beforehand by a rule that does not depend on this column's values."
         )
+    domain = _declared_domain(data, domain_path)
+    if column in domain:
+        cd = domain[column]
+        conformed = cd.conform(s)  # values outside the declared domain: error naming the column only
+        if cd.is_discrete:
+            if positive is None:
+                if cd.kind != "binary":
+                    raise ValueError(
+                        f"The '--positive' option is required for the {cd.kind} column '{column}': name the declared "
+                        f"level that counts as 1."
+                    )
+                level = cd.levels[1]
+            else:
+                keys = [_level_key(v) for v in cd.levels]
+                if _level_key(positive) not in keys:
+                    raise ValueError(
+                        f"The '--positive' option must be one of the declared levels of column '{column}': "
+                        f"{list(cd.levels)}. Got {positive!r} instead."
+                    )
+                level = cd.levels[keys.index(_level_key(positive))]
+            return (conformed.astype(object).to_numpy() == level).astype(np.int64), len(s)
+        s = conformed
     numeric = pd.api.types.is_numeric_dtype(s.dtype) and not isinstance(s.dtype, pd.CategoricalDtype)
     if pd.api.types.is_bool_dtype(s.dtype):
         level: object = True if positive is None else positive.lower() in ("1", "true", "yes")
@@ -147,9 +216,15 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     if positive is None:
         raise ValueError(
             f"The '--positive' option is required for the non-numeric column '{column}': name the level that "
-            f"counts as 1 (every other value counts as 0). It is not inferred from the data."
+            f"counts as 1 (every other value counts as 0), or declare the column binary in --domain. It is not "
+            f"inferred from the data."
         )
     return (s.astype(object).astype(str).to_numpy() == positive).astype(np.int64), len(s)
+
+
+def _print_warnings_once(caught) -> None:
+    for msg in dict.fromkeys(str(w.message) for w in caught):
+        print(f"synthmi dp: warning: {msg}", file=sys.stderr, flush=True)
 
 
 def run_bayes(args: argparse.Namespace) -> int:
@@ -164,7 +239,7 @@ def run_bayes(args: argparse.Namespace) -> int:
             raise ValueError("The '--data' option needs '--column'.")
         if args.k is not None:
             raise ValueError("The '--k' option cannot be combined with '--data' (k is counted privately).")
-        x, _ = _binary_column(args.data, args.column, args.positive, args.n)
+        x, _ = _binary_column(args.data, args.column, args.positive, args.n, args.domain)
     else:
         if args.n is None or args.k is None:
             raise ValueError("Give either '--n' and '--k' or '--data' and '--column'.")
@@ -173,17 +248,70 @@ def run_bayes(args: argparse.Namespace) -> int:
         if not 0 <= args.k <= args.n:
             raise ValueError(f"The '--k' option must be in [0, n = {args.n}]. Got {args.k} instead.")
         x = np.r_[np.ones(args.k, dtype=np.int64), np.zeros(args.n - args.k, dtype=np.int64)]
+    import warnings
+
+    from ..privacy.noise_source import noise_provenance
+
+    if args.data is None and args.domain is not None:
+        raise ValueError("The '--domain' option goes with '--data'.")
     prior = _prior(args.prior)
     mech = PrivateBetaPosterior(epsilon=args.eps, mechanism=args.mechanism, delta=args.delta, prior=prior).fit(x)
-    res = mech.sample(random_state=args.seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = mech.sample(random_state=args.seed)
+    _print_warnings_once(caught)
     print(res.summary())
     payload = res.to_frame().iloc[0].to_dict()
-    payload.update({"prior": list(prior), "seed": args.seed, "global_sensitivity": global_sensitivity(res.n, prior)})
+    # The noise's seed is never written: only whether the user gave one.
+    payload.update({
+        "prior": list(prior), "global_sensitivity": global_sensitivity(res.n, prior),
+        "neighbours": "substitution of one record (n is public)", "noise": noise_provenance(args.seed is not None),
+    })
     if args.data is None:
         # n and k came from the command line (not confidential): the exact accuracy is a public figure.
         eh = mech.expected_hellinger(args.n, args.k)
         payload["expected_hellinger"] = eh
         print(f"  exact expected Hellinger distance to the non-private posterior: {eh:.4f}")
+    _write(args.out, payload, args)
+    return 0
+
+
+def run_kmeans(args: argparse.Namespace) -> int:
+    import warnings
+
+    import numpy as np
+
+    from ..privacy.kmeans import DPKMeans
+    from ._common import load_original, split_list
+
+    cols = split_list(args.columns)
+    if not cols:
+        raise ValueError("The '--columns' option must name at least one column.")
+    df, _ = load_original(args.data)
+    unknown = [c for c in cols if c not in df.columns]
+    if unknown:
+        raise ValueError(f"The '--columns' option names columns not in the data: {unknown}.")
+    domain = _declared_domain(args.data, args.domain)
+    domain.require(cols, flag="--domain")
+    clip = float(len(cols)) if args.clip is None else args.clip
+    km = DPKMeans(n_clusters=args.k, epsilon=args.eps, n_iter=args.iters, clip_norm=clip, random_state=args.seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        km.fit(df[cols], domain=domain.select(cols))
+    _print_warnings_once(caught)
+    centres = np.asarray(km.cluster_centers_)
+    print(f"DP k-means (epsilon={args.eps:g}, {args.iters} iterations, k={args.k}) on {', '.join(cols)}")
+    for j, row in enumerate(centres):
+        print(f"  centre {j + 1}: " + ", ".join(f"{c}={v:.4g}" for c, v in zip(cols, row))
+              + f"  (noisy count {int(km.noisy_counts_[j])})")
+    payload = {
+        "columns": cols,
+        "centres": [[float(v) for v in row] for row in centres],
+        "noisy_counts": [int(v) for v in km.noisy_counts_],
+        "k": args.k, "iterations": args.iters, "clip_norm_scaled": clip,
+        "privacy": km.privacy_statement(),
+        "domain": domain.select(cols).to_dict(),
+    }
     _write(args.out, payload, args)
     return 0
 

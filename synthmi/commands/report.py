@@ -67,6 +67,12 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k0", type=int, default=5, help="neighbours needed for the low-risk subgroup (default: 5)")
     p.add_argument("--threshold", type=float, default=0.5, help="review threshold on I_i (default: 0.5)")
     p.add_argument("--pmse-method", default="logit", choices=["logit", "cart"])
+    p.add_argument("--target", default=None,
+                   help="sensitive column for attribute disclosure (DiSCO, DCAP, TCAP, repU, matching attribute risk)")
+    p.add_argument("--frontier", default=None, metavar="CSV",
+                   help="frontier points (benchmarks/frontier.py output) to draw behind the releases")
+    p.add_argument("--no-references", action="store_true",
+                   help="omit the reference rows (original released as is; independent release)")
 
 
 def tolerance_from(args) -> dict[str, float] | None:
@@ -106,6 +112,22 @@ def report_defaults(args, syn=None):
     return qi, formula, family or "probit", spec
 
 
+def _read_frontier(path: str | None):
+    if not path:
+        return None
+    from pathlib import Path
+
+    import pandas as pd
+
+    if not Path(path).exists():
+        raise FileNotFoundError(f"The '--frontier' file '{path}' does not exist.")
+    df = pd.read_csv(path)
+    need = {"method", "mean_ci_overlap", "expected_matches", "true_match_rate"}
+    if not need <= set(df.columns):
+        raise ValueError(f"The '--frontier' file must have the columns {sorted(need)}; it lacks {sorted(need - set(df.columns))}.")
+    return df
+
+
 def run(args) -> int:
     from ..report.collect import evaluate_release, file_sha256
     from ..report.html import write_report
@@ -133,7 +155,8 @@ def run(args) -> int:
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
         pmse_method=args.pmse_method, original_label=args.original, input_hashes=hashes,
         seeds={k: s.seed for k, s in releases.items()}, progress=progress_enabled(args),
-        original_is_public=is_bundled(args.original),
+        original_is_public=is_bundled(args.original), target=args.target,
+        references=not args.no_references, frontier=_read_frontier(args.frontier),
     )
     out = write_report(data, args.out)
     print(out.resolve(), file=sys.stdout)

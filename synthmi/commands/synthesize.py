@@ -26,19 +26,9 @@ METHODS: dict[str, str] = {
 # synthesized, and numeric columns need public bounds (--bounds) because reading
 # their range from the data would spend privacy budget.
 FULLY_SYNTHETIC: tuple[str, ...] = ("dpsyn",)
-# Public bounds for the bundled data: documented ranges (Adult: Census Income
-# documentation; NHANES 2017-2018: age top-coded at 80, poverty ratio at 5),
-# never the observed minimum and maximum.
-DEFAULT_BOUNDS: dict[str, dict[str, tuple[float, float]]] = {
-    "adult": {
-        "age": (17.0, 90.0), "hours_per_week": (1.0, 99.0), "capital_gain": (0.0, 100_000.0),
-        "capital_loss": (0.0, 5_000.0), "fnlwgt": (0.0, 1_500_000.0), "education_num": (1.0, 16.0),
-    },
-    "nhanes": {
-        "age": (20.0, 80.0), "income_poverty_ratio": (0.0, 5.0), "bmi": (10.0, 90.0),
-        "total_cholesterol": (50.0, 500.0), "weight_kg": (20.0, 250.0), "height_cm": (120.0, 210.0),
-    },
-}
+# Public domains of the bundled data (levels and bounds from their documentation,
+# never from the data) are the files synthmi/data/*.domain.json; see load_domain.
+BUNDLED_DOMAINS: tuple[str, ...] = ("adult", "nhanes")
 
 # Methods that take the --mask options, and the constructor argument they go to.
 MASK_PARAMETER: dict[str, str] = {"dami": "masks", "risk-dami": "masks"}
@@ -64,9 +54,12 @@ EXAMPLES = """examples:
   synthmi synthesize --data nhanes --qi age,gender,race_ethnicity,education,marital_status \\
       --keep bmi,diabetes --method risk-dami --m 5 \\
       --mask age@low:K=3,sigma=2 --mask age@medium:K=2,sigma=4 --mask age@high:K=1,sigma=8 --out syn_risk/
-  # differentially private, fully synthetic copies (DPSyn), eps = 1, delta = 1e-9
+  # differentially private, fully synthetic copies (DPSyn), eps = 1, delta = 1e-9; the bundled
+  # data carry their public domain; a CSV needs one (--domain): levels and bounds are never read from data
   synthmi synthesize --data adult --qi age,sex,race,education --keep income,hours_per_week \
-      --method dpsyn --param epsilon=1 --param delta=1e-9 --bounds hours_per_week=1:99 --m 5 --out syn_dp/
+      --method dpsyn --param epsilon=1 --param delta=1e-9 --m 5 --out syn_dp/
+  synthmi synthesize --data survey.csv --qi age,sex,region --keep income --method dpsyn \
+      --domain survey.domain.json --map-other --m 5 --out syn_dp/
   # your own CSV; the columns named in --keep are released unchanged, the others dropped
   synthmi synthesize --data survey.csv --qi age,sex --keep income,region --method rubin --m 5 --out syn/
 
@@ -210,12 +203,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--method", default="dami", help=f"one of {', '.join(sorted(METHODS))} (default dami)")
     p.add_argument("--m", type=int, default=20, help="number of synthetic copies (default 20)")
-    p.add_argument("--seed", type=int, default=None, help="random seed; same seed -> identical files (default: drawn and recorded)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="random seed; same seed -> identical files (default: drawn and recorded). For dpsyn the "
+                        "default is secret OS randomness, never recorded; a seed makes the release reproducible and "
+                        "NOT private against anyone who learns it")
     p.add_argument("--mask", action="append", metavar="COLUMN:SPEC", help="DA-MI masking model for a column (repeatable)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="synthesizer parameter, e.g. proper=true (repeatable)")
     p.add_argument(
+        "--domain", metavar="domain.json",
+        help="public domain of the columns for dpsyn: levels, bounds, point masses (JSON; see synthmi.domain). "
+        "Required for a CSV; the bundled data carry theirs, which this extends or overrides",
+    )
+    p.add_argument(
+        "--map-other", action="store_true",
+        help="dpsyn: map values outside a column's declared levels to its declared 'other' level instead of "
+        "refusing",
+    )
+    p.add_argument(
         "--bounds", action="append", metavar="COLUMN=LO:HI",
-        help="public bounds of a numeric column for dpsyn (repeatable; bundled data have documented defaults)",
+        help="dpsyn shorthand: declare a numeric column continuous on [LO, HI] (repeatable; overrides --domain)",
     )
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--overwrite", action="store_true", help="replace copies already in --out")
@@ -249,6 +255,31 @@ def parse_bounds(items: list[str] | None) -> dict[str, tuple[float, float]]:
 def _log(args: argparse.Namespace, msg: str) -> None:
     if progress_enabled(args):
         print(f"synthmi synthesize: {msg}", file=sys.stderr, flush=True)
+
+
+def _dp_data(args: argparse.Namespace, source: str, data, spec=None):
+    """The released columns conformed to their declared public domain, and that domain.
+
+    The domain is the bundled data's own (documented levels and bounds), extended or
+    overridden by ``--domain`` and then ``--bounds``; every released column must be
+    declared (one error naming it and the flag), and values outside the domain are an
+    error naming the column only (or go to its declared 'other' level with --map-other).
+    The conformed frame's dtypes follow the declaration, not what a CSV reader saw.
+    """
+    from ..data import load_domain
+    from ..domain import PublicDomain
+
+    domain = load_domain(source.lower(), recode=True) if source.lower() in BUNDLED_DOMAINS else PublicDomain()
+    if spec is not None:
+        # the values the spec DECLARES public (inferred ones never reach DP code)
+        domain = domain.merged(spec.public_domain())
+    if args.domain:
+        domain = domain.merged(PublicDomain.from_json(args.domain))
+    if args.bounds:
+        domain = domain.merged(PublicDomain.from_legacy(bounds=parse_bounds(args.bounds), source="--bounds"))
+    domain.require(data.columns, flag="--domain")
+    domain = domain.select(data.columns)
+    return domain.conform(data, out_of_domain="other" if args.map_other else "error"), domain
 
 
 def run(args: argparse.Namespace) -> int:
@@ -316,20 +347,29 @@ def run(args: argparse.Namespace) -> int:
     # Only the named columns are released: the rest are dropped before fitting.
     data = df[[c for c in df.columns if c in qi or c in keep]]
 
-    seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else int(args.seed)
-    if "random_state" in _param_names(cls) and "random_state" not in params:
-        # randomness drawn at fit time (e.g. DA-MI's pseudo-variables W) follows --seed too
+    if dp_release:
+        # The privacy noise comes from OS entropy unless the user gives --seed; the
+        # seed is then passed to the synthesizer (which warns once that it undoes the
+        # privacy) and never printed or recorded.
+        seed = None if args.seed is None else int(args.seed)
+        if "random_state" in params:
+            raise ValueError("Give the seed of a DP release with --seed, not --param random_state=....")
         params["random_state"] = seed
+        data, domain = _dp_data(args, source, data, spec)
+    else:
+        seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else int(args.seed)
+        if "random_state" in _param_names(cls) and "random_state" not in params:
+            # randomness drawn at fit time (e.g. DA-MI's pseudo-variables W) follows --seed too
+            params["random_state"] = seed
     synth = cls(**params)
     _log(args, f"fitting {cls.__name__} (quasi-identifiers {qi}; {len(keep)} kept columns)")
-    if args.method in FULLY_SYNTHETIC:
-        bounds = {c: b for c, b in DEFAULT_BOUNDS.get(source.lower(), {}).items() if c in data.columns}
-        bounds.update(parse_bounds(args.bounds))
-        fit_kwargs: dict[str, Any] = {"bounds": bounds}
+    if dp_release:
+        fit_kwargs: dict[str, Any] = {"domain": domain, "out_of_domain": "other" if args.map_other else "error"}
         if spec is not None:
             fit_kwargs["spec"] = spec
-    elif args.bounds:
-        raise ValueError(f"The '--bounds' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
+    elif args.bounds or args.domain or args.map_other:
+        flag = "--bounds" if args.bounds else "--domain" if args.domain else "--map-other"
+        raise ValueError(f"The '{flag}' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
     elif spec is not None:
         fit_kwargs = {"spec": spec}
     else:
@@ -338,7 +378,10 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         synth.fit(data, **fit_kwargs)
         t_fit = time.perf_counter()
-        _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})")
+        if dp_release:
+            _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies")
+        else:
+            _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})")
         syn = synth.sample(args.m, random_state=seed)
     # Warnings (e.g. r_hat > 1.01) are shown even with --quiet, once each, on one line.
     for msg in dict.fromkeys(str(w.message) for w in caught):
@@ -355,7 +398,9 @@ def run(args: argparse.Namespace) -> int:
             for c, m in params[mask_param].items()
         }
     meta["source"] = {"data": source, "keep": keep, "columns": list(data.columns)}
-    if not dp_release:
+    if dp_release:
+        meta["source"]["domain"] = args.domain or ("bundled" if source.lower() in BUNDLED_DOMAINS else None)
+    else:
         meta["source"]["n_rows"] = int(len(data))
     meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True))
     _log(args, f"wrote {syn.m} copies and metadata.json to {out} in {time.perf_counter() - t0:.1f} s")

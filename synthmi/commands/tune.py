@@ -22,9 +22,10 @@ share_above_threshold, mean_risk, high_risk_mean_risk (needs --k0), disco, dcap,
 attribute_risk_mean, repU (these four need --attribute-target). Risk is measured as in
 'synthmi disclosure' (the intruder knows the true QIs; --tol sets closeness).
 
-search: the posterior is fitted once; masks act only in the predictive step. A grid of
-(K, sigma_e) for continuous QIs x one alpha for all categorical QIs, with --m-search
-copies each, then one-step moves of each categorical QI's alpha; the best few are
+search: the posterior is fitted once; masks act only in the predictive step. For each
+(K, sigma_e) of the continuous QIs, the largest alpha (shared by the categorical QIs)
+that meets the targets, by bisection with --m-search copies per point, then one-step
+moves of each categorical QI's alpha and of the continuous setting; the best few are
 confirmed with --m copies x --replicates replicates and the best confirmed setting
 whose mean risk meets every target is chosen. Utility: mean CI overlap of the
 --analysis models (original vs combined copies, partial-synthesis rule).
@@ -59,6 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha-grid", default="0,1,2,3,4,5", help="alphas tried for categorical QIs")
     p.add_argument("--continuous-grid", default="1:10,1:5,2:4,3:3,3:2,5:1.5",
                    help="K:sigma_e pairs tried for continuous QIs")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE",
+                   help="DA-MI parameter, e.g. ordinal_link=multinomial (repeatable; passed on to synthesize too)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="JSON file for the chosen masks (created; not overwritten)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
@@ -79,12 +82,16 @@ def run(args: argparse.Namespace) -> int:
     from ..data import load_dataset
     from ..evaluation.frontier import Target
     from ..tuning import tune
-    from .synthesize import DEFAULT_KEEP
+    from ..models import DAMISynthesizer
+    from .synthesize import DEFAULT_KEEP, parse_params
 
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise ValueError(f"The '--out' file '{out}' exists; add --overwrite to replace it.")
     targets = [Target.parse(t) for t in args.target]
+    base_params = parse_params(args.param, DAMISynthesizer)
+    if "masks" in base_params:
+        raise ValueError("The '--param' option cannot set masks: tune chooses them.")
     qi = split_list(args.qi)
     if not qi:
         raise ValueError("The '--qi' option must name at least one column.")
@@ -109,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
                continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
                alpha_grid=_grid(args.alpha_grid, "alpha-grid"), m_search=args.m_search, m=args.m,
                replicates=args.replicates, seed=args.seed, tolerance=tol, target=args.attribute_target,
-               k0=args.k0, subgroup_tolerance=tol, progress=say)
+               k0=args.k0, subgroup_tolerance=tol, base_params=base_params, progress=say)
     spec = res.to_spec()
     spec["data"] = str(args.data)
     spec["trace"] = json.loads(res.trace.to_json(orient="records"))
@@ -119,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"No setting met {', '.join(map(str, targets))}; the search trace is in {out}.")
         return 2
     c = res.confirmed
-    print(f"chosen masks: {' '.join('--mask ' + f for f in spec['mask_flags'])}")
+    extra = " ".join(f"--param {k}={v}" for k, v in base_params.items())
+    print(f"chosen masks: {' '.join('--mask ' + f for f in spec['mask_flags'])} {extra}".rstrip())
     print(f"mean CI overlap {c['mean_ci_overlap']:.3f} (se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
           + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t.op} {t.value:g})" for t in targets)
           + f"; wall {res.wall_seconds:.0f} s -> {out}")

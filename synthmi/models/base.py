@@ -124,6 +124,8 @@ class Synthesizer(ParamsMixin, abc.ABC):
     allows_missing: bool = False
     #: fitted attributes holding original record-level values (left out of pickles)
     _confidential_attributes: tuple[str, ...] = ()
+    #: whether the copies record the sampling seed (DP releases do not)
+    _publishes_seed: bool = True
 
     # ---- fit ---------------------------------------------------------------
     def fit(
@@ -291,14 +293,14 @@ class Synthesizer(ParamsMixin, abc.ABC):
                 "draws each copy conditional on them. Save it with include_records=True (the file is then as "
                 "confidential as the data), or fit it again."
             )
-        seed = random_state if isinstance(random_state, (int, np.integer)) else None
-        rng = check_random_state(random_state)
+        seed = random_state if isinstance(random_state, (int, np.integer)) and self._publishes_seed else None
+        rng = self._sampling_rng(random_state)
         copies = self._draw_copies(m, rng)
         structure = self._structure(m)
         return SyntheticData(
             copies=copies,
             method=self.method,
-            params=self.get_params(deep=False),
+            params=self._published_params(),
             seed=None if seed is None else int(seed),
             quasi_identifiers=list(self.spec_.released if self.fully_synthetic else self.spec_.quasi_identifiers),
             diagnostics=self._diagnostics(),
@@ -307,6 +309,13 @@ class Synthesizer(ParamsMixin, abc.ABC):
             spec=self.spec_.public_view(),
             fingerprint=dict(self.fingerprint_),
         )
+
+    def _sampling_rng(self, random_state: Any) -> np.random.Generator:
+        return check_random_state(random_state)
+
+    def _published_params(self) -> dict[str, Any]:
+        """The parameters recorded with the copies."""
+        return self.get_params(deep=False)
 
     def _draw_copies(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
         return [self._assemble(X) for X in self._sample(m, rng)]

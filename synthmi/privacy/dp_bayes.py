@@ -88,6 +88,7 @@ from .._validate import (
 )
 from .accountant import PrivacyAccountant
 from .discrete import sample_discrete_laplace
+from .noise_source import noise_generator, user_seed_given
 from .hellinger import hellinger_beta
 
 __all__ = [
@@ -418,7 +419,12 @@ class PrivateBetaPosterior:
         return self
 
     def sample(self, random_state: Any = None) -> PrivatePosteriorResult:
-        """Release one private posterior and record the spend in ``accountant_``."""
+        """Release one private posterior and record the spend in ``accountant_``.
+
+        ``random_state``: ``None`` (default) draws the noise from fresh OS
+        randomness; a seed makes the release reproducible and hence not private
+        against anyone who learns it (a warning says so).
+        """
         if not hasattr(self, "n_"):
             raise NotFittedError("This PrivateBetaPosterior instance is not fitted yet; call fit first.")
         mech, eps, delta, prior = self._params()
@@ -433,7 +439,11 @@ class PrivateBetaPosterior:
                 UserWarning,
                 stacklevel=2,
             )
-        out = float(self.draw_outputs(n, self._k, 1, random_state)[0])
+        # The release's noise: OS entropy by default; a user seed warns (it undoes the
+        # privacy for anyone who learns it) and is never recorded in the result.
+        rng = noise_generator(random_state, _OWNER)
+        self.user_seed_given_ = user_seed_given(random_state)
+        out = float(self.draw_outputs(n, self._k, 1, rng)[0])
         if mech == "posterior_sample":
             alpha, beta = a + n * out, b + n * (1.0 - out)
         else:

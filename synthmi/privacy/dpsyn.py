@@ -56,25 +56,28 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
+from ..domain import ColumnDomain, DomainError, PublicDomain, as_public_domain
 from .._validate import (
     Interval,
     NotFittedError,
     Options,
     check_delta,
-    check_random_state,
+    check_option,
     param_error,
 )
 from ..models.base import Synthesizer
 from .accountant import PrivacyAccountant, dpsyn_sigma, rdp_to_dp_improved
 from .discrete import sample_discrete_gaussian
+from .noise_source import SecretSeedMixin, noise_generator, noise_provenance, sampling_generator, user_seed_given
 
-__all__ = ["DPSynSynthesizer", "unit_sigma"]
+__all__ = ["DPSynSynthesizer", "resolve_domain", "unit_sigma"]
 
 _OWNER = "DPSynSynthesizer"
 # Sensitivity of one InDif score under add/remove-one (PrivSyn, Section 4.3): the joint
@@ -105,61 +108,58 @@ def unit_sigma(epsilon: float, delta: float, conversion: str = "improved") -> fl
 # --------------------------------------------------------------------------- columns
 @dataclass
 class _Column:
-    """Public description of one column: its fine domain and how to map values to codes."""
+    """Public description of one column: its fine cells and how to map values to codes.
+
+    A discrete column has one fine cell per declared level. A numeric column's
+    fine cells come from its declared bounds and point masses
+    (:func:`_numeric_cells`): each is either a point (a single value, e.g. 0 of an
+    income, or every value of a short integer range) or an interval. Both get one
+    more cell for "missing" when the column may hold missing values.
+    """
 
     name: str
     kind: str  # "discrete" | "continuous"
-    dtype: Any
-    levels: list | None  # discrete: the levels (without the missing level)
-    edges: np.ndarray | None  # continuous: bucket edges, len = n_buckets + 1
-    integer: bool  # continuous: integer dtype, draw integers within buckets
+    dtype: Any  # the dtype of the released column (declared, never read from data)
+    levels: list | None  # discrete: the declared levels (without the missing level)
+    cell_lo: np.ndarray | None  # numeric: lower end of each fine cell (the value itself for a point)
+    cell_hi: np.ndarray | None  # numeric: upper end (exclusive for intervals; = lo for points)
+    cell_point: np.ndarray | None  # numeric: whether each fine cell is a point
+    integer: bool  # numeric: integer kind, decode onto the integers
     ordered: bool
     has_missing_level: bool
+    domain: ColumnDomain | None = None
+    points: np.ndarray | None = None  # numeric: the point values (sorted)
 
     @property
     def size(self) -> int:
-        base = len(self.levels) if self.kind == "discrete" else len(self.edges) - 1
+        base = len(self.levels) if self.kind == "discrete" else len(self.cell_lo)
         return base + int(self.has_missing_level)
 
-    def encode(self, s: pd.Series) -> np.ndarray:
+    def encode(self, s: pd.Series, out_of_domain: str = "error") -> np.ndarray:
+        """Fine codes of the values; values outside the declared domain raise an error
+        naming the column only (how many fall outside is an unaccounted count)."""
         n_base = self.size - int(self.has_missing_level)
+        isna = s.isna().to_numpy()
+        if isna.any() and not self.has_missing_level:
+            # No count in the message: how many are missing is a data-dependent figure.
+            raise DomainError(
+                f"Column '{self.name}' has missing values, but its declared domain (or its dtype) allows none."
+            )
+        conformed = self.domain.conform(s, out_of_domain=out_of_domain)
         if self.kind == "discrete":
-            codes = pd.Categorical(np.asarray(s, dtype=object) if not isinstance(s.dtype, pd.CategoricalDtype) else s,
-                                   categories=self.levels).codes.astype(np.int64)
-            isna = s.isna().to_numpy()
-            bad = (codes < 0) & ~isna
-            if bad.any():
-                # How many values fall outside is a data-dependent count no mechanism
-                # accounts for, so the message names the column only.
-                raise ValueError(
-                    f"Column '{self.name}' has values outside its declared domain "
-                    f"of {len(self.levels)} levels."
-                )
+            codes = conformed.cat.codes.to_numpy().astype(np.int64)
         else:
-            x = s.to_numpy(dtype=float)
-            isna = np.isnan(x)
-            # Values outside the public bounds are clipped into the end buckets
-            # (a per-record transform, so it needs no budget).
-            codes = np.clip(np.searchsorted(self.edges, x, side="right") - 1, 0, n_base - 1).astype(np.int64)
-        if isna.any():
-            if not self.has_missing_level:
-                raise ValueError(f"Column '{self.name}' has {int(isna.sum())} missing values but its dtype allows none.")
-            codes = np.where(isna, n_base, codes)
-        return codes
+            x = conformed.to_numpy(dtype=float)
+            codes = _numeric_codes(x, self.cell_lo, self.cell_hi, self.cell_point)
+        return np.where(isna, n_base, codes)
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> pd.Series:
         n_base = self.size - int(self.has_missing_level)
         miss = codes >= n_base
+        safe = np.where(miss, 0, codes)
         if self.kind == "discrete":
-            safe = np.where(miss, 0, codes)
             if isinstance(self.dtype, pd.CategoricalDtype):
-                if list(self.dtype.categories) == list(self.levels):
-                    cat = pd.Categorical.from_codes(np.where(miss, -1, codes), dtype=self.dtype)
-                else:
-                    # A user-given domain may order or name levels differently from the dtype.
-                    lv = np.array(self.levels, dtype=object)[safe]
-                    lv[miss] = None
-                    cat = pd.Categorical(lv, dtype=self.dtype)
+                cat = pd.Categorical.from_codes(np.where(miss, -1, codes), dtype=self.dtype)
                 return pd.Series(cat, name=self.name)
             vals = np.array(self.levels, dtype=object)[safe]
             out = pd.Series(vals, name=self.name, dtype=object)
@@ -167,19 +167,82 @@ class _Column:
             if pd.api.types.is_bool_dtype(self.dtype) or pd.api.types.is_integer_dtype(self.dtype) or pd.api.types.is_float_dtype(self.dtype):
                 return out.astype(self.dtype)
             return out
-        safe = np.where(miss, 0, codes)
-        lo, hi = self.edges[safe], self.edges[safe + 1]
+        lo, hi, point = self.cell_lo[safe], self.cell_hi[safe], self.cell_point[safe]
+        u = rng.random(codes.size)
         if self.integer:
-            # Buckets of an integer column are the integers in [lo, hi).
-            lo_i, hi_i = np.ceil(lo), np.ceil(hi)
-            hi_i = np.maximum(hi_i, lo_i + 1)
-            vals = np.floor(lo_i + rng.random(codes.size) * (hi_i - lo_i))
+            # An integer interval cell holds the integers lo..hi-1 other than the
+            # declared points inside it; each is equally likely (the documented
+            # within-bin shape: uniform on the cell's own values).
+            vals = _uniform_integers(lo, hi, u, self.points)
         else:
-            vals = lo + rng.random(codes.size) * (hi - lo)
-        vals = vals.astype(float)
+            # A continuous interval: uniform on [lo, hi) (documented within-bin shape).
+            vals = lo + u * (hi - lo)
+        vals = np.where(point, lo, vals).astype(float)
         vals[miss] = np.nan
-        # An integer dtype has no missing level, so its values are never NaN here.
         return pd.Series(vals, name=self.name).astype(self.dtype)
+
+
+def _numeric_cells(cd: ColumnDomain, bins: int, integer_levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Fine cells of a numeric column from its *declared* bounds and point masses.
+
+    * integer kind with at most ``integer_levels`` values: one point cell per value
+      (the column is decoded exactly onto its integers);
+    * integer kind otherwise: ``bins`` intervals of consecutive integers
+      ``[lo, hi)`` plus one point cell per declared point mass;
+    * continuous kind: ``bins`` equal-width intervals over the bounds (the last one
+      closed at the upper bound) plus one point cell per declared point mass.
+
+    Cells are in increasing order of position (a point comes just before the
+    interval that contains it), so contiguous bucketing keeps neighbours together.
+    Returns ``(lo, hi, is_point)``.
+    """
+    lo_b, hi_b = cd.bounds
+    points = np.array(cd.point_masses, dtype=float)
+    if cd.kind == "integer":
+        n_vals = int(hi_b - lo_b) + 1
+        if n_vals <= integer_levels:
+            v = np.arange(lo_b, hi_b + 1, dtype=float)
+            return v, v.copy(), np.ones(v.size, dtype=bool)
+        edges = np.unique(np.round(np.linspace(lo_b, hi_b + 1, bins + 1)))
+    else:
+        edges = np.linspace(lo_b, hi_b, bins + 1)
+    cells = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        for p in points[(points >= a) & ((points < b) | ((b == edges[-1]) & (points <= b)))]:
+            cells.append((p, p, True))
+        inside = points[(points >= a) & (points < b)] if cd.kind == "integer" else points[:0]
+        if cd.kind == "integer" and b - a - inside.size <= 0:
+            continue  # every integer of this interval is a point mass
+        cells.append((a, b, False))
+    arr = np.array(cells, dtype=object)
+    return arr[:, 0].astype(float), arr[:, 1].astype(float), arr[:, 2].astype(bool)
+
+
+def _numeric_codes(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """Fine cell of each value (values are already checked to lie in the bounds)."""
+    codes = np.zeros(x.size, dtype=np.int64)
+    ok = ~np.isnan(x)
+    ivl = np.flatnonzero(~point)
+    if ivl.size:
+        # the interval whose [lo, hi) holds x; the last interval also holds its upper end
+        k = np.clip(np.searchsorted(lo[ivl], x[ok], side="right") - 1, 0, ivl.size - 1)
+        codes[ok] = ivl[k]
+    for j in np.flatnonzero(point):
+        codes[ok & (x == lo[j])] = j
+    return codes
+
+
+def _uniform_integers(lo: np.ndarray, hi: np.ndarray, u: np.ndarray, points: np.ndarray | None) -> np.ndarray:
+    """Uniform integers in ``[lo, hi)`` skipping the declared ``points`` inside."""
+    pts = np.sort(points) if points is not None and points.size else np.empty(0)
+    lo_i = np.ceil(lo)
+    n_pts = (np.searchsorted(pts, hi, side="left") - np.searchsorted(pts, lo_i, side="left")) if pts.size else 0
+    width = np.maximum(np.ceil(hi) - lo_i - n_pts, 1.0)
+    v = lo_i + np.floor(u * width)
+    # Shift past every point at or below the running value (points are sorted).
+    for p in pts:
+        v = np.where((p >= lo_i) & (p < hi) & (v >= p), v + 1, v)
+    return v
 
 
 def _check_levels_fit_dtype(c: str, levels: list, dt: Any) -> None:
@@ -200,71 +263,99 @@ def _check_levels_fit_dtype(c: str, levels: list, dt: Any) -> None:
         raise param_error(f"domain['{c}']", _OWNER, f"levels representable in the column's dtype {dt}", levels)
 
 
+def resolve_domain(
+    df: pd.DataFrame,
+    domain: Any = None,
+    bounds: Mapping[str, Any] | None = None,
+    ordinal: Sequence[str] | None = None,
+    owner: str = _OWNER,
+) -> PublicDomain:
+    """The declared public domain of every column of ``df`` (never read from the data).
+
+    ``domain`` is a :class:`~synthmi.domain.PublicDomain`, a path to its JSON, its
+    dict form, or the older mapping ``{column: size or [levels]}``; ``bounds``
+    (older form) declares numeric columns ``{column: (lower, upper)}`` -- integer
+    kind for integer dtypes, continuous otherwise. Documented public default: a
+    ``bool`` column is binary ``[False, True]``. Any other column without a
+    declaration is refused with one error naming it and how to declare it.
+    """
+    bounds = dict(bounds or {})
+    if domain is None or isinstance(domain, (PublicDomain, str, Path)) or (
+        isinstance(domain, Mapping) and isinstance(domain.get("columns"), Mapping)
+    ):
+        declared = as_public_domain(domain) or PublicDomain()
+        legacy: Mapping[str, Any] = {}
+    elif isinstance(domain, Mapping):
+        declared, legacy = PublicDomain(), domain
+    else:
+        raise param_error("domain", owner, "a PublicDomain, a domain JSON path, or a mapping", type(domain).__name__)
+    # A domain file may declare more columns than the data has (a superset is fine);
+    # the older per-column arguments must name columns of df.
+    for name, d in (("bounds", bounds), ("domain", legacy)):
+        unknown = [c for c in d if c not in df.columns]
+        if unknown:
+            raise ValueError(f"The '{name}' parameter of {owner} names columns not in 'df': {unknown}.")
+    integer = [c for c in bounds if pd.api.types.is_integer_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype)]
+    try:
+        extra = PublicDomain.from_legacy(legacy, bounds, ordinal if legacy else None, integer=integer)
+    except DomainError as e:
+        raise ValueError(str(e)) from None
+    declared = declared.merged(extra) if len(extra) else declared
+    defaults = {
+        c: ColumnDomain("binary", levels=(False, True), missing=False, name=c)
+        for c in df.columns
+        if c not in declared and pd.api.types.is_bool_dtype(df[c].dtype)
+    }
+    if defaults:
+        declared = declared.merged(PublicDomain(defaults, source="bool dtype: levels False / True (public default)"))
+    declared.require(df.columns, flag="--domain", parameter="domain")
+    return declared
+
+
 def _describe_columns(
     df: pd.DataFrame,
-    bounds: Mapping[str, Any],
-    domain: Mapping[str, Any],
+    domain: PublicDomain,
     ordinal: Sequence[str] | None,
     bins: int,
+    integer_levels: int = 100,
 ) -> list[_Column]:
-    """Public column descriptions from dtypes and user input; never from data values."""
+    """Public column descriptions from the declared domain and the dtypes; never from data values."""
     cols = []
     for c in df.columns:
-        s = df[c]
-        dt = s.dtype
+        cd = domain[c]
+        dt = df[c].dtype
         is_int = pd.api.types.is_integer_dtype(dt) and not pd.api.types.is_bool_dtype(dt)
-        # Integer and bool dtypes cannot hold NaN; every other dtype gets a public "missing" level.
-        can_miss = not (is_int or pd.api.types.is_bool_dtype(dt))
-        if c in domain:
-            d = domain[c]
-            if isinstance(d, (int, np.integer)) and not isinstance(d, bool):
-                if d < 1:
-                    raise param_error(f"domain['{c}']", _OWNER, "a positive integer or a list of levels", d)
-                levels, default_ordered = list(range(int(d))), True
-            else:
-                levels = list(d)
-                if not levels:
-                    raise param_error(f"domain['{c}']", _OWNER, "a positive integer or a non-empty list of levels", d)
-                # Numeric levels listed in increasing order are taken as ordered (ages, hours, ...).
-                numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in levels)
-                default_ordered = bool(numeric and all(a < b for a, b in zip(levels, levels[1:])))
+        # Integer and bool dtypes cannot hold NaN; other dtypes get a public "missing"
+        # level unless the domain declares the column complete.
+        can_miss = cd.missing and not (is_int or pd.api.types.is_bool_dtype(dt))
+        if cd.is_discrete:
+            levels = list(cd.levels)
             _check_levels_fit_dtype(c, levels, dt)
-            if isinstance(dt, pd.CategoricalDtype):
-                default_ordered = bool(dt.ordered)
-            kind = "discrete"
-        elif isinstance(dt, pd.CategoricalDtype):
-            # A Categorical's categories are part of its dtype: public schema, not data.
-            levels, default_ordered, kind = list(dt.categories), bool(dt.ordered), "discrete"
-        elif pd.api.types.is_bool_dtype(dt):
-            levels, default_ordered, kind = [False, True], False, "discrete"
-        elif pd.api.types.is_numeric_dtype(dt):
-            if c not in bounds:
-                raise ValueError(
-                    f"Column '{c}' is numeric with no public bounds: DPSynSynthesizer cannot read its range "
-                    f"from the data without spending privacy budget. Pass bounds={{'{c}': (lower, upper)}} "
-                    f"or domain={{'{c}': size_or_levels}}."
-                )
-            b = bounds[c]
-            try:
-                lo, hi = (float(b[0]), float(b[1]))
-            except (TypeError, IndexError, ValueError):
-                raise param_error(f"bounds['{c}']", _OWNER, "a pair (lower, upper) of numbers", b) from None
-            if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
-                raise param_error(f"bounds['{c}']", _OWNER, "finite with lower < upper", b)
-            if is_int:
-                # Integer buckets: distinct integer edges covering lower..upper.
-                edges = np.unique(np.round(np.linspace(math.ceil(lo), math.floor(hi) + 1, bins + 1)))
+            if ordinal is not None:
+                ordered = c in ordinal
             else:
-                edges = np.linspace(lo, hi, bins + 1)
-            cols.append(_Column(c, "continuous", dt, None, edges.astype(float), is_int, True, can_miss))
+                # An ordered Categorical dtype is the caller's public schema too.
+                ordered = cd.kind == "ordinal" or (isinstance(dt, pd.CategoricalDtype) and bool(dt.ordered))
+            if isinstance(dt, pd.CategoricalDtype):
+                # The released dtype carries the declared levels, never the input's
+                # categories (a CSV reader's categories are the values it saw).
+                out_dt: Any = pd.CategoricalDtype(levels, ordered=bool(dt.ordered) or cd.kind == "ordinal")
+            else:
+                out_dt = dt
+            cols.append(_Column(c, "discrete", out_dt, levels, None, None, None, False, ordered, can_miss, cd))
             continue
-        else:
+        if isinstance(dt, pd.CategoricalDtype) or not (pd.api.types.is_numeric_dtype(dt) or dt == object):
             raise ValueError(
-                f"Column '{c}' has dtype {dt}; its levels would have to be read from the data. "
-                f"Make it a pandas Categorical or pass domain={{'{c}': [levels]}}."
+                f"Column '{c}' is declared {cd.kind} but has dtype {dt}; give it a numeric dtype or declare its levels."
             )
-        ordered = default_ordered if ordinal is None else (c in ordinal)
-        cols.append(_Column(c, kind, dt, levels, None, False, ordered, can_miss))
+        lo, hi, point = _numeric_cells(cd, bins, integer_levels)
+        integer = cd.kind == "integer"
+        out_dt = dt if pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt) else np.dtype(float)
+        if is_int and not integer:
+            # Continuous values cannot be returned in an integer dtype.
+            out_dt = np.dtype(float)
+        cols.append(_Column(c, "continuous", out_dt, None, lo, hi, point, integer, True, can_miss, cd,
+                            np.array(cd.point_masses, dtype=float)))
     return cols
 
 
@@ -536,7 +627,7 @@ def _gum(
 
 
 # --------------------------------------------------------------------------- synthesizer
-class DPSynSynthesizer(Synthesizer):
+class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
     r"""Differentially private synthesizer from noisy one- and two-way marginals (DPSyn / PrivSyn).
 
     :math:`(\varepsilon, \delta)`-DP end to end under add/remove-one neighbours: the
@@ -588,7 +679,15 @@ class DPSynSynthesizer(Synthesizer):
     n_records : int or None
         Records per synthetic copy (default: the noisy estimate of n).
     random_state : int, Generator or None
-        Seed of the noise drawn in ``fit``.
+        Seed of the noise drawn in ``fit``. Default ``None``: fresh operating-system
+        randomness, never stored. A seed makes the release reproducible and hence
+        not private against anyone who learns it (a warning says so); it is never
+        shown (``repr``), pickled or recorded -- the release says only that a user
+        seed was given.
+    integer_levels : int
+        An integer column whose declared range has at most this many values gets
+        one fine cell per value (decoded exactly); wider ranges get ``bins``
+        intervals of consecutive integers plus their declared point masses.
     exact_noise : bool
         ``False`` (default): the marginals' discrete Gaussian noise is drawn by the
         vectorised double-precision sampler (see
@@ -621,7 +720,10 @@ class DPSynSynthesizer(Synthesizer):
         "n_records": [None, Interval("int", 1, None)],
         "random_state": [None, "random_state"],
         "exact_noise": ["boolean"],
+        "integer_levels": [Interval("int", 1, None)],
     }
+    # the seed of a DP release is never recorded (see noise_source)
+    _publishes_seed = False
 
     def __init__(
         self,
@@ -642,6 +744,7 @@ class DPSynSynthesizer(Synthesizer):
         n_records: int | None = None,
         random_state: int | np.random.Generator | None = None,
         exact_noise: bool = False,
+        integer_levels: int = 100,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -660,6 +763,7 @@ class DPSynSynthesizer(Synthesizer):
         self.n_records = n_records
         self.random_state = random_state
         self.exact_noise = exact_noise
+        self.integer_levels = integer_levels
 
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:
@@ -678,13 +782,18 @@ class DPSynSynthesizer(Synthesizer):
         df: pd.DataFrame,
         spec: Any = None,
         bounds: Mapping[str, Any] | None = None,
-        domain: Mapping[str, Any] | None = None,
+        domain: Any = None,
         ordinal: Sequence[str] | None = None,
+        out_of_domain: str = "error",
         *,
         quasi_identifiers: Sequence[str] | None = None,
         keep: Sequence[str] | None = None,
     ) -> "DPSynSynthesizer":
         """Measure the noisy marginals of ``df`` and make them consistent.
+
+        Levels and bounds come only from the declared public ``domain`` (and the
+        older ``bounds``), never from the data: a level held by one record must
+        not appear or vanish with that record (issue 11).
 
         Parameters
         ----------
@@ -698,49 +807,62 @@ class DPSynSynthesizer(Synthesizer):
         quasi_identifiers, keep : list of str, optional
             Shortcut for the released columns (default: every column of ``df``).
         bounds : dict, optional
-            Column -> (lower, upper): public bounds of each numeric column that is
-            not in ``domain``. Required for such columns; values outside are clipped.
-        domain : dict, optional
-            Column -> domain size ``d`` (integer codes 0..d-1) or list of levels, for
-            discrete columns whose dtype does not carry its levels.
+            Older form: column -> (lower, upper), declaring a numeric column
+            (integer kind for integer dtypes, continuous otherwise).
+        domain : PublicDomain, str, Path or dict
+            The declared public domain of every column (see :mod:`synthmi.domain`):
+            a :class:`~synthmi.domain.PublicDomain`, a path to its JSON file, its
+            dict form, or the older mapping column -> size ``d`` (codes 0..d-1) or
+            list of levels. A column without a declaration (other than a ``bool``
+            column, binary by default) is refused with an error naming it.
         ordinal : list of str, optional
             Discrete columns whose levels are ordered (bucketed contiguously); when
-            given it replaces the default, which is: ordered Categoricals, integer-size
-            domains and domains listed as increasing numbers. Continuous columns are
-            always ordered.
+            given it replaces the declared kinds (``ordinal`` vs ``categorical``).
+            Numeric columns are always ordered.
+        out_of_domain : {"error", "other"}
+            A value outside its column's declared domain raises an error naming the
+            column only (default), or with ``"other"`` is mapped to the column's
+            declared ``other`` level.
         """
         return super().fit(df, spec, keep=keep, quasi_identifiers=quasi_identifiers,
-                           bounds=bounds, domain=domain, ordinal=ordinal)
+                           bounds=bounds, domain=domain, ordinal=ordinal, out_of_domain=out_of_domain)
 
-    def _fit_release(self, df: pd.DataFrame, spec: Any, bounds=None, domain=None, ordinal=None) -> None:
+    def _fit_release(self, df: pd.DataFrame, spec: Any, bounds=None, domain=None, ordinal=None,
+                     out_of_domain: str = "error") -> None:
+        check_option(out_of_domain, "out_of_domain", _OWNER, ["error", "other"])
         df = df[spec.released]
-        # declared-public values of the spec only (ReleaseSpec.public_domain's rule)
-        declared_bounds = {c: spec[c].bounds for c in spec.released if spec[c].declared and spec[c].bounds}
-        declared_levels = {c: list(spec[c].levels) for c in spec.released if spec[c].declared and spec[c].levels}
-        bounds = {**declared_bounds, **dict(bounds or {})}
-        domain = {**declared_levels, **dict(domain or {})}
-        if ordinal is None and (declared_bounds or declared_levels):
-            ordinal = [c for c in spec.released if spec.kind(c) in ("ordinal", "integer", "continuous")]
-        for name, d in (("bounds", bounds), ("domain", domain)):
-            unknown = [c for c in d if c not in df.columns]
-            if unknown:
-                raise ValueError(f"The '{name}' parameter of {_OWNER} names columns not in 'df': {unknown}.")
+        # the values the spec DECLARES public (ReleaseSpec.public_domain), under any
+        # explicitly given domain; inferred levels and bounds never reach this code
+        declared = spec.public_domain()
+        if len(declared):
+            if domain is None:
+                domain = declared
+            elif isinstance(domain, (PublicDomain, str, Path)) or (
+                isinstance(domain, Mapping) and isinstance(domain.get("columns"), Mapping)
+            ):
+                domain = declared.merged(as_public_domain(domain))
         if ordinal is not None:
             ordinal = list(ordinal)
             unknown = [c for c in ordinal if c not in df.columns]
             if unknown:
                 raise ValueError(f"The 'ordinal' parameter of {_OWNER} names columns not in 'df': {unknown}.")
-        columns = _describe_columns(df, bounds, domain, ordinal, int(self.bins))
-        fine_codes = np.column_stack([c.encode(df[c.name]) for c in columns])
-        rng = check_random_state(self.random_state)
+        public = resolve_domain(df, domain, bounds, ordinal)
+        columns = _describe_columns(df, public, ordinal, int(self.bins), int(self.integer_levels))
+        fine_codes = np.column_stack([c.encode(df[c.name], out_of_domain) for c in columns])
+        # The noise generator lives only inside this call (OS entropy by default).
+        rng = noise_generator(self.random_state, _OWNER)
+        self.user_seed_given_ = user_seed_given(self.random_state)
         eps, delta = float(self.epsilon), float(self.delta)
         accountant = PrivacyAccountant(epsilon=eps, delta=delta)
         curator = _Curator(fine_codes, accountant, rng, exact_noise=bool(self.exact_noise))
         del fine_codes
         self._fit_from_curator(curator, columns)
+        del curator, rng
         self.accountant_ = accountant
         self.columns_ = [c.name for c in columns]
-        self.dtypes_ = df.dtypes.copy()
+        # Released dtypes: declared levels, never categories the input happened to carry.
+        self.dtypes_ = pd.Series({c.name: c.dtype for c in columns}, dtype=object)
+        self.domain_ = public.select(self.columns_)
 
     def _fit_from_curator(self, curator: _Curator, columns: list[_Column]) -> None:
         d = len(columns)
@@ -879,6 +1001,11 @@ class DPSynSynthesizer(Synthesizer):
                 f"This {_OWNER} instance is not fitted yet. Call 'fit' with appropriate arguments before using 'sample'."
             )
 
+    def _sampling_rng(self, random_state: Any) -> np.random.Generator:
+        """The record-sampling stream: separate from the noise stream of ``fit`` (an
+        int seed is spawned into its own stream) and not recorded either."""
+        return sampling_generator(random_state, _OWNER)
+
     def _draw_copies(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
         """``m`` independent GUM runs; pure post-processing of the noisy marginals."""
         n = int(self.n_records) if self.n_records is not None else int(round(self.n_estimate_))
@@ -890,12 +1017,43 @@ class DPSynSynthesizer(Synthesizer):
             copies.append(self._decode(rec, rng))
         return copies
 
+    def _published_params(self) -> dict[str, Any]:
+        return self.public_params()
+
+    def _structure(self, m: int) -> dict[str, Any]:
+        return {"rule": "full", "privacy": self.privacy_statement(), "domain": self.domain_.to_dict()}
+
     def _diagnostics(self) -> dict[str, Any]:
         return {
-            "epsilon_spent": self.spent()[0],
+            # 6 significant digits: the spend equals the request to ~1e-9 by design, and
+            # its last float digits depend on which (noisily selected) marginals were measured.
+            "epsilon_spent": float(f"{self.spent()[0]:.6g}"),
             "delta": float(self.delta),
             "n_two_way": len(self.selected_),
             "theta": self.theta_.to_dict(),
+        }
+
+    def public_params(self) -> dict[str, Any]:
+        """The tuning parameters a release may publish: everything but ``random_state``."""
+        return {k: v for k, v in self.get_params().items() if k != "random_state"}
+
+    def privacy_statement(self) -> dict[str, Any]:
+        """The guarantee of the fitted release, as published in its metadata (no data values)."""
+        self._check_fitted()
+        eps, delta = self.spent()
+        return {
+            "guarantee": f"({eps:.6g}, {delta:g})-differential privacy",
+            "epsilon": float(self.epsilon),
+            "delta": float(self.delta),
+            "epsilon_spent": float(f"{eps:.6g}"),
+            "neighbours": "add/remove one record (the record count is private; only a noisy estimate is used)",
+            "composition": "Renyi DP of discrete Gaussian mechanisms",
+            "conversion": {
+                "improved": "RDP to (epsilon, delta): Canonne, Kamath & Steinke (2020), Proposition 12",
+                "simple": "RDP to (epsilon, delta): Mironov (2017), Proposition 3",
+            }[self.conversion],
+            "noise": noise_provenance(bool(getattr(self, "user_seed_given_", False))),
+            "public_inputs": "declared domain (levels, bounds, point masses), tuning parameters",
         }
 
     def _decode(self, rec: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:

@@ -23,6 +23,14 @@ looking at the data, so it costs no budget); ``clip_norm`` must be public.
 :func:`step_statistics` computes exactly the two quantities released per
 iteration, so the tests audit their sensitivities on random neighbouring pairs.
 
+Public domain: with ``fit(X, domain=...)`` (a DataFrame and its declared
+:class:`~synthmi.domain.PublicDomain`), each column is mapped onto
+:math:`[-1, 1]` by its *declared* bounds, :math:`z = 2(x - l)/(u - l) - 1`, the
+ball's radius ``clip_norm`` is in those units (``d`` keeps every record
+unclipped), and the released centres are mapped back. No bound is ever read from
+the data. The noise comes from OS entropy unless ``random_state`` is given (see
+:mod:`synthmi.privacy.noise_source`).
+
 Noise sampling: with ``exact_noise=False`` (default) the counts' discrete Laplace
 noise is the difference of two geometric variables drawn by NumPy's
 floating-point inverse CDF: an integer-valued draw from the discrete Laplace law
@@ -38,9 +46,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validate import NotFittedError, check_epsilon, check_random_state, check_scalar, param_error
+from .._validate import NotFittedError, check_epsilon, check_scalar, param_error
+from ..domain import as_public_domain
 from .accountant import PrivacyAccountant
 from .discrete import sample_discrete_laplace
+from .noise_source import SecretSeedMixin, noise_generator, noise_provenance, user_seed_given
 
 __all__ = ["DPKMeans", "uniform_l1_ball", "clip_l1", "step_statistics"]
 
@@ -74,7 +84,7 @@ def step_statistics(X: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.
     return counts, sums
 
 
-class DPKMeans:
+class DPKMeans(SecretSeedMixin):
     """Differentially private k-means, the seed's Algorithm 2.
 
     Parameters
@@ -90,6 +100,9 @@ class DPKMeans:
     init : "random" or array (k, d)
         Initial centres: uniform in the domain (data independent) or public centres.
     random_state : None, int or Generator
+        Seed of the noise. Default ``None``: fresh OS randomness, never stored. A
+        seed (with a warning) makes the release reproducible and hence not private
+        against anyone who learns it; it is never shown in ``repr`` or pickled.
     exact_noise : bool
         Draw the counts' discrete Laplace noise with CKS 2020 Algorithm 2 in rational
         arithmetic (``True``) or the double-precision geometric sampler (``False``,
@@ -121,14 +134,24 @@ class DPKMeans:
         self.random_state = random_state
         self.exact_noise = exact_noise
 
-    def fit(self, X: Any) -> "DPKMeans":
+    def fit(self, X: Any, domain: Any = None) -> "DPKMeans":
+        """Run the private Lloyd iterations on ``X`` (n records x d features).
+
+        With ``domain`` (a :class:`~synthmi.domain.PublicDomain`, its JSON path or
+        dict), ``X`` is a DataFrame whose columns are declared numeric; they are
+        scaled onto [-1, 1] by the declared bounds and the centres are returned in
+        the original units. Values outside the declared bounds raise an error naming
+        the column only.
+        """
         eps = check_epsilon(self.epsilon, _OWNER)
         k = int(check_scalar(self.n_clusters, "n_clusters", _OWNER, kind="int", lower=1))
         T = int(check_scalar(self.n_iter, "n_iter", _OWNER, kind="int", lower=1))
         c = float(check_scalar(self.clip_norm, "clip_norm", _OWNER, lower=0.0, lower_inclusive=False))
-        rng = check_random_state(self.random_state)
         if not isinstance(self.exact_noise, (bool, np.bool_)):
             raise param_error("exact_noise", _OWNER, "True or False", self.exact_noise)
+        self.scale_ = None
+        if domain is not None:
+            X = self._scaled(X, as_public_domain(domain))
         X = np.asarray(X.to_numpy() if isinstance(X, pd.DataFrame) else X, dtype=float)
         if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
             raise param_error("X", _OWNER, "a non-empty 2-D array (n records x d features)", f"shape {X.shape}")
@@ -136,7 +159,10 @@ class DPKMeans:
             raise param_error("X", _OWNER, "finite", "non-finite values")
         n, d = X.shape
         if k > n:
-            raise param_error("n_clusters", _OWNER, f"<= the number of records ({n})", k)
+            # No n in the message: under add/remove-one neighbours the record count is private.
+            raise param_error("n_clusters", _OWNER, "at most the number of records", k)
+        rng = noise_generator(self.random_state, _OWNER)
+        self.user_seed_given_ = user_seed_given(self.random_state)
         X = clip_l1(X, c)
 
         if isinstance(self.init, str):
@@ -166,16 +192,53 @@ class DPKMeans:
                 new[~ok] = uniform_l1_ball(int((~ok).sum()), d, c, rng)
             centres = new
             history.append(centres.copy())
+        if self.scale_ is not None:
+            lo, hi = self.scale_
+            centres = lo + (centres + 1.0) * (hi - lo) / 2.0
+            history = [lo + (h + 1.0) * (hi - lo) / 2.0 for h in history]
         self.cluster_centers_ = centres
         self.noisy_counts_ = n_hat
         self.accountant_ = acc
         self.history_ = history
         return self
 
+    def _scaled(self, X: Any, domain) -> np.ndarray:
+        """``X``'s columns on [-1, 1] by their declared bounds (sets ``scale_``)."""
+        if not isinstance(X, pd.DataFrame):
+            raise param_error("X", _OWNER, "a DataFrame when a domain is given", type(X).__name__)
+        domain.require(X.columns, flag="--domain", parameter="domain")
+        for col in X.columns:
+            if domain[col].is_discrete:
+                raise ValueError(f"Column '{col}' is declared {domain[col].kind}; DP k-means needs numeric columns.")
+        Z = domain.select(X.columns).conform(X)
+        for col in Z.columns:
+            if Z[col].isna().any():
+                # No count: how many values are missing is a data-dependent figure.
+                raise ValueError(f"Column '{col}' has missing values; DP k-means needs complete numeric columns.")
+        lo = np.array([domain[col].bounds[0] for col in X.columns])
+        hi = np.array([domain[col].bounds[1] for col in X.columns])
+        hi = np.where(hi > lo, hi, lo + 1.0)  # an integer column declared with one value
+        self.scale_ = (lo, hi)
+        self.columns_ = list(X.columns)
+        return 2.0 * (Z.to_numpy(dtype=float) - lo) / (hi - lo) - 1.0
+
+    def privacy_statement(self) -> dict[str, Any]:
+        """The guarantee of the fitted release (no data values)."""
+        if not hasattr(self, "cluster_centers_"):
+            raise NotFittedError("This DPKMeans instance is not fitted yet; call fit first.")
+        return {
+            "guarantee": f"{float(self.epsilon):g}-differential privacy",
+            "epsilon": float(self.epsilon),
+            "delta": 0.0,
+            "neighbours": "substitution of one record (and so also add/remove one record)",
+            "composition": f"basic composition of {2 * int(self.n_iter)} Laplace releases of epsilon/(2T) each",
+            "noise": noise_provenance(bool(getattr(self, "user_seed_given_", False))),
+        }
+
     def predict(self, X: Any) -> np.ndarray:
         """Nearest released centre for each row (post-processing)."""
         if not hasattr(self, "cluster_centers_"):
             raise NotFittedError("This DPKMeans instance is not fitted yet; call fit first.")
-        X = np.asarray(X, dtype=float)
+        X = np.asarray(X.to_numpy() if isinstance(X, pd.DataFrame) else X, dtype=float)
         d2 = ((X[:, None, :] - self.cluster_centers_[None, :, :]) ** 2).sum(axis=2)
         return np.argmin(d2, axis=1)

@@ -53,6 +53,24 @@ class ReportData:
     subgroup_labels : list of str
         Risk subgroup of each original record, same order as the I_i.
     settings, provenance : dict
+    releases : dict
+        Method -> plain-language description (:func:`describe_release`):
+        verbatim and synthesized columns, method, masks, rule, share of QI
+        values left unchanged per column, sampler diagnostics and their flags.
+    references : DataFrame
+        Summary rows of the original released as is and of an independent
+        release (each QI permuted on its own), same columns as ``summary``.
+    pmse_two_way : dict
+        Method -> square DataFrame of two-way table S_pMSE (variables x variables).
+    attribute : DataFrame
+        Attribute disclosure of ``target`` per method and reference (DiSCO etc.).
+    impossible : DataFrame
+        Per method and QI: synthetic values outside the original's observed
+        range, non-whole values where the original has whole numbers, and
+        categories the original lacks (counts over all copies; no bounds shown).
+    frontier : DataFrame
+        Points of a risk-utility frontier to draw (benchmarks/frontier.py or
+        :func:`synthmi.tuning.frontier`), plus the releases and references.
     """
 
     summary: pd.DataFrame
@@ -63,6 +81,12 @@ class ReportData:
     subgroup_labels: list[str] | None
     settings: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
+    releases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    references: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pmse_two_way: dict[str, pd.DataFrame] = field(default_factory=dict)
+    attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
+    impossible: pd.DataFrame = field(default_factory=pd.DataFrame)
+    frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def file_sha256(path: str | Path) -> str:
@@ -126,6 +150,149 @@ def _risk_by_subgroup(method: str, by_group: pd.DataFrame | None) -> list[dict[s
     return rows
 
 
+
+#: S_pMSE under the null is about chi2_k / k (Snoke et al. 2018), sd sqrt(2 / k); values
+#: more than this many null sds away from 1 are flagged in the report.
+PMSE_FLAG_SDS = 3.0
+DIAGNOSTIC_LIMITS = {"max_r_hat": 1.05, "min_ess_bulk": 100.0}
+
+
+def pmse_reading(s_pmse: float, k: float | None) -> tuple[str, bool]:
+    """Plain-language reading of an S_pMSE and whether it is flagged.
+
+    Below ``1 - 3 sd`` the copies are closer to the original than a draw from
+    a fitted model would be (little was changed: a disclosure concern); above
+    ``1 + 3 sd`` the propensity model tells them apart (a utility concern).
+    ``sd = sqrt(2 / k)`` with k the propensity model's parameters; without k
+    the band is 0.5 to 2.
+    """
+    if s_pmse is None or not np.isfinite(s_pmse):
+        return "not computed", False
+    sd = np.sqrt(2.0 / k) if k else None
+    lo, hi = (1 - PMSE_FLAG_SDS * sd, 1 + PMSE_FLAG_SDS * sd) if sd else (0.5, 2.0)
+    if s_pmse < lo:
+        return f"far below 1 (< {lo:.2f}): copies nearly identical to the original", True
+    if s_pmse > hi:
+        return f"far above 1 (> {hi:.2f}): copies differ from the original in ways the propensity model detects", True
+    return f"within {lo:.2f} to {hi:.2f}: consistent with copies drawn from a fitted model", False
+
+
+def _diag_flags(diag: Any) -> dict[str, Any]:
+    """max r_hat / min ESS / divergences found anywhere in a release's diagnostics, and failures."""
+    found: dict[str, float] = {}
+
+    def walk(d):
+        if isinstance(d, dict):
+            for k, v in d.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v):
+                    if k in ("r_hat", "max_r_hat", "split_r_hat", "max_split_r_hat"):
+                        found["max_r_hat"] = max(found.get("max_r_hat", -np.inf), float(v))
+                    elif k in ("ess_bulk", "min_ess_bulk", "ess", "min_ess"):
+                        found["min_ess_bulk"] = min(found.get("min_ess_bulk", np.inf), float(v))
+                    elif k in ("divergences",):
+                        found["divergences"] = found.get("divergences", 0) + float(v)
+                else:
+                    walk(v)
+        elif isinstance(d, list):
+            for v in d:
+                walk(v)
+
+    walk(diag)
+    fails = []
+    if found.get("max_r_hat", 0) > DIAGNOSTIC_LIMITS["max_r_hat"]:
+        fails.append(f"max r_hat {found['max_r_hat']:.3f} > {DIAGNOSTIC_LIMITS['max_r_hat']}")
+    if found.get("min_ess_bulk", np.inf) < DIAGNOSTIC_LIMITS["min_ess_bulk"]:
+        fails.append(f"min ESS {found['min_ess_bulk']:.0f} < {DIAGNOSTIC_LIMITS['min_ess_bulk']:.0f}")
+    if found.get("divergences", 0) > 0:
+        fails.append(f"{found['divergences']:.0f} divergent transitions")
+    return {**found, "failures": fails}
+
+
+_HOW = {
+    "dami": "DA-MI (Jiang et al. 2022): drawn from the posterior predictive of a model of the quasi-identifiers "
+            "given the kept columns, conditioned on masked pseudo-copies W of each record's own values",
+    "risk-dami": "risk-targeted DA-MI: a Gaussian copula of all columns, with masks that differ between low, "
+                 "medium and high re-identification-risk records",
+    "cart": "CART (synthpop): each quasi-identifier drawn from the leaf of a classification or regression tree "
+            "grown on the original, given the kept columns and the earlier quasi-identifiers",
+    "rubin": "norm+logit (Rubin 1993 MI): drawn from the posterior predictive of regression models "
+             "(normal, logit, ordered or multinomial) given the kept columns",
+    "dpsyn": "DPSyn: a differentially private fully synthetic release from noisy marginals",
+}
+
+
+def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[pd.DataFrame],
+                     quasi_identifiers: Sequence[str], rule: str) -> dict[str, Any]:
+    """Plain-language facts of one release (aggregates only)."""
+    qi_meta = list(getattr(obj, "quasi_identifiers", None) or quasi_identifiers)
+    synthesized = [c for c in copies[0].columns if c in qi_meta]
+    verbatim = [c for c in copies[0].columns if c not in synthesized]
+    method = getattr(obj, "method", None) or "unknown"
+    params = obj.metadata().get("params", {}) if isinstance(obj, SyntheticData) else {}
+    masks = params.get("masks") if isinstance(params, dict) else None
+    unchanged = {}
+    aligned = all(len(c) == len(original) for c in copies)
+    for c in synthesized:
+        if not aligned or c not in original.columns:
+            unchanged[c] = None
+            continue
+        a = original[c].to_numpy(dtype=object)
+        na = pd.isna(original[c]).to_numpy()
+        shares = [float(np.mean((a == cp[c].to_numpy(dtype=object)) | (na & pd.isna(cp[c]).to_numpy())))
+                  for cp in copies]
+        unchanged[c] = float(np.mean(shares))
+    diag = obj.metadata().get("diagnostics") if isinstance(obj, SyntheticData) else None
+    structure = getattr(obj, "structure", {}) or {}
+    return {
+        "label": label,
+        "method": method,
+        "how": _HOW.get(str(method), f"method {method}"),
+        "copies": len(copies),
+        "synthesized": synthesized,
+        "verbatim": verbatim,
+        "masks": masks,
+        "params": {k: v for k, v in (params or {}).items() if k not in ("masks", "progressbar")},
+        "unchanged_share": unchanged,
+        "rule": rule,
+        "diagnostics": _diag_flags(diag),
+        "seed": getattr(obj, "seed", None),
+    }
+
+
+def impossible_values(original: pd.DataFrame, copies: list[pd.DataFrame], columns: Sequence[str]) -> list[dict[str, Any]]:
+    """Counts (over all copies) of synthetic values the original's columns cannot hold.
+
+    Continuous: outside the observed [min, max] (the bounds are not reported),
+    or not whole where every observed value is whole; categorical: a category
+    the original lacks; any column: missing where the original has none.
+    """
+    rows = []
+    for c in columns:
+        o = original[c]
+        n_out = n_frac = n_cat = n_na = 0
+        num = pd.api.types.is_numeric_dtype(o) and not isinstance(o.dtype, pd.CategoricalDtype)
+        if num:
+            ov = o.dropna().to_numpy(dtype=float)
+            lo, hi = (ov.min(), ov.max()) if len(ov) else (-np.inf, np.inf)
+            whole = len(ov) > 0 and bool(np.all(np.mod(ov, 1.0) == 0))
+        else:
+            levels = set(o.dropna().astype(object))
+        for cp in copies:
+            s = cp[c]
+            n_na += int(s.isna().sum()) if not o.isna().any() else 0
+            if num:
+                v = pd.to_numeric(s, errors="coerce").dropna().to_numpy(dtype=float)
+                n_out += int(((v < lo) | (v > hi)).sum())
+                if whole:
+                    n_frac += int((np.mod(v, 1.0) != 0).sum())
+            else:
+                n_cat += int((~s.dropna().astype(object).isin(levels)).sum())
+        total = n_out + n_frac + n_cat + n_na
+        rows.append({"column": c, "outside observed range": n_out, "not whole": n_frac,
+                     "unknown category": n_cat, "missing (none in original)": n_na, "impossible": total})
+    return rows
+
+
 def evaluate_release(
     original: pd.DataFrame,
     synthetic: Mapping[str, Any],
@@ -144,6 +311,10 @@ def evaluate_release(
     seeds: Mapping[str, Any] | None = None,
     progress: bool = False,
     original_is_public: bool = False,
+    target: str | None = None,
+    references: bool = True,
+    frontier: pd.DataFrame | None = None,
+    reference_seed: int = 0,
     spec: Any = None,
 ) -> ReportData:
     """Evaluate one or more releases of synthetic copies against the original.
@@ -170,6 +341,16 @@ def evaluate_release(
     pmse_method : {"logit", "cart"}
     pmse_variables : list of str, optional
         Columns for pMSE (default: the quasi-identifiers and the formula's variables).
+    target : str, optional
+        Sensitive column for attribute disclosure (DiSCO, DCAP, TCAP, repU and
+        the matching attribute risk; :func:`synthmi.evaluation.attribute_disclosure`).
+    references : bool, default True
+        Add the original released as is and an independent release (each QI
+        permuted on its own, as many copies as the first release, seeded by
+        ``reference_seed``) as reference rows.
+    frontier : DataFrame, optional
+        Frontier points (``method``, ``setting``, measures and ``_se``) drawn
+        behind this report's releases in the risk-utility map.
     """
     from ..evaluation.analysis import analyse
     from ..evaluation.pmse import pmse, utility_tables
@@ -195,21 +376,33 @@ def evaluate_release(
     labels_series = pd.Series(subgroups.labels, index=original.index).astype(str)
     labels = labels_series.to_numpy()
 
+    from ..evaluation.attribute_disclosure import attribute_disclosure
+
+    if target is not None:
+        check_columns_exist(original, [target], "target", "original")
     summary_rows, coef_frames, per_var, risk_rows, individual = [], [], {}, [], {}
     rules: dict[str, str] = {}
+    releases, two_way, attr_rows, impossible = {}, {}, [], []
     meta: dict[str, Any] = {}
     steps = tqdm(total=4 * len(synthetic), desc="evaluating", unit="step", disable=not progress, leave=False)
     for method, obj in synthetic.items():
         copies = _copies(obj)
-        steps.set_postfix_str(f"{method}: pMSE")
-        pm = pmse(original, copies, method=pmse_method, variables=pmse_variables, spec=spec)
-        ut = utility_tables(original, copies, variables=pmse_variables, ways=(1,), spec=spec)
-        # kept columns are released unchanged (S_pMSE 0): show the synthesized ones
-        per_var[method] = ut.set_index("variables")["s_pmse"].reindex([v for v in pmse_variables if v in qi])
-        steps.update()
-        steps.set_postfix_str(f"{method}: analysis")
         rule_m = rule.get(method) if isinstance(rule, Mapping) else rule
         rules[method] = rule_m = rule_m or getattr(obj, "rule", None) or "partial"
+        releases[method] = describe_release(method, obj, original, copies, qi, rule_m)
+        impossible += [{"method": method, **r} for r in impossible_values(original, copies, releases[method]["synthesized"])]
+        steps.set_postfix_str(f"{method}: pMSE")
+        pm = pmse(original, copies, method=pmse_method, variables=pmse_variables, spec=spec)
+        ut = utility_tables(original, copies, variables=pmse_variables, ways=(1, 2), spec=spec)
+        one = ut[ut["way"] == 1]
+        # kept columns are released unchanged (S_pMSE 0): show the synthesized ones
+        per_var[method] = one.set_index("variables")["s_pmse"].reindex([v for v in pmse_variables if v in qi])
+        two_way[method] = _square(ut[ut["way"] == 2], list(pmse_variables))
+        if target is not None:
+            ad = attribute_disclosure(original, copies, qi, target, tolerance=tolerance, threshold=risk_threshold)
+            attr_rows.append({"method": method, **_attr_row(ad.summary)})
+        steps.update()
+        steps.set_postfix_str(f"{method}: analysis")
         res = analyse(formula, family=family, original=original, synthetic=obj if hasattr(obj, "structure") else copies,
                       rule=rule_m, alpha=alpha, spec=spec)
         frame = res.to_frame()
@@ -224,6 +417,10 @@ def evaluate_release(
         risk_rows += _risk_by_subgroup(method, risk.by_group)
         steps.update()
         rs = risk.summary
+        k = float(np.mean(pm.k)) if getattr(pm, "k", None) is not None else None
+        reading, flagged = pmse_reading(pm.mean_s_pmse, k)
+        releases[method]["s_pmse_reading"] = reading
+        releases[method]["s_pmse_flag"] = flagged
         summary_rows.append({
             "method": method,
             "M": len(copies),
@@ -246,6 +443,12 @@ def evaluate_release(
 
     per_variable = pd.DataFrame(per_var)
     per_variable.index.name = "variable"
+    ref_rows = []
+    if references:
+        ref_rows, ref_attr = _references(original, qi, formula, family, rule, alpha, tolerance, risk_threshold,
+                                         pmse_method, pmse_variables, target, len(_copies(next(iter(synthetic.values())))),
+                                         reference_seed)
+        attr_rows += ref_attr
     counts = {g: int((labels == g).sum()) for g in SUBGROUP_ORDER}
     settings = {
         "original": original_label,
@@ -279,6 +482,72 @@ def evaluate_release(
         risk_by_subgroup=pd.DataFrame(risk_rows),
         individual_risk=individual,
         subgroup_labels=list(labels),
-        settings=settings,
+        settings={**settings, "target": target},
         provenance=provenance,
+        releases=releases,
+        references=pd.DataFrame(ref_rows),
+        pmse_two_way=two_way,
+        attribute=pd.DataFrame(attr_rows),
+        impossible=pd.DataFrame(impossible),
+        frontier=frontier if frontier is not None else pd.DataFrame(),
     )
+
+
+def _square(two: pd.DataFrame, variables: list[str]) -> pd.DataFrame:
+    """Two-way table S_pMSE as a symmetric variables x variables frame (NaN diagonal)."""
+    m = pd.DataFrame(np.nan, index=variables, columns=variables)
+    for name, v in zip(two["variables"], two["s_pmse"]):
+        a, b = str(name).split(":", 1)
+        if a in m.index and b in m.columns:
+            m.loc[a, b] = m.loc[b, a] = float(v)
+    return m
+
+
+_ATTR_KEYS = {"DiSCO": "DiSCO", "DCAP": "DCAP", "TCAP": "TCAP", "repU": "repU",
+              "attribute_risk_mean": "mean attribute risk A_i", "share_above_threshold": "share A_i > threshold"}
+
+
+def _attr_row(summary: Mapping[str, Any]) -> dict[str, float]:
+    return {label: float(summary[k]) if summary[k] is not None else np.nan for k, label in _ATTR_KEYS.items()}
+
+
+def _references(original, qi, formula, family, rule, alpha, tolerance, threshold, pmse_method, pmse_variables,
+                target, m, seed) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Summary (and attribute) rows of the original released as is and of an independent release."""
+    from ..evaluation.analysis import analyse
+    from ..evaluation.attribute_disclosure import attribute_disclosure
+    from ..evaluation.pmse import pmse
+    from ..evaluation.risk import reidentification_risk
+
+    kw = {} if tolerance is None else {"tolerance": tolerance}
+    rr = reidentification_risk(original, [original], qi, threshold=threshold, **kw).summary
+    rows = [{"method": "reference: original released as is", "M": 1, "S_pMSE": np.nan, "mean_ci_overlap": 1.0,
+             "mean_std_diff": 0.0, "expected_matches": float(rr["expected_matches"]),
+             "true_match_rate": float(rr["true_match_rate"]), "share_above_threshold": float(rr["share_above_threshold"])}]
+    attr = []
+    if target is not None:
+        attr.append({"method": "reference: original released as is",
+                     **_attr_row(attribute_disclosure(original, [original], qi, target, threshold=threshold, **kw).summary)})
+    rng = np.random.default_rng(seed)
+    copies = []
+    for _ in range(max(int(m), 2)):
+        c = original.copy()
+        for q in qi:
+            vals = original[q].to_numpy()[rng.permutation(len(original))]
+            c[q] = pd.Categorical(vals, categories=original[q].cat.categories, ordered=original[q].cat.ordered) \
+                if isinstance(original[q].dtype, pd.CategoricalDtype) else vals
+        copies.append(c)
+    # the permuted copies are a partially synthetic release (no nests): the user's rule
+    # when one rule was given, else partial
+    ref_rule = rule if isinstance(rule, str) and rule != "nested" else "partial"
+    res = analyse(formula, family=family, original=original, synthetic=copies, rule=ref_rule, alpha=alpha)
+    ri = reidentification_risk(original, copies, qi, threshold=threshold, **kw).summary
+    rows.append({"method": "reference: independent release", "M": len(copies),
+                 "S_pMSE": pmse(original, copies, method=pmse_method, variables=pmse_variables).mean_s_pmse,
+                 "mean_ci_overlap": float(res.mean_ci_overlap), "mean_std_diff": float(res.mean_std_diff),
+                 "expected_matches": float(ri["expected_matches"]), "true_match_rate": float(ri["true_match_rate"]),
+                 "share_above_threshold": float(ri["share_above_threshold"])})
+    if target is not None:
+        attr.append({"method": "reference: independent release",
+                     **_attr_row(attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).summary)})
+    return rows, attr

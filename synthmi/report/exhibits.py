@@ -21,6 +21,10 @@ Exhibits (the slides' names):
     (sigma_e, K), M = 3 and 20. Replications share their seeds across
     settings (common random numbers) so the curves compare settings, not
     noise; the Monte Carlo standard error is in the CSV and drawn as a band.
+``frontier_adult``, ``frontier_nhanes``
+    The risk-utility frontier (benchmarks/frontier.py): utility against
+    expected matches and true-match rate for every method and setting, with
+    Monte Carlo error bars, and each method's best utility at CART's risk.
 ``nhanes``, ``dp_bayes``, ``dpsyn``
     Read from the benchmark outputs under ``benchmarks/results/`` (those
     jobs are long; the figures never re-run them), when present.
@@ -489,7 +493,89 @@ def _read_nhanes(src: Path, out: Path) -> dict[str, Any]:
     return {"csv": files, "png": pngs, "markdown": "\n".join(md)}
 
 
+def at_reference_risk(points: pd.DataFrame, reference_method: str = "cart", reference_setting: str = "min leaf 5",
+                      risks: tuple[str, ...] = ("expected_matches", "true_match_rate")) -> pd.DataFrame:
+    """Per method, the most useful setting whose mean risk is no higher than the reference's on every
+    measure in ``risks`` (CART with synthpop's default leaf size unless told otherwise)."""
+    ref = points[(points["method"] == reference_method) & (points["setting"] == reference_setting)]
+    if ref.empty:
+        return pd.DataFrame()
+    r0 = ref.iloc[0]
+    rows = []
+    for mth, s in points[points["method"] != "reference"].groupby("method", sort=False):
+        ok = s[np.logical_and.reduce([s[k] <= r0[k] for k in risks])]
+        row = {"method": mth, "risk_measures": " & ".join(risks), "cap": "; ".join(f"{k} <= {r0[k]:.4g}" for k in risks)}
+        if ok.empty:
+            row.update(setting="(none meets the cap)")
+        else:
+            b = ok.loc[ok["mean_ci_overlap"].idxmax()]
+            row.update(setting=b["setting"], mean_ci_overlap=b["mean_ci_overlap"],
+                       mean_ci_overlap_se=b.get("mean_ci_overlap_se"),
+                       **{k: b[k] for k in risks}, s_pmse=b.get("s_pmse"),
+                       diff_vs_reference=b["mean_ci_overlap"] - r0["mean_ci_overlap"],
+                       diff_se=float(np.hypot(b.get("mean_ci_overlap_se", np.nan), r0.get("mean_ci_overlap_se", np.nan))))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _read_frontier(src: Path, out: Path) -> dict[str, Any]:
+    """Risk-utility frontier from benchmarks/frontier.py: plot with MC error bars, the non-dominated
+    settings, and each method's best utility at CART's risk."""
+    from ..evaluation.frontier import pareto_front
+
+    name = src.stem  # frontier_adult / frontier_nhanes
+    data = name.split("_", 1)[1]
+    pts = pd.read_csv(src)
+    risks = ["expected_matches", "true_match_rate"]
+    methods = pts[pts["method"] != "reference"]
+    front = pd.Series(False, index=pts.index)
+    front.loc[methods.index] = pareto_front(methods, risks).to_numpy()
+    pts = pts.assign(on_front=front)
+    _write_csv(pts, out / f"{name}.csv")
+    figures.save_png(figures.frontier_plot(pts, risks, front=front,
+                                           title=f"{data.upper() if data == 'nhanes' else data.title()}: "
+                                                 "risk-utility frontier (mean +/- MC s.e. over replicates)"),
+                     out / f"{name}.png")
+    cmp_both = at_reference_risk(pts, risks=tuple(risks))
+    cmp_em = at_reference_risk(pts, risks=("expected_matches",))
+    cmp = pd.concat([cmp_both, cmp_em], ignore_index=True)
+    _write_csv(cmp, out / f"{name}_at_cart_risk.csv")
+    show = pts[pts["on_front"]][["method", "setting", "mean_ci_overlap", "mean_ci_overlap_se", "expected_matches",
+                                 "true_match_rate", "s_pmse"]]
+    refs = pts[pts["method"] == "reference"][["setting", "mean_ci_overlap", "expected_matches", "true_match_rate", "s_pmse"]]
+    md = [
+        "Each point: one method and tuning setting, mean over replicate syntheses (error bars: Monte Carlo "
+        "standard error). Left: expected correct matches; right: true-match rate (Reiter and Mitra 2009). "
+        "Ringed points are non-dominated on (overlap, expected matches, true-match rate).",
+        "",
+        "Best mean CI overlap per method at a risk no higher than CART's (synthpop default, min leaf 5):",
+        "",
+        _md_table(cmp[[c for c in ["method", "cap", "setting", "mean_ci_overlap", "mean_ci_overlap_se",
+                                   "diff_vs_reference", "diff_se", "expected_matches", "true_match_rate"]
+                       if c in cmp.columns]], 4),
+        "",
+        "Non-dominated settings:",
+        "",
+        _md_table(show, 4),
+        "",
+        "Reference points:",
+        "",
+        _md_table(refs, 4),
+        "",
+    ]
+    side = src.with_suffix(".json")
+    if side.exists():
+        meta = json.loads(side.read_text())
+        argv = (meta.get("environment") or {}).get("argv")
+        md += [f"{meta.get('n')} records, M = {meta.get('m')} copies x {meta.get('replicates')} replicates; "
+               f"benchmark wall time {meta.get('wall_seconds', 0):.0f} s"
+               + (f"; command `{' '.join(map(str, argv))}`" if argv else ""), ""]
+    return {"csv": [f"{name}.csv", f"{name}_at_cart_risk.csv"], "png": [f"{name}.png"], "markdown": "\n".join(md)}
+
+
 RESULT_READERS: dict[str, dict[str, Any]] = {
+    "frontier_adult": {"files": ["frontier_adult.csv"], "read": _read_frontier},
+    "frontier_nhanes": {"files": ["frontier_nhanes.csv"], "read": _read_frontier},
     "nhanes": {"files": ["copula_table.csv", "nhanes_table.csv", "copula.csv"], "read": _read_nhanes},
     "dp_bayes": {"files": ["dp_bayes.csv", "dp_bayes_accuracy.csv", "dp_bayes.json"], "read": _read_dp_bayes},
     "dpsyn": {"files": ["dpsyn.csv", "dpsyn_benchmark.csv", "dpsyn.json"], "read": _read_dpsyn},
@@ -593,6 +679,8 @@ TITLES = {
     "nhanes": "Study with missing data: NHANES, risk-subgroup targeted DA-MI",
     "dp_bayes": "Differentially private Bayesian inference: accuracy",
     "dpsyn": "DPSyn: marginal TVD vs epsilon (Adult, discretized)",
+    "frontier_adult": "Risk-utility frontier: Adult (DA-MI, risk-targeted DA-MI, CART, norm+logit)",
+    "frontier_nhanes": "Risk-utility frontier: NHANES (DA-MI, risk-targeted DA-MI, CART, norm+logit)",
     "screenshot": "The disclosure review report (first screen)",
 }
 

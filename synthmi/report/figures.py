@@ -26,6 +26,8 @@ __all__ = [
     "risk_histogram",
     "tuning_curves",
     "line_plot",
+    "frontier_plot",
+    "pmse_heatmap",
     "to_png",
     "save_png",
     "METHOD_COLORS",
@@ -273,4 +275,110 @@ def line_plot(
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+_RISK_LABELS = {
+    "expected_matches": "expected correct matches (sum of I_i)",
+    "true_match_rate": "true-match rate (unique correct matches / N M)",
+    "disco": "DiSCO (share of records whose target is disclosed)",
+    "high_risk_mean_risk": "mean I_i, high-risk subgroup",
+}
+
+
+def frontier_plot(
+    points: pd.DataFrame,
+    risks: Sequence[str] = ("expected_matches", "true_match_rate"),
+    utility: str = "mean_ci_overlap",
+    title: str | None = None,
+    front: pd.Series | None = None,
+) -> Figure:
+    """The R-U confidentiality map (Duncan, Keller-McNulty and Stokes 2001): one panel per risk.
+
+    ``points`` has ``method``, ``setting``, the measures and their Monte Carlo
+    standard errors (``<measure>_se``, drawn as error bars in both
+    directions); rows with ``method == "reference"`` are drawn as black
+    (original released as is) and grey (independent release) stars. Points
+    on the non-dominated front (``front``, e.g. from
+    :func:`synthmi.evaluation.frontier.pareto_front`) are ringed. A
+    reference below the methods' utility range is pinned to the bottom edge
+    and its value given in the legend. x axes are symmetric-log (risk can be 0).
+    """
+    ref = points[points["method"] == "reference"]
+    pts = points[points["method"] != "reference"]
+    methods = list(dict.fromkeys(pts["method"]))
+    colors = _palette(methods)
+    fig, axes = plt.subplots(1, len(risks), figsize=(5.2 * len(risks), 4.2), squeeze=False, sharey=True)
+    u = pts[utility].to_numpy(dtype=float)
+    lo = np.nanmin(u) - 0.06 if len(u) else 0.0
+    hi = max(1.02, np.nanmax(u) + 0.02) if len(u) else 1.0
+    for ax, risk in zip(axes[0], risks):
+        for mth in methods:
+            s = pts[pts["method"] == mth]
+            ax.errorbar(s[risk], s[utility], xerr=s.get(f"{risk}_se"), yerr=s.get(f"{utility}_se"), fmt="o",
+                        ms=4.5, color=colors[mth], ecolor=colors[mth], elinewidth=0.8, capsize=2, label=mth, alpha=0.9)
+            if front is not None:
+                on = s[front.reindex(s.index).fillna(False).to_numpy(dtype=bool)]
+                ax.plot(on[risk], on[utility], "o", ms=9, mfc="none", mec="#000000", mew=0.9)
+        for _, r in ref.iterrows():
+            yv = float(r[utility])
+            shown = min(max(yv, lo + 0.01), hi)
+            col = "#000000" if r["setting"] == "original" else "#888888"
+            lab = f"{r['setting']} (reference)" + ("" if yv == shown else f", overlap {yv:.2f} off scale")
+            ax.plot([r[risk]], [shown], "*", ms=13, color=col, label=lab, zorder=5)
+        ax.set_xscale("symlog", linthresh=1.0 if risk == "expected_matches" else 1e-4)
+        ax.set_xlabel(_RISK_LABELS.get(risk, risk), fontsize=9)
+        ax.set_ylim(lo, hi)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel({"mean_ci_overlap": "mean CI overlap (higher = more useful)"}.get(utility, utility), fontsize=9)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if front is not None:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], marker="o", ls="", ms=9, mfc="none", mec="#000000"))
+        labels.append("non-dominated (on the frontier)")
+    axes[0, -1].legend(handles, labels, fontsize=7, frameon=False, loc="lower right")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def pmse_heatmap(tables: Mapping[str, pd.DataFrame], title: str | None = None) -> Figure:
+    """Two-way table S_pMSE as heat maps, one panel per release (synthpop's ``utility.tables`` plot).
+
+    The colour scale is logarithmic and centred on 1 (the null of a copy from a
+    fitted model): blue below (closer to the original than a model draw), red
+    above (the copies miss that pair's association). Cells show the values.
+    """
+    from matplotlib.colors import LogNorm
+
+    names = list(tables)
+    n = max(len(names), 1)
+    size = max(len(next(iter(tables.values()))) if tables else 1, 1)
+    fig, axes = plt.subplots(1, n, figsize=(0.55 * size * n + 1.6 * n, 0.55 * size + 1.4), squeeze=False)
+    vals = np.concatenate([t.to_numpy(dtype=float).ravel() for t in tables.values()]) if tables else np.array([1.0])
+    vals = vals[np.isfinite(vals) & (vals > 0)]
+    # symmetric log range around 1, at least 10x either way, at most 1000x
+    span = min(max(1.0, float(np.nanmax(np.abs(np.log10(vals))))), 3.0) if len(vals) else 1.0
+    norm = LogNorm(vmin=10 ** -span, vmax=10 ** span)
+    im = None
+    for ax, name in zip(axes[0], names):
+        t = tables[name]
+        a = t.to_numpy(dtype=float)
+        shown = np.where(np.isfinite(a) & (a > 0), a, np.nan)
+        im = ax.imshow(np.clip(shown, 10 ** -span, 10 ** span), cmap="RdBu_r", norm=norm)
+        ax.set_xticks(range(len(t.columns)))
+        ax.set_xticklabels(t.columns, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(t.index)))
+        ax.set_yticklabels(t.index, fontsize=7)
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                if np.isfinite(a[i, j]):
+                    ax.text(j, i, f"{a[i, j]:.2g}", ha="center", va="center", fontsize=6)
+        ax.set_title(str(name), fontsize=9)
+    if im is not None:
+        fig.colorbar(im, ax=list(axes[0]), shrink=0.8, label="two-way S_pMSE (1 = null)")
+    if title:
+        fig.suptitle(title, fontsize=10)
     return fig

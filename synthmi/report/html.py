@@ -41,6 +41,10 @@ td:first-child,th:first-child{text-align:left}
 img{max-width:100%;height:auto}
 .kv td{text-align:left;vertical-align:top}
 p.flag{color:#b00020;font-weight:600}
+td.bad,span.bad{color:#b00020;font-weight:600}
+tr.ref td{font-style:italic;color:#444;background:#f7f7f7}
+ul.rel{margin:4px 0 8px 18px;padding:0;font-size:13px}
+ul.rel li{margin:2px 0}
 code{font-size:12px;background:#f3f3f3;padding:1px 3px}
 """
 
@@ -125,12 +129,107 @@ def _analysis_table(coef: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+def _flat(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested dicts/lists -> (path, value) rows ("releases > dami > params > masks > age")."""
+    rows: list[tuple[str, Any]] = []
+    if isinstance(d, dict):
+        for k, v in d.items():
+            rows += _flat(v, f"{prefix} \u203a {k}" if prefix else str(k))
+    elif isinstance(d, list) and d and all(isinstance(x, (dict, list)) for x in d):
+        for i, v in enumerate(d):
+            rows += _flat(v, f"{prefix}[{i + 1}]")
+    else:
+        rows.append((prefix, d))
+    return rows
+
+
+def _provenance_table(prov: dict[str, Any]) -> str:
+    """Provenance as readable rows: one line per fact; long lists of hashes shortened."""
+    rows = []
+    for path, v in _flat(prov):
+        if isinstance(v, list):
+            v = ", ".join((x[:12] + "\u2026") if isinstance(x, str) and len(x) > 40 else str(x) for x in v)
+        elif isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v):
+            v = v[:16] + "\u2026"
+        rows.append(f"<tr><td>{html.escape(path)}</td><td>{_fmt(v) if not isinstance(v, str) else html.escape(v)}</td></tr>")
+    return f'<table class="kv"><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _mask_text(masks: Any) -> str:
+    if not masks:
+        return "none"
+    if isinstance(masks, dict) and set(masks) & {"low", "medium", "high"}:
+        return "; ".join(f"{g}: {_mask_text(m)}" for g, m in masks.items())
+    parts = []
+    for c, spec in (masks or {}).items():
+        if isinstance(spec, dict):
+            kv = ", ".join(f"{'sigma_e' if k == 'sigma_e' else k}={v}" for k, v in spec.items() if k != "kind" and v is not None)
+            parts.append(f"{c} ({kv})")
+        else:
+            parts.append(f"{c} ({spec})")
+    return "; ".join(parts)
+
+
+def _releases_html(releases: dict[str, dict[str, Any]]) -> str:
+    """One paragraph and list per release, in plain language."""
+    out = []
+    for label, r in releases.items():
+        unchanged = ", ".join(
+            f"{c} {v:.1%}" if v is not None else f"{c} (copies not row-aligned)" for c, v in r["unchanged_share"].items())
+        diag = r.get("diagnostics") or {}
+        fails = diag.get("failures") or []
+        found = {k: v for k, v in diag.items() if k != "failures"}
+        dtext = ("<span class='bad'>FAILED: " + html.escape("; ".join(fails)) + "</span>") if fails else (
+            "passed (" + html.escape(", ".join(f"{k} {v:.3g}" for k, v in found.items())) + ")" if found
+            else "none reported by this method")
+        pm = r.get("s_pmse_reading")
+        pm_html = (f"<span class='bad'>{html.escape(pm)}</span>" if r.get("s_pmse_flag") else html.escape(pm or ""))
+        params = {k: v for k, v in (r.get("params") or {}).items() if v is not None}
+        out.append(f"""<h3 style='font-size:14px;margin:10px 0 2px 0'>{html.escape(label)}</h3>
+<ul class="rel">
+<li><b>Released verbatim</b> (the original's values): {html.escape(', '.join(r['verbatim']) or 'none')}.</li>
+<li><b>Synthesized</b>: {html.escape(', '.join(r['synthesized']) or 'none')}, by {html.escape(r['how'])}; {r['copies']} copies.</li>
+<li><b>Masks</b>: {html.escape(_mask_text(r.get('masks')))}{(' &middot; other settings: <code>' + html.escape(json.dumps(params, sort_keys=True, default=str)) + '</code>') if params else ''}.</li>
+<li><b>Share of quasi-identifier values left unchanged</b> (mean over copies): {html.escape(unchanged or '&ndash;')}.</li>
+<li><b>Analyse with</b> the <code>{html.escape(str(r.get('rule')))}</code> combining rule.</li>
+<li><b>S_pMSE</b>: {pm_html}.</li>
+<li><b>Sampler diagnostics</b>: {dtext}.</li>
+</ul>""")
+    return "".join(out)
+
+
+def _summary_html(summary: pd.DataFrame, references: pd.DataFrame) -> str:
+    both = pd.concat([summary, references], ignore_index=True) if not references.empty else summary
+    t = both.set_index("method").rename(columns=SUMMARY_LABELS)
+    html_t = frame_to_html(t)
+    # reference rows in italics on grey (the report's releases come first)
+    for name in references.get("method", pd.Series(dtype=str)):
+        esc = html.escape(str(name))
+        html_t = html_t.replace(f"<tr><td>{esc}</td>", f"<tr class='ref'><td>{esc}</td>")
+    return html_t
+
+
+def _impossible_html(imp: pd.DataFrame) -> str:
+    if imp.empty:
+        return "<p class='note'>No synthesized columns.</p>"
+    t = imp.set_index(["method", "column"])
+    body = frame_to_html(t)
+    bad = int(imp["impossible"].sum())
+    msg = (f"<p class='note flag'>{bad:,} impossible synthetic values (see the table).</p>" if bad
+           else "<p class='note'>No impossible values.</p>")
+    # mark non-zero counts in red
+    import re as _re
+
+    body = _re.sub(r"<td>([1-9][0-9,]*)</td>", r"<td class='bad'>\1</td>", body)
+    return msg + body
+
+
 def render_report(data: "ReportData") -> str:
     """The report as one HTML string (no external resources)."""
     s = data.settings
     title = f"Synthetic data disclosure review: {s.get('original', 'data')}"
     summary = data.summary.copy()
-    summary_html = frame_to_html(summary.set_index("method").rename(columns=SUMMARY_LABELS))
+    summary_html = _summary_html(summary, getattr(data, "references", pd.DataFrame()))
 
     coef_png = figures.to_png(figures.coefficient_plot(data.coefficients, title=f"{s.get('formula', '')} ({s.get('family', '')})"))
     hist_png = figures.to_png(figures.risk_histogram(data.individual_risk, data.subgroup_labels))
@@ -140,6 +239,17 @@ def render_report(data: "ReportData") -> str:
     if above is not None and np.nanmax(above.to_numpy(float)) > 0:
         flags = (f"<p class='note flag'>Some records have I_i above the review threshold "
                  f"({_fmt(s.get('risk_threshold'))}); see the risk section.</p>")
+    releases = getattr(data, "releases", {}) or {}
+    for label, r in releases.items():
+        if r.get("s_pmse_flag"):
+            flags += f"<p class='note flag'>{html.escape(label)}: S_pMSE {html.escape(r['s_pmse_reading'])}.</p>"
+        if (r.get("diagnostics") or {}).get("failures"):
+            flags += (f"<p class='note flag'>{html.escape(label)}: sampler diagnostics failed "
+                      f"({html.escape('; '.join(r['diagnostics']['failures']))}).</p>")
+    imp = getattr(data, "impossible", pd.DataFrame())
+    if not imp.empty and imp["impossible"].sum() > 0:
+        flags += "<p class='note flag'>Some synthetic values are impossible for their column; see Utility.</p>"
+    extra_sections = _extra_sections(data)
 
     body = f"""
 <header><h1>{html.escape(title)}</h1>
@@ -153,9 +263,15 @@ def render_report(data: "ReportData") -> str:
 <b>Expected correct matches</b> = sum of the record-level risks I_i; <b>true-match rate</b> = share of records whose unique match is the correct one.</p>
 {flags}
 </section>
+{extra_sections['releases']}
+{extra_sections['frontier']}
 <section id="utility"><h2>Utility: per-variable S_pMSE</h2>
 {frame_to_html(data.per_variable)}
-<p class="note">One-way S_pMSE per variable (continuous variables binned), mean over the M copies. Values far above 1 flag a variable whose distribution the copies miss.</p>
+<p class="note">One-way S_pMSE per variable (continuous variables binned), mean over the M copies. Values far above 1 flag a variable whose distribution the copies miss; far below 1, one the copies reproduce almost exactly.</p>
+{extra_sections['two_way']}
+<h3 style='font-size:14px;margin:10px 0 2px 0'>Impossible values</h3>
+{_impossible_html(imp)}
+<p class="note">Counts over all copies of synthesized values outside the range observed in the original (the range itself is not shown), fractional where every original value is whole, or in a category the original does not have.</p>
 </section>
 <section id="coefficients"><h2>Analysis: original vs combined synthetic estimates</h2>
 {png_img(coef_png, "coefficient plot")}
@@ -168,8 +284,9 @@ def render_report(data: "ReportData") -> str:
 Risk subgroups are labelled on the original (k0 = {html.escape(str(s.get('k0')))}): low = at least k0 others share the categorical quasi-identifiers and are close on the continuous ones, medium = they share the categories but fewer than k0 are close, high = otherwise.</p>
 {frame_to_html(data.risk_by_subgroup.set_index(['method', 'subgroup']).rename(columns=SUMMARY_LABELS) if not data.risk_by_subgroup.empty else data.risk_by_subgroup)}
 </section>
+{extra_sections['attribute']}
 <section id="settings"><h2>Settings</h2>{_kv_table(data.settings)}</section>
-<section id="provenance"><h2>Provenance</h2>{_kv_table(data.provenance)}
+<section id="provenance"><h2>Provenance</h2>{_provenance_table(data.provenance)}
 <p class="note">This report holds aggregates only (model coefficients, distances, counts and risk summaries); no record or cell value of the original data.</p></section>
 </main>"""
     return (
@@ -177,6 +294,65 @@ Risk subgroups are labelled on the original (k0 = {html.escape(str(s.get('k0')))
         f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
         f"<style>{_CSS}</style></head><body>{body}</body></html>\n"
     )
+
+
+def _extra_sections(data: "ReportData") -> dict[str, str]:
+    """The release descriptions, the risk-utility map, two-way S_pMSE heat map and attribute disclosure."""
+    out = {"releases": "", "frontier": "", "two_way": "", "attribute": ""}
+    releases = getattr(data, "releases", {}) or {}
+    if releases:
+        out["releases"] = ("<section id='releases'><h2>What each release is, in plain language</h2>"
+                           + _releases_html(releases) + "</section>")
+    refs = getattr(data, "references", pd.DataFrame())
+    pts = data.summary.assign(setting=data.summary["method"])
+    if not refs.empty:
+        r = refs.assign(setting=refs["method"].str.replace("reference: ", "", regex=False)
+                        .map({"original released as is": "original", "independent release": "independent"}),
+                        method="reference")
+        pts = pd.concat([pts, r], ignore_index=True)
+    fr = getattr(data, "frontier", pd.DataFrame())
+    note = ""
+    if fr is not None and not fr.empty:
+        fr = fr[fr["method"] != "reference"].assign(method=lambda d: "frontier: " + d["method"].astype(str))
+        pts = pd.concat([fr, pts], ignore_index=True)
+        note = " Points labelled 'frontier:' are other tuning settings of each method on these data (from the frontier file)."
+    if "expected_matches" in pts and "mean_ci_overlap" in pts:
+        png = figures.to_png(figures.frontier_plot(pts, ("expected_matches", "true_match_rate"),
+                                                   title="Risk-utility map of these releases"))
+        out["frontier"] = (f"<section id='frontier'><h2>Risk-utility map</h2>{png_img(png, 'risk-utility map')}"
+                           "<p class='note'>Each release as a point: utility (mean CI overlap of the analysis) against "
+                           "re-identification risk (left: expected correct matches; right: true-match rate). The "
+                           "black star is the original released as is, the grey star an independent release "
+                           "(each quasi-identifier permuted on its own: no record-level information). A release "
+                           "above and to the left of another is better on both counts (Duncan, Keller-McNulty "
+                           f"and Stokes 2001).{note}</p></section>")
+    tw = getattr(data, "pmse_two_way", {}) or {}
+    if tw:
+        png = figures.to_png(figures.pmse_heatmap(tw))
+        out["two_way"] = ("<h3 style='font-size:14px;margin:10px 0 2px 0'>Two-way tables</h3>"
+                          + png_img(png, "two-way S_pMSE heat map")
+                          + "<p class='note'>S_pMSE of every two-way table (continuous variables in 5 bins), mean "
+                            "over copies (synthpop's utility.tables). Red: the copies miss that pair's association; "
+                            "blue: closer to the original than a draw from a fitted model would be.</p>")
+    att = getattr(data, "attribute", pd.DataFrame())
+    if att is not None and not att.empty:
+        t = att.set_index("method")
+        html_t = frame_to_html(t, digits=4)
+        for name in [m for m in att["method"] if str(m).startswith("reference:")]:
+            esc = html.escape(str(name))
+            html_t = html_t.replace(f"<tr><td>{esc}</td>", f"<tr class='ref'><td>{esc}</td>")
+        tgt = html.escape(str(data.settings.get("target")))
+        out["attribute"] = (
+            f"<section id='attribute'><h2>Attribute disclosure of <code>{tgt}</code></h2>{html_t}"
+            "<p class='note'>The intruder knows a person's quasi-identifiers and looks them up in a copy to learn "
+            f"<code>{tgt}</code>. <b>DiSCO</b>: share of original records whose key shows one value of the target in "
+            "the copy, and it is the person's own (synthpop's disclosure(); keys compared exactly). <b>DCAP</b>: mean "
+            "share of the key's synthetic records carrying the person's value. <b>TCAP</b> = DiSCO / share of records "
+            "with a one-valued key. <b>repU</b>: records unique on the keys in both the original and the copy "
+            "(identity). <b>Mean attribute risk A_i</b>: chance that a random matching record (the re-identification "
+            "matching rule, with its tolerance) carries the person's value. All are means over copies; compare with "
+            "the reference rows: a frequent target value is 'disclosed' even by an independent release.</p></section>")
+    return out
 
 
 def write_report(data: "ReportData", path: str | Path) -> Path:
