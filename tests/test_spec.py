@@ -180,6 +180,8 @@ def test_dp_release_records_rule_full_and_no_count():
     spec = ReleaseSpec.draft(df, quasi_identifiers=["age", "sex", "y"])
     cols = dict(spec.columns)
     cols["age"] = ColumnSpec("age", "quasi_identifier", "integer", bounds=(17, 90), declared=True)
+    cols["sex"] = ColumnSpec("sex", "quasi_identifier", "binary", levels=("F", "M"), declared=True)
+    cols["y"] = ColumnSpec("y", "quasi_identifier", "binary", levels=("no", "yes"), declared=True)
     s = DPSynSynthesizer(epsilon=2.0, delta=1e-6, random_state=0).fit(df, ReleaseSpec(cols))
     syn = s.sample(2, random_state=1)
     assert syn.rule == "full"
@@ -187,11 +189,14 @@ def test_dp_release_records_rule_full_and_no_count():
                                "note": "row count and digest withheld: differentially private release"}
     assert syn.quasi_identifiers == ["age", "sex", "y"]
     # same as the explicit bounds (the declared ones were used, nothing else)
-    t = DPSynSynthesizer(epsilon=2.0, delta=1e-6, random_state=0).fit(df, bounds={"age": (17, 90)}).sample(2, random_state=1)
+    t = DPSynSynthesizer(epsilon=2.0, delta=1e-6, random_state=0).fit(
+        df, domain={"columns": {"age": {"kind": "integer", "bounds": [17, 90]},
+                                "sex": {"kind": "binary", "levels": ["F", "M"]},
+                                "y": {"kind": "binary", "levels": ["no", "yes"]}}}).sample(2, random_state=1)
     for a, b in zip(syn.copies, t.copies):
         pd.testing.assert_frame_equal(a, b)
     # an inferred (undeclared) bound is never used: DPSyn asks for a public one
-    with pytest.raises(ValueError, match="Column 'age' is numeric with no public bounds"):
+    with pytest.raises(ValueError, match="have no declared public domain"):
         DPSynSynthesizer(epsilon=2.0, delta=1e-6).fit(df, spec)
 
 
@@ -257,6 +262,8 @@ def test_cli_dpsyn_copies_are_analysed_with_the_full_synthesis_rule(tmp_path, ca
     cols = dict(spec.columns)
     cols["age"] = ColumnSpec("age", "quasi_identifier", "integer", bounds=(17, 90), declared=True)
     cols["x"] = ColumnSpec("x", "quasi_identifier", "continuous", bounds=(-5, 8), declared=True)
+    cols["sex"] = ColumnSpec("sex", "quasi_identifier", "binary", levels=("F", "M"), declared=True)
+    cols["y"] = ColumnSpec("y", "quasi_identifier", "binary", levels=("no", "yes"), declared=True)
     ReleaseSpec(cols, analyses=[{"formula": "y ~ age + x", "family": "logit"}]).save(tmp_path / "spec.json")
     out = tmp_path / "dp"
     assert main(["synthesize", "--data", str(data), "--spec", str(tmp_path / "spec.json"), "--method", "dpsyn",
