@@ -102,6 +102,13 @@ def check_random_state(random_state: Any) -> np.random.Generator:
 def check_dataframe(df: Any, name: str = "data", *, min_rows: int = 1) -> pd.DataFrame:
     """A non-empty DataFrame with unique string-like column names."""
     if not isinstance(df, pd.DataFrame):
+        if type(df).__module__.startswith("dask"):
+            raise TypeError(
+                f"The '{name}' parameter must be a pandas DataFrame here: this function or model has no Dask path "
+                "(on Dask run Rubin / DA-MI synthesis with sampler='fast', reidentification_risk, risk_subgroups, "
+                "utility tables, logit pMSE and DPSyn; see synthmi.scale). Fit on a subsample in memory "
+                "(ddf.sample(frac=...).compute()) if that is valid for your use."
+            )
         raise TypeError(f"The '{name}' parameter must be a pandas DataFrame. Got {type(df).__name__} instead.")
     if df.shape[1] == 0:
         raise ValueError(f"The '{name}' DataFrame has no columns.")

@@ -90,9 +90,11 @@ def cases(domain_path) -> dict[str, Case]:
                                    "--m", "2", "--out", str(out)],
             python=_dpsyn_python(domain_path),
             neighbour=remove_record(0),
-            noised_json={"metadata.json": ["diagnostics.n_two_way"]},
+            noised_json={"metadata.json": ["diagnostics.n_two_way", "diagnostics.suppressed_levels",
+                                           "diagnostics.pooled_levels"]},
             noised_text=[r"noisy record count [\d.]+", r"levels in the joint marginals: .*", r"\d+ accounted releases",
-                         r"two-way marginals measured: \d+; three-way: \d+"],
+                         r"two-way marginals measured: \d+; three-way: \d+",
+                         r"rare levels: .*"],
         ),
         "kmeans": Case(
             "kmeans",
@@ -324,3 +326,57 @@ def test_noise_and_sampling_streams_are_separate(domain_file):
     assert all(np.array_equal(x.table, y.table) for x, y in zip(s1.marginals_, s2.marginals_))
     pd.testing.assert_frame_equal(s1.sample(1, random_state=1).copies[0], s2.sample(1, random_state=1).copies[0])
     assert not s1.sample(1, random_state=1).copies[0].equals(s1.sample(1, random_state=2).copies[0])
+
+
+# ------------------------------------------------------------------ rare levels (issue 18)
+def _rare_survey(n=1500, seed=1):
+    """Three declared levels held by a handful of records each (3, 4, 5) and an 'Other' of 60."""
+    rng = np.random.default_rng(seed)
+    region = rng.choice(["North", "South", "East", "West"], n).astype(object)
+    region[:3], region[3:7], region[7:12], region[12:72] = "Atlantis", "Lemuria", "Mu", "Other"
+    return pd.DataFrame({"region": region, "sex": rng.choice(["F", "M"], n)})
+
+
+RARE_DOMAIN = {"columns": {
+    "region": {"kind": "categorical", "levels": ["North", "South", "East", "West", "Atlantis", "Lemuria", "Mu", "Other"],
+               "other": "Other", "missing": False},
+    "sex": {"kind": "binary", "levels": ["F", "M"], "missing": False}}, "source": "test"}
+
+
+def test_suppressed_levels_are_recorded_and_printed_and_pooling_keeps_them(tmp_path, capsys):
+    df = _rare_survey()
+    data, dom = tmp_path / "rare.csv", tmp_path / "rare.json"
+    df.to_csv(data, index=False)
+    dom.write_text(json.dumps(RARE_DOMAIN))
+    argv = ["synthesize", "--data", str(data), "--qi", "region,sex", "--keep", "", "--method", "dpsyn",
+            "--param", "epsilon=4", "--domain", str(dom), "--m", "2", "--seed", "11", "--quiet"]
+    # eps = 4: the one-way noise sd is ~5 records and the threshold max(4.5 sd, 20) >= 20, so levels
+    # of 3-5 records fall below it except with probability < 1e-3 each (4.5 sd - 5 records away).
+    assert main(argv + ["--out", str(tmp_path / "s")]) == 0
+    err = capsys.readouterr().err
+    meta = json.loads((tmp_path / "s" / "metadata.json").read_text())
+    assert meta["diagnostics"]["suppressed_levels"] == {"region": ["Atlantis", "Lemuria", "Mu"]}
+    assert meta["diagnostics"]["pooled_levels"] == {}
+    assert "rare levels: declared levels below the noise threshold -- region: Atlantis, Lemuria, Mu." in err
+    for f in ("copy_01.csv", "copy_02.csv"):
+        c = pd.read_csv(tmp_path / "s" / f)
+        assert not set(c["region"]) & {"Atlantis", "Lemuria", "Mu"}
+        # 'Other' (60 records) is kept as itself; its share moves by noise only
+        assert (c["region"] == "Other").mean() == pytest.approx(60 / 1500, abs=0.015)
+    # pooling: the 12 records go to the declared 'other' level instead of vanishing
+    assert main(argv + ["--param", "rare=pool", "--out", str(tmp_path / "p")]) == 0
+    err = capsys.readouterr().err
+    meta = json.loads((tmp_path / "p" / "metadata.json").read_text())
+    assert meta["diagnostics"]["pooled_levels"] == {"region": {"into": "Other", "levels": ["Atlantis", "Lemuria", "Mu"]}}
+    assert meta["diagnostics"]["suppressed_levels"] == {}
+    assert "(pooled into 'Other')" in err
+    shares = [(pd.read_csv(tmp_path / "p" / f)["region"] == "Other").mean() for f in ("copy_01.csv", "copy_02.csv")]
+    # 72 of 1500 = 0.048; noise sd of the pooled count ~ 2 x 5 records, sampling sd 0.0055
+    assert np.mean(shares) == pytest.approx(72 / 1500, abs=0.015)
+    # a lower threshold keeps more levels: at theta_scale 0 and theta_min 0 nothing is cut by the threshold,
+    # only levels whose noisy count is <= 0
+    with pytest.warns(UserWarning, match="user seed"):
+        s = DPSynSynthesizer(epsilon=4.0, theta_scale=0.0, theta_min=0.0, random_state=0).fit(df, domain=RARE_DOMAIN)
+    assert len(s.suppressed_levels_.get("region", [])) < 3
+    with pytest.raises(ValueError, match="'rare' parameter"):
+        DPSynSynthesizer(rare="drop").fit(df, domain=RARE_DOMAIN)

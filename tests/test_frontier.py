@@ -192,3 +192,23 @@ def test_cli_tune_meets_target_and_feeds_synthesize(tmp_path):
     assert json.loads(out3.read_text())["masks"] is None
     assert main(small + ["--target", "expected_matches<=0", "--out", str(out3)]) == 1
     assert main(common + ["--target", "disco<=0.1", "--out", str(tmp_path / "x.json")]) == 1  # needs --attribute-target
+
+
+def test_at_reference_risk_by_hand():
+    # CART (min leaf 5) has 10 matches at tmr 0.001: DA-MI's best setting within both caps is "b"
+    # (0.85); "c" is more useful but over the match cap; with the match cap alone "d" (tmr too high) wins.
+    from synthmi.report.exhibits import at_reference_risk
+
+    pts = pd.DataFrame({
+        "method": ["cart", "dami", "dami", "dami", "dami", "reference"],
+        "setting": ["min leaf 5", "a", "b", "c", "d", "original"],
+        "mean_ci_overlap": [0.80, 0.70, 0.85, 0.95, 0.90, 1.0],
+        "mean_ci_overlap_se": [0.01, 0.01, 0.02, 0.01, 0.01, np.nan],
+        "expected_matches": [10.0, 2.0, 9.0, 30.0, 10.0, 100.0],
+        "true_match_rate": [0.001, 0.0, 0.001, 0.002, 0.005, 0.01],
+    })
+    both = at_reference_risk(pts).set_index("method")
+    assert both.loc["dami", "setting"] == "b" and both.loc["dami", "diff_vs_reference"] == pytest.approx(0.05)
+    assert both.loc["dami", "diff_se"] == pytest.approx(np.hypot(0.02, 0.01))
+    assert at_reference_risk(pts, risks=("expected_matches",)).set_index("method").loc["dami", "setting"] == "d"
+    assert "reference" not in set(both.index)

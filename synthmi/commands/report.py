@@ -62,6 +62,9 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help="combining rule (default: the rule recorded with each release)")
     p.add_argument("--spec", default=None, metavar="SPEC.json",
                    help="release spec (default: the spec recorded with the copies)")
+    p.add_argument("--holdout", default=None, metavar="CSV",
+                   help="real records NOT used for the releases: the baseline of the distance to closest record of "
+                        "fully synthetic releases (default: leave-one-out within the original)")
     p.add_argument("--tol", action="append", metavar="COL=VALUE",
                    help="matching tolerance for a continuous quasi-identifier (default: the risk module's)")
     p.add_argument("--k0", type=int, default=5, help="neighbours needed for the low-risk subgroup (default: 5)")
@@ -128,6 +131,32 @@ def _read_frontier(path: str | None):
     return df
 
 
+def _declared_categories(original, releases):
+    """The original's categorical columns on the levels a DP release declared (its public domain).
+
+    A CSV reader orders the categories it saw; the release's copies carry the declared
+    order, so without this the two would have different reference levels and the
+    analysis terms would not line up. Columns whose values fall outside the declared
+    domain (a release that mapped them to 'other') are left as read.
+    """
+    from ..domain import DomainError, PublicDomain
+
+    for syn in releases.values():
+        dom = (syn.structure or {}).get("domain")
+        if not dom:
+            continue
+        domain = PublicDomain.from_dict(dom)
+        out = original.copy()
+        for c in original.columns:
+            if c in domain and domain[c].is_discrete:
+                try:
+                    out[c] = domain[c].conform(original[c])
+                except DomainError:
+                    pass
+        return out
+    return original
+
+
 def run(args) -> int:
     from ..report.collect import evaluate_release, file_sha256
     from ..report.html import write_report
@@ -149,14 +178,18 @@ def run(args) -> int:
     for label, syn in releases.items():
         syn.check_original(original, name=f"--original {args.original}")
     original = align_original(original, first)
+    original = _declared_categories(original, releases)
     qi, formula, family, spec = report_defaults(args, first)
+    holdout = None
+    if args.holdout:
+        holdout, _ = load_original(args.holdout)
     data = evaluate_release(
         original, releases, qi, formula, family=family, rule=args.rule, spec=spec,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
         pmse_method=args.pmse_method, original_label=args.original, input_hashes=hashes,
-        seeds={k: s.seed for k, s in releases.items()}, progress=progress_enabled(args),
+        seeds={k: s.seed for k, s in releases.items() if s.seed is not None}, progress=progress_enabled(args),
         original_is_public=is_bundled(args.original), target=args.target,
-        references=not args.no_references, frontier=_read_frontier(args.frontier),
+        references=not args.no_references, frontier=_read_frontier(args.frontier), holdout=holdout,
     )
     out = write_report(data, args.out)
     print(out.resolve(), file=sys.stdout)

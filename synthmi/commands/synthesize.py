@@ -223,6 +223,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--bounds", action="append", metavar="COLUMN=LO:HI",
         help="dpsyn shorthand: declare a numeric column continuous on [LO, HI] (repeatable; overrides --domain)",
     )
+    p.add_argument(
+        "--engine", choices=("pandas", "dask"), default="pandas",
+        help="pandas (in memory, default) or dask: --data is a Parquet file or directory read partition by "
+        "partition, the model (rubin, dami; sampler fast) is fitted by reduction and the copies are written as "
+        "Parquet partition by partition (OUT/copy_XX/part.NNNNN.parquet), never gathered",
+    )
+    p.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="with --engine dask: address of a running Dask scheduler (e.g. tcp://10.0.0.5:8786, from "
+        "dask-jobqueue or a Kubernetes deployment); default: Dask's local threaded scheduler",
+    )
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--overwrite", action="store_true", help="replace copies already in --out")
     add_common_flags(p)
@@ -255,6 +266,29 @@ def parse_bounds(items: list[str] | None) -> dict[str, tuple[float, float]]:
 def _log(args: argparse.Namespace, msg: str) -> None:
     if progress_enabled(args):
         print(f"synthmi synthesize: {msg}", file=sys.stderr, flush=True)
+
+
+def _report_rare_levels(synth) -> None:
+    """Say which declared levels the noise threshold suppressed or pooled: always one line,
+    shown even with --quiet.
+
+    Which levels fell below the threshold is decided from noisy counts only, so
+    saying so costs no privacy (post-processing); silence would change the data's
+    nature without a word.
+    """
+    suppressed = getattr(synth, "suppressed_levels_", {})
+    pooled = getattr(synth, "pooled_levels_", {})
+    parts = [f"{col}: {', '.join(map(str, lv))}" for col, lv in suppressed.items()]
+    parts += [f"{col}: {', '.join(map(str, p['levels']))} (pooled into '{p['into']}')" for col, p in pooled.items()]
+    if not parts:
+        msg = "no declared level fell below the noise threshold."
+    else:
+        msg = "declared levels below the noise threshold -- " + "; ".join(parts) + "."
+        if suppressed:
+            msg += (" Suppressed levels cannot appear in the copies: pool them into a declared 'other' level "
+                    "(--param rare=pool) or lower the threshold at an accuracy cost (--param theta_scale=2 "
+                    "--param theta_min=0).")
+    print(f"synthmi synthesize: rare levels: {msg}", file=sys.stderr, flush=True)
 
 
 def _dp_data(args: argparse.Namespace, source: str, data, spec=None):
@@ -322,6 +356,10 @@ def run(args: argparse.Namespace) -> int:
     qi = split_list(args.qi) if spec is None else spec.quasi_identifiers
     if not qi:
         raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
+    if args.scheduler and args.engine != "dask":
+        raise ValueError("The '--scheduler' option is for --engine dask.")
+    if args.engine == "dask":
+        return _run_dask(args, cls, params, qi, out, t0)
     source = str(args.data)
     df = load_dataset(source)
     # Under add/remove-one DP the number of records is itself private: a DP
@@ -386,6 +424,8 @@ def run(args: argparse.Namespace) -> int:
     # Warnings (e.g. r_hat > 1.01) are shown even with --quiet, once each, on one line.
     for msg in dict.fromkeys(str(w.message) for w in caught):
         print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
+    if dp_release:
+        _report_rare_levels(synth)
     for f in old:
         f.unlink()
     syn.to_dir(out)
@@ -405,3 +445,69 @@ def run(args: argparse.Namespace) -> int:
     meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True))
     _log(args, f"wrote {syn.m} copies and metadata.json to {out} in {time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], out: Path, t0: float) -> int:
+    """``--engine dask``: Parquet in, Parquet copies out, partition by partition (synthmi.scale)."""
+    import numpy as np
+
+    import dask.dataframe as dd
+
+    if args.method not in ("rubin", "dami"):
+        raise ValueError(f"The '--engine dask' option runs the methods rubin and dami; {args.method!r} has no Dask path.")
+    if args.bounds or args.domain or args.map_other:
+        raise ValueError("The '--bounds', '--domain' and '--map-other' options are for DP methods, not --engine dask.")
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"The '--out' directory '{out}' is not empty; --engine dask writes into a new or empty directory.")
+    source = str(args.data)
+    if not Path(source).exists():
+        raise ValueError(f"The '--data' option of --engine dask must be a Parquet file or directory. '{source}' does not exist.")
+    client = None
+    if args.scheduler:
+        from distributed import Client
+
+        client = Client(args.scheduler)
+        _log(args, f"connected to the Dask scheduler at {args.scheduler}")
+    try:
+        ddf = dd.read_parquet(source)
+        # text columns and categoricals of unknown levels: one pass to list their levels
+        meta = ddf._meta
+        todo = [c for c in ddf.columns if meta[c].dtype == object or pd_is_string(meta[c].dtype)
+                or (str(meta[c].dtype) == "category" and not ddf[c].cat.known)]
+        if todo:
+            ddf = ddf.categorize(columns=todo)
+        _log(args, f"read {source}: {ddf.npartitions} partitions, {len(ddf.columns)} columns")
+        keep = split_list(args.keep) if args.keep is not None else [c for c in ddf.columns if c not in qi]
+        unknown = [c for c in qi + keep if c not in ddf.columns]
+        if unknown:
+            opt = "--qi" if any(c in qi for c in unknown) else "--keep"
+            raise ValueError(f"The '{opt}' option names columns not in the data: {unknown}. Available columns: {list(ddf.columns)}.")
+        data = ddf[[c for c in ddf.columns if c in qi or c in keep]]
+        seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else int(args.seed)
+        if "random_state" in _param_names(cls) and "random_state" not in params:
+            params["random_state"] = seed
+        synth = cls(**params)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            synth.fit(data, quasi_identifiers=qi, keep=keep)
+            _log(args, f"fitted in {time.perf_counter() - t0:.1f} s; drawing {args.m} copies (seed {seed})")
+            syn = synth.sample(args.m, random_state=seed)
+        for msg in dict.fromkeys(str(w.message) for w in caught):
+            print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
+        if out.exists():
+            out.rmdir()  # empty (checked above); to_parquet creates it
+        meta_out = syn.to_parquet(str(out))
+    finally:
+        if client is not None:
+            client.close()
+    meta_out["source"] = {"data": source, "keep": keep, "columns": list(data.columns), "engine": "dask",
+                          "scheduler": args.scheduler or "local threads"}
+    (out / "metadata.json").write_text(json.dumps(meta_out, indent=2, sort_keys=True))
+    _log(args, f"wrote {args.m} copies ({meta_out['n_partitions']} partitions each) to {out} in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def pd_is_string(dtype) -> bool:
+    import pandas as pd
+
+    return pd.api.types.is_string_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype)

@@ -94,6 +94,7 @@ class AnalysisResults:
     estimates: np.ndarray
     variances: np.ndarray
     n_original: int
+    not_estimable: dict[str, int] = field(default_factory=dict)
     _frame: pd.DataFrame | None = field(default=None, repr=False)
 
     @property
@@ -105,36 +106,51 @@ class AnalysisResults:
         if self._frame is None:
             o = self.original
             c = self.combined
+            idx = pd.Index(self.terms, name="term")
+            # The combination covers the estimable terms only; the others stay NaN.
+            syn_terms = pd.Index(c.names if c.names is not None else self.terms)
+            syn = lambda a: pd.Series(np.asarray(a, dtype=float), index=syn_terms).reindex(idx).to_numpy()  # noqa: E731
             df = pd.DataFrame(
                 {
-                    "est_orig": o["params"].to_numpy(),
-                    "se_orig": o["bse"].to_numpy(),
-                    "ci_lower_orig": o["ci_lower"].to_numpy(),
-                    "ci_upper_orig": o["ci_upper"].to_numpy(),
-                    "est_syn": c.estimate,
-                    "se_syn": c.se,
-                    "ci_lower_syn": c.ci_lower,
-                    "ci_upper_syn": c.ci_upper,
-                    "df_syn": c.df,
+                    "est_orig": o["params"].reindex(idx).to_numpy(),
+                    "se_orig": o["bse"].reindex(idx).to_numpy(),
+                    "ci_lower_orig": o["ci_lower"].reindex(idx).to_numpy(),
+                    "ci_upper_orig": o["ci_upper"].reindex(idx).to_numpy(),
+                    "est_syn": syn(c.estimate),
+                    "se_syn": syn(c.se),
+                    "ci_lower_syn": syn(c.ci_lower),
+                    "ci_upper_syn": syn(c.ci_upper),
+                    "df_syn": syn(c.df),
                 },
-                index=pd.Index(self.terms, name="term"),
+                index=idx,
             )
-            df["std_diff"] = standardized_difference(df["est_orig"], df["est_syn"], df["se_orig"])
-            df["ci_overlap"] = ci_overlap(df["ci_lower_orig"], df["ci_upper_orig"], df["ci_lower_syn"], df["ci_upper_syn"])
+            df["estimable"] = [t not in self.not_estimable for t in self.terms]
+            df["copies_not_estimable"] = [int(self.not_estimable.get(t, 0)) for t in self.terms]
+            ok = df["estimable"].to_numpy()
+            df["std_diff"] = np.nan
+            df["ci_overlap"] = np.nan
+            if ok.any():
+                d = df.loc[ok]
+                df.loc[ok, "std_diff"] = standardized_difference(d["est_orig"], d["est_syn"], d["se_orig"])
+                df.loc[ok, "ci_overlap"] = ci_overlap(d["ci_lower_orig"], d["ci_upper_orig"], d["ci_lower_syn"], d["ci_upper_syn"])
             self._frame = df
         return self._frame.copy()
 
+    def _mean_over_estimable(self, column: str) -> float:
+        f = self.to_frame()
+        keep = [t for t in f.index if t != "Intercept" and bool(f.loc[t, "estimable"])]
+        return float(f.loc[keep, column].mean()) if keep else float("nan")
+
     @property
     def mean_ci_overlap(self) -> float:
-        """Mean CI overlap over coefficients, the intercept excluded."""
-        f = self.to_frame()
-        return float(f.loc[[t for t in f.index if t != "Intercept"], "ci_overlap"].mean())
+        """Mean CI overlap over the estimable coefficients, the intercept excluded
+        (terms not estimable are left out and counted in :attr:`not_estimable`)."""
+        return self._mean_over_estimable("ci_overlap")
 
     @property
     def mean_std_diff(self) -> float:
-        """Mean standardized difference over coefficients, the intercept excluded."""
-        f = self.to_frame()
-        return float(f.loc[[t for t in f.index if t != "Intercept"], "std_diff"].mean())
+        """Mean standardized difference over the estimable coefficients, the intercept excluded."""
+        return self._mean_over_estimable("std_diff")
 
     def table(self) -> pd.DataFrame:
         """The seed's layout: per term, 'Estimate' and '95% CI' rows, original vs synthetic."""
@@ -143,10 +159,16 @@ class AnalysisResults:
         rows = []
         for t in f.index:
             r = f.loc[t]
-            rows.append((t, "Estimate", f"{r.est_orig:.3f}", f"{r.est_syn:.3f}", f"{r.std_diff:.3f}", f"{r.ci_overlap:.3f}"))
-            rows.append(
-                (t, level, f"({r.ci_lower_orig:.3f}, {r.ci_upper_orig:.3f})", f"({r.ci_lower_syn:.3f}, {r.ci_upper_syn:.3f})", "", "")
-            )
+            orig_est = f"{r.est_orig:.3f}" if np.isfinite(r.est_orig) else "not estimable"
+            orig_ci = f"({r.ci_lower_orig:.3f}, {r.ci_upper_orig:.3f})" if np.isfinite(r.est_orig) else ""
+            if not r.estimable:
+                k = int(r.copies_not_estimable)
+                why = f"not estimable ({k} of {self.M} copies)" if k else "not estimable"
+                rows.append((t, "Estimate", orig_est, why, "", ""))
+                rows.append((t, level, orig_ci, "", "", ""))
+                continue
+            rows.append((t, "Estimate", orig_est, f"{r.est_syn:.3f}", f"{r.std_diff:.3f}", f"{r.ci_overlap:.3f}"))
+            rows.append((t, level, orig_ci, f"({r.ci_lower_syn:.3f}, {r.ci_upper_syn:.3f})", "", ""))
         out = pd.DataFrame(rows, columns=["term", "", "original", f"synthetic (M={self.M})", "std. diff", "CI overlap"])
         return out.set_index(["term", ""])
 
@@ -155,9 +177,11 @@ class AnalysisResults:
             f"Analysis: {self.formula}  [{self.family}]\n"
             f"original n = {self.n_original}; synthetic copies combined by rule={self.rule!r}, M = {self.M}\n"
         )
+        n_bad = len([t for t in self.not_estimable if t != "Intercept"])
+        left_out = f"; {n_bad} term(s) not estimable, left out" if n_bad else ""
         tail = (
             f"\nmean CI overlap = {self.mean_ci_overlap:.3f}, "
-            f"mean standardized difference = {self.mean_std_diff:.3f} (intercept excluded)"
+            f"mean standardized difference = {self.mean_std_diff:.3f} (intercept excluded{left_out})"
         )
         return head + self.table().to_string() + tail
 
@@ -241,16 +265,24 @@ def analyse(
     }
     est = np.empty((len(copies), len(terms)))
     var = np.empty_like(est)
+    # A term is not estimable from a data set when its design column is all zero there
+    # (a category absent from it: the GLM would report 0.000 with a zero or undefined
+    # standard error), when the fit leaves it out, or when its SE is not positive/finite.
+    bad_orig = _not_estimable(orig_fit, terms)
+    absent = np.zeros(len(terms), dtype=int)
     for j, c in enumerate(copies):
         fit = _fit(formula, _prepare_frame(c, response, family, f"synthetic[{j}]"), family)
-        params = fit.params.reindex(terms)
-        if params.isna().any():
-            missing = list(params.index[params.isna()])
-            raise ValueError(
-                f"Copy synthetic[{j}] does not estimate terms {missing} (a category absent from the copy?)."
-            )
-        est[j] = params.to_numpy()
+        bad = _not_estimable(fit, terms)
+        absent += bad
+        est[j] = fit.params.reindex(terms).to_numpy()
         var[j] = fit.bse.reindex(terms).to_numpy() ** 2
+    not_est = {t: int(absent[i]) for i, t in enumerate(terms) if absent[i] > 0 or bad_orig[i]}
+    good = [i for i, t in enumerate(terms) if t not in not_est]
+    if not good:
+        raise ValueError(
+            f"No term of {formula!r} is estimable from every copy and the original (categories absent from the copies?)."
+        )
+    est, var = est[:, good], var[:, good]
     if rule in ("nested", "reiter2004"):
         if shape is None:
             raise ValueError(
@@ -259,7 +291,7 @@ def analyse(
             )
         est = est.reshape(shape[0], shape[1], -1)
         var = var.reshape(shape[0], shape[1], -1)
-    comb = combine(est, var, rule=rule, alpha=alpha, names=terms)
+    comb = combine(est, var, rule=rule, alpha=alpha, names=[terms[i] for i in good])
     return AnalysisResults(
         formula=formula,
         family=family,
@@ -271,4 +303,15 @@ def analyse(
         estimates=est,
         variances=var,
         n_original=int(orig_fit.nobs),
+        not_estimable=not_est,
     )
+
+
+def _not_estimable(fit, terms: list[str]) -> np.ndarray:
+    """Per term: True when this fit cannot estimate it (see :func:`analyse`)."""
+    params = fit.params.reindex(terms)
+    bse = fit.bse.reindex(terms)
+    exog = pd.DataFrame(fit.model.exog, columns=fit.model.exog_names).reindex(columns=terms)
+    all_zero = (exog.fillna(0.0) == 0).all(axis=0).to_numpy()
+    se = bse.to_numpy(dtype=float)
+    return params.isna().to_numpy() | all_zero | ~np.isfinite(se) | (se <= 0)

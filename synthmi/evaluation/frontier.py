@@ -135,10 +135,10 @@ def evaluate_release(
         Sensitive column for attribute disclosure (skipped if None).
     subgroups : Series, optional
         Risk-subgroup labels aligned with ``original`` (``high_risk_mean_risk``).
-    rule : str, optional
+    rule : str or None
         Combining rule for the analyses (``"partial"`` for partially synthetic
-        copies; ``"nested"`` / ``"rubin"`` as the release requires). Default:
-        the rule recorded with a SyntheticData, else ``"partial"``.
+        copies; ``"nested"`` / ``"rubin"`` as the release requires). ``None``: the
+        rule the release recorded (``full`` for DPSyn), else ``"partial"``.
     pmse_copies : int, default 1
         Copies whose S_pMSE is averaged (0 skips S_pMSE, which costs about a
         second per copy on Adult).
@@ -152,14 +152,17 @@ def evaluate_release(
     """
     from .._validate import check_copies
 
+    if rule is None:
+        rule = getattr(copies, "rule", None) or (getattr(copies, "structure", None) or {}).get("rule") or "partial"
     copies = check_copies(copies, "copies")
     analyses = [Analysis.coerce(a) for a in analyses]
     out: dict[str, float] = {"M": float(len(copies))}
     overlaps, stds = [], []
     for a in analyses:
-        f = analyse(a.formula, family=a.family, original=original, synthetic=copies,
-                    rule=rule or getattr(copies, "rule", None) or "partial").to_frame()
-        f = f.loc[[t for t in f.index if t != "Intercept"]]
+        f = analyse(a.formula, family=a.family, original=original, synthetic=copies, rule=rule).to_frame()
+        # terms not estimable from a copy (a level absent from it) are left out, as in analyse's means
+        keep = [t for t in f.index if t != "Intercept" and bool(f.loc[t].get("estimable", True))]
+        f = f.loc[keep]
         overlaps += list(f["ci_overlap"])
         stds += list(f["std_diff"])
     out["mean_ci_overlap"] = float(np.mean(overlaps)) if overlaps else np.nan

@@ -157,7 +157,11 @@ def _non_aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
     """Indices of a maximal linearly independent column set, as R's ``glm``
     drops aliased coefficients: pivoted QR of the (p x p) Gram matrix, which
     has X's rank and costs far less than a QR of the N x p design."""
-    G = X.T @ X
+    return _non_aliased_gram(X.T @ X, tol)
+
+
+def _non_aliased_gram(G: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+    """:func:`_non_aliased` from the Gram matrix X'X (which synthmi.scale sums over partitions)."""
     R, piv = linalg.qr(G, mode="r", pivoting=True)
     d = np.abs(np.diag(R))
     if d.size == 0:

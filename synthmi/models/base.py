@@ -43,6 +43,7 @@ from .._validate import (
 )
 from ..provenance import original_fingerprint
 from ..schema import Schema
+from ..scale._frames import is_dask_frame as _is_dask_frame
 from ..spec import ReleaseSpec, as_spec
 from ..synthetic import SyntheticData
 
@@ -156,6 +157,19 @@ class Synthesizer(ParamsMixin, abc.ABC):
         quasi_identifiers : list of str
             Shortcut: columns X to synthesize.
         """
+        if _is_dask_frame(df):
+            # partitioned data: fit by reduction (synthmi.scale); refuses models without a Dask path
+            from ..scale import synthesis as _dask_synthesis
+
+            if isinstance(spec, (ReleaseSpec, dict, str)):
+                s = as_spec(spec)
+                quasi_identifiers = quasi_identifiers or s.quasi_identifiers
+                keep = keep if keep is not None else s.keep
+                schema = s.schema()
+            elif spec is not None:
+                quasi_identifiers = spec
+            return _dask_synthesis.fit(self, df, quasi_identifiers, keep, schema)
+        self.dask_ = None
         self._validate_params()
         check_dataframe(df, "df")
         if spec is not None and not isinstance(spec, (ReleaseSpec, dict, str)) and isinstance(spec, Sequence):
@@ -272,7 +286,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
 
     # ---- sample ------------------------------------------------------------
     def _check_fitted(self) -> None:
-        if not hasattr(self, "spec_"):
+        if not hasattr(self, "spec_") and getattr(self, "dask_", None) is None:
             raise NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
                 "appropriate arguments before using 'sample'."
@@ -286,6 +300,11 @@ class Synthesizer(ParamsMixin, abc.ABC):
         quasi-identifiers synthetic. Same ``random_state`` -> identical copies.
         """
         self._check_fitted()
+        if getattr(self, "dask_", None) is not None:
+            # fitted on a dask DataFrame: lazy copies, written partition by partition
+            from ..scale import synthesis as _dask_synthesis
+
+            return _dask_synthesis.sample(self, m, random_state)
         m = check_scalar(m, "m", type(self).__name__, kind="int", lower=1)
         if getattr(self, "_records_left_out", False) and self._needs_records_to_sample():
             raise ValueError(

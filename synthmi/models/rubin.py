@@ -379,26 +379,31 @@ class RubinSynthesizer(Synthesizer):
 
     def _sample(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
         thetas, entropy = self._sampling_plan(m, rng)
-        out = []
-        for i in range(m):
-            # record-level draws keyed by record position (synthmi._random), so that a copy
-            # made partition by partition (synthmi.scale) is the same as this one
-            r = PositionalRNG(entropy, tag=(i,), offset=0)
-            syn: dict[str, np.ndarray] = {}
-            for j, cond in enumerate(self.conditionals_):
-                D = self._design(cond, syn)
-                syn[cond.column] = self._predict(cond, j, D, thetas[j][i], r, i)
-            frame = {}
-            for cond in self.conditionals_:
-                c = cond.column
-                if cond.family == "normal":
-                    frame[c] = pd.Series(self._back_transform(cond, syn[c]), name=c)
-                else:
-                    frame[c] = self.schema_.from_codes(c, syn[c], like=self.data_[c]).reset_index(drop=True)
-            df = pd.DataFrame({c: frame[c].array for c in self.quasi_identifiers_}, index=self.data_.index)
-            out.append(df)
+        # record-level draws keyed by record position (synthmi._random), so that a copy made
+        # partition by partition (synthmi.scale) is the same as this one
+        out = [self._sample_copy(i, thetas, PositionalRNG(entropy, tag=(i,), offset=0)) for i in range(m)]
         self._check_diagnostics()
         return out
+
+    def _sample_copy(self, i: int, thetas: list, r) -> pd.DataFrame:
+        """Copy ``i`` of the quasi-identifiers of the rows in ``self.data_`` (one posterior draw each).
+
+        ``r`` supplies the record-level draws (a :class:`~synthmi._random.PositionalRNG`
+        positioned at the first row of ``self.data_``); :mod:`synthmi.scale` calls this on
+        each partition.
+        """
+        syn: dict[str, np.ndarray] = {}
+        for j, cond in enumerate(self.conditionals_):
+            D = self._design(cond, syn)
+            syn[cond.column] = self._predict(cond, j, D, thetas[j][i], r, i)
+        frame = {}
+        for cond in self.conditionals_:
+            c = cond.column
+            if cond.family == "normal":
+                frame[c] = pd.Series(self._back_transform(cond, syn[c]), name=c)
+            else:
+                frame[c] = self.schema_.from_codes(c, syn[c], like=self.data_[c]).reset_index(drop=True)
+        return pd.DataFrame({c: frame[c].array for c in self.quasi_identifiers_}, index=self.data_.index)
 
     def _check_diagnostics(self) -> None:
         d = getattr(self, "diagnostics_", None)

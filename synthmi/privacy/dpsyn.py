@@ -73,6 +73,7 @@ from .._validate import (
     param_error,
 )
 from ..models.base import Synthesizer
+from ..provenance import original_fingerprint
 from .accountant import PrivacyAccountant, dpsyn_sigma, rdp_to_dp_improved
 from .discrete import sample_discrete_gaussian
 from .noise_source import SecretSeedMixin, noise_generator, noise_provenance, sampling_generator, user_seed_given
@@ -359,6 +360,14 @@ def _describe_columns(
     return cols
 
 
+def _json_level(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _to_json_levels(d: Mapping[str, list]) -> dict[str, list]:
+    return {c: [_json_level(v) for v in lv] for c, lv in d.items()}
+
+
 # --------------------------------------------------------------------------- curator
 class _Curator:
     """Holds the encoded private data; its two methods are the only ways to read it.
@@ -471,6 +480,32 @@ def _compress(col: _Column, noisy: np.ndarray, theta: float, target_mass: float,
             group[m] = int(np.argmax(np.bincount(group[:m], weights=c[:m], minlength=n_groups)))
             weight[m] = 0.0
     return group, weight
+
+
+# Within an ordered bucket, cells whose noisy count is below this many noise sds get no
+# share when the bucket is split back (see _split_weights).
+_SPLIT_Z = 2.0
+
+
+def _split_weights(col: _Column, group: np.ndarray, weight: np.ndarray, floor: float) -> np.ndarray:
+    """Weights that split an ordered bucket back into its fine cells (post-processing).
+
+    The clipped noisy count of an empty cell is positive half the time (mean
+    :math:`\sigma/\sqrt{2\pi}`), so a bucket spanning a long empty tail (incomes above
+    the last real value) would spread a good share of its records over that tail
+    and inflate the mean (issue 18). Cells below ``floor`` (:math:`2\sigma`: an empty cell
+    passes with probability 0.023) get weight 0 unless that would leave the whole
+    bucket without weight, in which case the clipped counts are kept.
+    """
+    w = weight.copy()
+    n_base = col.size - int(col.has_missing_level)
+    base = np.arange(n_base)
+    w2 = w.copy()
+    w2[base] = np.where(w[base] < floor, 0.0, w[base])
+    mass = np.bincount(group[base], weights=w2[base], minlength=int(group.max()) + 1)
+    restore = base[mass[group[base]] <= 0]
+    w2[restore] = w[restore]
+    return w2
 
 
 # --------------------------------------------------------------------------- consistency
@@ -684,6 +719,20 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         not private against anyone who learns it (a warning says so); it is never
         shown (``repr``), pickled or recorded -- the release says only that a user
         seed was given.
+    theta_scale : float
+        The rare-value threshold is :math:`\theta = \max(\text{theta\_scale}\,\sigma_1,
+        \theta_{\min})` (DPSyn's 4.5 by default). Lowering it keeps rarer declared levels
+        at a stated accuracy cost: a level kept at the threshold has a noisy count whose
+        noise sd is :math:`1/\text{theta\_scale}` of the count (22% at 4.5, 67% at 1.5),
+        and a level nobody holds passes the threshold with probability
+        :math:`P(N(0, 1) > \text{theta\_scale})` per column (3.4e-6 at 4.5, 0.067 at 1.5).
+        Set ``theta_min`` low too for it to take effect at small sigma.
+    rare : {"suppress", "pool"}
+        What happens to declared levels whose noisy one-way count is below the
+        threshold. ``"suppress"`` (DPSyn): they cannot appear in the copies;
+        ``suppressed_levels_`` lists them and the release records them. ``"pool"``: in
+        columns that declare an ``other`` level their records are measured and
+        synthesized as that level (``pooled_levels_``); columns without one suppress.
     integer_levels : int
         An integer column whose declared range has at most this many values gets
         one fine cell per value (decoded exactly); wider ranges get ``bins``
@@ -721,6 +770,8 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         "random_state": [None, "random_state"],
         "exact_noise": ["boolean"],
         "integer_levels": [Interval("int", 1, None)],
+        "theta_scale": [Interval("real", 0.0, None)],
+        "rare": [Options("suppress", "pool")],
     }
     # the seed of a DP release is never recorded (see noise_source)
     _publishes_seed = False
@@ -745,6 +796,8 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         random_state: int | np.random.Generator | None = None,
         exact_noise: bool = False,
         integer_levels: int = 100,
+        theta_scale: float = 4.5,
+        rare: str = "suppress",
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -764,6 +817,8 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         self.random_state = random_state
         self.exact_noise = exact_noise
         self.integer_levels = integer_levels
+        self.theta_scale = theta_scale
+        self.rare = rare
 
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:
@@ -824,13 +879,29 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             column only (default), or with ``"other"`` is mapped to the column's
             declared ``other`` level.
         """
+        from ..scale._frames import is_dask_frame
+
+        if is_dask_frame(df):
+            # A dask DataFrame: columns are described from its (empty) meta frame and the
+            # curator sums marginal counts over partitions (synthmi.scale.dpsyn): same release.
+            # Sampling is post-processing of the noisy marginals, in memory as usual.
+            self._validate_params()
+            self.dask_ = None
+            resolved = self._resolve_spec(df._meta, spec, quasi_identifiers, keep, None)
+            self.spec_ = resolved
+            self._fit_release(df, resolved, bounds, domain, ordinal, out_of_domain)
+            self.fingerprint_ = original_fingerprint(df._meta[resolved.released], private_count=True)
+            return self
         return super().fit(df, spec, keep=keep, quasi_identifiers=quasi_identifiers,
                            bounds=bounds, domain=domain, ordinal=ordinal, out_of_domain=out_of_domain)
 
     def _fit_release(self, df: pd.DataFrame, spec: Any, bounds=None, domain=None, ordinal=None,
                      out_of_domain: str = "error") -> None:
+        from ..scale._frames import is_dask_frame
+
+        ddf = df[spec.released] if is_dask_frame(df) else None
+        df = ddf._meta if ddf is not None else df[spec.released]
         check_option(out_of_domain, "out_of_domain", _OWNER, ["error", "other"])
-        df = df[spec.released]
         # the values the spec DECLARES public (ReleaseSpec.public_domain), under any
         # explicitly given domain; inferred levels and bounds never reach this code
         declared = spec.public_domain()
@@ -848,14 +919,20 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
                 raise ValueError(f"The 'ordinal' parameter of {_OWNER} names columns not in 'df': {unknown}.")
         public = resolve_domain(df, domain, bounds, ordinal)
         columns = _describe_columns(df, public, ordinal, int(self.bins), int(self.integer_levels))
-        fine_codes = np.column_stack([c.encode(df[c.name], out_of_domain) for c in columns])
+        if ddf is None:
+            fine_codes = np.column_stack([c.encode(df[c.name], out_of_domain) for c in columns])
         # The noise generator lives only inside this call (OS entropy by default).
         rng = noise_generator(self.random_state, _OWNER)
         self.user_seed_given_ = user_seed_given(self.random_state)
         eps, delta = float(self.epsilon), float(self.delta)
         accountant = PrivacyAccountant(epsilon=eps, delta=delta)
-        curator = _Curator(fine_codes, accountant, rng, exact_noise=bool(self.exact_noise))
-        del fine_codes
+        if ddf is None:
+            curator = _Curator(fine_codes, accountant, rng, exact_noise=bool(self.exact_noise))
+            del fine_codes
+        else:
+            from ..scale.dpsyn import dask_curator
+
+            curator = dask_curator(ddf, columns, out_of_domain, accountant, rng, bool(self.exact_noise))
         self._fit_from_curator(curator, columns)
         del curator, rng
         self.accountant_ = accountant
@@ -889,7 +966,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         n_hat = float(max(np.sum(tot / tvar) / np.sum(1.0 / tvar), 1.0))
 
         # 2. compression (post-processing of the one-way marginals)
-        thetas = np.maximum(4.5 * sigma1s, float(self.theta_min))
+        thetas = np.maximum(float(self.theta_scale) * sigma1s, float(self.theta_min))
         if self.max_levels is None:
             pairs_guess = max(d, 1)
             sigma2_guess = s1 * math.sqrt(pairs_guess / f3) if f3 > 0 else float(sigma1s.max())
@@ -897,15 +974,61 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         else:
             max_levels = int(self.max_levels)
         groups, weights = [], []
+        self.pooled_levels_ = {}
         for a, col in enumerate(columns):
+            pooled: list[int] = []
+            if self.rare == "pool" and col.kind == "discrete" and col.domain is not None and col.domain.other is not None:
+                # Post-processing of the noisy one-way counts: declared levels below the
+                # threshold hand their (clipped) noisy mass to the declared "other" level and
+                # their records are measured and synthesized as "other".
+                o = col.levels.index(col.domain.other)
+                counts = one_way[a].astype(np.int64).copy()
+                pooled = [v for v in range(len(col.levels)) if v != o and counts[v] < thetas[a]]
+                counts[o] += int(np.clip(counts[pooled], 0, None).sum())
+                counts[pooled] = 0
+                one_way[a] = counts
+                if pooled:
+                    self.pooled_levels_[col.name] = {"into": col.domain.other, "levels": [col.levels[v] for v in pooled]}
             g, w = _compress(col, one_way[a], float(thetas[a]), n_hat / max_levels, max_levels)
+            if col.ordered:
+                w = _split_weights(col, g, w, _SPLIT_Z * float(sigma1s[a]))
+            if pooled:
+                g[pooled] = g[o]
+                w[pooled] = 0.0
+                g = np.unique(g, return_inverse=True)[1].astype(np.int64)  # no empty groups
             groups.append(g)
             weights.append(w)
         sizes = np.array([int(g.max()) + 1 for g in groups], dtype=np.int64)
+        self.suppressed_levels_ = {}
+        for a, col in enumerate(columns):
+            if col.kind != "discrete":
+                continue
+            g, w = groups[a], np.clip(weights[a], 0.0, None)
+            group_mass = np.bincount(g, weights=w, minlength=int(sizes[a]))
+            pooled_here = set(self.pooled_levels_.get(col.name, {}).get("levels", []))
+            gone = [
+                col.levels[v] for v in range(len(col.levels))
+                if w[v] <= 0 and group_mass[g[v]] > 0 and col.levels[v] not in pooled_here
+            ]
+            if gone:
+                # Declared levels whose noisy count fell below the threshold (or below 0):
+                # they cannot appear in any copy. Recording them is post-processing.
+                self.suppressed_levels_[col.name] = gone
 
         margs: list[_Marginal] = []
         for a in range(d):
-            coarse = np.bincount(groups[a], weights=np.where(weights[a] > 0, one_way[a], 0.0), minlength=sizes[a])
+            if columns[a].ordered:
+                # A bucket's count is the sum of its cells' raw noisy counts (unbiased: the
+                # noise of empty cells cancels instead of adding its positive part), plus the
+                # missing cell only when it is its own group (else DPSyn gives it mass 0).
+                raw = one_way[a].astype(float).copy()
+                if columns[a].has_missing_level:
+                    m = columns[a].size - 1
+                    if np.sum(groups[a] == groups[a][m]) > 1:
+                        raw[m] = 0.0
+                coarse = np.bincount(groups[a], weights=raw, minlength=sizes[a])
+            else:
+                coarse = np.bincount(groups[a], weights=np.where(weights[a] > 0, one_way[a], 0.0), minlength=sizes[a])
             nfine = np.bincount(groups[a], weights=(weights[a] > 0).astype(float), minlength=sizes[a])
             margs.append(_Marginal((a,), coarse.astype(float), np.maximum(nfine, 1.0) * sigma1s[a] ** 2))
 
@@ -1031,6 +1154,10 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             "delta": float(self.delta),
             "n_two_way": len(self.selected_),
             "theta": self.theta_.to_dict(),
+            # declared levels below the noise threshold (post-processing of noisy counts)
+            "suppressed_levels": _to_json_levels(self.suppressed_levels_),
+            "pooled_levels": {c: {"into": _json_level(v["into"]), "levels": [_json_level(x) for x in v["levels"]]}
+                              for c, v in self.pooled_levels_.items()},
         }
 
     def public_params(self) -> dict[str, Any]:

@@ -71,6 +71,12 @@ class ReportData:
     frontier : DataFrame
         Points of a risk-utility frontier to draw (benchmarks/frontier.py or
         :func:`synthmi.tuning.frontier`), plus the releases and references.
+    no_alignment : DataFrame
+        Per fully synthetic release (rule ``full`` or copies of another row count):
+        risk measures that need no row alignment -- distance to closest record
+        against a holdout (or leave-one-out) baseline, replicated uniques (repU) and
+        DiSCO of the target (:mod:`synthmi.evaluation.dcr`,
+        :func:`synthmi.evaluation.attribute_disclosure`).
     """
 
     summary: pd.DataFrame
@@ -87,6 +93,7 @@ class ReportData:
     attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
     impossible: pd.DataFrame = field(default_factory=pd.DataFrame)
     frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
+    no_alignment: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def file_sha256(path: str | Path) -> str:
@@ -243,7 +250,14 @@ def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[
         unchanged[c] = float(np.mean(shares))
     diag = obj.metadata().get("diagnostics") if isinstance(obj, SyntheticData) else None
     structure = getattr(obj, "structure", {}) or {}
+    extra: dict[str, Any] = {}
+    if structure.get("privacy"):
+        # a DP release states its guarantee; its metadata never holds a seed
+        extra["privacy"] = structure["privacy"]
+        extra["suppressed_levels"] = (diag or {}).get("suppressed_levels") or {}
+        extra["pooled_levels"] = (diag or {}).get("pooled_levels") or {}
     return {
+        **extra,
         "label": label,
         "method": method,
         "how": _HOW.get(str(method), f"method {method}"),
@@ -315,6 +329,7 @@ def evaluate_release(
     references: bool = True,
     frontier: pd.DataFrame | None = None,
     reference_seed: int = 0,
+    holdout: pd.DataFrame | None = None,
     spec: Any = None,
 ) -> ReportData:
     """Evaluate one or more releases of synthetic copies against the original.
@@ -328,9 +343,9 @@ def evaluate_release(
     quasi_identifiers : list of str
         Columns the intruder knows (risk matching and risk subgroups).
     formula, family, rule, alpha
-        ``rule`` may map a release label to its rule; None (default): the rule
-        each SyntheticData recorded (``partial`` for bare lists of copies).
-        The analyst's model (see :func:`synthmi.evaluation.analyse`).
+        The analyst's model (see :func:`synthmi.evaluation.analyse`). ``rule=None``:
+        each release's recorded rule (``full`` for DPSyn), else ``nested`` for m x r
+        copies, else ``partial``; a mapping gives the rule per release label.
     tolerance : dict or float, optional
         Closeness for continuous quasi-identifiers in matching and in the
         risk subgroups (default: the risk module's default).
@@ -351,6 +366,14 @@ def evaluate_release(
     frontier : DataFrame, optional
         Frontier points (``method``, ``setting``, measures and ``_se``) drawn
         behind this report's releases in the risk-utility map.
+    holdout : DataFrame, optional
+        Real records not used for the releases: the baseline of the distance to
+        closest record of fully synthetic releases (else leave-one-out).
+
+    Fully synthetic releases (recorded rule ``full``, or copies whose row count
+    differs from the original's) get no record-by-record identity matching (their
+    rows correspond to no original record); they get the no-alignment measures in
+    ``no_alignment`` instead, and a DP release's guarantee is stated.
     """
     from ..evaluation.analysis import analyse
     from ..evaluation.pmse import pmse, utility_tables
@@ -381,15 +404,20 @@ def evaluate_release(
     if target is not None:
         check_columns_exist(original, [target], "target", "original")
     summary_rows, coef_frames, per_var, risk_rows, individual = [], [], {}, [], {}
-    rules: dict[str, str] = {}
     releases, two_way, attr_rows, impossible = {}, {}, [], []
     meta: dict[str, Any] = {}
     steps = tqdm(total=4 * len(synthetic), desc="evaluating", unit="step", disable=not progress, leave=False)
+    no_align_rows: list[dict[str, Any]] = []
+    response = _response(formula, original.columns)
     for method, obj in synthetic.items():
         copies = _copies(obj)
-        rule_m = rule.get(method) if isinstance(rule, Mapping) else rule
-        rules[method] = rule_m = rule_m or getattr(obj, "rule", None) or "partial"
-        releases[method] = describe_release(method, obj, original, copies, qi, rule_m)
+        structure = getattr(obj, "structure", {}) or {}
+        rel_rule = rule.get(method) if isinstance(rule, Mapping) else rule
+        rel_rule = rel_rule or getattr(obj, "rule", None) or structure.get("rule") or (
+            "nested" if {"m", "r"} <= set(structure) else "partial")
+        fully = rel_rule == "full" or any(len(c) != len(original) for c in copies)
+        releases[method] = describe_release(method, obj, original, copies, qi, rel_rule)
+        releases[method]["fully_synthetic"] = fully
         impossible += [{"method": method, **r} for r in impossible_values(original, copies, releases[method]["synthesized"])]
         steps.set_postfix_str(f"{method}: pMSE")
         pm = pmse(original, copies, method=pmse_method, variables=pmse_variables, spec=spec)
@@ -404,19 +432,25 @@ def evaluate_release(
         steps.update()
         steps.set_postfix_str(f"{method}: analysis")
         res = analyse(formula, family=family, original=original, synthetic=obj if hasattr(obj, "structure") else copies,
-                      rule=rule_m, alpha=alpha, spec=spec)
+                      rule=rel_rule, alpha=alpha, spec=spec)
         frame = res.to_frame()
         frame = frame.reset_index().rename(columns={frame.index.name or "index": "term"})
         frame.insert(0, "method", method)
         coef_frames.append(frame)
         steps.update()
         steps.set_postfix_str(f"{method}: risk")
-        risk = reidentification_risk(original, copies, qi, threshold=risk_threshold, by=labels_series, spec=spec, **sub_kw)
-        I = np.asarray(risk.individual, dtype=float)
-        individual[method] = I
-        risk_rows += _risk_by_subgroup(method, risk.by_group)
+        if fully:
+            # No row of a fully synthetic copy belongs to an original record: measures
+            # that need no alignment instead of record-by-record identity matching.
+            no_align_rows.append(_no_alignment_row(method, original, copies, qi, target or response, holdout,
+                                                   tolerance, risk_threshold))
+            rs = {"expected_matches": np.nan, "true_match_rate": np.nan, "share_above_threshold": np.nan}
+        else:
+            risk = reidentification_risk(original, copies, qi, threshold=risk_threshold, by=labels_series, spec=spec, **sub_kw)
+            individual[method] = np.asarray(risk.individual, dtype=float)
+            risk_rows += _risk_by_subgroup(method, risk.by_group)
+            rs = risk.summary
         steps.update()
-        rs = risk.summary
         k = float(np.mean(pm.k)) if getattr(pm, "k", None) is not None else None
         reading, flagged = pmse_reading(pm.mean_s_pmse, k)
         releases[method]["s_pmse_reading"] = reading
@@ -431,10 +465,17 @@ def evaluate_release(
             "true_match_rate": float(rs["true_match_rate"]),
             "share_above_threshold": float(rs["share_above_threshold"]),
         })
+        if fully:
+            # the no-alignment measures in the summary (NaN for the other releases)
+            summary_rows[-1]["DCR closer than baseline 5%"] = no_align_rows[-1]["closer than baseline 5%"]
+            if "repU" in no_align_rows[-1]:
+                summary_rows[-1]["repU"] = no_align_rows[-1]["repU"]
         if isinstance(obj, SyntheticData):
-            meta[method] = {"method": obj.method, "params": obj.metadata()["params"], "seed": obj.seed,
+            meta[method] = {"method": obj.method, "params": obj.metadata()["params"],
                             "quasi_identifiers": obj.quasi_identifiers, "versions_at_synthesis": obj.versions,
                             "diagnostics": obj.metadata()["diagnostics"]}
+            if "privacy" not in (obj.structure or {}):
+                meta[method]["seed"] = obj.seed  # a DP release records no seed (issue 11)
         else:
             meta[method] = {"copies": len(copies)}
         meta[method]["copies_sha256"] = [frame_sha256(c) for c in copies]
@@ -445,7 +486,8 @@ def evaluate_release(
     per_variable.index.name = "variable"
     ref_rows = []
     if references:
-        ref_rows, ref_attr = _references(original, qi, formula, family, rule, alpha, tolerance, risk_threshold,
+        ref_rule = rule if rule is not None else "partial"
+        ref_rows, ref_attr = _references(original, qi, formula, family, ref_rule, alpha, tolerance, risk_threshold,
                                          pmse_method, pmse_variables, target, len(_copies(next(iter(synthetic.values())))),
                                          reference_seed)
         attr_rows += ref_attr
@@ -456,7 +498,7 @@ def evaluate_release(
         "quasi_identifiers": qi,
         "formula": formula,
         "family": family,
-        "rule": next(iter(set(rules.values()))) if len(set(rules.values())) == 1 else rules,
+        "rule": rule if isinstance(rule, str) else ", ".join(f"{k}: {v['rule']}" for k, v in releases.items()),
         "alpha": alpha,
         "pmse_method": pmse_method,
         "pmse_variables": list(pmse_variables),
@@ -490,7 +532,39 @@ def evaluate_release(
         attribute=pd.DataFrame(attr_rows),
         impossible=pd.DataFrame(impossible),
         frontier=frontier if frontier is not None else pd.DataFrame(),
+        no_alignment=pd.DataFrame(no_align_rows),
     )
+
+
+def _response(formula: str, columns: Iterable[str]) -> str | None:
+    """The analysis model's response if it is a column (the default target of attribute disclosure)."""
+    lhs = formula.split("~", 1)[0].strip()
+    return lhs if lhs in set(columns) else None
+
+
+def _no_alignment_row(method: str, original: pd.DataFrame, copies: list[pd.DataFrame], qi: Sequence[str],
+                      target: str | None, holdout: pd.DataFrame | None, tolerance: Any, threshold: float) -> dict[str, Any]:
+    """Distance to closest record vs its baseline, replicated uniques and DiSCO of one fully synthetic release."""
+    from ..evaluation.attribute_disclosure import attribute_disclosure
+    from ..evaluation.dcr import distance_to_closest_record
+
+    cols = [c for c in copies[0].columns if c in original.columns]
+    dcr = distance_to_closest_record(original, copies, columns=cols,
+                                     holdout=None if holdout is None else holdout[cols]).summary
+    row: dict[str, Any] = {
+        "method": method,
+        "DCR baseline": "holdout" if holdout is not None else "leave-one-out",
+        "median DCR (synthetic)": dcr["median_dcr_synthetic"],
+        "median DCR (baseline)": dcr["median_dcr_baseline"],
+        "exact copies (synthetic)": dcr["share_exact_synthetic"],
+        "exact copies (baseline)": dcr["share_exact_baseline"],
+        "closer than baseline 5%": dcr["share_below_holdout_q05"],
+    }
+    if target is not None and target not in qi:
+        kw = {} if tolerance is None else {"tolerance": tolerance}
+        ad = attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).summary
+        row.update({"target": target, "repU": ad.get("repU"), "DiSCO": ad.get("DiSCO"), "DCAP": ad.get("DCAP")})
+    return row
 
 
 def _square(two: pd.DataFrame, variables: list[str]) -> pd.DataFrame:

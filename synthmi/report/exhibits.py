@@ -667,10 +667,15 @@ def _screenshot(out: Path, cfg: FiguresConfig, progress: bool) -> dict[str, Any]
         with contextlib.redirect_stdout(io.StringIO()):
             demo.run(SimpleNamespace(out=tmp, m=5, seed=2026, quiet=not progress))
         res = render(Path(tmp) / "report.html", out / "report_first_screen.png", width=1280, height=900)
-    return {"status": "done", "png": ["report_first_screen.png"], "console_messages": len(res.console),
+        # the decision sections (plain-language releases, risk-utility map, two-way S_pMSE, impossible
+        # values, attribute disclosure) lie below the first screen: a second, tall screenshot
+        res2 = render(Path(tmp) / "report.html", out / "report_sections.png", width=1280, height=4200)
+    return {"status": "done", "png": ["report_first_screen.png", "report_sections.png"],
+            "console_messages": len(res.console) + len(res2.console),
             "pixel_std": round(png_pixel_std(out / "report_first_screen.png"), 4),
-            "markdown": "First screen (1280 x 900) of the report written by `synthmi demo` (Adult; DA-MI and CART, "
-                        "M = 5), rendered by headless Chromium."}
+            "markdown": "First screen (1280 x 900), then the first 4,200 pixels, of the report written by "
+                        "`synthmi demo` (Adult; DA-MI and CART, M = 5; attribute disclosure of income), rendered "
+                        "by headless Chromium."}
 
 
 TITLES = {

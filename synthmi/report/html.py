@@ -113,12 +113,17 @@ def _analysis_table(coef: pd.DataFrame) -> str:
     """Per method: term, original estimate (CI), synthetic estimate (CI), std. diff, CI overlap."""
     parts = []
     for method, sub in coef.groupby("method", sort=False):
+        ok = sub["estimable"].to_numpy(bool) if "estimable" in sub else np.ones(len(sub), dtype=bool)
+        k = sub["copies_not_estimable"].to_numpy(int) if "copies_not_estimable" in sub else np.zeros(len(sub), dtype=int)
         t = pd.DataFrame(
             {
                 "original est.": sub["est_orig"].to_numpy(float),
                 "original 95% CI": [f"({a:.3f}, {b:.3f})" for a, b in zip(sub["ci_lower_orig"], sub["ci_upper_orig"])],
-                "synthetic est.": sub["est_syn"].to_numpy(float),
-                "synthetic 95% CI": [f"({a:.3f}, {b:.3f})" for a, b in zip(sub["ci_lower_syn"], sub["ci_upper_syn"])],
+                # a term whose level is absent from a copy is not estimable: said so, never 0.000
+                "synthetic est.": [f"{e:.3f}" if good else (f"not estimable ({n} copies)" if n else "not estimable")
+                                   for e, good, n in zip(sub["est_syn"].to_numpy(float), ok, k)],
+                "synthetic 95% CI": [f"({a:.3f}, {b:.3f})" if good else "" for a, b, good in
+                                     zip(sub["ci_lower_syn"], sub["ci_upper_syn"], ok)],
                 "std. diff": sub["std_diff"].to_numpy(float),
                 "CI overlap": sub["ci_overlap"].to_numpy(float),
             },
@@ -174,8 +179,9 @@ def _releases_html(releases: dict[str, dict[str, Any]]) -> str:
     """One paragraph and list per release, in plain language."""
     out = []
     for label, r in releases.items():
-        unchanged = ", ".join(
-            f"{c} {v:.1%}" if v is not None else f"{c} (copies not row-aligned)" for c, v in r["unchanged_share"].items())
+        unchanged = ("not applicable: the copies are fully synthetic (no row belongs to an original record)"
+                     if r.get("fully_synthetic") else ", ".join(
+            f"{c} {v:.1%}" if v is not None else f"{c} (copies not row-aligned)" for c, v in r["unchanged_share"].items()))
         diag = r.get("diagnostics") or {}
         fails = diag.get("failures") or []
         found = {k: v for k, v in diag.items() if k != "failures"}
@@ -191,10 +197,38 @@ def _releases_html(releases: dict[str, dict[str, Any]]) -> str:
 <li><b>Synthesized</b>: {html.escape(', '.join(r['synthesized']) or 'none')}, by {html.escape(r['how'])}; {r['copies']} copies.</li>
 <li><b>Masks</b>: {html.escape(_mask_text(r.get('masks')))}{(' &middot; other settings: <code>' + html.escape(json.dumps(params, sort_keys=True, default=str)) + '</code>') if params else ''}.</li>
 <li><b>Share of quasi-identifier values left unchanged</b> (mean over copies): {html.escape(unchanged or '&ndash;')}.</li>
-<li><b>Analyse with</b> the <code>{html.escape(str(r.get('rule')))}</code> combining rule.</li>
+<li><b>Analyse with</b> the <code>{html.escape(str(r.get('rule')))}</code> combining rule{' (fully synthetic: no row of a copy belongs to an original record)' if r.get('fully_synthetic') else ''}.</li>
 <li><b>S_pMSE</b>: {pm_html}.</li>
 <li><b>Sampler diagnostics</b>: {dtext}.</li>
 </ul>""")
+    return "".join(out)
+
+
+def _privacy_html(releases: dict[str, dict[str, Any]]) -> str:
+    """The stated guarantee of every differentially private release (no data values)."""
+    out = []
+    for label, r in releases.items():
+        pv = r.get("privacy")
+        if not pv:
+            continue
+        supp = r.get("suppressed_levels") or {}
+        pooled = r.get("pooled_levels") or {}
+        rare = "; ".join([f"{c}: {', '.join(map(str, v))}" for c, v in supp.items()]
+                         + [f"{c}: {', '.join(map(str, v['levels']))} (pooled into {v['into']})" for c, v in pooled.items()])
+        out.append(
+            f"<p class='note'><b>Privacy guarantee of {html.escape(label)}</b>: {html.escape(str(pv.get('guarantee')))} "
+            f"(epsilon {html.escape(str(pv.get('epsilon')))}, delta {html.escape(str(pv.get('delta')))}); neighbours: "
+            f"{html.escape(str(pv.get('neighbours')))}; {html.escape(str(pv.get('composition')))}; "
+            f"{html.escape(str(pv.get('conversion')))}. Noise: {html.escape(str(pv.get('noise')))}. "
+            f"Declared levels below the noise threshold: {html.escape(rare or 'none')}.</p>")
+    full = [label for label, r in releases.items() if r.get("fully_synthetic")]
+    if full:
+        out.append(
+            f"<p class='note'>{html.escape(', '.join(full))}: fully synthetic, so record-by-record matching does not "
+            "apply (&ndash; above). <b>DCR closer than baseline 5%</b>: share of synthetic records closer to an original "
+            "record than the baseline's 5% quantile of distances (about 0.05 if the release is no closer to the "
+            "original than new records are); <b>repU</b>: share of original records unique on the quasi-identifiers "
+            "and replicated as unique in a copy. Details under <a href='#no-alignment'>risk without row alignment</a>.</p>")
     return "".join(out)
 
 
@@ -232,11 +266,13 @@ def render_report(data: "ReportData") -> str:
     summary_html = _summary_html(summary, getattr(data, "references", pd.DataFrame()))
 
     coef_png = figures.to_png(figures.coefficient_plot(data.coefficients, title=f"{s.get('formula', '')} ({s.get('family', '')})"))
-    hist_png = figures.to_png(figures.risk_histogram(data.individual_risk, data.subgroup_labels))
+    # fully synthetic releases have no record-level I_i (no row alignment)
+    hist_html = (png_img(figures.to_png(figures.risk_histogram(data.individual_risk, data.subgroup_labels)),
+                         "histogram of record-level risk") if data.individual_risk else "")
 
     above = data.summary["share_above_threshold"] if "share_above_threshold" in data.summary else None
     flags = ""
-    if above is not None and np.nanmax(above.to_numpy(float)) > 0:
+    if above is not None and np.any(np.nan_to_num(above.to_numpy(float)) > 0):
         flags = (f"<p class='note flag'>Some records have I_i above the review threshold "
                  f"({_fmt(s.get('risk_threshold'))}); see the risk section.</p>")
     releases = getattr(data, "releases", {}) or {}
@@ -250,6 +286,7 @@ def render_report(data: "ReportData") -> str:
     if not imp.empty and imp["impossible"].sum() > 0:
         flags += "<p class='note flag'>Some synthetic values are impossible for their column; see Utility.</p>"
     extra_sections = _extra_sections(data)
+    privacy = _privacy_html(releases)
 
     body = f"""
 <header><h1>{html.escape(title)}</h1>
@@ -261,6 +298,7 @@ def render_report(data: "ReportData") -> str:
 <p class="note"><b>S_pMSE</b>: standardized propensity-score mean squared error (pMSE / its null expectation; near 1 = copies indistinguishable from the original by a {html.escape(str(s.get('pmse_method', 'logit')))} model; mean over copies).
 <b>CI overlap</b> (1 = identical intervals, &lt; 0 = disjoint) and <b>standardized difference</b> |b_orig - b_syn| / SE(b_orig) are averaged over the analysis coefficients, combined over the M copies by the <code>{html.escape(str(s.get('rule', 'partial')))}</code> rule.
 <b>Expected correct matches</b> = sum of the record-level risks I_i; <b>true-match rate</b> = share of records whose unique match is the correct one.</p>
+{privacy}
 {flags}
 </section>
 {extra_sections['releases']}
@@ -279,11 +317,13 @@ def render_report(data: "ReportData") -> str:
 {_analysis_table(data.coefficients)}
 </section>
 <section id="risk"><h2>Re-identification risk</h2>
-{png_img(hist_png, "histogram of record-level risk")}
+{hist_html}
 <p class="note">The intruder knows every record's quasi-identifiers and matches them against each copy (continuous ones within the tolerance {html.escape(json.dumps(s.get('tolerance'), default=str))}); I_i averages over the copies the probability that the matched record is the true one.
 Risk subgroups are labelled on the original (k0 = {html.escape(str(s.get('k0')))}): low = at least k0 others share the categorical quasi-identifiers and are close on the continuous ones, medium = they share the categories but fewer than k0 are close, high = otherwise.</p>
-{frame_to_html(data.risk_by_subgroup.set_index(['method', 'subgroup']).rename(columns=SUMMARY_LABELS) if not data.risk_by_subgroup.empty else data.risk_by_subgroup)}
+{frame_to_html(data.risk_by_subgroup.set_index(['method', 'subgroup']).rename(columns=SUMMARY_LABELS)) if not data.risk_by_subgroup.empty else ''}
+{extra_sections['no_alignment_note']}
 </section>
+{extra_sections['no_alignment']}
 {extra_sections['attribute']}
 <section id="settings"><h2>Settings</h2>{_kv_table(data.settings)}</section>
 <section id="provenance"><h2>Provenance</h2>{_provenance_table(data.provenance)}
@@ -298,7 +338,25 @@ Risk subgroups are labelled on the original (k0 = {html.escape(str(s.get('k0')))
 
 def _extra_sections(data: "ReportData") -> dict[str, str]:
     """The release descriptions, the risk-utility map, two-way S_pMSE heat map and attribute disclosure."""
-    out = {"releases": "", "frontier": "", "two_way": "", "attribute": ""}
+    out = {"releases": "", "frontier": "", "two_way": "", "attribute": "", "no_alignment": "", "no_alignment_note": ""}
+    na = getattr(data, "no_alignment", pd.DataFrame())
+    if na is not None and not na.empty:
+        labels = ", ".join(html.escape(str(m)) for m in na["method"])
+        out["no_alignment_note"] = (
+            f"<p class='note'>Fully synthetic releases ({labels}) are not matched record by record: none of their "
+            "rows belongs to an original record. See <a href='#no-alignment'>risk without row alignment</a>.</p>")
+        out["no_alignment"] = (
+            "<section id='no-alignment'><h2>Risk without row alignment (fully synthetic releases)</h2>"
+            + frame_to_html(na.set_index("method"), digits=4)
+            + "<p class='note'><b>DCR</b>: Gower distance from a synthetic record to its closest original record "
+              "(numeric columns scaled by their range, categories 0/1), for a sample of 2,000 synthetic records, "
+              "beside the same distance for baseline records (real records not used for the release when a "
+              "holdout is given, else each original record's closest other record). <b>Closer than baseline 5%</b>: "
+              "share of synthetic records closer to the original than the baseline's 5% quantile; about 0.05 when "
+              "the release is no closer to the original than new records of the population would be. "
+              "<b>Exact copies</b>: share at distance 0. <b>repU</b>: share of original records unique on the "
+              "quasi-identifiers and unique with the same values in a copy; <b>DiSCO</b> / <b>DCAP</b>: attribute "
+              "disclosure of the target (see the attribute section for the definitions). Means over copies.</p></section>")
     releases = getattr(data, "releases", {}) or {}
     if releases:
         out["releases"] = ("<section id='releases'><h2>What each release is, in plain language</h2>"
@@ -316,7 +374,11 @@ def _extra_sections(data: "ReportData") -> dict[str, str]:
         fr = fr[fr["method"] != "reference"].assign(method=lambda d: "frontier: " + d["method"].astype(str))
         pts = pd.concat([fr, pts], ignore_index=True)
         note = " Points labelled 'frontier:' are other tuning settings of each method on these data (from the frontier file)."
-    if "expected_matches" in pts and "mean_ci_overlap" in pts:
+    if "expected_matches" in pts:
+        pts = pts[np.isfinite(pd.to_numeric(pts["expected_matches"], errors="coerce"))]
+    # only when some release of this report has record-level risk (fully synthetic ones have none)
+    has_release = bool(len(pts)) and bool((pts["method"].isin(data.summary["method"])).any())
+    if "expected_matches" in pts and "mean_ci_overlap" in pts and has_release:
         png = figures.to_png(figures.frontier_plot(pts, ("expected_matches", "true_match_rate"),
                                                    title="Risk-utility map of these releases"))
         out["frontier"] = (f"<section id='frontier'><h2>Risk-utility map</h2>{png_img(png, 'risk-utility map')}"

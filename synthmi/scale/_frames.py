@@ -1,0 +1,155 @@
+"""Dask plumbing shared by the scale paths: type checks, record offsets and
+reductions whose result does not depend on how the rows are partitioned.
+
+Why a *canonical* sum. Floating-point addition is not associative, so
+``sum(partition sums)`` changes in the last bits with the partitioning, and
+so would a posterior fitted from it and every copy drawn from that
+posterior. :func:`canonical_sum` instead fixes the order of every addition
+by global record position: records are cut into blocks of ``BLOCK``
+consecutive positions, blocks into super-blocks of ``SUPER`` blocks; a
+block's statistic is computed from exactly its rows, a super-block's is the
+left-to-right sum of its blocks, and the total the left-to-right sum of the
+super-blocks. A partition computes what lies wholly inside it and returns
+the rest (block statistics of partial super-blocks, and the raw rows of
+its at most two partial blocks, < 2 ``BLOCK`` rows); the client completes
+the same tree. The result is bit-for-bit the same for 1, 4 or 16
+partitions, and the client receives O(P (SUPER + BLOCK)) numbers for P
+partitions, never the data.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+BLOCK = 1024
+SUPER = 64
+
+
+def dask_available() -> bool:
+    try:
+        import dask.dataframe  # noqa: F401
+    except ImportError:  # pragma: no cover - dask is a dependency
+        return False
+    return True
+
+
+def is_dask_frame(obj: Any) -> bool:
+    """True for a ``dask.dataframe.DataFrame`` (without importing dask when it is absent)."""
+    mod = type(obj).__module__
+    if not (mod.startswith("dask") or "dask_expr" in mod):
+        return False
+    import dask.dataframe as dd
+
+    return isinstance(obj, dd.DataFrame)
+
+
+def refuse_dask(what: str, why: str, instead: str) -> None:
+    """The one error raised by paths that do not run on Dask."""
+    raise TypeError(f"{what} does not accept a dask DataFrame: {why}. {instead}")
+
+
+def partition_offsets(ddf) -> np.ndarray:
+    """Global position of the first record of each partition, plus the total (length P + 1)."""
+    import dask
+
+    lengths = dask.compute(*[dask.delayed(len)(p) for p in ddf.to_delayed()])
+    return np.concatenate([[0], np.cumsum(np.asarray(lengths, dtype=np.int64))])
+
+
+def map_partitions_with_offset(ddf, offsets: np.ndarray, fn: Callable, *args) -> list:
+    """Delayed ``fn(partition, offset, *args)`` for every partition, in order."""
+    import dask
+
+    f = dask.delayed(fn, pure=True)
+    return [f(p, int(o), *args) for p, o in zip(ddf.to_delayed(), offsets[:-1])]
+
+
+def _add(a: tuple, b: tuple) -> tuple:
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def _fold(stats: list[tuple]) -> tuple:
+    out = stats[0]
+    for s in stats[1:]:
+        out = _add(out, s)
+    return out
+
+
+def _partition_blocks(part: pd.DataFrame, offset: int, fn: Callable[[pd.DataFrame], tuple], block: int, sup: int):
+    """What one partition contributes to the canonical tree (see the module docstring)."""
+    n = len(part)
+    start, end = offset, offset + n
+    supers: dict[int, tuple] = {}
+    blocks: dict[int, tuple] = {}
+    frags: list[tuple[int, int, pd.DataFrame]] = []
+    b0 = -(-start // block)  # first block wholly inside
+    b1 = end // block  # one past the last block wholly inside
+    if b1 <= b0:  # no whole block: one fragment, or two either side of a block boundary
+        if n:
+            cut = (start // block + 1) * block
+            if end <= cut:
+                frags.append((start // block, start, part))
+            else:
+                frags.append((start // block, start, part.iloc[: cut - start]))
+                frags.append((cut // block, cut, part.iloc[cut - start:]))
+        return supers, blocks, frags
+    if start < b0 * block:
+        frags.append((start // block, start, part.iloc[: b0 * block - start]))
+    if end > b1 * block:
+        frags.append((b1, b1 * block, part.iloc[b1 * block - start:]))
+    b = b0
+    while b < b1:
+        s = b // sup
+        if b % sup == 0 and (s + 1) * sup <= b1:
+            lo = b * block - start
+            stats = [fn(part.iloc[lo + k * block: lo + (k + 1) * block]) for k in range(sup)]
+            supers[s] = _fold(stats)
+            b += sup
+        else:
+            lo = b * block - start
+            blocks[b] = fn(part.iloc[lo: lo + block])
+            b += 1
+    return supers, blocks, frags
+
+
+def canonical_sum(ddf, offsets: np.ndarray, fn: Callable[[pd.DataFrame], tuple],
+                  block: int = BLOCK, sup: int = SUPER) -> tuple:
+    """Sum of ``fn`` over the rows of ``ddf``, in an order fixed by record position.
+
+    ``fn`` maps a pandas frame of consecutive rows to a tuple of NumPy arrays
+    (or floats) that add. The result is identical for every partitioning of
+    the same rows.
+    """
+    import dask
+
+    parts = dask.compute(*map_partitions_with_offset(ddf, offsets, _partition_blocks, fn, block, sup))
+    n_total = int(offsets[-1])
+    supers: dict[int, tuple] = {}
+    blocks: dict[int, tuple] = {}
+    frags: dict[int, list] = defaultdict(list)
+    for s_, b_, f_ in parts:
+        supers.update(s_)
+        blocks.update(b_)
+        for bid, st, fr in f_:
+            frags[bid].append((st, fr))
+    for bid, lst in frags.items():
+        lst.sort(key=lambda t: t[0])
+        blocks[bid] = fn(pd.concat([f for _, f in lst]) if len(lst) > 1 else lst[0][1])
+    n_blocks = -(-n_total // block)
+    n_supers = -(-n_blocks // sup)
+    totals = []
+    for s in range(n_supers):
+        if s in supers:
+            totals.append(supers[s])
+        else:
+            totals.append(_fold([blocks[b] for b in range(s * sup, min((s + 1) * sup, n_blocks))]))
+    return _fold(totals)
+
+
+def compute_many(objs: Sequence) -> list:
+    import dask
+
+    return list(dask.compute(*objs))

@@ -1,0 +1,332 @@
+"""Dask paths (synthmi.scale) against the in-memory functions on Adult, on a small threaded LocalCluster.
+
+What must hold (issue 16): the fitted posterior equals the in-memory one to 1e-8
+(relative), copies are identical for 1 / 4 / 16 partitions and equal the in-memory
+copies, identity risk, risk subgroups, one- and two-way tables and DPSyn's marginal
+counts before noise equal the in-memory results exactly.
+"""
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+from synthmi.data import load_adult  # noqa: E402
+from synthmi.evaluation import reidentification_risk, risk_subgroups, utility_tables  # noqa: E402
+from synthmi.evaluation.pmse import pmse  # noqa: E402
+from synthmi.models.dami import DAMISynthesizer  # noqa: E402
+from synthmi.models.rubin import RubinSynthesizer  # noqa: E402
+from synthmi.scale import risk as srisk  # noqa: E402
+from synthmi.scale import utility as sutil  # noqa: E402
+from synthmi.scale._frames import canonical_sum, partition_offsets  # noqa: E402
+from synthmi.scale.synthesis import BucketedCategoricalModel  # noqa: E402
+
+QI = ["age", "sex", "race", "education"]
+KEEP = ["income", "hours_per_week"]
+PARTS = (1, 4, 16)
+MASKS = {"age": {"K": 3, "sigma_e": 5.0}, "sex": {"p": 0.9}}
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
+            distributed.Client(cl) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return load_adult()[QI + KEEP].iloc[:3000].reset_index(drop=True)
+
+
+def _dami(**kw):
+    return DAMISynthesizer(masks=MASKS, random_state=7, draws=100, chains=2, progressbar=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def fitted(client, adult):
+    """DA-MI fitted in memory and on 1 / 4 / 16 partitions; two copies each (seed 11)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # short chains: r_hat warnings are beside the point
+        mem = _dami().fit(adult, QI, KEEP)
+        mem_copies = mem.sample(2, random_state=11).copies
+        out = {}
+        for P in PARTS:
+            s = _dami().fit(dd.from_pandas(adult, npartitions=P), QI, KEEP)
+            out[P] = (s, s.sample(2, random_state=11))
+    # posterior summaries computed once (Newton modes are the costly part)
+    params = {"mem": [_params(c) for c in mem.conditionals_]}
+    params.update({P: [_params(c) for c in out[P][0].conditionals_] for P in PARTS})
+    return mem, mem_copies, out, params
+
+
+def _params(cond):
+    if isinstance(cond.fast, BucketedCategoricalModel) or cond.family != "normal":
+        mode, cov = cond.fast.mode()
+        return {"mode": mode, "cov": cov}
+    f = cond.fast
+    return {"beta_hat": f.beta_hat, "chol_inv": f.chol_inv, "s2": np.array(f.s2)}
+
+
+def _rel(a, b):
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+def test_posterior_equals_in_memory_to_1e8(fitted):
+    mem, _, out, params = fitted
+    for P in PARTS:
+        assert [c.family for c in out[P][0].conditionals_] == ["normal", "logit", "logit", "ologit"]
+        for c, r, got in zip(mem.conditionals_, params["mem"], params[P]):
+            for k in r:
+                # summation order only: observed differences are ~1e-12
+                assert _rel(got[k], r[k]) < 1e-8, (c.column, k, P)
+
+
+def test_posterior_is_bitwise_partition_invariant(fitted):
+    params = fitted[3]
+    for P in (4, 16):
+        for r, got in zip(params[1], params[P]):
+            for k, v in got.items():
+                np.testing.assert_array_equal(v, r[k])
+
+
+def test_probit_and_oprobit_posteriors_equal_in_memory(client, adult):
+    kw = dict(binary_link="probit", ordinal_link="probit", draws=50, progressbar=False)
+    mem = RubinSynthesizer(**kw).fit(adult, ["sex", "education"], ["income", "age"])
+    dsk = RubinSynthesizer(**kw).fit(dd.from_pandas(adult[["sex", "education", "income", "age"]], npartitions=5),
+                                     ["sex", "education"], ["income", "age"])
+    assert [c.family for c in dsk.conditionals_] == ["probit", "oprobit"]
+    for a, b in zip(mem.conditionals_, dsk.conditionals_):
+        pa, pb = _params(a), _params(b)
+        for k in pa:
+            assert _rel(pb[k], pa[k]) < 1e-8
+
+
+def test_copies_identical_across_partitions_and_to_pandas(fitted):
+    _, mem_copies, out, _ = fitted
+    got = {P: out[P][1].compute() for P in PARTS}
+    for P in PARTS:
+        for a, b in zip(got[P], mem_copies):
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+            np.testing.assert_array_equal(pd.util.hash_pandas_object(a).to_numpy(),
+                                          pd.util.hash_pandas_object(b).to_numpy())
+    # and the copies are synthetic: the masked age differs from the original in most rows
+    assert (got[4][0]["age"] != fitted[0].data_["age"]).mean() > 0.5
+
+
+def test_parquet_copies_written_by_partition_are_identical(fitted, tmp_path):
+    out = fitted[2]
+    frames = {}
+    for P in (4, 16):
+        d = str(tmp_path / f"p{P}")
+        meta = out[P][1].to_parquet(d)
+        assert meta["n_partitions"] == P and meta["n_records"] == 3000
+        assert len(os.listdir(os.path.join(d, "copy_01"))) == P
+        frames[P] = [pd.read_parquet(os.path.join(d, f"copy_{i:02d}")) for i in (1, 2)]
+        with pytest.raises(FileExistsError, match="already exists"):
+            out[P][1].to_parquet(d)
+    for a, b in zip(frames[4], frames[16]):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_w_tilde_reuse_matches_in_memory(client, adult):
+    small = adult.iloc[:1500]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mem = _dami(w_tilde="reuse").fit(small, QI, KEEP).sample(1, random_state=3).copies[0]
+        dsk = _dami(w_tilde="reuse").fit(dd.from_pandas(small, npartitions=3), QI, KEEP).sample(1, random_state=3)
+    pd.testing.assert_frame_equal(dsk.compute()[0], mem, check_exact=True)
+
+
+def _perturbed(adult, k):
+    rng = np.random.default_rng(k)
+    c = adult.copy()
+    idx = rng.random(len(c)) < 0.5
+    c.loc[idx, "age"] = c["age"].to_numpy()[rng.permutation(len(c))][idx]
+    c.loc[rng.random(len(c)) < 0.3, "race"] = "White"
+    return c
+
+
+@pytest.mark.parametrize("P,B", [(1, 1), (4, 3), (16, 7)])
+def test_identity_risk_equals_in_memory_exactly(client, adult, P, B):
+    copies = [_perturbed(adult, k) for k in range(3)]
+    mem = reidentification_risk(adult, copies, QI, tolerance={"age": 2}, by="income")
+    r = srisk.reidentification_risk(dd.from_pandas(adult, npartitions=P),
+                                    [dd.from_pandas(c, npartitions=max(1, P // 2)) for c in copies],
+                                    QI, tolerance={"age": 2}, by="income", n_buckets=B)
+    rec = r.records.compute().sort_values("position")
+    np.testing.assert_array_equal(rec["position"].to_numpy(), np.arange(len(adult)))
+    for col in mem.records.columns:
+        np.testing.assert_array_equal(rec[col].to_numpy(), mem.records[col].to_numpy())
+    for k, v in mem.summary.items():  # counts exact; sums of I_i to summation order
+        assert r.summary[k] == pytest.approx(v, rel=1e-12), k
+    pd.testing.assert_frame_equal(r.per_copy, mem.per_copy, rtol=1e-12)
+    pd.testing.assert_frame_equal(r.by_group, mem.by_group, rtol=1e-12, check_index_type=False)
+    assert mem.summary["expected_matches"] > 1  # the test compares something
+
+
+def test_identity_risk_of_dask_copies(fitted, adult):
+    _, mem_copies, out, _ = fitted
+    ref = reidentification_risk(adult, mem_copies, QI, tolerance={"age": 1})
+    r = srisk.reidentification_risk(dd.from_pandas(adult, npartitions=4), out[4][1], QI, tolerance={"age": 1})
+    rec = r.records.compute().sort_values("position")
+    np.testing.assert_array_equal(rec["risk"].to_numpy(), ref.records["risk"].to_numpy())
+
+
+def test_risk_subgroups_equal_in_memory(client, adult):
+    ref = risk_subgroups(adult, QI, k0=3, tolerance=1)
+    for P, B in ((1, 1), (5, 3)):
+        s = srisk.risk_subgroups(dd.from_pandas(adult, npartitions=P), QI, k0=3, tolerance=1, n_buckets=B)
+        t = s.labels.compute().sort_values("position")
+        np.testing.assert_array_equal(t["risk_subgroup"].to_numpy(), ref.labels.cat.codes.to_numpy())
+        np.testing.assert_array_equal(t["n_close"].to_numpy(), ref.n_close.to_numpy())
+        np.testing.assert_array_equal(t["n_same_categorical"].to_numpy(), ref.n_same_categorical.to_numpy())
+        pd.testing.assert_series_equal(s.counts, ref.counts)
+
+
+def test_utility_tables_equal_in_memory_exactly(client, adult):
+    copies = [_perturbed(adult, k) for k in range(2)]
+    ref = utility_tables(adult, copies)
+    assert set(ref["way"]) == {1, 2} and len(ref) == 21
+    for P in (1, 16):
+        got = sutil.utility_tables(dd.from_pandas(adult, npartitions=P), [dd.from_pandas(c, npartitions=3) for c in copies])
+        pd.testing.assert_frame_equal(got, ref, check_exact=True)
+
+
+def test_quantile_from_counts_is_numpy_nanquantile():
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 40, size=997).astype(float)
+    qs = np.linspace(0, 1, 6)[1:-1]
+    v, c = np.unique(x, return_counts=True)
+    np.testing.assert_array_equal(sutil.quantile_from_counts(v, c, qs), np.nanquantile(x, qs))
+
+
+def test_logit_pmse_equals_in_memory_and_cart_states_subsample(client, adult):
+    copies = [_perturbed(adult, 0)]
+    v = ["age", "race", "income"]
+    ref = pmse(adult, copies, variables=v)
+    got = sutil.pmse(dd.from_pandas(adult, npartitions=3), [dd.from_pandas(c, npartitions=2) for c in copies], variables=v)
+    np.testing.assert_array_equal(got.k, ref.k)
+    np.testing.assert_allclose(got.pmse, ref.pmse, rtol=1e-9)
+    np.testing.assert_allclose(got.s_pmse, ref.s_pmse, rtol=1e-9)
+    cart = sutil.pmse(dd.from_pandas(adult, npartitions=3), [dd.from_pandas(c, npartitions=2) for c in copies],
+                      method="cart", variables=v, n_perm=1, cart_rows=1000)
+    assert "subsample" in cart.summary() and "of 3000 original records" in cart.note
+    assert np.all(np.isfinite(cart.pmse))
+
+
+def test_dpsyn_marginals_before_noise_equal_in_memory(client, adult):
+    import dask
+
+    from synthmi.data import load_domain
+    from synthmi.privacy.accountant import PrivacyAccountant
+    from synthmi.privacy.dpsyn import DPSynSynthesizer, _Curator, _describe_columns, resolve_domain
+    from synthmi.scale.dpsyn import dask_curator
+
+    domain = load_domain("adult")
+    public = resolve_domain(adult, domain)
+    cols = _describe_columns(adult, public, None, 16)
+    codes = np.column_stack([c.encode(adult[c.name]) for c in cols])
+    acc = PrivacyAccountant(epsilon=10.0, delta=1e-6)
+    mem = _Curator(codes, acc, np.random.default_rng(0))
+    ddf = dd.from_pandas(adult, npartitions=7)
+    dsk = dask_curator(ddf, cols, "error", acc, np.random.default_rng(0), False)
+    sizes = [c.size for c in cols]
+    maps = [np.arange(s) for s in sizes]
+    for attrs in [(0,), (3,), (0, 1), (2, 5), (1, 3)]:
+        shape = tuple(sizes[a] for a in attrs)
+        a = mem._true_counts(attrs, [maps[a] for a in attrs], shape)
+        b = dsk._true_counts(attrs, [maps[a] for a in attrs], shape)
+        np.testing.assert_array_equal(a, b)
+        assert a.sum() == len(adult)
+    # the whole release (noise, selection, GUM) is then the same for the same seed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the user-seed warning of DP releases
+        a = DPSynSynthesizer(epsilon=1.0, random_state=3).fit(adult, domain=domain)
+        b = DPSynSynthesizer(epsilon=1.0, random_state=3).fit(ddf, domain=domain)
+    for x, y in zip(a.marginals_, b.marginals_):
+        np.testing.assert_array_equal(x.table, y.table)
+    assert dask.is_dask_collection(ddf)
+
+
+def test_canonical_sum_is_partition_invariant_and_correct(client):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(5000) * 10.0 ** rng.integers(-8, 8, size=5000)
+    df = pd.DataFrame({"x": x})
+    ref = None
+    for P in (1, 2, 3, 7, 16, 50):
+        ddf = dd.from_pandas(df, npartitions=P)
+        (s,) = canonical_sum(ddf, partition_offsets(ddf), lambda p: (p["x"].to_numpy().sum(),), block=64, sup=4)
+        ref = s if ref is None else ref
+        assert s == ref  # bit for bit, whatever the partitioning (partitions smaller than a block included)
+    import math
+
+    assert ref == pytest.approx(math.fsum(x), rel=1e-9)
+    ints = pd.DataFrame({"x": np.arange(1, 1001, dtype=float)})
+    ddf = dd.from_pandas(ints, npartitions=9)
+    assert canonical_sum(ddf, partition_offsets(ddf), lambda p: (p["x"].sum(),), block=16, sup=2)[0] == 500500.0
+
+
+def test_models_without_a_dask_path_refuse_clearly(client, adult):
+    from synthmi.models.cart import CartSynthesizer
+    from synthmi.models.copula import GaussianCopula
+
+    ddf = dd.from_pandas(adult, npartitions=2)
+    with pytest.raises(TypeError, match="does not accept a dask DataFrame: NUTS"):
+        RubinSynthesizer(sampler="nuts").fit(ddf, QI, KEEP)
+    with pytest.raises(TypeError, match="CartSynthesizer.fit does not accept a dask DataFrame"):
+        CartSynthesizer().fit(ddf, QI, KEEP)
+    with pytest.raises(TypeError, match="no Dask path"):
+        GaussianCopula().fit(ddf)
+    with pytest.raises(TypeError, match="rank transform"):
+        RubinSynthesizer(transforms={"age": "rank"}).fit(ddf, QI, KEEP)
+    obj = dd.from_pandas(adult.astype({"sex": object}), npartitions=2)
+    with pytest.raises(ValueError, match="categorize"):
+        RubinSynthesizer().fit(obj, QI, KEEP)
+
+
+def test_make_population_is_seeded_chunk_invariant_and_adult_like(client):
+    from synthmi.data import make_population
+
+    a = make_population(4000, random_state=2, chunksize=4000).compute()
+    b = make_population(4000, random_state=2, chunksize=999).compute()
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    c = make_population(4000, random_state=3, chunksize=4000).compute()
+    assert not a.equals(c)
+    adult = load_adult()
+    assert list(a.dtypes) == [adult[col].dtype for col in a.columns]
+    assert a["age"].between(17, 90).all() and (a["age"] % 1 == 0).all()
+    # Adult: 66.8% male, 23.9% income > 50K; binomial sd at n = 4000 is 0.0075 -> 4 sd
+    assert abs((a["sex"] == "Male").mean() - 0.668) < 0.03
+    assert abs((a["income"] == ">50K").mean() - 0.239) < 0.03
+
+
+def test_cli_engine_dask_writes_parquet_copies_equal_to_the_api(client, adult, tmp_path, capsys):
+    from synthmi.cli import main
+
+    src = tmp_path / "in.parquet"
+    small = adult.iloc[:1200].astype({"sex": str})  # a text column, as an exported file would have
+    small.to_parquet(src, index=False)
+    out = tmp_path / "out"
+    args = ["synthesize", "--data", str(src), "--engine", "dask", "--qi", "age,sex", "--keep", "income",
+            "--method", "rubin", "--m", "2", "--seed", "5", "--param", "draws=60", "--out", str(out), "--quiet"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert main(args) == 0
+    got = pd.read_parquet(out / "copy_02")
+    assert list(got.columns) == ["age", "sex", "income"] and len(got) == 1200
+    ref = dd.read_parquet(str(src))[["age", "sex", "income"]].categorize(columns=["sex", "income"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        api = RubinSynthesizer(draws=60, progressbar=False).fit(ref, ["age", "sex"], ["income"]).sample(2, random_state=5)
+    as_obj = {"sex": object, "income": object}  # Parquet round trip stores levels as strings
+    pd.testing.assert_frame_equal(got.astype(as_obj), api.compute()[1].astype(as_obj), check_exact=True)
+    capsys.readouterr()
+    assert main(args) == 1
+    assert "already holds synthetic copies" in capsys.readouterr().err
+    assert main(args[:3] + ["--scheduler", "tcp://127.0.0.1:1"] + args[5:-3] + ["--out", str(tmp_path / "o2"), "--quiet"]) == 1
+    assert "'--scheduler' option is for --engine dask" in capsys.readouterr().err
