@@ -241,7 +241,7 @@ def test_cli_round_trip_spec_edit_synthesize_analyse_report(tmp_path, capsys):
     assert main(["report", "--original", str(data), "--synthetic", str(out), "--out", str(tmp_path / "r.html"),
                  "--quiet"]) == 0
     html = (tmp_path / "r.html").read_text()
-    assert "<code>rubin</code> rule" in html and "y ~ age + sex + x" in html
+    assert "the <code>rubin</code> combining rule" in html and "y ~ age + sex + x" in html
     # an explicit --rule still overrides the recorded one
     capsys.readouterr()
     assert main(["analyse", "--original", str(data), "--synthetic", str(out), "--rule", "partial"]) == 0
