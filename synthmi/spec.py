@@ -175,7 +175,7 @@ class ReleaseSpec:
     Parameters
     ----------
     columns : dict
-        Column name -> :class:`ColumnSpec`, in the data's column order.
+        Column name -> :class:`ColumnSpec`, quasi-identifiers first (their order is the default visit sequence).
     masks : dict, optional
         Quasi-identifier -> mask spec (``{"K": 3, "sigma_e": 5}``, ``{"alpha": 2}``,
         ``{"p": 0.8}``; see :func:`~synthmi.models.masking.make_masking`), or
@@ -278,7 +278,7 @@ class ReleaseSpec:
 
     @property
     def released(self) -> list[str]:
-        """Every column a release holds, in the data's order."""
+        """Every column a release holds, in the spec's order (copies keep the data's order)."""
         return [c for c, v in self.columns.items() if v.released]
 
     def __getitem__(self, name: str) -> ColumnSpec:
@@ -404,7 +404,7 @@ class ReleaseSpec:
                 raise ValueError(f"Columns {both} are given both as quasi-identifiers and as kept columns.")
         kinds = dict(kinds or {})
         cols: dict[str, ColumnSpec] = {}
-        for c in df.columns:
+        for c in _role_order(df.columns, qi, keep_set):
             role = "quasi_identifier" if c in qi else ("keep" if keep_set is None or c in keep_set else "excluded")
             cols[c] = _draft_column(c, df[c], role, kinds.get(c))
         return cls(cols, source=source)
@@ -433,7 +433,7 @@ class ReleaseSpec:
             if schema is not None:
                 raise ValueError("Give the kinds of a differentially private release in a spec, not with 'schema='.")
             cols = {}
-            for c in df.columns:
+            for c in _role_order(df.columns, qi, keep_l):
                 role = "quasi_identifier" if c in qi else ("keep" if keep_l is None or c in keep_l else "excluded")
                 cols[c] = _column_from_dtype(c, df[c].dtype, role)
             return cls(cols)
@@ -442,7 +442,7 @@ class ReleaseSpec:
         if isinstance(schema, Schema):
             inferred = Schema({c: schema[c] if c in schema else inferred[c] for c in df.columns})
         cols = {}
-        for c in df.columns:
+        for c in _role_order(df.columns, qi, keep_l):
             role = "quasi_identifier" if c in qi else ("keep" if keep_l is None or c in keep_l else "excluded")
             var = inferred[c]
             cols[c] = _column_from_variable(c, df[c], var, role)
@@ -563,6 +563,13 @@ def as_spec(spec: Any) -> ReleaseSpec:
     if isinstance(spec, (str, Path)):
         return ReleaseSpec.load(spec)
     raise _err("The 'spec' parameter", "a ReleaseSpec, its dict form or a JSON file path", type(spec).__name__)
+
+
+def _role_order(columns: Iterable[str], qi: list[str], keep: list[str] | None) -> list[str]:
+    """Columns in the order the roles were given: the quasi-identifiers (their order is
+    the default visit sequence), the kept columns (the predictors' order), then the rest."""
+    rest = [c for c in columns if c not in qi and (keep is None or c not in keep)]
+    return list(qi) + list(keep or []) + rest
 
 
 def _mask_columns(masks: Mapping[str, Any]) -> list[str]:
