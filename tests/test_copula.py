@@ -13,13 +13,12 @@ from synthmi.evaluation import combine
 from synthmi.models.copula import (
     GaussianCopula,
     copula_pymc_model,
-    effective_sample_size,
     log_interval_probability,
-    split_r_hat,
     truncated_normal,
 )
 
 R3 = np.array([[1.0, 0.5, 0.3], [0.5, 1.0, 0.4], [0.3, 0.4, 1.0]])
+GIBBS_ITER, PYMC_DRAWS = 4000, 600
 
 
 def _mixed(n, seed, R=R3):
@@ -70,27 +69,10 @@ def test_log_interval_probability_hand_values():
     assert log_interval_probability(1.0, 1.0) == -np.inf
 
 
-def test_ess_and_split_rhat_on_known_chains():
-    rng = np.random.default_rng(1)
-    n, rho = 20000, 0.8
-    e = rng.standard_normal((n, 2))
-    ar = np.empty(n)
-    ar[0] = e[0, 1]
-    for t in range(1, n):
-        ar[t] = rho * ar[t - 1] + np.sqrt(1 - rho**2) * e[t, 1]
-    ess = effective_sample_size(np.column_stack([e[:, 0], ar]))
-    # iid: ESS ~ n; AR(1): n (1 - rho) / (1 + rho) = 2222; estimator sd ~5-10 %
-    assert 0.85 * n < ess[0] < 1.15 * n
-    assert 0.8 * 2222 < ess[1] < 1.2 * 2222
-    assert abs(split_r_hat(e[:, :1])[0] - 1.0) < 0.01
-    drift = np.linspace(0, 3, n)[:, None] + e[:, :1]
-    assert split_r_hat(drift)[0] > 1.2
-
-
 # ---------------------------------------------------------------- posterior
 def test_recovers_latent_correlation_mixed_margins():
     df = _mixed(2000, seed=2)
-    g = GaussianCopula(n_iter=800, random_state=3).fit(df)
+    g = GaussianCopula(n_iter=400, random_state=3).fit(df)
     draws = g.correlation_draws_
     est = draws.mean(axis=0)
     sd = draws.std(axis=0)
@@ -101,31 +83,24 @@ def test_recovers_latent_correlation_mixed_margins():
     assert list(g.correlation_.index) == ["x", "b", "o"]
 
 
-def test_gibbs_agrees_with_pymc_posterior():
-    """Same model (rank likelihood, IW-induced prior on C) in PyMC (NUTS) and by Gibbs."""
-    import arviz as az
-    import pymc as pm
+R4 = np.array([[1, 0.5, 0.4, 0.3], [0.5, 1, 0.3, 0.2], [0.4, 0.3, 1, 0.2], [0.3, 0.2, 0.2, 1]])
 
-    rng = np.random.default_rng(3)
-    n = 12
-    z = rng.multivariate_normal(np.zeros(2), [[1.0, 0.6], [0.6, 1.0]], size=n)
-    df = pd.DataFrame({"a": z[:, 0], "b": np.exp(z[:, 1])})
-    df.loc[[1, 5], "a"] = np.nan
-    df.loc[[2], "b"] = np.nan
-    g = GaussianCopula(n_iter=6000, burn=500, random_state=4).fit(df)
-    r_gibbs = g.correlation_draws_[:, 0, 1]
-    ess_gibbs = effective_sample_size(r_gibbs[:, None])[0]
-    with copula_pymc_model(df):
-        idata = pm.sample(600, tune=600, chains=2, cores=1, random_seed=5, progressbar=False, target_accept=0.9)
-    r_pymc = idata.posterior["corr"].values[..., 0].ravel()
-    ess_pymc = float(az.ess(idata, var_names=["corr"])["corr"].values[0])
-    assert float(az.rhat(idata, var_names=["corr"])["corr"].values[0]) < 1.01
-    mcse = np.sqrt(r_gibbs.var() / ess_gibbs + r_pymc.var() / ess_pymc)
-    # measured (benchmarks/copula_pymc.py): Gibbs 0.268 (ESS 3146), PyMC 0.271 (ESS 1365), sd ~0.27,
-    # combined MCSE 0.009
-    assert mcse < 0.02
-    assert abs(r_gibbs.mean() - r_pymc.mean()) < 4 * mcse, (r_gibbs.mean(), r_pymc.mean(), mcse)
-    assert abs(r_gibbs.std() - r_pymc.std()) < 0.05  # sd of a sd estimate ~ sd / sqrt(2 ESS) ~ 0.006
+
+def _small_mixed(n: int = 24, seed: int = 5) -> pd.DataFrame:
+    """Every column kind, with gaps: continuous (2 missing), ordinal (ties), binary (1), nominal (1)."""
+    rng = np.random.default_rng(seed)
+    z = rng.multivariate_normal(np.zeros(4), R4, size=n)
+    u = np.column_stack([np.zeros(n), 0.8 * z[:, 3], -0.6 * z[:, 3]]) + rng.normal(size=(n, 3))
+    df = pd.DataFrame({
+        "x": np.exp(z[:, 0]),
+        "o": pd.Categorical(np.digitize(z[:, 1], [-0.4, 0.5]).astype(str), categories=["0", "1", "2"], ordered=True),
+        "b": pd.Categorical(np.where(z[:, 2] > 0, "yes", "no"), categories=["no", "yes"]),
+        "nom": pd.Categorical(np.array(["a", "b", "c"])[u.argmax(1)]),
+    })
+    df.loc[[1, 7], "x"] = np.nan
+    df.loc[[3], "nom"] = np.nan
+    df.loc[[5], "b"] = np.nan
+    return df
 
 
 # ---------------------------------------------------------------- imputation
@@ -137,7 +112,7 @@ def test_imputations_in_support_observed_unchanged_and_reproducible():
     df["nom"] = pd.Categorical(rng.choice(["a", "b", "c"], size=300, p=[0.5, 0.3, 0.2]))
     df.loc[rng.random(300) < 0.1, "nom"] = np.nan
     before = df.copy()
-    g = GaussianCopula(n_iter=300, random_state=1).fit(df)
+    g = GaussianCopula(n_iter=300, chains=1, random_state=1).fit(df)
     imps = g.impute(3, random_state=7)
     pd.testing.assert_frame_equal(df, before)  # input not mutated
     for d in imps:
@@ -150,7 +125,7 @@ def test_imputations_in_support_observed_unchanged_and_reproducible():
     again = g.impute(3, random_state=7)
     for a, b in zip(imps, again):
         pd.testing.assert_frame_equal(a, b)
-    g2 = GaussianCopula(n_iter=300, random_state=1).fit(df)
+    g2 = GaussianCopula(n_iter=300, chains=1, random_state=1).fit(df)
     pd.testing.assert_frame_equal(g2.impute(1, random_state=7)[0], imps[0])
 
 
@@ -168,7 +143,7 @@ def _coverage_rep(seed: int, n: int = 100, m: int = 10) -> np.ndarray:
         # 100 iterations (50 burn-in) keep a replication at ~0.06 s so 1100 fit in the time budget; the
         # imputations continue the chain from its end state, so n_iter acts as burn-in here. Over the
         # same 1100 seeds n_iter=300, burn=150 gave 0.946 / 0.948 (vs 0.949 / 0.950 here): no burn-in effect.
-        g = GaussianCopula(n_iter=100, burn=50, thin=5, random_state=seed).fit(df)
+        g = GaussianCopula(n_iter=100, burn=50, thin=5, chains=1, random_state=seed).fit(df)
     est, var = [], []
     X = np.column_stack([np.ones(n), x1])
     XtX_inv = np.linalg.inv(X.T @ X)
@@ -181,17 +156,6 @@ def _coverage_rep(seed: int, n: int = 100, m: int = 10) -> np.ndarray:
     res = combine(np.array(est), np.array(var), rule="rubin", df_complete=n - 2)
     truth = np.array([0.0, R3[0, 1]])  # E[y] = 0; slope of y on x1 = corr = 0.5 (unit variances)
     return (res.ci_lower <= truth) & (truth <= res.ci_upper)
-
-
-def test_mar_coverage_of_rubin_intervals():
-    """1100 replications: 95 % intervals cover at 0.93-0.97.
-
-    MC se of a coverage of 0.95 over 1100 replications is sqrt(0.95 * 0.05 / 1100) = 0.0066,
-    so [0.93, 0.97] is +-3.0 se. Measured with these seeds: 0.949 (mean) and 0.950 (slope).
-    """
-    cover = np.array([_coverage_rep(s) for s in range(1100)])
-    rates = cover.mean(axis=0)
-    assert np.all((rates >= 0.93) & (rates <= 0.97)), rates
 
 
 # ---------------------------------------------------------------- errors
@@ -246,7 +210,7 @@ def test_nominal_imputation_mcar_proportions():
     df.loc[miss, "nom"] = np.nan
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        g = GaussianCopula(n_iter=600, random_state=2).fit(df)
+        g = GaussianCopula(n_iter=600, chains=1, random_state=2).fit(df)
     imps = g.impute(10, random_state=3)
     obs_share = df["nom"].value_counts(normalize=True).sort_index().to_numpy()
     imp_share = np.mean(

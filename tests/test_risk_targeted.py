@@ -86,6 +86,7 @@ def test_targeting_lowers_high_risk_more_and_keeps_utility(data):
 
 
 def test_plain_copula_mi_without_masks(data):
+    """masks=None: copula MI. Kept (Z) columns are released as given by default; imputed ones on request."""
     df = data
     before = df.copy()
     s = _fit(df, None)
@@ -94,16 +95,31 @@ def test_plain_copula_mi_without_masks(data):
     assert syn.structure == {"output": "imputation", "rule": "rubin"}
     assert s.subgroup_labels_ is None
     assert syn.method == "risk-dami"
-    obs = df["bmi"].notna()
+    n_mis = int(df["bmi"].isna().sum())  # 10 % MAR gaps in the kept column bmi (55 here)
+    assert n_mis > 20
     for c in syn.copies:
-        assert c["bmi"].notna().all()
-        np.testing.assert_array_equal(c.loc[obs, "bmi"], df.loc[obs, "bmi"])
+        # the kept column is released exactly as given: same values, missing stays missing
+        pd.testing.assert_series_equal(c["bmi"], df["bmi"])
         for q in QI:  # quasi-identifiers are observed: released unchanged
             assert (c[q] == df[q]).all()
         assert list(c.columns) == list(df.columns) and (c.dtypes == df.dtypes).all()
-    imps = syn.copies
+    rec = syn.diagnostics["imputed_cells"]
+    assert rec["internal_only"] == {"bmi": n_mis} and rec["released"] == {}
+    assert syn.metadata()["diagnostics"]["imputed_cells"]["internal_only"] == {"bmi": n_mis}
+    # on request the copies carry the imputed kept column, and the record says so
+    s2 = _fit(df, None, impute_keep=True)
+    syn2 = s2.sample(4, random_state=3)
+    obs = df["bmi"].notna()
+    for c in syn2.copies:
+        assert c["bmi"].notna().all()
+        np.testing.assert_array_equal(c.loc[obs, "bmi"], df.loc[obs, "bmi"])
+    assert syn2.diagnostics["imputed_cells"]["released"] == {"bmi": n_mis}
+    assert syn2.diagnostics["imputed_cells"]["internal_only"] == {}
+    imps = syn2.copies
     # the imputations differ between copies (between-imputation variance > 0)
     assert not all(np.array_equal(imps[0]["bmi"], d["bmi"]) for d in imps[1:])
+    with pytest.raises(ValueError, match="'impute_keep' parameter of RiskTargetedSynthesizer"):
+        _fit(df, None, impute_keep="yes")
 
 
 def test_nested_structure_and_rule(data):
@@ -256,3 +272,12 @@ def test_cli_subgroup_masks_and_nested_output(data, tmp_path):
     assert meta["params"]["masks"]["high"]["race"]["alpha"] == 0.5
     assert meta["diagnostics"]["subgroup_counts"] == {"low": 412, "medium": 38, "high": 50}
     assert len(list(out.glob("copy_*.csv"))) == 4
+    # the kept column bmi is written as given: its missing cells stay missing (counts recorded, not values)
+    n_mis = int(data["bmi"].isna().sum())
+    for f in out.glob("copy_*.csv"):
+        written = pd.read_csv(f)
+        # same missing cells, same values (to the CSV's 17 significant digits)
+        np.testing.assert_array_equal(written["bmi"].isna().to_numpy(), data["bmi"].isna().to_numpy())
+        np.testing.assert_allclose(written["bmi"].to_numpy(), data["bmi"].to_numpy(), rtol=1e-14, equal_nan=True)
+    assert meta["diagnostics"]["imputed_cells"]["internal_only"] == {"bmi": n_mis}
+

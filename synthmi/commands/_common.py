@@ -60,12 +60,37 @@ def is_bundled(spec: str) -> bool:
 
 
 def align_original(original, syn):
-    """The original restricted to the copies' columns (a release may drop columns)."""
+    """The original restricted to the copies' columns (a release may drop columns), with the
+    categorical columns on the levels a DP release declared (see :func:`declared_categories`)."""
     cols = list(syn.copies[0].columns)
     missing = [c for c in cols if c not in original.columns]
     if missing:
         raise ValueError(f"The synthetic copies have columns the original lacks: {missing}.")
-    return original[cols]
+    return declared_categories(original[cols], syn)
+
+
+def declared_categories(original, syn):
+    """The original's categorical columns on the levels the release declared (its public domain).
+
+    A CSV reader orders the categories it saw; a DP release's copies carry the declared
+    levels in the declared order, so without this the reference levels differ and the
+    analysis terms do not line up. Columns whose values fall outside the declared domain
+    (a release that mapped them to 'other') are left as read.
+    """
+    from ..domain import DomainError, PublicDomain
+
+    dom = (getattr(syn, "structure", None) or {}).get("domain")
+    if not dom:
+        return original
+    domain = PublicDomain.from_dict(dom)
+    out = original.copy()
+    for c in original.columns:
+        if c in domain and domain[c].is_discrete:
+            try:
+                out[c] = domain[c].conform(original[c])
+            except DomainError:
+                pass
+    return out
 
 
 def synthetic_dir(d: str) -> Path:

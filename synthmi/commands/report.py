@@ -131,32 +131,6 @@ def _read_frontier(path: str | None):
     return df
 
 
-def _declared_categories(original, releases):
-    """The original's categorical columns on the levels a DP release declared (its public domain).
-
-    A CSV reader orders the categories it saw; the release's copies carry the declared
-    order, so without this the two would have different reference levels and the
-    analysis terms would not line up. Columns whose values fall outside the declared
-    domain (a release that mapped them to 'other') are left as read.
-    """
-    from ..domain import DomainError, PublicDomain
-
-    for syn in releases.values():
-        dom = (syn.structure or {}).get("domain")
-        if not dom:
-            continue
-        domain = PublicDomain.from_dict(dom)
-        out = original.copy()
-        for c in original.columns:
-            if c in domain and domain[c].is_discrete:
-                try:
-                    out[c] = domain[c].conform(original[c])
-                except DomainError:
-                    pass
-        return out
-    return original
-
-
 def run(args) -> int:
     from ..report.collect import evaluate_release, file_sha256
     from ..report.html import write_report
@@ -178,7 +152,6 @@ def run(args) -> int:
     for label, syn in releases.items():
         syn.check_original(original, name=f"--original {args.original}")
     original = align_original(original, first)
-    original = _declared_categories(original, releases)
     qi, formula, family, spec = report_defaults(args, first)
     holdout = None
     if args.holdout:

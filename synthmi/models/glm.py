@@ -132,23 +132,12 @@ class CategoricalModel:
         """log P(y = c | x) for S parameter sets: shape (S, n, C)."""
         beta = params["beta"]
         if self.family == "logit":
-            if beta.shape[2] == 1:
-                eta = beta[:, :, 0] @ X.T
-                return np.stack([_log_sigmoid(-eta), _log_sigmoid(eta)], axis=2)
-            eta = np.matmul(X[None], beta)
-            eta = np.concatenate([np.zeros(eta.shape[:2] + (1,)), eta], axis=2)
-            mx = eta.max(axis=2, keepdims=True)
-            return eta - mx - np.log(np.exp(eta - mx).sum(axis=2, keepdims=True))
-        eta = beta @ X.T
-        if self.family == "probit":
-            return np.stack([log_ndtr(-eta), log_ndtr(eta)], axis=2)
-        cut = params["cutpoints"]  # (S, C-1)
-        a = cut[:, None, :] - eta[:, :, None]  # (S, n, C-1)
-        logF = log_ndtr(a) if self.family == "oprobit" else _log_sigmoid(a)
-        # log(F(a_k) - F(a_{k-1})) = log F(a_k) + log1p(-exp(log F(a_{k-1}) - log F(a_k)))
-        mid = logF[:, :, 1:] + np.log1p(-np.exp(np.minimum(logF[:, :, :-1] - logF[:, :, 1:], -1e-300)))
-        last = log_ndtr(-a[:, :, -1:]) if self.family == "oprobit" else _log_sigmoid(-a[:, :, -1:])
-        return np.concatenate([logF[:, :, :1], mid, last], axis=2)
+            # trailing axis C-1 (binary: 1); the 2-D product is faster for the binary case
+            eta = (beta[:, :, 0] @ X.T)[..., None] if beta.shape[2] == 1 else np.matmul(X[None], beta)
+        else:
+            eta = beta @ X.T
+        return log_probs_eta(self.family, eta, params.get("cutpoints"))
+
 
     # ---- posterior density on the unconstrained scale ----------------------
     def log_post(self, theta: np.ndarray, chunk: int = 64) -> np.ndarray:
@@ -332,6 +321,33 @@ class CategoricalModel:
         w = np.maximum(w, 1e-10 * max(w.max(), 1e-12))
         cov = (V / w) @ V.T
         return theta, (cov + cov.T) / 2
+
+
+
+def log_probs_eta(family: str, eta: np.ndarray, cutpoints: np.ndarray | None = None) -> np.ndarray:
+    """log P(y = c) from the linear predictor: shape (..., n, C).
+
+    ``eta`` is (..., n, C-1) for the logit family (binary: (..., n, 1);
+    multinomial: baseline category 0) and (..., n) for probit and the ordered
+    models; ``cutpoints`` (..., C-1) for the ordered models, with the leading
+    axes of ``eta``.
+    """
+    if family == "logit":
+        if eta.shape[-1] == 1:
+            e = eta[..., 0]
+            return np.stack([_log_sigmoid(-e), _log_sigmoid(e)], axis=-1)
+        full = np.concatenate([np.zeros(eta.shape[:-1] + (1,)), eta], axis=-1)
+        mx = full.max(axis=-1, keepdims=True)
+        return full - mx - np.log(np.exp(full - mx).sum(axis=-1, keepdims=True))
+    if family == "probit":
+        return np.stack([log_ndtr(-eta), log_ndtr(eta)], axis=-1)
+    cut = np.asarray(cutpoints, dtype=float)
+    a = cut[..., None, :] - eta[..., None]  # (..., n, C-1)
+    logF = log_ndtr(a) if family == "oprobit" else _log_sigmoid(a)
+    # log(F(a_k) - F(a_{k-1})) = log F(a_k) + log1p(-exp(log F(a_{k-1}) - log F(a_k)))
+    mid = logF[..., 1:] + np.log1p(-np.exp(np.minimum(logF[..., :-1] - logF[..., 1:], -1e-300)))
+    last = log_ndtr(-a[..., -1:]) if family == "oprobit" else _log_sigmoid(-a[..., -1:])
+    return np.concatenate([logF[..., :1], mid, last], axis=-1)
 
 
 @dataclass

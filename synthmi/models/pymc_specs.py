@@ -215,6 +215,18 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
     all_draws, posts, stats = [], [], []
     diverging = None
     for cond in synth.conditionals_:
+        if cond.family == "cart":
+            # a tree has no parameters: nothing to sample
+            all_draws.append([None] * m)
+            continue
+        if cond.method == "hierarchical":
+            sets, post, ss = _sample_hierarchical(synth, cond, m, draws, chains, rng)
+            all_draws.append(sets)
+            posts.append(post)
+            stats.append(ss.rename({v: f"{cond.column}_{v}" for v in ss.data_vars}))
+            div = ss["diverging"].astype(int)
+            diverging = div if diverging is None else diverging + div
+            continue
         if cond.family == "normal":
             # the model is fitted on the design rebuilt from the data kept by the synthesizer
             D = synth._design(cond, {c: synth._values(c) for c in cond.predictors})
@@ -254,3 +266,32 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
     sample_stats["diverging"] = diverging
     idata = az.InferenceData(posterior=xr.merge(posts, join="outer"), sample_stats=sample_stats)
     return all_draws, idata
+
+
+def _sample_hierarchical(synth, cond, m: int, draws: int, chains: int, rng: np.random.Generator):
+    """NUTS on the random-intercept model (:func:`synthmi.models.hierarchical.pymc_model`).
+
+    Returns ``m`` parameter sets (beta, sigma, u, tau), the renamed posterior and the sample stats.
+    """
+    import pymc as pm
+
+    from .hierarchical import pymc_model
+
+    h = cond.fast
+    model = pymc_model(h.X, h.y, h.g, h.n_groups)
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        idata = pm.sample(
+            draws=draws, tune=int(synth.tune), chains=chains, cores=min(chains, 2), target_accept=0.9,
+            random_seed=int(rng.integers(2**31 - 1)), progressbar=bool(synth.progressbar),
+            compute_convergence_checks=False, return_inferencedata=True,
+        )
+    post = idata.posterior
+    pooled = {v: post[v].values.reshape((-1,) + post[v].shape[2:]) for v in ("beta", "log_sigma", "u", "tau")}
+    total = pooled["tau"].shape[0]
+    idx = np.linspace(0, total - 1, m).round().astype(int) if m > 1 else np.array([total - 1])
+    sets = [{"beta": pooled["beta"][i], "sigma": float(np.exp(pooled["log_sigma"][i])), "u": pooled["u"][i],
+             "tau": float(pooled["tau"][i])} for i in idx]
+    names = {v: f"{cond.column}_{v}" for v in post.data_vars}
+    dims = {d: f"{cond.column}_{d}" for d in post.dims if d not in ("chain", "draw")}
+    return sets, post.rename(names).rename(dims), idata.sample_stats

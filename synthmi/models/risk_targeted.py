@@ -91,6 +91,7 @@ from .masking import MaskingModel, NormalMasking, TransitionMasking, make_maskin
 __all__ = ["RiskTargetedSynthesizer", "RISK_LEVELS"]
 
 RISK_LEVELS = ("low", "medium", "high")
+_BINARY_CUT = np.zeros(1)
 
 
 class RiskTargetedSynthesizer(Synthesizer):
@@ -129,6 +130,16 @@ class RiskTargetedSynthesizer(Synthesizer):
         Seed of the fitting chain.
     progressbar : bool, default False
         Progress bar while fitting.
+    chains, n_jobs : int, default 2 and 1
+        Chains of the copula sampler and how many run in parallel processes.
+    impute_keep : bool, default False
+        Missing values of the kept (Z) columns are imputed inside the model in
+        any case (the copula needs complete latents), but by default the copies
+        carry the kept columns exactly as given, missing values included. With
+        ``True`` the copies carry the imputed kept columns (each copy its own
+        draw). Either way ``diagnostics["imputed_cells"]`` (and metadata.json)
+        records per column how many cells were imputed and whether the imputed
+        values were released (counts only, never values).
     """
 
     method = "risk-dami"
@@ -148,6 +159,9 @@ class RiskTargetedSynthesizer(Synthesizer):
         "prior_df": [None, Interval("real", 0.0, None, closed="neither")],
         "random_state": [None, "random_state"],
         "progressbar": ["boolean"],
+        "chains": [Interval("int", 1, None)],
+        "n_jobs": [Interval("int", 1, None)],
+        "impute_keep": ["boolean"],
     }
     # the copula chain is conditional on the records (completed levels, latents,
     # risk labels), and the synthesizer keeps the data it imputes
@@ -171,6 +185,9 @@ class RiskTargetedSynthesizer(Synthesizer):
         prior_df: float | None = None,
         random_state: int | np.random.Generator | None = 0,
         progressbar: bool = False,
+        chains: int = 2,
+        n_jobs: int = 1,
+        impute_keep: bool = False,
     ):
         self.masks = masks
         self.subgroups = subgroups
@@ -185,6 +202,9 @@ class RiskTargetedSynthesizer(Synthesizer):
         self.prior_df = prior_df
         self.random_state = random_state
         self.progressbar = progressbar
+        self.chains = chains
+        self.n_jobs = n_jobs
+        self.impute_keep = impute_keep
 
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:
@@ -246,6 +266,8 @@ class RiskTargetedSynthesizer(Synthesizer):
             prior_df=self.prior_df,
             random_state=self.random_state,
             progress=self.progressbar,
+            chains=self.chains,
+            n_jobs=self.n_jobs,
         ).fit(data, schema=_sub_schema(self.schema_, list(data.columns)))
 
     def _prepare_masks(self, X: pd.DataFrame, data: pd.DataFrame) -> None:
@@ -323,8 +345,30 @@ class RiskTargetedSynthesizer(Synthesizer):
             return {"output": "one-stage", "rule": "rubin"}
         return {"m": m, "r": int(self.r), "output": "nested", "rule": "nested"}
 
+    def _imputed_cells(self) -> dict[str, Any]:
+        """Per column: missing cells imputed in the model, and what the copies carry there."""
+        released, internal = {}, {}
+        for c in self.copula_.columns_:
+            k = int(self.data_[c].isna().sum())
+            if not k:
+                continue
+            if c in self._qi_set:
+                # a quasi-identifier is synthesized (masks) or imputed (masks=None) in every cell
+                released[c] = k
+            elif self.impute_keep:
+                released[c] = k
+            else:
+                internal[c] = k
+        return {
+            "released": released,
+            "internal_only": internal,
+            "note": "counts of missing cells per column; 'released': the copies carry imputed (or synthetic) "
+                    "values there; 'internal_only': imputed inside the model, released as missing",
+        }
+
     def _diagnostics(self) -> Any:
         d = dict(self.copula_.diagnostics_)
+        d["imputed_cells"] = self._imputed_cells()
         if self.subgroup_counts_ is not None:
             d["subgroup_counts"] = {k: int(v) for k, v in self.subgroup_counts_.items()}
         return d
@@ -344,6 +388,8 @@ class RiskTargetedSynthesizer(Synthesizer):
             # two stages: the chain given this completed data set, r copies from it
             comp_margins = [_replace_level(mg, lv) for mg, lv in zip(cop.margins_, levels)]
             sampler = CopulaGibbs(comp_margins, cop.q_, cop.prior_df)
+            sampler.collapse_binary = cop.sampler_.collapse_binary
+            sampler.collapse_nominal = cop.sampler_.collapse_nominal
             st2 = st.copy()
             for _ in range(int(self.r)):
                 for _ in range(cop.thin):
@@ -352,9 +398,13 @@ class RiskTargetedSynthesizer(Synthesizer):
         return out
 
     def _frame(self, levels: list[np.ndarray]) -> pd.DataFrame:
+        """The columns a copy replaces: the quasi-identifiers, and the imputed kept columns if asked."""
         cop = self.copula_
         like = self.data_[[mg.name for mg in cop.margins_]]
-        return levels_to_frame(cop.margins_, levels, cop.schema_, like)
+        out = levels_to_frame(cop.margins_, levels, cop.schema_, like)
+        if self.impute_keep:
+            return out
+        return out[[c for c in out.columns if c in self._qi_set]]
 
     def _evidence(self, mg: _Margin, x_level: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
         """(n, L) log p(W~_i | X = level l) from fresh W~ per record, or None if no record is masked."""
@@ -413,12 +463,14 @@ class RiskTargetedSynthesizer(Synthesizer):
             E = z - mu
             for mg, lv in zip(margins, levels):
                 is_qi = mg.name in self._qi_set
-                if mg.ranked:
+                if mg.ranked or mg.kind == "binary":
+                    # one latent column: the level is drawn exactly from its discrete conditional
+                    # (a binary block's cut is 0), then the latent within the level's slot
                     j = mg.cols[0]
                     pjj = P[j, j]
                     sd = 1.0 / np.sqrt(pjj)
                     cm = mu[j] - (E @ P[:, j] - E[:, j] * pjj) / pjj
-                    c = cuts[mg.name]
+                    c = cuts[mg.name] if mg.ranked else _BINARY_CUT
                     edges = np.concatenate([[-np.inf], c, [np.inf]])
                     if is_qi:
                         logits = level_log_probabilities(cm, sd, edges)

@@ -567,6 +567,10 @@ def _read_frontier(src: Path, out: Path) -> dict[str, Any]:
     if side.exists():
         meta = json.loads(side.read_text())
         argv = (meta.get("environment") or {}).get("argv")
+        if meta.get("n") and meta.get("m"):
+            md += [f"Resolution of the true-match rate: one unique correct match in one replicate is "
+                   f"1 / (N M) = {1 / (meta['n'] * meta['m']):.2g}; differences of that order are one or two "
+                   "records and within Monte Carlo noise.", ""]
         md += [f"{meta.get('n')} records, M = {meta.get('m')} copies x {meta.get('replicates')} replicates; "
                f"benchmark wall time {meta.get('wall_seconds', 0):.0f} s"
                + (f"; command `{' '.join(map(str, argv))}`" if argv else ""), ""]

@@ -10,6 +10,8 @@ and Hessians, contingency tables, per-record risk stays partitioned):
   random streams and written as Parquet;
 * :func:`risk.reidentification_risk` and :func:`risk.risk_subgroups`:
   identity risk by a shuffle on the hash of the exact-match key;
+* :func:`attribute.attribute_disclosure`: DiSCO, DCAP, TCAP, repU and the
+  matching attribute risk by the same shuffle;
 * :func:`utility.utility_tables`, :func:`utility.pmse`: tables by groupby,
   logit pMSE by distributed Newton, CART pMSE on a stated subsample;
 * :func:`dpsyn.fit_dpsyn`: DPSyn's marginal measurements by reduction.

@@ -1,0 +1,83 @@
+"""ESS per second of the copula sampler's variants (the choice of the default is made on these figures).
+
+Data: NHANES 2017-2018 adults (5,265 rows) with age, gender, race_ethnicity,
+education, marital_status (6 levels), bmi, income_poverty_ratio,
+total_cholesterol, diabetes and smoked_100_cigarettes (real item non-response).
+Variants of GaussianCopula's sampler, each run as 2 chains of ``n_iter``
+iterations (half burn-in) from the same seeds:
+
+* ``data augmentation``: probit blocks by plain Gibbs (latents given
+  parameters, regression given latents);
+* ``collapsed binary``: + the partially collapsed move of each binary block
+  (closed form);
+* ``collapsed all``: + the partially collapsed move of the nominal block
+  (Gauss-Hermite multinomial-probit likelihood, exact latent redraw).
+
+Reported per variant: wall seconds, min bulk / tail ESS and max R-hat over every
+correlation and imputed-cell summary (ArviZ), min bulk ESS per second, and the
+worst column. The load average is recorded: the machine is shared.
+
+Run: ``python benchmarks/copula_samplers.py [--n-iter 400]``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _bench import write_json  # noqa: E402
+
+COLUMNS = ["age", "gender", "race_ethnicity", "education", "marital_status", "bmi", "income_poverty_ratio",
+           "total_cholesterol", "diabetes", "smoked_100_cigarettes"]
+VARIANTS = {"data augmentation": "none", "collapsed binary": "binary", "collapsed all": "all"}
+
+
+def run_variant(df, n_iter: int, collapsed: str, seed: int = 0) -> dict:
+    from synthmi.models.copula import GaussianCopula
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        g = GaussianCopula(n_iter=n_iter, chains=2, random_state=seed, collapsed=collapsed).fit(df)
+    wall = time.perf_counter() - t0
+    d = g.diagnostics_
+    return {"collapsed": collapsed, "wall_seconds": wall, "max_r_hat": d["max_r_hat"], "min_ess_bulk": d["min_ess_bulk"],
+            "min_ess_tail": d["min_ess_tail"], "min_ess_bulk_per_second": d["min_ess_bulk"] / wall,
+            "worst": d["worst"], "collapsed_acceptance": d.get("collapsed_acceptance"), "table": d["table"]}
+
+
+def main() -> None:
+    from synthmi.data import load_nhanes
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n-iter", type=int, default=400)
+    a = ap.parse_args()
+    import arviz  # noqa: F401  (imported once, outside the timings)
+
+    df = load_nhanes(recode=True)[COLUMNS]
+    out = {"n_iter": a.n_iter, "chains": 2, "columns": COLUMNS, "variants": {}, "loadavg": {}}
+    for name, collapsed in VARIANTS.items():
+        out["loadavg"][name] = list(os.getloadavg())
+        r = run_variant(df, a.n_iter, collapsed)
+        out["variants"][name] = r
+        print(f"{name:18s}: {r['wall_seconds']:7.1f} s, max R-hat {r['max_r_hat']:.3f}, min bulk ESS "
+              f"{r['min_ess_bulk']:6.1f} ({r['min_ess_bulk_per_second']:.3f}/s), worst {r['worst']}")
+    out["previous_sampler"] = {
+        "note": "the sampler before this change (free multinomial-probit covariance, Hoff ranks for binary), "
+                "measured in the same session on the same columns: 2 chains x 1000 iterations in 39 s at load ~2, "
+                "max R-hat 2.86, min bulk ESS 2.3 (marital_status correlations)",
+        "max_r_hat": 2.86, "min_ess_bulk": 2.3, "wall_seconds": 39.4, "n_iter": 1000,
+    }
+    write_json("copula_samplers", out)
+
+
+if __name__ == "__main__":
+    main()
