@@ -97,13 +97,15 @@ def original_fingerprint(df: pd.DataFrame, private_count: bool = False) -> dict[
     return fp
 
 
-def check_original(original: pd.DataFrame, fingerprint: Mapping[str, Any] | None, name: str = "original") -> None:
+def check_original(original: pd.DataFrame, fingerprint: Mapping[str, Any] | None, name: str = "original",
+                   rows: bool = True) -> None:
     """Raise if ``original`` is not the data the release was fitted to.
 
     The fingerprint's columns must all be in ``original`` (an original may hold
     more columns than were released); on them the row count and, when both the
-    release and this session have the provenance key, the keyed HMAC must agree.
-    The error names what differs (counts and column names, never values).
+    release and this session have the provenance key, the keyed HMAC must agree
+    (``rows=False``: the columns only). The error names what differs (counts and
+    column names, never values).
     """
     if not fingerprint:
         return
@@ -112,16 +114,16 @@ def check_original(original: pd.DataFrame, fingerprint: Mapping[str, Any] | None
     missing = [c for c in cols if c not in have]
     problems = []
     if missing:
-        problems.append(f"it lacks the columns {missing}")
+        problems.append(f"it lacks the columns {missing} of the data the copies were made from")
     n = fingerprint.get("n_rows")
-    if n is not None and int(n) != len(original):
-        problems.append(f"it has {len(original)} rows, the data the copies were fitted to had {int(n)}")
+    if rows and n is not None and int(n) != len(original):
+        problems.append(f"it has {len(original)} rows, the copies were made from {int(n)}")
     mac = fingerprint.get("hmac")
     key = os.environ.get(PROVENANCE_KEY_ENV)
-    if not problems and mac and key:
+    if rows and not problems and mac and key:
         if _canonical_hmac(original[[have[c] for c in cols]], key) != mac:
             problems.append(f"its values differ (the keyed HMAC under {PROVENANCE_KEY_ENV} does not match)")
     if problems:
         raise ValueError(
-            f"The '{name}' data is not the data these synthetic copies were fitted to: " + "; ".join(problems) + "."
+            f"The '{name}' data are not the data these copies were made from: " + "; ".join(problems) + "."
         )

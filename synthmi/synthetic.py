@@ -108,7 +108,12 @@ class SyntheticData:
         The release spec the synthesizer was fitted with.
     fingerprint : dict or None
         Row count and column set of the original (plus a keyed HMAC when
-        ``SYNTHMI_PROVENANCE_KEY`` is set; see :mod:`synthmi.provenance`).
+        ``SYNTHMI_PROVENANCE_KEY`` is set; see :mod:`synthmi.provenance`);
+        ``original_fingerprint`` is the same dict under its earlier name.
+    diagnostics_check : dict or None
+        The release's convergence check (:func:`synthmi.diagnostics.enforce`):
+        ``passed``, thresholds, and with ``accepted: True`` the failures the
+        user chose to release anyway. ``None`` when no check ran.
     """
 
     copies: list[pd.DataFrame]
@@ -122,6 +127,8 @@ class SyntheticData:
     rule: str | None = None
     spec: Any = None
     fingerprint: dict[str, Any] | None = None
+    diagnostics_check: dict[str, Any] | None = None
+    original_fingerprint: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.rule is None:
@@ -134,10 +141,22 @@ class SyntheticData:
             from .spec import as_spec
 
             self.spec = as_spec(self.spec)
+        # one fingerprint under two names (original_fingerprint: the earlier name)
+        if self.fingerprint is None:
+            self.fingerprint = self.original_fingerprint
+        self.original_fingerprint = self.fingerprint
 
-    def check_original(self, original: pd.DataFrame, name: str = "original") -> None:
-        """Raise if ``original`` is not the data these copies were fitted to (see :mod:`synthmi.provenance`)."""
-        check_original(original, self.fingerprint, name)
+    def check_original(self, original: pd.DataFrame, name: str = "original", rows: bool = True) -> None:
+        """Refuse to evaluate the copies against data other than their original.
+
+        Compares the row count, the column set and (with ``SYNTHMI_PROVENANCE_KEY``)
+        the keyed HMAC recorded at synthesis with ``original`` (see
+        :mod:`synthmi.provenance`); the error names what differs (counts and column
+        names, never values). Copies without a fingerprint are not checked.
+        ``rows=False`` checks the columns only (an analysis may compare the copies
+        with a subset of the original's rows, e.g. its complete cases).
+        """
+        check_original(original, self.fingerprint, name, rows=rows)
 
     @property
     def m(self) -> int:
@@ -152,6 +171,11 @@ class SyntheticData:
 
     def __getitem__(self, i: int) -> pd.DataFrame:
         return self.copies[i]
+
+    @property
+    def unconverged(self) -> bool:
+        """Whether the copies were released although the sampler failed its convergence check."""
+        return bool(self.diagnostics_check) and not self.diagnostics_check.get("passed", True)
 
     def __repr__(self) -> str:
         shape = self.copies[0].shape if self.copies else (0, 0)
@@ -174,6 +198,7 @@ class SyntheticData:
             "versions": self.versions,
             "structure": _to_json(self.structure),
             "diagnostics": _to_json(diag),
+            "diagnostics_check": _to_json(self.diagnostics_check),
             "dtypes": dtype_spec(self.copies[0]) if self.copies else {},
             "rule": self.rule,
             "spec": None if self.spec is None else self.spec.to_dict(),
@@ -221,7 +246,8 @@ class SyntheticData:
             structure=meta.get("structure", {}),
             rule=meta.get("rule"),
             spec=meta.get("spec"),
-            fingerprint=meta.get("fingerprint"),
+            fingerprint=meta.get("fingerprint") or meta.get("original_fingerprint"),
+            diagnostics_check=meta.get("diagnostics_check"),
         )
 
     def analyse(
@@ -236,7 +262,7 @@ class SyntheticData:
 
         ``rule`` defaults to the rule recorded with the copies; ``formula`` and
         ``family`` to the spec's first analysis. ``original`` is checked against
-        the recorded fingerprint.
+        the recorded fingerprint (its columns; all of it when the row counts agree).
         """
         from .evaluation.analysis import analyse
 
@@ -250,7 +276,9 @@ class SyntheticData:
                 )
             formula = analyses[0]["formula"]
             family = family or analyses[0]["family"]
-        self.check_original(original)
+        # an analysis may use a subset of the rows (complete cases): rows are checked
+        # by the evaluation verbs, which read the whole original
+        self.check_original(original, rows=False)
         if self.copies:
             # an original may hold more columns than were released
             cols = list(self.copies[0].columns)

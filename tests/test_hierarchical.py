@@ -91,6 +91,9 @@ def test_hierarchical_method_in_synthesis():
     d = DAMISynthesizer(masks={"y": {"K": 1, "sigma_e": 1.0}}, models={"y": {"method": "hierarchical", "group": "area"}},
                         progressbar=False).fit(df, quasi_identifiers=["y"], keep=["area", "x"]).sample(2, random_state=7)
     assert all(c["y"].between(df["y"].min(), df["y"].max()).all() for c in d.copies)
+    with pytest.raises(ValueError, match="use sampler='fast'"):
+        RubinSynthesizer(models={"y": {"method": "hierarchical", "group": "area"}}, sampler="nuts").fit(
+            df, quasi_identifiers=["y"], keep=["area", "x"])
     with pytest.raises(ValueError, match="must be a kept categorical column"):
         RubinSynthesizer(models={"y": {"method": "hierarchical", "group": "x"}}).fit(
             df, quasi_identifiers=["y"], keep=["area", "x"])

@@ -2,8 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 
-from ._common import EXAMPLES_FMT, add_common_flags, add_release_arguments, load_release, load_spec_option
+from ._common import (
+    EXAMPLES_FMT,
+    add_common_flags,
+    add_overwrite_flag,
+    add_release_arguments,
+    check_output_file,
+    load_release,
+    load_spec_option,
+    recorded_rule,
+)
 
 EXAMPLES = """examples:
   synthmi analyse --original adult --synthetic syn/ --formula "income ~ age + sex + race + education"
@@ -11,9 +22,10 @@ EXAMPLES = """examples:
   synthmi analyse --original nhanes --synthetic syn/ --formula "bmi ~ age + gender" --family gaussian --out table.csv
 
 For each coefficient: the original estimate and 95% CI, the estimate and CI
-combined over the M copies with the rule recorded at synthesis (partial,
-full, rubin or nested; --rule overrides it), the standardized difference and
-the CI overlap. Formula and family default to the spec's first analysis."""
+combined over the M copies (by the rule recorded with them, e.g. Reiter 2003
+'partial' for partially synthetic copies; --rule overrides it), the
+standardized difference and the CI overlap. Formula and family default to the
+spec's first analysis (--spec, or the spec recorded with the copies)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,14 +42,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
                    help="model family (default: the spec's, else probit)")
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
-                   help="combining rule (default: the rule recorded with the copies)")
+                   help="combining rule (default: the rule recorded with the copies in metadata.json)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default: 0.05)")
     p.add_argument("--out", default=None, help="write the table to this CSV")
+    add_overwrite_flag(p)
     add_common_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    check_output_file(args.out, "--out", args.overwrite)
     _, original, syn = load_release(args)
     spec = load_spec_option(args, syn)
     formula, family = args.formula, args.family
@@ -46,8 +60,14 @@ def run(args) -> int:
         if not analyses:
             raise ValueError("The '--formula' option is needed: the spec lists no analyses.")
         formula, family = analyses[0]["formula"], family or analyses[0]["family"]
-    res = syn.analyse(formula, original=original, family=family or "probit", rule=args.rule, alpha=args.alpha,
-                      spec=spec)
+    with warnings.catch_warnings():
+        # a separated fit is reported once, in the summary below
+        warnings.filterwarnings("ignore", message=".*separated fit", category=RuntimeWarning)
+        res = syn.analyse(formula, original=original, family=family or "probit", rule=args.rule or recorded_rule(syn),
+                          alpha=args.alpha, spec=spec)
+    if syn.unconverged:
+        print("WARNING: these copies were released although the posterior sampler did not converge "
+              "(--accept-diagnostics); see diagnostics_check in metadata.json.", file=sys.stderr)
     print(res.summary())
     if args.out:
         res.to_frame().to_csv(args.out)

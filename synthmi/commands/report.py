@@ -4,9 +4,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..data.workloads import ADULT
 from ._common import (
+    COMMA_NAMES_HELP,
     EXAMPLES_FMT,
     add_common_flags,
+    add_overwrite_flag,
+    add_sep_flag,
+    check_output_file,
+    sep_of,
     align_original,
     is_bundled,
     load_original,
@@ -43,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_report_options(p)
     p.add_argument("--synthetic", action="append", required=True, metavar="[LABEL=]DIR",
                    help="directory written by 'synthmi synthesize' (repeat for several releases)")
-    p.add_argument("--out", default="report.html", help="output HTML file (default: report.html)")
+    p.add_argument("--out", required=True, help="output HTML file, e.g. report.html")
+    add_overwrite_flag(p)
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -51,15 +58,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def add_report_options(p: argparse.ArgumentParser) -> None:
     """Options shared by ``report`` and ``demo``."""
     p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
-    p.add_argument("--qi", default=None,
-                   help="quasi-identifiers, comma-separated (default: the spec's; for adult: age,sex,race,education)")
+    add_sep_flag(p)
+    p.add_argument("--qi", default=None, action="append",
+                   help=f"quasi-identifiers, comma-separated (repeatable; {COMMA_NAMES_HELP}; "
+                   "default: the spec's, else those recorded with the first release)")
     p.add_argument("--analysis", default=None,
-                   help="the analyst's model as a formula (default: the spec's first analysis; for adult: "
-                   "income ~ age + sex + race + education)")
+                   help="the analyst's model as a formula (default: the spec's first analysis; else the Adult "
+                   f"workload's, {ADULT.formula!r})")
     p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
                    help="model family (default: the spec's, else probit)")
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
-                   help="combining rule (default: the rule recorded with each release)")
+                   help="combining rule (default: the rule each release recorded, e.g. full for dpsyn; else partial, "
+                        "or nested for m x r copies)")
     p.add_argument("--spec", default=None, metavar="SPEC.json",
                    help="release spec (default: the spec recorded with the copies)")
     p.add_argument("--holdout", default=None, metavar="CSV",
@@ -89,29 +99,22 @@ def tolerance_from(args) -> dict[str, float] | None:
     return out or None
 
 
-#: defaults for the bundled Adult data when neither flags nor a spec say otherwise
-ADULT_QI = ["age", "sex", "race", "education"]
-ADULT_ANALYSIS = "income ~ age + sex + race + education"
-
-
 def report_defaults(args, syn=None):
     """(quasi-identifiers, formula, family, spec): flags, else the spec (``--spec`` or
-    recorded with the copies), else the Adult defaults when the original is adult."""
+    recorded with the copies), else the release's recorded QIs and the Adult workload's formula."""
     from ._common import load_spec_option
 
     spec = load_spec_option(args, syn)
-    adult = str(getattr(args, "original", "")).lower() == "adult"
-    qi = split_list(args.qi) or (spec.quasi_identifiers if spec is not None else []) or (ADULT_QI if adult else [])
+    qi = split_list(args.qi) or (spec.quasi_identifiers if spec is not None else []) or list(
+        getattr(syn, "quasi_identifiers", []) or [])
     if not qi:
-        raise ValueError("The '--qi' option is needed: no spec names the quasi-identifiers.")
+        raise ValueError("The '--qi' option is needed: neither a spec nor the release names the quasi-identifiers.")
     formula, family = args.analysis, args.family
     if formula is None:
         if spec is not None and spec.analyses:
             formula, family = spec.analyses[0]["formula"], family or spec.analyses[0]["family"]
-        elif adult:
-            formula = ADULT_ANALYSIS
         else:
-            raise ValueError("The '--analysis' option is needed: the spec lists no analyses.")
+            formula = ADULT.formula
     return qi, formula, family or "probit", spec
 
 
@@ -136,12 +139,14 @@ def run(args) -> int:
     from ..report.html import write_report
     from ..synthetic import SyntheticData
 
-    original, digest = load_original(args.original)
+    check_output_file(args.out, "--out", args.overwrite)
+    original, digest = load_original(args.original, sep_of(args))
     releases, hashes = {}, {"original": digest}
     for item in args.synthetic:
         label, _, d = item.rpartition("=") if "=" in item else ("", "", item)
         path = synthetic_dir(d)
         syn = SyntheticData.from_dir(path)
+        syn.check_original(original, "--original")
         label = label or syn.method
         if label in releases:
             label = f"{label}:{path.name}"
@@ -149,13 +154,11 @@ def run(args) -> int:
         for f in sorted(path.glob("copy_*.csv")):
             hashes[f"{label}/{f.name}"] = file_sha256(f)
     first = next(iter(releases.values()))
-    for label, syn in releases.items():
-        syn.check_original(original, name=f"--original {args.original}")
     original = align_original(original, first)
     qi, formula, family, spec = report_defaults(args, first)
     holdout = None
     if args.holdout:
-        holdout, _ = load_original(args.holdout)
+        holdout, _ = load_original(args.holdout, sep_of(args))
     data = evaluate_release(
         original, releases, qi, formula, family=family, rule=args.rule, spec=spec,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,

@@ -36,12 +36,16 @@ import pandas as pd
 from .._validate import (
     NotFittedError,
     check_dataframe,
+    check_finite,
+    check_no_missing,
     check_not_degenerate,
     check_random_state,
     check_scalar,
     validate_params,
 )
 from ..provenance import original_fingerprint
+from ..diagnostics import ESS_MIN, RHAT_MAX
+from ..diagnostics import enforce as enforce_diagnostics
 from ..schema import Schema
 from ..scale._frames import is_dask_frame as _is_dask_frame
 from ..spec import ReleaseSpec, as_spec
@@ -250,17 +254,12 @@ class Synthesizer(ParamsMixin, abc.ABC):
         used = [c for c in df.columns if c in set(qi) | set(keep_cols)]
         check_not_degenerate(df, used, "df")
         self.schema_ = spec.schema(used)
+        check_finite(df, used, "df")
         if not self.allows_missing:
-            missing = {c: int(df[c].isna().sum()) for c in used if df[c].isna().any()}
-            if missing:
-                which = (f"Column '{next(iter(missing))}' has {next(iter(missing.values()))} missing values"
-                         if len(missing) == 1 else
-                         f"Columns {list(missing)} have missing values "
-                         f"({', '.join(f'{c}: {n}' for c, n in missing.items())})")
-                raise ValueError(
-                    f"{which}; {owner} needs complete data (impute first, or use RiskTargetedSynthesizer which "
-                    "models missing values)."
-                )
+            check_no_missing(
+                df, used, "df",
+                why=f"{owner} needs complete data (impute first, or use RiskTargetedSynthesizer which models missing values).",
+            )
         if len(df) < self.min_rows:
             raise ValueError(f"{owner} needs at least {self.min_rows} rows to fit. Got {len(df)} instead.")
         self.quasi_identifiers_ = list(qi)
@@ -298,6 +297,11 @@ class Synthesizer(ParamsMixin, abc.ABC):
         Each copy has the released columns in the original's order and dtypes;
         for partial synthesis the kept (Z) columns are the original's and the
         quasi-identifiers synthetic. Same ``random_state`` -> identical copies.
+
+        Raises :class:`~synthmi.diagnostics.DiagnosticsFailed` when the
+        posterior sampler failed the convergence check (R-hat above
+        ``rhat_max`` or bulk ESS below ``ess_min`` for some column) unless the
+        synthesizer was built with ``accept_diagnostics=True``.
         """
         self._check_fitted()
         if getattr(self, "dask_", None) is not None:
@@ -315,6 +319,13 @@ class Synthesizer(ParamsMixin, abc.ABC):
         seed = random_state if isinstance(random_state, (int, np.integer)) and self._publishes_seed else None
         rng = self._sampling_rng(random_state)
         copies = self._draw_copies(m, rng)
+        diagnostics = self._diagnostics()
+        # fail closed: no copies leave a sampler that did not converge, unless the user accepts it
+        check = enforce_diagnostics(
+            diagnostics, owner=type(self).__name__,
+            accept=getattr(self, "accept_diagnostics", False),
+            rhat_max=getattr(self, "rhat_max", RHAT_MAX), ess_min=getattr(self, "ess_min", ESS_MIN),
+        )
         structure = self._structure(m)
         return SyntheticData(
             copies=copies,
@@ -322,8 +333,9 @@ class Synthesizer(ParamsMixin, abc.ABC):
             params=self._published_params(),
             seed=None if seed is None else int(seed),
             quasi_identifiers=list(self.spec_.released if self.fully_synthetic else self.spec_.quasi_identifiers),
-            diagnostics=self._diagnostics(),
+            diagnostics=diagnostics,
             structure=structure,
+            diagnostics_check=check,
             rule=structure.get("rule") or ("nested" if {"m", "r"} <= set(structure) else self.combining_rule),
             spec=self.spec_.public_view(),
             fingerprint=dict(self.fingerprint_),
@@ -369,7 +381,9 @@ class Synthesizer(ParamsMixin, abc.ABC):
                 x = np.rint(np.asarray(col, dtype=float))
                 out[c] = x.astype(dt) if pd.api.types.is_integer_dtype(dt) else x.astype(dt, copy=False)
             else:
-                out[c] = np.asarray(col).astype(dt)
+                # through a Series: pandas 3 reads text as the extension dtype ``str``, which
+                # numpy's astype cannot take
+                out[c] = pd.Series(np.asarray(col), index=out.index).astype(dt)
         return out[self.columns_]
 
     # ---- confidential records, pickling, save / load --------------------------

@@ -143,8 +143,19 @@ def sample_nuts(
     else:
         n = sum(int(np.prod(v.shape)) for v in model.initial_point().values())
         step.potential = QuadPotentialDiagAdapt(n, np.zeros(n), np.ones(n), 10)
-    # the leapfrog integrator holds its own reference to the potential: rebuild it around the new
-    # one (the compiled logp/dlogp function is reused, which is the expensive part)
+    # The leapfrog integrator holds its own reference to the potential: rebuild it around the new
+    # one, reusing the compiled logp/dlogp function (the expensive part, compiled once per model).
+    # PyMC has no public way to swap the mass matrix of a built NUTS step: its own BaseHMC.__init__
+    # builds the integrator from the private `_logp_dlogp_func`, and a fresh pm.NUTS(potential=...)
+    # would recompile the model for every conditional and every call. So this uses that private
+    # attribute, checked here and by the NUTS tests; tested with PyMC 5.28.5 (BaseHMC sets it the same
+    # way throughout PyMC 5)
+    # (pyproject pins pymc<5.29 until a newer release is checked).
+    if not hasattr(step, "_logp_dlogp_func"):  # pragma: no cover - a PyMC outside the tested range
+        raise RuntimeError(
+            "This PyMC version's NUTS step has no '_logp_dlogp_func'; synthmi's NUTS path was tested with "
+            "PyMC 5.28. Install pymc<5.29 or use sampler='fast'."
+        )
     step.integrator = CpuLeapfrogIntegrator(step.potential, step._logp_dlogp_func)
     with model:
         pm.set_data(data)
@@ -219,14 +230,6 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
             # a tree has no parameters: nothing to sample
             all_draws.append([None] * m)
             continue
-        if cond.method == "hierarchical":
-            sets, post, ss = _sample_hierarchical(synth, cond, m, draws, chains, rng)
-            all_draws.append(sets)
-            posts.append(post)
-            stats.append(ss.rename({v: f"{cond.column}_{v}" for v in ss.data_vars}))
-            div = ss["diverging"].astype(int)
-            diverging = div if diverging is None else diverging + div
-            continue
         if cond.family == "normal":
             # the model is fitted on the design rebuilt from the data kept by the synthesizer
             D = synth._design(cond, {c: synth._values(c) for c in cond.predictors})
@@ -267,31 +270,3 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
     idata = az.InferenceData(posterior=xr.merge(posts, join="outer"), sample_stats=sample_stats)
     return all_draws, idata
 
-
-def _sample_hierarchical(synth, cond, m: int, draws: int, chains: int, rng: np.random.Generator):
-    """NUTS on the random-intercept model (:func:`synthmi.models.hierarchical.pymc_model`).
-
-    Returns ``m`` parameter sets (beta, sigma, u, tau), the renamed posterior and the sample stats.
-    """
-    import pymc as pm
-
-    from .hierarchical import pymc_model
-
-    h = cond.fast
-    model = pymc_model(h.X, h.y, h.g, h.n_groups)
-    with model, warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        idata = pm.sample(
-            draws=draws, tune=int(synth.tune), chains=chains, cores=min(chains, 2), target_accept=0.9,
-            random_seed=int(rng.integers(2**31 - 1)), progressbar=bool(synth.progressbar),
-            compute_convergence_checks=False, return_inferencedata=True,
-        )
-    post = idata.posterior
-    pooled = {v: post[v].values.reshape((-1,) + post[v].shape[2:]) for v in ("beta", "log_sigma", "u", "tau")}
-    total = pooled["tau"].shape[0]
-    idx = np.linspace(0, total - 1, m).round().astype(int) if m > 1 else np.array([total - 1])
-    sets = [{"beta": pooled["beta"][i], "sigma": float(np.exp(pooled["log_sigma"][i])), "u": pooled["u"][i],
-             "tau": float(pooled["tau"][i])} for i in idx]
-    names = {v: f"{cond.column}_{v}" for v in post.data_vars}
-    dims = {d: f"{cond.column}_{d}" for d in post.dims if d not in ("chain", "draw")}
-    return sets, post.rename(names).rename(dims), idata.sample_stats

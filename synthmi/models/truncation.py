@@ -131,7 +131,8 @@ def detect_grid(x: Any, max_points: int = 1_000_000) -> tuple[float, float] | No
             if np.allclose(v, np.rint(v)) and abs(h - round(h)) <= 1e-9:
                 h = float(round(h))  # a whole-number grid: exact integer step and origin
                 return (float(np.rint(v[0]) % h), h)
-            return (float(v[0]), float(h))
+            # 12 significant digits: 0.09999999999999432 (a float difference) is the step 0.1
+            return (float(f"{v[0]:.12g}"), float(f"{h:.12g}"))
     return None
 
 
@@ -182,8 +183,9 @@ class Support:
             return np.minimum(np.maximum(x, self.lower), self.upper)
         o, h = self.grid
         k = np.floor((x - o) / h + 0.5)
-        # a latent exactly on the outer edge (measure zero) maps to the outer grid point
-        return np.minimum(np.maximum(o + h * k, self.grid_lower), self.grid_upper)
+        # a latent exactly on the outer edge (measure zero) maps to the outer grid point; rounding to
+        # 10 decimals removes the float noise of o + h k (16.3 + 0.1 * 11 = 17.400000000000002)
+        return np.round(np.minimum(np.maximum(o + h * k, self.grid_lower), self.grid_upper), 10)
 
     def to_dict(self) -> dict[str, Any]:
         return {
