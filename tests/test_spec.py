@@ -156,9 +156,10 @@ def test_rule_spec_and_fingerprint_travel_in_metadata(tmp_path):
     back.rule = "rubin"  # the recorded rule is honoured unless overridden
     assert back.analyse(original=df).rule == "rubin"
     assert back.analyse(original=df, rule="partial").rule == "partial"
-    with pytest.raises(ValueError, match="it has 299 rows, the data the copies were fitted to had 300"):
-        back.analyse(original=df.iloc[1:])
-    with pytest.raises(ValueError, match="lacks the columns \\['x'\\]"):
+    with pytest.raises(ValueError, match="it has 299 rows, the copies were made from 300"):
+        back.check_original(df.iloc[1:])
+    back.check_original(df.iloc[1:], rows=False)  # complete cases: columns only
+    with pytest.raises(ValueError, match="lacks the columns \\['x'\\] of the data the copies were made from"):
         back.check_original(df.drop(columns="x"))
 
 
@@ -226,7 +227,8 @@ def test_cli_round_trip_spec_edit_synthesize_analyse_report(tmp_path, capsys):
     (tmp_path / "spec.json").write_text(json.dumps(d))
     out = tmp_path / "syn"
     assert main(["synthesize", "--data", str(data), "--spec", str(tmp_path / "spec.json"), "--method", "risk-dami",
-                 "--param", "n_iter=200", "--m", "3", "--seed", "1", "--out", str(out), "--quiet"]) == 0
+                 "--param", "n_iter=200", "--accept-diagnostics", "--m", "3", "--seed", "1", "--out", str(out),
+                 "--quiet"]) == 0
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["rule"] == "rubin" and meta["spec"]["columns"]["grp"]["role"] == "excluded"
     assert meta["spec"]["masks"] == {"age": {"K": 2, "sigma_e": 5}}
@@ -250,7 +252,7 @@ def test_cli_round_trip_spec_edit_synthesize_analyse_report(tmp_path, capsys):
     df.iloc[:50].to_csv(tmp_path / "other.csv", index=False)
     assert main(["analyse", "--original", str(tmp_path / "other.csv"), "--synthetic", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "has 50 rows, the data the copies were fitted to had 300" in err
+    assert "it has 50 rows, the copies were made from 300" in err
 
 
 def test_cli_dpsyn_copies_are_analysed_with_the_full_synthesis_rule(tmp_path, capsys):
