@@ -103,7 +103,7 @@ class SyntheticData:
         synthesis, Raghunathan, Reiter & Rubin 2003 full synthesis, Rubin 1987
         multiple imputation, Reiter 2004 nested); every consumer uses it unless
         told otherwise. Default: ``structure["rule"]``, else nested for m x r
-        copies, else partial.
+        copies, full for DPSyn, else partial.
     spec : ReleaseSpec or None
         The release spec the synthesizer was fitted with.
     fingerprint : dict or None
@@ -132,8 +132,10 @@ class SyntheticData:
 
     def __post_init__(self) -> None:
         if self.rule is None:
+            # older releases recorded no rule: their layout decides (DPSyn's copies are fully synthetic)
             self.rule = self.structure.get("rule") or (
-                "nested" if "r" in self.structure and "m" in self.structure else "partial"
+                "nested" if "r" in self.structure and "m" in self.structure
+                else "full" if self.method == "dpsyn" else "partial"
             )
         if self.rule not in RULES:
             raise ValueError(f"The 'rule' of SyntheticData must be one of {list(RULES)}. Got {self.rule!r} instead.")
