@@ -1,4 +1,4 @@
-"""Adult: original vs CART vs norm+logit vs DA-MI, probit of income > 50K (seed 003's table).
+"""Adult: original vs CART vs norm+logit vs DA-MI, probit of income > 50K (the DA-MI result table).
 
 For each method and M in (3, 20) the quasi-identifiers age, sex, race
 (white / non-white) and education (<HS / HS / >HS) of all 48,842 Adult records
@@ -36,47 +36,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import RESULTS, write_json  # noqa: E402
 
 from synthmi.data import load_adult  # noqa: E402
+from synthmi.data.workloads import ADULT  # noqa: E402
 from synthmi.evaluation import analyse, reidentification_risk  # noqa: E402
 
-QI = ["age", "sex", "race", "education"]
-# Complete (no missing values) and not a recode of a QI: education_num would
-# reveal education, fnlwgt/split are bookkeeping.
-KEEP = ["income", "marital_status", "relationship", "hours_per_week", "capital_gain", "capital_loss"]
-FORMULA = "income ~ age + sex + race + education"
-FAMILY = "probit"
+# The Adult workload (synthmi.data.workloads.ADULT: QIs, kept columns, formula,
+# DA-MI masks and the intruder's tolerance, with the reasons for each choice).
+QI = list(ADULT.quasi_identifiers)
+KEEP = list(ADULT.keep)
+FORMULA = ADULT.formula
+FAMILY = ADULT.family
 M_VALUES = (3, 20)
 SEEDS = {3: 2023, 20: 2024}
 # Intruder's closeness on age for the re-identification risk (years).
-RISK_TOLERANCE = {"age": 1.0}
-
-# DA-MI tuning chosen by the data provider (Jiang et al. 2022 / seed 003):
-# age gets K = 3 noisy copies with sigma_e = 3 years (their mean has sd
-# 3/sqrt(3) ~ 1.7 years against age's sd of 13.7: reliability
-# 1/(1 + 9/(3 * 188)) ~ 0.98); sex, race (binary) and education (codes 0, 1, 2)
-# get the linear mask W = alpha X + N(0, 1) with alpha = 5, i.e. mixture
-# components 5 sd apart (W alone puts X in the wrong adjacent class with
-# probability Phi(-2.5) ~ 0.6% per boundary). Why so strong: with n = 48,842 the
-# 95% CIs of the education coefficients are only ~ +-0.06 wide, and
-# misclassifying a few percent of records attenuates them by more than that
-# (measured while tuning, M = 20: alpha = 3 gave mean CI overlap ~0.58,
-# alpha = 4 ~0.84, alpha = 5 ~0.95). The weaker alpha = 3 tuning is kept in
-# the table as "DA-MI (alpha=3)" to show the trade-off.
-DAMI_MASKS = {
-    "age": {"K": 3, "sigma_e": 3.0},
-    "sex": {"alpha": 5.0},
-    "race": {"alpha": 5.0},
-    "education": {"alpha": 5.0},
-}
-DAMI_MASKS_WEAK = {
-    "age": {"K": 3, "sigma_e": 3.0},
-    "sex": {"alpha": 3.0},
-    "race": {"alpha": 3.0},
-    "education": {"alpha": 3.0},
-}
+RISK_TOLERANCE = dict(ADULT.tolerance)
+DAMI_MASKS = dict(ADULT.masks)
+# The weaker alpha = 3 tuning is kept in the table as "DA-MI (alpha=3)" to show the trade-off.
+DAMI_MASKS_WEAK = {**DAMI_MASKS, **{c: {"alpha": 3.0} for c in ("sex", "race", "education")}}
 
 
 def methods() -> dict[str, object]:
-    """Label -> unfitted synthesizer, in the column order of the seed's table.
+    """Label -> unfitted synthesizer, in the column order of the DA-MI result table.
 
     norm+logit and DA-MI share one association model (the issue's ordered logit
     for ordinal education, synthpop's ``polr``), so the DA-MI column shows what

@@ -1,4 +1,4 @@
-"""DA-MI tuning behaviour (shared/seeds/003, "How does the tuning mechanism work?").
+"""DA-MI tuning behaviour (short-course slides, "How does the tuning mechanism work?").
 
 A deliberately misspecified association model: X depends on Z quadratically,
     Z ~ U(-2, 2),  X = Z^2 + N(0, 0.5^2),

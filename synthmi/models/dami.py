@@ -9,7 +9,7 @@ The joint model on the augmented data D_DA = (D, W) is
     \\underbrace{p(W \\mid X, \\lambda)}_{M_{mask}},
 
 and the target of synthesis is the joint predictive of all quasi-identifiers
-of a record (shared/seeds/003, "The new data-augmented MI synthetic
+of a record (short-course slides, "The new data-augmented MI synthetic
 framework"; Jiang et al. 2022, JASA 117:52-66, eq. 3)
 
 .. math::
@@ -65,6 +65,7 @@ Rubin MI: the same random_state gives identical copies.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -110,7 +111,8 @@ class DAMISynthesizer(RubinSynthesizer):
     max_enumeration : int, default 256
         Largest product of numbers of levels for which all-categorical
         quasi-identifiers are drawn by exact enumeration instead of Gibbs.
-    order, transforms, binary_link, ordinal_link, sampler, chains, draws, tune, prior_sd, progressbar, models, visit_sequence, predictor_matrix, bounds, grid
+    order, transforms, binary_link, ordinal_link, sampler, chains, draws, tune, prior_sd, progressbar, models, visit_sequence, predictor_matrix, bounds, grid,
+        accept_diagnostics, rhat_max, ess_min
         As in :class:`~synthmi.models.rubin.RubinSynthesizer`.
     """
 
@@ -139,11 +141,15 @@ class DAMISynthesizer(RubinSynthesizer):
         predictive: str = "joint",
         n_sweeps: int = 5,
         max_enumeration: int = 256,
+        accept_diagnostics: bool = False,
+        rhat_max: float = 1.05,
+        ess_min: float = 100.0,
     ):
         super().__init__(
             order=order, transforms=transforms, binary_link=binary_link, ordinal_link=ordinal_link,
             sampler=sampler, chains=chains, draws=draws, tune=tune, prior_sd=prior_sd, progressbar=progressbar,
             models=models, visit_sequence=visit_sequence, predictor_matrix=predictor_matrix, bounds=bounds, grid=grid,
+            accept_diagnostics=accept_diagnostics, rhat_max=rhat_max, ess_min=ess_min,
         )
         self.masks = masks
         self.w_tilde = w_tilde
@@ -175,6 +181,14 @@ class DAMISynthesizer(RubinSynthesizer):
             raise ValueError(
                 f"The 'masks' parameter of {owner} names columns that are not quasi-identifiers: {unknown}. "
                 f"Quasi-identifiers: {qi}."
+            )
+        if not specs:
+            # the synthesis is then Rubin's MI exactly: say so rather than let the name suggest masking
+            warnings.warn(
+                f"{owner} has no masks: it synthesizes exactly as RubinSynthesizer (no pseudo-variables W). "
+                "Pass masks={column: spec} to condition on masked copies, or use RubinSynthesizer.",
+                UserWarning,
+                stacklevel=3,
             )
         transforms = dict(self.transforms or {})
         self.masks_: dict[str, MaskingModel] = {}

@@ -39,7 +39,7 @@ components:
     \tau^2 \mid \cdot &\sim \textstyle\sum_g u_g^2 / \chi^2_{G-1},
 
 run as several chains, with split-R-hat and bulk ESS
-(:func:`synthmi.models.glm._rhat_ess`). The PyMC specification of the same
+(:func:`synthmi.diagnostics.summarize_draws`, i.e. ArviZ). The PyMC specification of the same
 model (NUTS, compiled once per shape) is :func:`pymc_model`; a test keeps the
 two in agreement.
 """
@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 from scipy import linalg
 
-from .glm import _rhat_ess
+from ..diagnostics import summarize_draws
 
 
 @dataclass
@@ -130,7 +130,7 @@ class HierarchicalNormal:
         n_keep = max(int(draws), -(-m // chains))
         s = self.sample(n_keep, rng, chains=chains, burn=burn)
         flat = np.concatenate([s["beta"], s["sigma"][..., None], np.log(s["tau"])[..., None], s["u"]], axis=2)
-        r_hat, ess = _rhat_ess(flat)
+        r_hat, ess = summarize_draws(flat)
         pooled = {k: v.reshape((-1,) + v.shape[2:]) for k, v in s.items()}
         total = pooled["sigma"].shape[0]
         idx = np.linspace(0, total - 1, m).round().astype(int) if m > 1 else np.array([total - 1])

@@ -143,8 +143,19 @@ def sample_nuts(
     else:
         n = sum(int(np.prod(v.shape)) for v in model.initial_point().values())
         step.potential = QuadPotentialDiagAdapt(n, np.zeros(n), np.ones(n), 10)
-    # the leapfrog integrator holds its own reference to the potential: rebuild it around the new
-    # one (the compiled logp/dlogp function is reused, which is the expensive part)
+    # The leapfrog integrator holds its own reference to the potential: rebuild it around the new
+    # one, reusing the compiled logp/dlogp function (the expensive part, compiled once per model).
+    # PyMC has no public way to swap the mass matrix of a built NUTS step: its own BaseHMC.__init__
+    # builds the integrator from the private `_logp_dlogp_func`, and a fresh pm.NUTS(potential=...)
+    # would recompile the model for every conditional and every call. So this uses that private
+    # attribute, checked here and by the NUTS tests; tested with PyMC 5.28.5 (BaseHMC sets it the same
+    # way throughout PyMC 5)
+    # (pyproject pins pymc<5.29 until a newer release is checked).
+    if not hasattr(step, "_logp_dlogp_func"):  # pragma: no cover - a PyMC outside the tested range
+        raise RuntimeError(
+            "This PyMC version's NUTS step has no '_logp_dlogp_func'; synthmi's NUTS path was tested with "
+            "PyMC 5.28. Install pymc<5.29 or use sampler='fast'."
+        )
     step.integrator = CpuLeapfrogIntegrator(step.potential, step._logp_dlogp_func)
     with model:
         pm.set_data(data)

@@ -19,7 +19,7 @@ predictors standardised, categorical ones as treatment dummies):
 * ordinal: cumulative (ordered) logit (default) or probit.
 
 Synthetic values are drawn from the posterior predictive
-(Rubin 1993, J. Off. Stat. 9:461-468; shared/seeds/003, "Rubin's original
+(Rubin 1993, J. Off. Stat. 9:461-468; short-course slides, "Rubin's original
 MI-based synthetic methods"):
 
 .. math::
@@ -139,6 +139,13 @@ class RubinSynthesizer(Synthesizer):
         grid (whole numbers, half-years) are synthesized on it
         (:func:`~synthmi.models.truncation.detect_grid`); ``None``: no grid;
         a dict ``{column: step | None | "auto"}`` per column.
+    accept_diagnostics : bool, default False
+        Release the copies even when the sampler fails the convergence check
+        (:func:`synthmi.diagnostics.check_diagnostics`); the copies are then
+        flagged as unconverged. By default ``sample`` raises
+        :class:`~synthmi.diagnostics.DiagnosticsFailed` instead.
+    rhat_max, ess_min : float, default 1.05 and 100
+        Thresholds of that check (largest R-hat, smallest bulk ESS of any column).
 
     Notes
     -----
@@ -171,6 +178,9 @@ class RubinSynthesizer(Synthesizer):
         predictor_matrix: Any = None,
         bounds: Mapping[str, Any] | None = None,
         grid: Any = "auto",
+        accept_diagnostics: bool = False,
+        rhat_max: float = 1.05,
+        ess_min: float = 100.0,
     ):
         self.order = order
         self.transforms = transforms
@@ -187,6 +197,9 @@ class RubinSynthesizer(Synthesizer):
         self.predictor_matrix = predictor_matrix
         self.bounds = bounds
         self.grid = grid
+        self.accept_diagnostics = accept_diagnostics
+        self.rhat_max = rhat_max
+        self.ess_min = ess_min
 
     # ---- parameters --------------------------------------------------------
     def _check_params(self) -> None:
