@@ -530,6 +530,12 @@ class Synthesizer(ParamsMixin, abc.ABC):
                 out[c] = np.where(vals == NA_LEVEL, None, vals)
             else:
                 out[c] = col.to_numpy() if isinstance(col, pd.Series) else col
+        # other columns (a model that imputes may return completed kept columns) pass through;
+        # the _part indicators are the models' business, not released
+        parts = {p["column"] for p in getattr(self, "parts_", {}).values()}
+        for c in X.columns:
+            if c not in out and c not in parts:
+                out[c] = X[c]
         return pd.DataFrame({c: pd.Series(v, index=X.index) if not isinstance(v, pd.Series) else v
                              for c, v in out.items()}, index=X.index)
 
