@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import RESULTS, write_json  # noqa: E402
 
 from synthmi.data import load_adult, load_domain  # noqa: E402
+from synthmi.data.workloads import ADULT  # noqa: E402
 from synthmi.evaluation.coherence import clopper_pearson, demographic_coherence  # noqa: E402
 from synthmi.privacy import DPSynSynthesizer  # noqa: E402
 
@@ -54,12 +55,7 @@ ADULT_DOMAIN = load_domain("adult", recode=True)
 # A second, wider lens that includes a near-unique feature (fnlwgt), so that a
 # memorising learner can tell records it was trained on: the experiment's positive control.
 LENS_EXT = LENS + ["fnlwgt", "hours_per_week"]
-DAMI_MASKS = {
-    "age": {"K": 3, "sigma_e": 3.0},
-    "sex": {"alpha": 5.0},
-    "race": {"alpha": 5.0},
-    "education": {"alpha": 5.0},
-}
+DAMI_MASKS = dict(ADULT.masks)  # the Adult workload (synthmi.data.workloads)
 
 
 def dpsyn_release(eps: float):

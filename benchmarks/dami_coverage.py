@@ -15,8 +15,25 @@ every copy, for the fitted W reused in every copy, and for Rubin's MI
 (no mask) as a reference. Monte Carlo s.e. of a coverage near 0.95 over R
 replications is sqrt(0.95 * 0.05 / R) (0.0069 at R = 1000).
 
-Run: ``python benchmarks/dami_coverage.py [--reps 1000]``; writes
-``benchmarks/results/dami_coverage.json``.
+Three dependent masked quasi-identifiers (``--multi``), joint vs sequential predictive:
+    Z ~ N(0, 1);  X1 = 1 + 0.5 Z + N(0, 1)                      (continuous)
+    X2 | X1, Z ~ Bernoulli(expit(-0.5 + 0.9 (X1 - 1) - 0.3 Z))    (binary)
+    X3 | X1, X2, Z ~ multinomial logit, 3 levels, baseline 0:
+        eta_1 = -0.2 + 0.6 X2 + 0.4 (X1 - 1),
+        eta_2 = -0.6 + 1.2 X2 - 0.3 (X1 - 1) + 0.3 Z               (nominal)
+masked by NormalMasking(K=1, sigma_e=1) (X1), LinearCategoricalMasking(alpha=1.5)
+(X2) and TransitionMasking(p=0.7) (X3); the synthesis models (normal, logit,
+multinomial in the order X1, X2, X3, Z kept) are correctly specified. Each
+replication fits one ``DAMISynthesizer`` and samples M copies with
+``predictive="joint"`` and with ``predictive="sequential"``. Estimands: E[X1],
+P(X2 = 1), P(X3 = 2), the slope of X1 on Z (0.5), E[X1 | X2 = 1] -
+E[X1 | X2 = 0] and P(X3 = 2 | X2 = 1) - P(X3 = 2 | X2 = 0) (true values by
+Monte Carlo on 4 million draws); analyses are sample means / proportions /
+OLS with their usual variances, combined by the partial rule.
+
+Run: ``python benchmarks/dami_coverage.py [--reps 1000] [--multi]``; writes
+``benchmarks/results/dami_coverage.json`` (one QI) or
+``benchmarks/results/dami_coverage_multi.json`` (three QIs).
 """
 from __future__ import annotations
 
@@ -31,7 +48,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthmi.evaluation import combine  # noqa: E402
-from synthmi.models import DAMISynthesizer, NormalMasking  # noqa: E402
+from synthmi.models import DAMISynthesizer, LinearCategoricalMasking, NormalMasking, TransitionMasking  # noqa: E402
 
 TRUE = {"mean_x": 1.0, "slope_x_on_z": 0.5, "slope_z_on_x": 0.4}
 
@@ -96,12 +113,115 @@ def simulate(reps: int, w_tilde: str | None, n: int = 200, M: int = 5, K: int = 
     }
 
 
+# ---- three dependent masked quasi-identifiers ---------------------------------
+MULTI_NAMES = ["mean_x1", "p_x2", "p_x3_is_2", "slope_x1_on_z", "diff_x1_by_x2", "diff_p_x3_is_2_by_x2"]
+
+
+def multi_data(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    from scipy.special import expit
+
+    z = rng.standard_normal(n)
+    x1 = 1.0 + 0.5 * z + rng.standard_normal(n)
+    x2 = (rng.random(n) < expit(-0.5 + 0.9 * (x1 - 1) - 0.3 * z)).astype(np.int64)
+    e1 = -0.2 + 0.6 * x2 + 0.4 * (x1 - 1)
+    e2 = -0.6 + 1.2 * x2 - 0.3 * (x1 - 1) + 0.3 * z
+    p = np.stack([np.ones(n), np.exp(e1), np.exp(e2)], axis=1)
+    p /= p.sum(axis=1, keepdims=True)
+    x3 = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1).clip(0, 2)
+    return {"z": z, "x1": x1, "x2": x2, "x3": x3}
+
+
+def multi_truth(n: int = 4_000_000, seed: int = 7) -> np.ndarray:
+    d = multi_data(n, np.random.default_rng(seed))
+    x1, x2, x3 = d["x1"], d["x2"], d["x3"]
+    return np.array([1.0, x2.mean(), (x3 == 2).mean(), 0.5, x1[x2 == 1].mean() - x1[x2 == 0].mean(),
+                     (x3[x2 == 1] == 2).mean() - (x3[x2 == 0] == 2).mean()])
+
+
+def multi_analyses(x1: np.ndarray, x2: np.ndarray, x3: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Estimates and variances of the six estimands; x's have shape (M, n)."""
+    n = x1.shape[-1]
+    zz = np.broadcast_to(z, x1.shape)
+    b, vb = _ols(x1, zz)
+    p2 = x2.mean(axis=-1)
+    y3 = (x3 == 2).astype(float)
+    p3 = y3.mean(axis=-1)
+    g1, g0 = x2 == 1, x2 == 0
+    n1, n0 = g1.sum(axis=-1), g0.sum(axis=-1)
+    m1 = (x1 * g1).sum(axis=-1) / n1
+    m0 = (x1 * g0).sum(axis=-1) / n0
+    v1 = ((x1 - m1[..., None]) ** 2 * g1).sum(axis=-1) / (n1 - 1)
+    v0 = ((x1 - m0[..., None]) ** 2 * g0).sum(axis=-1) / (n0 - 1)
+    q1 = (y3 * g1).sum(axis=-1) / n1
+    q0 = (y3 * g0).sum(axis=-1) / n0
+    est = np.stack([x1.mean(axis=-1), p2, p3, b, m1 - m0, q1 - q0], axis=-1)
+    var = np.stack([x1.var(axis=-1, ddof=1) / n, p2 * (1 - p2) / n, p3 * (1 - p3) / n, vb,
+                    v1 / n1 + v0 / n0, q1 * (1 - q1) / n1 + q0 * (1 - q0) / n0], axis=-1)
+    return est, var
+
+
+MULTI_MASKS = {"x1": NormalMasking(1, sigma_e=1.0), "x2": LinearCategoricalMasking(1.5), "x3": TransitionMasking(p=0.7)}
+
+
+def simulate_multi(reps: int, n: int = 300, M: int = 5, seed: int = 20251123, masks=None,
+                   predictives=("joint", "sequential"), n_sweeps: int = 10, truth_n: int = 4_000_000) -> dict:
+    """Coverage, bias and RMSE of partial-rule 95% CIs for joint and sequential DA-MI (one fit per replication)."""
+    masks = MULTI_MASKS if masks is None else masks
+    truth = multi_truth(truth_n)
+    ss = np.random.SeedSequence(seed)
+    covered = {p: np.zeros((reps, 6), dtype=bool) for p in predictives}
+    err = {p: np.zeros((reps, 6)) for p in predictives}
+    width = {p: np.zeros((reps, 6)) for p in predictives}
+    for r, child in enumerate(ss.spawn(reps)):
+        rng = np.random.default_rng(child)
+        d = multi_data(n, rng)
+        df = pd.DataFrame({"z": d["z"], "x1": d["x1"],
+                           "x2": pd.Categorical.from_codes(d["x2"], ["no", "yes"]),
+                           "x3": pd.Categorical.from_codes(d["x3"], ["a", "b", "c"])})
+        syn = DAMISynthesizer(masks=masks, random_state=int(rng.integers(2**31)), n_sweeps=n_sweeps,
+                              progressbar=False).fit(df, quasi_identifiers=["x1", "x2", "x3"], keep=["z"])
+        seed_s = int(rng.integers(2**31))
+        for p in predictives:
+            syn.predictive = p
+            copies = syn.sample(M, random_state=seed_s)
+            x1 = np.stack([c["x1"].to_numpy() for c in copies])
+            x2 = np.stack([c["x2"].cat.codes.to_numpy() for c in copies])
+            x3 = np.stack([c["x3"].cat.codes.to_numpy() for c in copies])
+            est, var = multi_analyses(x1, x2, x3, d["z"])
+            res = combine(est, var, rule="partial")
+            covered[p][r] = (res.ci_lower <= truth) & (truth <= res.ci_upper)
+            err[p][r] = res.estimate - truth
+            width[p][r] = res.ci_upper - res.ci_lower
+    out = {}
+    for p in predictives:
+        cov = covered[p].mean(axis=0)
+        out[p] = {
+            "coverage": dict(zip(MULTI_NAMES, cov.tolist())),
+            "coverage_mc_se": dict(zip(MULTI_NAMES, np.sqrt(cov * (1 - cov) / reps).tolist())),
+            "bias": dict(zip(MULTI_NAMES, err[p].mean(axis=0).tolist())),
+            "rmse": dict(zip(MULTI_NAMES, np.sqrt((err[p] ** 2).mean(axis=0)).tolist())),
+            "mean_ci_width": dict(zip(MULTI_NAMES, width[p].mean(axis=0).tolist())),
+        }
+    return {"truth": dict(zip(MULTI_NAMES, truth.tolist())), "reps": reps, "n": n, "M": M, "n_sweeps": n_sweeps,
+            "masks": {c: m.to_dict() for c, m in masks.items()}, "results": out}
+
+
 def main(argv: list[str] | None = None) -> int:
     from _bench import write_json
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=1000)
+    ap.add_argument("--multi", action="store_true", help="three dependent masked QIs, joint vs sequential")
     args = ap.parse_args(argv)
+    if args.multi:
+        t0 = time.perf_counter()
+        res = simulate_multi(args.reps)
+        res["wall_seconds"] = time.perf_counter() - t0
+        for p, r in res["results"].items():
+            print(f"{p:>10}: coverage " + ", ".join(f"{k}={v:.3f}" for k, v in r["coverage"].items()))
+            print(f"{'':>10}  bias     " + ", ".join(f"{k}={v:+.4f}" for k, v in r["bias"].items()))
+        write_json("dami_coverage_multi", res)
+        return 0
     out = {}
     for K, sigma_e in ((2, 0.5), (1, 1.0)):
         key = f"K={K},sigma_e={sigma_e}"

@@ -1,4 +1,4 @@
-"""Accuracy of private Beta-posterior release (shared/seeds/001 and 004; issue 6).
+"""Accuracy of private Beta-posterior release (the draft "Differentially Private Bayesian Inference"; issue 6).
 
 For every mechanism, n in {10, 100, 1000, 10000}, epsilon in {0.1, 0.5, 1, 2} and
 k in {n/2, n/10}, the EXACT expected Hellinger distance between the released

@@ -1,4 +1,4 @@
-"""Regenerate every applicable exhibit of shared/seeds/003 (``make figures``).
+"""Regenerate every applicable exhibit of the source course slides (``make figures``).
 
 Writes PNG + CSV + README.md (the index) + manifest.json (seeds, versions, data
 hashes, wall time) under benchmarks/results/figures/ (``--out`` to change).
@@ -14,7 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from synthmi.report.exhibits import FULL, REDUCED, make_figures
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from exhibits import FULL, REDUCED, make_figures  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "figures"
 

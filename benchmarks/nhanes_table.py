@@ -1,4 +1,4 @@
-"""The seed's "study with missing data" table on NHANES, plus re-identification risk by risk subgroup.
+"""The slides' "study with missing data" table on NHANES, plus re-identification risk by risk subgroup.
 
 Data: NHANES 2017-2018 adults (5,265 rows, real item non-response: education 12,
 bmi 90, income_poverty_ratio 697, total_cholesterol 328, diabetes 4 missing).
@@ -15,7 +15,7 @@ completed data.
 Analyses: probit of diabetes (yes vs no) and of smoked_100_cigarettes on age,
 gender, race, education and bmi.
 
-Columns (shared/seeds/003, "CSRG Study with Missing Data"):
+Columns (short-course slides, "CSRG Study with Missing Data"):
 
 * **Unperturbed MI** - copula multiple imputation (RiskTargetedSynthesizer with
   masks=None), M = 20 completed data sets, Rubin's (1987) rule. The reference.

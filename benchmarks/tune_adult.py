@@ -85,10 +85,12 @@ def main() -> None:
     print(f"CART: overlap {cart['mean_ci_overlap']:.3f} +- {cart['mean_ci_overlap_se']:.3f}, expected matches "
           f"{cart['expected_matches']:.2f}, true-match rate {cart['true_match_rate']:.2e} ({cart_s:.0f} s)")
     runs = {}
-    specs = {"expected_matches": [f"expected_matches<={cart['expected_matches']:.4f}"]}
+    # full precision: a rounded-down cap would exclude a setting exactly at CART's risk (as happened
+    # in the committed run, where ".6g" made CART's own true-match rate infeasible)
+    specs = {"expected_matches": [f"expected_matches<={cart['expected_matches']!r}"]}
     if not a.skip_both:
         specs["expected_matches_and_true_match_rate"] = specs["expected_matches"] + [
-            f"true_match_rate<={cart['true_match_rate']:.6g}"]
+            f"true_match_rate<={cart['true_match_rate']!r}"]
     for name, targets in specs.items():
         out = RESULTS / ("tune_adult_masks.json" if name == "expected_matches" else "tune_adult_masks_both.json")
         rc, wall, spec = run_tune(targets, out)

@@ -137,28 +137,53 @@ def check_columns_exist(df: pd.DataFrame, columns: Sequence[str], name: str, df_
     return columns
 
 
+def _columns_phrase(cols: list, df_name: str, singular: str, plural: str) -> str:
+    if len(cols) == 1:
+        return f"Column '{cols[0]}' of '{df_name}' {singular}"
+    return f"Columns {cols} of '{df_name}' {plural}"
+
+
 def check_not_degenerate(df: pd.DataFrame, columns: Sequence[str], df_name: str = "data") -> None:
-    """No column entirely missing, and none with a single observed value."""
+    """No column entirely missing, and none with a single observed value (every offender named)."""
+    empty = [c for c in columns if int(df[c].notna().sum()) == 0]
+    if empty:
+        raise ValueError(_columns_phrase(empty, df_name, "is entirely missing (all NaN).", "are entirely missing (all NaN)."))
+    constant = [c for c in columns if df[c].nunique(dropna=True) < 2]
+    if constant:
+        raise ValueError(
+            _columns_phrase(constant, df_name, "is constant (one observed value); it carries",
+                            "are constant (one observed value each); they carry")
+            + " no information to model or synthesize."
+        )
+
+
+def check_no_missing(df: pd.DataFrame, columns: Sequence[str], df_name: str = "data", why: str = "") -> None:
+    """Columns declared complete really are complete; every column with missing values is named."""
+    bad = {c: int(df[c].isna().sum()) for c in columns}
+    bad = {c: n for c, n in bad.items() if n}
+    if not bad:
+        return
+    if len(bad) == 1:
+        (c, n), = bad.items()
+        msg = f"Column '{c}' of '{df_name}' has {n} missing values where none are allowed."
+    else:
+        listing = ", ".join(f"'{c}' ({n})" for c, n in bad.items())
+        msg = f"Columns of '{df_name}' have missing values where none are allowed: {listing}."
+    raise ValueError(msg + (f" {why}" if why else ""))
+
+
+def check_finite(df: pd.DataFrame, columns: Sequence[str], df_name: str = "data") -> None:
+    """No infinite value in a numeric column; every such column is named."""
+    bad = []
     for c in columns:
         s = df[c]
-        n_obs = int(s.notna().sum())
-        if n_obs == 0:
-            raise ValueError(f"Column '{c}' of '{df_name}' is entirely missing (all NaN).")
-        if s.nunique(dropna=True) < 2:
-            raise ValueError(
-                f"Column '{c}' of '{df_name}' is constant (one observed value); "
-                "it carries no information to model or synthesize."
-            )
-
-
-def check_no_missing(df: pd.DataFrame, columns: Sequence[str], df_name: str = "data") -> None:
-    """Columns declared complete really are complete."""
-    for c in columns:
-        n_mis = int(df[c].isna().sum())
-        if n_mis:
-            raise ValueError(
-                f"Column '{c}' of '{df_name}' has {n_mis} missing values where none are allowed."
-            )
+        if pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype):
+            if bool(np.isinf(s.to_numpy(dtype=float, na_value=np.nan)).any()):
+                bad.append(c)
+    if bad:
+        raise ValueError(
+            f"Columns {bad} of '{df_name}' hold infinite values; replace them by finite numbers or missing values."
+        )
 
 
 def check_same_structure(

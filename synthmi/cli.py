@@ -23,7 +23,6 @@ EPILOG = """examples:
   synthmi subgroups --data adult --qi age,sex,race,education --k0 5 --tol age=1 --out subgroups.json
   synthmi report --original adult --synthetic syn/ --qi age,sex,race,education \\
       --analysis "income ~ age + sex + race + education" --family probit --out report.html
-  synthmi figures --reduced --out figures/
   synthmi dp sigma --eps 1 --delta 1e-5 --marginals 91
 run 'synthmi VERB --help' for a verb's options and examples;
 add --debug to see a full traceback when something fails."""

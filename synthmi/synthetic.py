@@ -94,6 +94,13 @@ class SyntheticData:
         MCMC diagnostics (r_hat, ESS, divergences) or a summary of the fast path.
     structure : dict
         Extra layout information, e.g. ``{"m": 5, "r": 4}`` for nested copies.
+    diagnostics_check : dict or None
+        The release's convergence check (:func:`synthmi.diagnostics.enforce`):
+        ``passed``, thresholds, and with ``accepted: True`` the failures the
+        user chose to release anyway. ``None`` when no check ran.
+    original_fingerprint : dict or None
+        What identifies the data the copies were made from, without its
+        values: ``n_rows`` and ``columns`` (see :meth:`check_original`).
     """
 
     copies: list[pd.DataFrame]
@@ -104,6 +111,8 @@ class SyntheticData:
     versions: dict[str, str] = field(default_factory=package_versions)
     diagnostics: Any = None
     structure: dict[str, Any] = field(default_factory=dict)
+    diagnostics_check: dict[str, Any] | None = None
+    original_fingerprint: dict[str, Any] | None = None
 
     @property
     def m(self) -> int:
@@ -118,6 +127,11 @@ class SyntheticData:
 
     def __getitem__(self, i: int) -> pd.DataFrame:
         return self.copies[i]
+
+    @property
+    def unconverged(self) -> bool:
+        """Whether the copies were released although the sampler failed its convergence check."""
+        return bool(self.diagnostics_check) and not self.diagnostics_check.get("passed", True)
 
     def __repr__(self) -> str:
         shape = self.copies[0].shape if self.copies else (0, 0)
@@ -140,6 +154,8 @@ class SyntheticData:
             "versions": self.versions,
             "structure": _to_json(self.structure),
             "diagnostics": _to_json(diag),
+            "diagnostics_check": _to_json(self.diagnostics_check),
+            "original_fingerprint": _to_json(self.original_fingerprint),
             "dtypes": dtype_spec(self.copies[0]) if self.copies else {},
         }
         if "privacy" in self.structure:
@@ -182,12 +198,40 @@ class SyntheticData:
             versions=meta.get("versions", {}),
             diagnostics=meta.get("diagnostics"),
             structure=meta.get("structure", {}),
+            diagnostics_check=meta.get("diagnostics_check"),
+            original_fingerprint=meta.get("original_fingerprint"),
         )
+
+    def check_original(self, original: pd.DataFrame, name: str = "original", rows: bool = True) -> None:
+        """Refuse to evaluate the copies against data other than their original.
+
+        Compares the row count and the column set recorded at synthesis
+        (:attr:`original_fingerprint`) with ``original``; the error names what
+        differs (counts and column names, never values). Copies without a
+        fingerprint (older releases, other tools) are not checked. ``rows=False``
+        checks the columns only (an analysis may compare the copies with a
+        subset of the original's rows, e.g. its complete cases).
+        """
+        fp = self.original_fingerprint or {}
+        problems = []
+        n = fp.get("n_rows")
+        if rows and n is not None and len(original) != int(n):
+            problems.append(f"it has {len(original)} rows, the copies were made from {int(n)}")
+        cols = fp.get("columns")
+        if cols:
+            missing = [c for c in cols if c not in original.columns]
+            if missing:
+                problems.append(f"it lacks the columns {missing} of the data the copies were made from")
+        if problems:
+            raise ValueError(
+                f"The '{name}' data are not the data these copies were made from: {'; '.join(problems)}."
+            )
 
     def analyse(self, formula: str, original: pd.DataFrame, family: str = "probit", rule: str | None = None, **kw):
         """Shortcut for :func:`synthmi.evaluation.analyse` on these copies."""
         from .evaluation.analysis import analyse
 
+        self.check_original(original, rows=False)
         if rule is None:
             # the synthesizer records which rule its output needs (e.g. "rubin" for
             # imputed-only copies); otherwise nested copies -> Reiter 2004, else Reiter 2003

@@ -208,6 +208,8 @@ def frontier(
                 fit_s = time.perf_counter() - t0
                 if base_m in _MASKED:
                     fitted[key] = synth
+                    # sample through a remasked copy too, so this setting's posterior draws are shared
+                    synth = remask(synth, st.params.get("masks"), share_posterior_draws=base_m == "dami")
             for r in range(replicates):
                 t1 = time.perf_counter()
                 syn = synth.sample(m, random_state=seed + r)

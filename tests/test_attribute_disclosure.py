@@ -219,6 +219,6 @@ def test_cli_disclosure_with_target(tmp_path):
     assert rc == 0
     d = json.loads(out.read_text())["attribute_disclosure"]["summary"]
     assert d["DiSCO"] == pytest.approx(0.5) and d["expected_correct_attributions"] == pytest.approx(2.0)
-    rec = pd.read_csv(tmp_path / "risk.csv")
+    rec = pd.read_csv(tmp_path / "risk.records.csv")
     np.testing.assert_allclose(rec["attr_attribute_risk"], [1, 0, 1, 0])
     assert not {"age", "sex", "y"} & set(rec.columns)  # no confidential values in the output

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import expit
+from scipy.stats import norm
 
 from synthmi.evaluation import combine
 from synthmi.models import (
@@ -63,23 +64,31 @@ def test_null_masks_give_exactly_rubin():
 
 
 # ---- the predictive step ---------------------------------------------------
-class _FixedNormal:
-    """Stand-in Generator whose standard normal draws are all ``c``: the normal predictive then
-    returns mean + c * sd, so its mean and sd can be read off exactly (W~ is reused, no other draw)."""
+class _FixedUniform:
+    """Stand-in Generator whose uniforms are all ``u``: the (untruncated) normal predictive then
+    returns mean + Phi^{-1}(u) sd, so its mean and sd can be read off exactly (W~ is reused)."""
 
-    def __init__(self, c: float):
-        self.c = c
+    def __init__(self, u: float):
+        self.u = u
 
-    def standard_normal(self, size):
-        return np.full(size, self.c)
+    def random(self, size):
+        return np.full(size, self.u)
+
+
+def _predict(syn, theta, rng):
+    """One sequential predictive draw of the single quasi-identifier given theta."""
+    from synthmi.models.predictive import Prepared, sequential_draw
+
+    cond = syn.conditionals_[0]
+    values, _, _ = sequential_draw([cond], [Prepared(cond, theta)], syn._evidence(rng), rng)
+    return values[cond.column]
 
 
 def test_normal_predictive_closed_form():
     """X~ | mu, sigma, W~ ~ N((mu/s2 + Wbar K/se2)/(1/s2 + K/se2), 1/(1/s2 + K/se2))."""
     df = _frame(n=200)
-    syn = DAMISynthesizer(masks={"x1": NormalMasking(4, sigma_e=6.0)}, w_tilde="reuse", random_state=1).fit(
-        df, quasi_identifiers=["x1"], keep=["z"]
-    )
+    syn = DAMISynthesizer(masks={"x1": NormalMasking(4, sigma_e=6.0)}, w_tilde="reuse", random_state=1,
+                          bounds={"x1": (None, None)}, grid=None).fit(df, quasi_identifiers=["x1"], keep=["z"])
     cond = syn.conditionals_[0]
     D = syn._design(cond, {})
     theta = {"beta": np.array([40.0, 5.0]), "sigma": 8.0}
@@ -87,16 +96,16 @@ def test_normal_predictive_closed_form():
     w_bar = syn.W_["x1"].mean(axis=1)
     prec = 1 / 64 + 4 / 36
     mean, var = (mu / 64 + w_bar * 4 / 36) / prec, 1 / prec
-    # the library's predictive mean and sd, read off exactly by fixing its standard-normal draw
-    lib_mean = syn._predict(cond, 0, D, theta, _FixedNormal(0.0), 0)
-    lib_sd = syn._predict(cond, 0, D, theta, _FixedNormal(1.0), 0) - lib_mean
+    # the library's predictive mean and sd, read off exactly by fixing its uniform draw
+    lib_mean = _predict(syn, theta, _FixedUniform(0.5))
+    lib_sd = _predict(syn, theta, _FixedUniform(norm.cdf(1.0))) - lib_mean
     # hand check for the first record: sigma^2 = 64, sigma_e^2 / K = 9, predictive var = 576 / 73
     assert lib_mean[0] == pytest.approx((mu[0] / 64 + w_bar[0] / 9) / (1 / 64 + 1 / 9), rel=1e-12)
-    assert lib_sd[0] == pytest.approx(np.sqrt(576 / 73), rel=1e-12)
+    assert lib_sd[0] == pytest.approx(np.sqrt(576 / 73), rel=1e-9)
     np.testing.assert_allclose(lib_mean, mean, rtol=1e-12)
-    np.testing.assert_allclose(lib_sd, np.sqrt(var), rtol=1e-12)
+    np.testing.assert_allclose(lib_sd, np.sqrt(var), rtol=1e-9)
     rng = np.random.default_rng(2)
-    draws = np.stack([syn._predict(cond, 0, D, theta, rng, 0) for _ in range(3000)])
+    draws = np.stack([_predict(syn, theta, rng) for _ in range(3000)])
     zscore = (draws.mean(0) - mean) / np.sqrt(var / 3000)
     assert np.abs(zscore).max() < 4.5  # 200 N(0,1) scores: max |z| > 4.5 has prob ~ 1e-3
     # pooled variance ratio: se of a sample variance ratio over 200 x 3000 draws ~ 0.0018
@@ -119,7 +128,7 @@ def test_categorical_predictive_finite_sum():
     post = prior * pi[:, w].T
     post /= post.sum(1, keepdims=True)
     rng = np.random.default_rng(4)
-    draws = np.stack([syn._predict(cond, 0, D, theta, rng, 0) for _ in range(4000)])
+    draws = np.stack([_predict(syn, theta, rng) for _ in range(4000)])
     freq = np.stack([(draws == c).mean(0) for c in range(3)], axis=1)
     se = np.sqrt(post * (1 - post) / 4000) + 1e-12
     assert np.abs((freq - post) / np.maximum(se, 1e-3)).max() < 5  # 450 binomial z-scores

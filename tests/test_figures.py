@@ -2,13 +2,19 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from synthmi.report import figures
-from synthmi.report.exhibits import REDUCED, make_figures
+
+# the figure-regeneration script's library lives with the benchmarks, outside the package
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import exhibits  # noqa: E402
+from exhibits import REDUCED, make_figures  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +77,6 @@ def test_tuning_moves_risk_the_right_way(two_runs):
 
 
 def test_missing_benchmark_output_is_reported_not_invented(tmp_path, monkeypatch):
-    from synthmi.report import exhibits
-
     monkeypatch.setattr(exhibits, "RESULTS", tmp_path / "nothing")
     monkeypatch.setitem(exhibits.RESULT_READERS, "probe", {"files": ["probe.csv"], "read": lambda src, out: {}})
     m = make_figures(tmp_path / "o", REDUCED, only=["probe"], progress=False)
@@ -90,8 +94,6 @@ def test_tuning_curves_plot_checks_columns():
 
 def test_benchmark_readers_draw_from_result_files(tmp_path, monkeypatch):
     """DP Bayes and DPSyn exhibits are read from benchmark outputs, never recomputed or typed in."""
-    from synthmi.report import exhibits
-
     res = tmp_path / "results"
     res.mkdir()
     rows = [dict(mechanism=m, private=m != "em_local", n=n, k=k, epsilon=e, expected_hellinger=h)

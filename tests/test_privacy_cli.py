@@ -48,7 +48,7 @@ def _bayes(tmp_path, data, *extra):
     # laplace at eps = 50: P(noise = 0) = tanh(25) ~ 1 - 4e-22, so the release shows k itself
     out = tmp_path / "r.json"
     rc = main(["dp", "bayes", "--data", data, "--eps", "50", "--mechanism", "laplace", "--seed", "0",
-               "--out", str(out), "--quiet", *extra])
+               "--out", str(out), "--overwrite", "--quiet", *extra])
     return rc, (json.loads(out.read_text()) if rc == 0 else None)
 
 

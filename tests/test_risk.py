@@ -301,11 +301,11 @@ def test_cli_disclosure(tmp_path):
     assert d["summary"]["expected_matches"] == pytest.approx(2.0)
     assert d["summary"]["false_match_rate"] == pytest.approx(0.25)
     assert d["by_group"]["F"]["n_records"] == 2 and d["settings"]["tolerance"] == {"age": 1.0}
-    rec = pd.read_csv(tmp_path / "risk.csv")
+    rec = pd.read_csv(tmp_path / "risk.records.csv")
     np.testing.assert_allclose(rec["risk"], [0.75, 0.25, 0.5, 0.5])
     assert "age" not in rec.columns and "sex" not in rec.columns  # no QI values in the output
     bad = main(["disclosure", "--original", str(tmp_path / "orig.csv"), "--synthetic", str(tmp_path / "syn"),
-                "--qi", "sex,age", "--tol", "age=-1", "--out", str(out), "--quiet"])
+                "--qi", "sex,age", "--tol", "age=-1", "--out", str(out), "--overwrite", "--quiet"])
     assert bad == 1
 
 

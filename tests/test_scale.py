@@ -38,12 +38,19 @@ def client():
         yield c
 
 
+# short chains released with accept_diagnostics=True warn that they are flagged; expected here
+pytestmark = pytest.mark.filterwarnings("ignore:.*flagged as unconverged:RuntimeWarning")
+
+
 @pytest.fixture(scope="module")
 def adult():
     return load_adult()[QI + KEEP].iloc[:3000].reset_index(drop=True)
 
 
 def _dami(**kw):
+    # 100 draws per chain keep these equality tests quick; below the release thresholds of
+    # synthmi.diagnostics (bulk ESS ~10-30), so the copies are accepted and flagged as unconverged
+    kw.setdefault("accept_diagnostics", True)
     return DAMISynthesizer(masks=MASKS, random_state=7, draws=100, chains=2, progressbar=False, **kw)
 
 
@@ -327,7 +334,7 @@ def test_cli_engine_dask_writes_parquet_copies_equal_to_the_api(client, adult, t
     pd.testing.assert_frame_equal(got.astype(as_obj), api.compute()[1].astype(as_obj), check_exact=True)
     capsys.readouterr()
     assert main(args) == 1
-    assert "already holds synthetic copies" in capsys.readouterr().err
+    assert "already holds output" in capsys.readouterr().err
     assert main(args[:3] + ["--scheduler", "tcp://127.0.0.1:1"] + args[5:-3] + ["--out", str(tmp_path / "o2"), "--quiet"]) == 1
     assert "'--scheduler' option is for --engine dask" in capsys.readouterr().err
 

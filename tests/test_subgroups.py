@@ -160,6 +160,6 @@ def test_cli_subgroups(tmp_path):
                "--tol", "age=1", "--out", str(out), "--quiet"])
     assert rc == 0
     assert json.loads(out.read_text())["counts"] == {"low": 3, "medium": 8, "high": 4}
-    assert pd.read_csv(tmp_path / "sg.csv")["label"].tolist()[:5] == ["low"] * 3 + ["medium"] * 2
+    assert pd.read_csv(tmp_path / "sg.records.csv")["label"].tolist()[:5] == ["low"] * 3 + ["medium"] * 2
     assert main(["subgroups", "--data", str(tmp_path / "d.csv"), "--qi", "sex,age", "--k0", "0",
-                 "--out", str(out), "--quiet"]) == 1
+                 "--out", str(out), "--overwrite", "--quiet"]) == 1

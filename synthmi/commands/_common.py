@@ -2,16 +2,111 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import os
+import tempfile
 from pathlib import Path
 
 EXAMPLES_FMT = argparse.RawDescriptionHelpFormatter
 
+#: how to name a column whose name holds a comma, for the help texts
+COMMA_NAMES_HELP = 'a name holding a comma goes in double quotes: --qi \'age,"income, household"\''
 
-def split_list(text: str | None) -> list[str]:
-    """``"a,b , c"`` -> ``["a", "b", "c"]`` (empty or None -> [])."""
+
+def split_list(text: str | list[str] | None) -> list[str]:
+    """``"a,b , c"`` -> ``["a", "b", "c"]`` (empty or None -> []).
+
+    A name holding a comma is written in double quotes (CSV quoting):
+    ``'age,"income, household"'`` -> ``["age", "income, household"]``. A list
+    (a repeated option) is the concatenation of its items' lists.
+    """
     if not text:
         return []
-    return [t.strip() for t in text.split(",") if t.strip()]
+    if isinstance(text, (list, tuple)):
+        return [t for item in text for t in split_list(item)]
+    try:
+        fields = next(csv.reader([text], skipinitialspace=True, strict=True))
+    except csv.Error:
+        raise ValueError(
+            f"A comma-separated list has an unbalanced double quote: {text!r}. Quote a name that holds a "
+            'comma, e.g. \'age,"income, household"\'.'
+        ) from None
+    return [t.strip() for t in fields if t.strip()]
+
+
+# ---------------------------------------------------------------- output files
+def _writable(directory: Path) -> bool:
+    """Whether a file can be created in ``directory`` (a probe file, removed at once:
+    ``os.access`` says yes to root even on a read-only mount)."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            return True
+    except OSError:
+        return False
+
+
+def _check_location(path: Path, option: str) -> None:
+    """The nearest existing ancestor of ``path`` is a directory we can write in."""
+    a = path
+    while not a.exists() and a != a.parent:
+        a = a.parent
+    if not a.is_dir():
+        raise ValueError(f"The '{option}' path '{path}' cannot be created: '{a}' is a file, not a directory.")
+    if not _writable(a):
+        raise ValueError(
+            f"The '{option}' location '{a}' is not writable (permission denied or a read-only file system); "
+            "choose another place. Nothing was computed."
+        )
+
+
+def check_output_file(path: str | Path | None, option: str, overwrite: bool) -> Path | None:
+    """Refuse an output file that exists (without ``--overwrite``) or cannot be written.
+
+    Called before any data are read or models fitted, so a bad ``--out`` costs nothing.
+    """
+    if path is None:
+        return None
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"The '{option}' option names a directory, '{p}'; give a file name.")
+    if p.exists() and not overwrite:
+        raise ValueError(f"The '{option}' file '{p}' already exists; add --overwrite to replace it.")
+    _check_location(p.parent if str(p.parent) else Path("."), option)
+    if p.exists() and not os.access(p, os.W_OK):
+        raise ValueError(f"The '{option}' file '{p}' is not writable.")
+    return p
+
+
+def check_output_dir(path: str | Path, option: str, overwrite: bool, owned: list[str] | None = None) -> Path:
+    """Refuse an output directory that already holds output (without ``--overwrite``),
+    is a file, or cannot be written. ``owned``: glob patterns of the files the command
+    writes there (default: any file at all)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"The '{option}' option must be a directory. '{p}' is a file.")
+    if p.is_dir() and not overwrite:
+        held = [f for pat in (owned or ["*"]) for f in p.glob(pat)]
+        if held:
+            raise ValueError(
+                f"The '{option}' directory '{p}' already holds output ({held[0].name}, ...); "
+                "add --overwrite to replace it, or choose another directory."
+            )
+    _check_location(p, option)
+    return p
+
+
+def add_overwrite_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true", help="replace output files that already exist")
+
+
+def add_sep_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sep", default=",", help="field separator of CSV input, e.g. ';' or '\\t' (default: ',')")
+
+
+def sep_of(args: argparse.Namespace) -> str:
+    """``--sep`` with ``\\t`` written out as a tab."""
+    sep = getattr(args, "sep", ",") or ","
+    return "\t" if sep in ("\\t", "tab", "TAB") else sep
 
 
 def parse_assignments(items: list[str] | None, name: str) -> dict[str, str]:
@@ -36,7 +131,7 @@ def add_common_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress output")
 
 
-def load_original(spec: str):
+def load_original(spec: str, sep: str = ",", option: str = "--original"):
     """The original frame and a digest of its source.
 
     Bundled public data get a plain SHA-256; a user's (confidential) file only a
@@ -48,8 +143,8 @@ def load_original(spec: str):
     path = Path(spec)
     public = is_bundled(spec)
     if not public and not path.exists():
-        raise FileNotFoundError(f"The '--original' file '{spec}' does not exist.")
-    df = load_dataset(spec)
+        raise FileNotFoundError(f"The '{option}' file '{spec}' does not exist.")
+    df = load_dataset(spec, sep=sep, option=option)
     digest = ("sha256:" + frame_sha256(df)) if public else confidential_digest(path=path)
     return df, digest
 
@@ -60,12 +155,37 @@ def is_bundled(spec: str) -> bool:
 
 
 def align_original(original, syn):
-    """The original restricted to the copies' columns (a release may drop columns)."""
+    """The original restricted to the copies' columns (a release may drop columns), with the
+    categorical columns on the levels a DP release declared (see :func:`declared_categories`)."""
     cols = list(syn.copies[0].columns)
     missing = [c for c in cols if c not in original.columns]
     if missing:
         raise ValueError(f"The synthetic copies have columns the original lacks: {missing}.")
-    return original[cols]
+    return declared_categories(original[cols], syn)
+
+
+def declared_categories(original, syn):
+    """The original's categorical columns on the levels the release declared (its public domain).
+
+    A CSV reader orders the categories it saw; a DP release's copies carry the declared
+    levels in the declared order, so without this the reference levels differ and the
+    analysis terms do not line up. Columns whose values fall outside the declared domain
+    (a release that mapped them to 'other') are left as read.
+    """
+    from ..domain import DomainError, PublicDomain
+
+    dom = (getattr(syn, "structure", None) or {}).get("domain")
+    if not dom:
+        return original
+    domain = PublicDomain.from_dict(dom)
+    out = original.copy()
+    for c in original.columns:
+        if c in domain and domain[c].is_discrete:
+            try:
+                out[c] = domain[c].conform(original[c])
+            except DomainError:
+                pass
+    return out
 
 
 def synthetic_dir(d: str) -> Path:
@@ -79,25 +199,63 @@ def add_release_arguments(p: argparse.ArgumentParser) -> None:
     """``--original`` and one ``--synthetic`` directory, as the evaluation verbs take them."""
     p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
     p.add_argument("--synthetic", required=True, help="directory written by 'synthmi synthesize'")
+    add_sep_flag(p)
 
 
 def load_release(args: argparse.Namespace):
     """(full original, original restricted to the copies' columns, SyntheticData)."""
     from ..synthetic import SyntheticData
 
-    original_full, _ = load_original(args.original)
     syn = SyntheticData.from_dir(synthetic_dir(args.synthetic))
+    original_full, _ = load_original(args.original, sep_of(args))
+    syn.check_original(original_full, "--original")
     return original_full, align_original(original_full, syn), syn
+
+
+def recorded_rule(syn) -> str:
+    """The combining rule the copies were made for: the one recorded with them, else the
+    rule of their layout (nested m x r copies; DPSyn's fully synthetic copies; partial)."""
+    rule = getattr(syn, "rule", None) or (syn.structure or {}).get("rule")
+    if rule:
+        return str(rule)
+    if {"m", "r"} <= set(syn.structure or {}):
+        return "nested"
+    if syn.method == "dpsyn":
+        return "full"
+    return "partial"
+
+
+def records_path(args: argparse.Namespace) -> Path:
+    """``--records``, or the name derived visibly from ``--out``: ``risk.json`` -> ``risk.records.csv``."""
+    out = Path(args.out)
+    return Path(args.records) if args.records else out.with_name(out.stem + ".records.csv")
+
+
+def add_summary_outputs(p: argparse.ArgumentParser, what: str) -> None:
+    """``--out`` JSON, ``--records`` CSV and ``--overwrite`` for the verbs writing both."""
+    p.add_argument("--out", required=True, help=f"JSON file for the {what}")
+    p.add_argument("--records", default=None,
+                   help="per-record CSV (default: the --out name with .records.csv, e.g. risk.json -> risk.records.csv)")
+    add_overwrite_flag(p)
+
+
+def check_summary_outputs(args: argparse.Namespace) -> None:
+    """Both files of :func:`write_summary_and_records` are new (or --overwrite) and writable."""
+    out = check_output_file(args.out, "--out", args.overwrite)
+    rec = check_output_file(records_path(args), "--records", args.overwrite)
+    if out.resolve() == rec.resolve():
+        raise ValueError(f"The '--out' and '--records' options name the same file '{out}'.")
 
 
 def write_summary_and_records(args: argparse.Namespace, verb: str, result, extra: dict | None = None) -> None:
     """``--out`` JSON summary (``result.to_dict()`` plus ``extra``) and the per-record
-    CSV (``result.to_frame()``) beside it or at ``--records``; prints the report."""
+    CSV (``result.to_frame()``) at ``--records`` or its name derived from ``--out``;
+    prints the report. Call :func:`check_summary_outputs` before computing."""
     import json
     import sys
 
     out = Path(args.out)
-    records = Path(args.records) if args.records else out.with_suffix(".csv")
+    records = records_path(args)
     payload = result.to_dict()
     payload.update(extra or {})
     payload["records_csv"] = str(records)

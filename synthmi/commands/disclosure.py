@@ -5,7 +5,10 @@ import argparse
 import sys
 
 from ._common import (
+    COMMA_NAMES_HELP,
     EXAMPLES_FMT,
+    add_summary_outputs,
+    check_summary_outputs,
     add_common_flags,
     add_release_arguments,
     load_release,
@@ -29,7 +32,8 @@ missing value. The copies must be row-aligned with the original (partially synth
 DCAP, TCAP, repU, ... from exact keys, and the matching attribute risk with --tol);
 written under "attribute_disclosure" in the JSON and as attr_* columns in the CSV.
 output: --out (JSON: summaries overall, per copy and per --by group, settings) and a
-per-record CSV beside it (same name, .csv; or --records): the original row label and
+per-record CSV at --records (default: the --out name with .records.csv, so risk.json ->
+risk.records.csv): the original row label and
 risk I_i with match counts, never quasi-identifier values."""
 
 
@@ -46,20 +50,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=EXAMPLES_FMT,
     )
     add_release_arguments(p)
-    p.add_argument("--qi", required=True, help="comma-separated quasi-identifiers the intruder knows")
+    p.add_argument("--qi", required=True, action="append",
+                   help=f"comma-separated quasi-identifiers the intruder knows (repeatable; {COMMA_NAMES_HELP})")
     p.add_argument("--tol", action="append", metavar="COLUMN=VALUE", help="tolerance, e.g. age=2 or age=5%% (repeatable)")
     p.add_argument("--by", default=None, help="a column of the original to report the risk by")
     p.add_argument("--threshold", type=float, default=0.5, help="report the share of records with I_i above this (default 0.5)")
     p.add_argument("--target", default=None, help="also measure attribute disclosure of this column (DiSCO etc.)")
     p.add_argument("--target-tol", type=float, default=None, help="a continuous target's value counts as learnt within this distance")
-    p.add_argument("--out", required=True, help="JSON file for the summaries")
-    p.add_argument("--records", default=None, help="per-record CSV (default: --out with .csv)")
+    add_summary_outputs(p, "summaries")
     add_common_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..evaluation.risk import reidentification_risk
+
+    check_summary_outputs(args)
     original_full, original, syn = load_release(args)
     qi = split_list(args.qi)
     if not qi:

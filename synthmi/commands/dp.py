@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled
+from ._common import EXAMPLES_FMT, add_common_flags, add_overwrite_flag, add_sep_flag, check_output_file, progress_enabled, sep_of
 
 EXAMPLES = """examples:
   synthmi dp bayes --n 100 --k 50 --eps 1 --mechanism global
@@ -52,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         q.add_argument("--delta", type=float, default=None, help="delta in (0, 1) (needed by 'smooth')")
         q.add_argument("--prior", default="1,1", help="Beta prior a,b (default 1,1)")
         q.add_argument("--out", default=None, help="write the result as JSON here")
+        add_overwrite_flag(q)
         add_common_flags(q)
 
     b = sub.add_parser("bayes", help="release a private Beta posterior for a binary variable",
@@ -62,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--k", type=int, default=None, help="number of ones (with --n)")
     b.add_argument("--data", default=None, help="'adult', 'nhanes' or a CSV path (with --column); "
                                                  "n is its row count, public under substitution neighbours")
+    add_sep_flag(b)
     b.add_argument("--column", default=None, help="column to code 0/1 (no missing values allowed)")
     b.add_argument("--positive", default=None,
                    help="the level of --column that counts as 1, every other value 0 (public, never read from "
@@ -143,7 +145,8 @@ def _declared_domain(data: str, domain_path: str | None):
     return domain
 
 
-def _binary_column(data: str, column: str, positive: str | None, n_declared: int | None, domain_path: str | None = None):
+def _binary_column(data: str, column: str, positive: str | None, n_declared: int | None, domain_path: str | None = None,
+                   sep: str = ","):
     """0/1 indicator of ``column == positive`` and the public n.
 
     The coding comes only from the command line or the column's declared public
@@ -160,7 +163,7 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     from ..domain import _level_key
     from ._common import load_original
 
-    df, _ = load_original(data)
+    df, _ = load_original(data, sep, option="--data")
     if column not in df.columns:
         raise ValueError(f"The '--column' option names a column not in the data: {column!r}.")
     s = df[column]
@@ -232,6 +235,8 @@ def run_bayes(args: argparse.Namespace) -> int:
 
     from ..privacy.dp_bayes import PrivateBetaPosterior, global_sensitivity
 
+    check_output_file(args.out, "--out", args.overwrite)
+
     if args.mechanism == "local":
         raise ValueError("mechanism 'local' is NOT differentially private; use 'synthmi dp audit' to study it.")
     if args.data is not None:
@@ -239,7 +244,7 @@ def run_bayes(args: argparse.Namespace) -> int:
             raise ValueError("The '--data' option needs '--column'.")
         if args.k is not None:
             raise ValueError("The '--k' option cannot be combined with '--data' (k is counted privately).")
-        x, _ = _binary_column(args.data, args.column, args.positive, args.n, args.domain)
+        x, _ = _binary_column(args.data, args.column, args.positive, args.n, args.domain, sep_of(args))
     else:
         if args.n is None or args.k is None:
             raise ValueError("Give either '--n' and '--k' or '--data' and '--column'.")
@@ -319,6 +324,8 @@ def run_kmeans(args: argparse.Namespace) -> int:
 def run_audit(args: argparse.Namespace) -> int:
     from ..privacy.audit import audit_privacy_loss
     from ..privacy.dp_bayes import PrivateBetaPosterior
+
+    check_output_file(args.out, "--out", args.overwrite)
 
     mech = PrivateBetaPosterior(
         epsilon=args.eps, mechanism=args.mechanism, delta=args.delta, prior=_prior(args.prior),

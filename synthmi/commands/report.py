@@ -4,9 +4,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..data.workloads import ADULT
 from ._common import (
+    COMMA_NAMES_HELP,
     EXAMPLES_FMT,
     add_common_flags,
+    add_overwrite_flag,
+    add_sep_flag,
+    check_output_file,
+    sep_of,
     align_original,
     is_bundled,
     load_original,
@@ -43,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_report_options(p)
     p.add_argument("--synthetic", action="append", required=True, metavar="[LABEL=]DIR",
                    help="directory written by 'synthmi synthesize' (repeat for several releases)")
-    p.add_argument("--out", default="report.html", help="output HTML file (default: report.html)")
+    p.add_argument("--out", required=True, help="output HTML file, e.g. report.html")
+    add_overwrite_flag(p)
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -51,12 +58,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def add_report_options(p: argparse.ArgumentParser) -> None:
     """Options shared by ``report`` and ``demo``."""
     p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
-    p.add_argument("--qi", default="age,sex,race,education",
-                   help="quasi-identifiers, comma-separated (default: age,sex,race,education)")
-    p.add_argument("--analysis", default="income ~ age + sex + race + education",
-                   help="the analyst's model as a formula")
+    add_sep_flag(p)
+    p.add_argument("--qi", default=None, action="append",
+                   help=f"quasi-identifiers, comma-separated (repeatable; {COMMA_NAMES_HELP}; "
+                   "default: those recorded with the first release)")
+    p.add_argument("--analysis", default=ADULT.formula,
+                   help=f"the analyst's model as a formula (default: the Adult workload's, {ADULT.formula!r})")
     p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
-    p.add_argument("--rule", default=None,
+    p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
                    help="combining rule (default: the rule each release recorded, e.g. full for dpsyn; else partial, "
                         "or nested for m x r copies)")
     p.add_argument("--holdout", default=None, metavar="CSV",
@@ -102,43 +111,19 @@ def _read_frontier(path: str | None):
     return df
 
 
-def _declared_categories(original, releases):
-    """The original's categorical columns on the levels a DP release declared (its public domain).
-
-    A CSV reader orders the categories it saw; the release's copies carry the declared
-    order, so without this the two would have different reference levels and the
-    analysis terms would not line up. Columns whose values fall outside the declared
-    domain (a release that mapped them to 'other') are left as read.
-    """
-    from ..domain import DomainError, PublicDomain
-
-    for syn in releases.values():
-        dom = (syn.structure or {}).get("domain")
-        if not dom:
-            continue
-        domain = PublicDomain.from_dict(dom)
-        out = original.copy()
-        for c in original.columns:
-            if c in domain and domain[c].is_discrete:
-                try:
-                    out[c] = domain[c].conform(original[c])
-                except DomainError:
-                    pass
-        return out
-    return original
-
-
 def run(args) -> int:
     from ..report.collect import evaluate_release, file_sha256
     from ..report.html import write_report
     from ..synthetic import SyntheticData
 
-    original, digest = load_original(args.original)
+    check_output_file(args.out, "--out", args.overwrite)
+    original, digest = load_original(args.original, sep_of(args))
     releases, hashes = {}, {"original": digest}
     for item in args.synthetic:
         label, _, d = item.rpartition("=") if "=" in item else ("", "", item)
         path = synthetic_dir(d)
         syn = SyntheticData.from_dir(path)
+        syn.check_original(original, "--original")
         label = label or syn.method
         if label in releases:
             label = f"{label}:{path.name}"
@@ -146,7 +131,6 @@ def run(args) -> int:
         for f in sorted(path.glob("copy_*.csv")):
             hashes[f"{label}/{f.name}"] = file_sha256(f)
     original = align_original(original, next(iter(releases.values())))
-    original = _declared_categories(original, releases)
     qi = split_list(args.qi)
     # None: each release's recorded rule (full for DPSyn), else nested for m x r copies, else partial
     rule = args.rule

@@ -3,7 +3,18 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import EXAMPLES_FMT, add_common_flags, parse_assignments, split_list, write_summary_and_records
+from ._common import (
+    COMMA_NAMES_HELP,
+    EXAMPLES_FMT,
+    add_common_flags,
+    add_sep_flag,
+    add_summary_outputs,
+    check_summary_outputs,
+    parse_assignments,
+    sep_of,
+    split_list,
+    write_summary_and_records,
+)
 
 EXAMPLES = """examples:
   synthmi subgroups --data adult --qi age,sex,race,education --k0 5 --tol age=2 --out subgroups.json
@@ -14,23 +25,24 @@ categorical QIs but fewer than k0 of them are that close; high otherwise. A miss
 value matches only a missing value.
 
 output: --out (JSON: counts per label and settings) and a per-record CSV beside it
-(same name, .csv; or --records): row label, risk subgroup, n_same_categorical, n_close."""
+(--records; default: the --out name with .records.csv): row label, risk subgroup, n_same_categorical, n_close."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "subgroups",
         help="label records low / medium / high risk by their matching neighbours",
-        description="Risk subgroups (shared/seeds/003, 'Risk subgroups') made precise; see the epilog.",
+        description="Risk subgroups (short-course slides, 'Risk subgroups') made precise; see the epilog.",
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FMT,
     )
     p.add_argument("--data", required=True, help="'adult', 'nhanes' (bundled, recoded) or a CSV path")
-    p.add_argument("--qi", required=True, help="comma-separated quasi-identifiers")
+    add_sep_flag(p)
+    p.add_argument("--qi", required=True, action="append",
+                   help=f"comma-separated quasi-identifiers (repeatable; {COMMA_NAMES_HELP})")
     p.add_argument("--k0", type=int, required=True, help="number of other records that makes a record not unique (>= 1)")
     p.add_argument("--tol", action="append", metavar="COLUMN=VALUE", help="closeness, e.g. age=2 or age=5%% (repeatable)")
-    p.add_argument("--out", required=True, help="JSON file for the counts")
-    p.add_argument("--records", default=None, help="per-record CSV (default: --out with .csv)")
+    add_summary_outputs(p, "counts")
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -39,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.subgroups import risk_subgroups
     from ._common import load_original
 
-    df, _ = load_original(args.data)
+    check_summary_outputs(args)
+    df, _ = load_original(args.data, sep_of(args), option="--data")
     qi = split_list(args.qi)
     if not qi:
         raise ValueError("The '--qi' option must name at least one column.")

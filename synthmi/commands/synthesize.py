@@ -10,7 +10,17 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled, split_list
+from ..data.workloads import ADULT
+from ._common import (
+    COMMA_NAMES_HELP,
+    EXAMPLES_FMT,
+    add_common_flags,
+    add_sep_flag,
+    check_output_dir,
+    progress_enabled,
+    sep_of,
+    split_list,
+)
 
 # name -> synthesizer class, as "module:Class" so that `synthmi --help` does not
 # import PyMC. A new method is one line here.
@@ -40,7 +50,7 @@ RISK_GROUPS: dict[str, tuple[str, ...]] = {"risk-dami": ("low", "medium", "high"
 # of a quasi-identifier (Adult's education_num would reveal education) and not
 # bookkeeping (fnlwgt, split).
 DEFAULT_KEEP: dict[str, list[str]] = {
-    "adult": ["income", "marital_status", "relationship", "hours_per_week", "capital_gain", "capital_loss"],
+    "adult": list(ADULT.keep),  # the Adult workload, defined in synthmi.data.workloads
     "nhanes": ["smoked_100_cigarettes"],
 }
 
@@ -192,10 +202,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=EXAMPLES_FMT,
     )
     p.add_argument("--data", required=True, help="'adult', 'nhanes' (bundled, recoded) or a CSV path")
-    p.add_argument("--qi", required=True, help="comma-separated quasi-identifiers to synthesize")
+    add_sep_flag(p)
+    p.add_argument("--qi", required=True, action="append",
+                   help=f"comma-separated quasi-identifiers to synthesize (repeatable; {COMMA_NAMES_HELP})")
     p.add_argument(
-        "--keep",
-        help="comma-separated columns released unchanged (default for adult/nhanes: a complete "
+        "--keep", action="append",
+        help="comma-separated columns released unchanged (repeatable; default for adult/nhanes: a complete "
         "non-identifying set; for a CSV: every other column)",
     )
     p.add_argument("--method", default="dami", help=f"one of {', '.join(sorted(METHODS))} (default dami)")
@@ -218,7 +230,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--bounds", action="append", metavar="COLUMN=LO:HI",
-        help="dpsyn shorthand: declare a numeric column continuous on [LO, HI] (repeatable; overrides --domain)",
+        help="dpsyn shorthand: declare a numeric column CONTINUOUS on [LO, HI] (repeatable; overrides --domain). "
+        "Integer-coded or 0/1 columns need --domain with kind integer or binary to come back as integers",
     )
     p.add_argument(
         "--engine", choices=("pandas", "dask"), default="pandas",
@@ -233,6 +246,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--overwrite", action="store_true", help="replace copies already in --out")
+    p.add_argument(
+        "--accept-diagnostics", action="store_true",
+        help="write the copies even if the posterior sampler fails its convergence check "
+        "(they are flagged as unconverged in metadata.json and in the report)",
+    )
+    p.add_argument("--rhat-max", type=float, default=1.05, help="largest acceptable R-hat of any column (default 1.05)")
+    p.add_argument("--ess-min", type=float, default=100.0, help="smallest acceptable bulk ESS of any column (default 100)")
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -260,9 +280,64 @@ def parse_bounds(items: list[str] | None) -> dict[str, tuple[float, float]]:
     return out
 
 
+def _check_copies_combinable(args: argparse.Namespace, cls: type, params: dict[str, Any]) -> None:
+    """Refuse, before fitting, a number of copies the release's combining rule cannot use.
+
+    Every rule estimates the between-copy variance, so it needs M >= 2 copies;
+    the nested rule (Reiter 2004) needs m >= 2 completed data sets with r >= 2 copies each.
+    """
+    rule = _rule_of(args.method, params)
+    r = params.get("r")
+    if args.m < 2:
+        raise ValueError(
+            f"The '--m' option must be >= 2: copies from --method {args.method} are combined with the "
+            f"'{rule}' rule, which estimates the between-copy variance from at least 2 copies "
+            f"('synthmi analyse' and the report would refuse the release). Got --m {args.m} instead."
+        )
+    if rule == "nested" and r is not None and int(r) < 2:
+        raise ValueError(
+            f"The 'r' parameter (--param r=...) must be >= 2: nested copies are combined with the 'nested' rule "
+            f"(Reiter 2004), which needs r >= 2 copies per completed data set. Got --param r={r} instead."
+        )
+
+
+def _rule_of(method: str, params: dict[str, Any]) -> str:
+    """The combining rule the method's copies need (as the synthesizers record it)."""
+    if method in FULLY_SYNTHETIC:
+        return "full"
+    if method == "risk-dami":
+        if params.get("r") is not None and params.get("masks"):
+            return "nested"
+        return "rubin"
+    return "partial"
+
+
 def _log(args: argparse.Namespace, msg: str) -> None:
     if progress_enabled(args):
         print(f"synthmi synthesize: {msg}", file=sys.stderr, flush=True)
+
+
+def _require_declared(domain, data) -> None:
+    """Every released column declared public, or one error in command-line terms: numeric
+    columns get ``--bounds COLUMN=LO:HI``, the others a ``--domain`` file."""
+    import pandas as pd
+
+    missing = [c for c in data.columns if c not in domain]
+    if not missing:
+        return
+    numeric = [c for c in missing if pd.api.types.is_numeric_dtype(data[c]) and not pd.api.types.is_bool_dtype(data[c])]
+    other = [c for c in missing if c not in numeric]
+    how = []
+    if numeric:
+        how.append("their documented ranges (not the observed minimum and maximum) with "
+                    + " ".join(f"--bounds {c}=LO:HI" for c in numeric))
+    if other:
+        how.append(f"the levels of {other} in a domain file, --domain domain.json (format: synthmi.domain)")
+    which = f"Column '{missing[0]}' has" if len(missing) == 1 else f"Columns {missing} have"
+    raise ValueError(
+        f"{which} no declared public domain: a DP release cannot read levels or bounds from the data "
+        f"without spending privacy budget. Declare {'; and '.join(how)}."
+    )
 
 
 def _report_rare_levels(synth) -> None:
@@ -305,7 +380,7 @@ def _dp_data(args: argparse.Namespace, source: str, data):
         domain = domain.merged(PublicDomain.from_json(args.domain))
     if args.bounds:
         domain = domain.merged(PublicDomain.from_legacy(bounds=parse_bounds(args.bounds), source="--bounds"))
-    domain.require(data.columns, flag="--domain")
+    _require_declared(domain, data)
     domain = domain.select(data.columns)
     return domain.conform(data, out_of_domain="other" if args.map_other else "error"), domain
 
@@ -332,13 +407,18 @@ def run(args: argparse.Namespace) -> int:
         params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()))
     if "progressbar" in _param_names(cls) and "progressbar" not in params:
         params["progressbar"] = progress_enabled(args)
+    # the release check (synthmi.diagnostics) of the methods with a posterior sampler
+    for name in ("accept_diagnostics", "rhat_max", "ess_min"):
+        if name in _param_names(cls) and name not in params:
+            params[name] = getattr(args, name)
 
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"The '--out' option must be a directory. '{out}' is a file.")
+    # the output location first: a bad --out must cost nothing (no reading, no fitting)
+    out = check_output_dir(args.out, "--out", args.overwrite, owned=["copy_*.csv", "metadata.json"])
     old = sorted(out.glob("copy_*.csv")) if out.is_dir() else []
-    if (old or (out / "metadata.json").exists()) and not args.overwrite:
-        raise ValueError(f"The '--out' directory '{out}' already holds synthetic copies; add --overwrite to replace them.")
+    _check_copies_combinable(args, cls, params)
+    if args.method == "dami" and not params.get("masks"):
+        print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
+              "add --mask COLUMN:SPEC (see --help) or use --method rubin.", file=sys.stderr, flush=True)
 
     qi = split_list(args.qi)
     if not qi:
@@ -348,7 +428,7 @@ def run(args: argparse.Namespace) -> int:
     if args.engine == "dask":
         return _run_dask(args, cls, params, qi, out, t0)
     source = str(args.data)
-    df = load_dataset(source)
+    df = load_dataset(source, sep=sep_of(args), option="--data")
     # Under add/remove-one DP the number of records is itself private: a DP
     # release must not print or record it (DPSyn keeps only a noisy estimate).
     dp_release = args.method in FULLY_SYNTHETIC
@@ -400,9 +480,16 @@ def run(args: argparse.Namespace) -> int:
             _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies")
         else:
             _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})")
-        syn = synth.sample(args.m, random_state=seed)
+        from ..diagnostics import DiagnosticsFailed
+
+        try:
+            syn = synth.sample(args.m, random_state=seed)
+        except DiagnosticsFailed as exc:
+            raise exc.for_cli() from None
     # Warnings (e.g. r_hat > 1.01) are shown even with --quiet, once each, on one line.
     for msg in dict.fromkeys(str(w.message) for w in caught):
+        if msg.startswith("DAMISynthesizer has no masks"):
+            continue  # said above in command-line terms
         print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
     if dp_release:
         _report_rare_levels(synth)

@@ -4,9 +4,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, parse_assignments, progress_enabled, split_list
+from ._common import (
+    EXAMPLES_FMT,
+    add_common_flags,
+    add_sep_flag,
+    check_output_file,
+    parse_assignments,
+    progress_enabled,
+    sep_of,
+    split_list,
+)
 
 EXAMPLES = """examples:
   synthmi tune --data adult --qi age,sex,race,education \\
@@ -44,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=EXAMPLES_FMT,
     )
     p.add_argument("--data", required=True, help="'adult', 'nhanes' or a CSV path")
+    add_sep_flag(p)
     p.add_argument("--qi", required=True, help="comma-separated quasi-identifiers to synthesize")
     p.add_argument("--keep", default=None, help="columns released unchanged (default as 'synthmi synthesize')")
     p.add_argument("--analysis", action="append", required=True, metavar="FORMULA",
@@ -85,9 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from ..models import DAMISynthesizer
     from .synthesize import DEFAULT_KEEP, parse_params
 
-    out = Path(args.out)
-    if out.exists() and not args.overwrite:
-        raise ValueError(f"The '--out' file '{out}' exists; add --overwrite to replace it.")
+    out = check_output_file(args.out, "--out", args.overwrite)
     targets = [Target.parse(t) for t in args.target]
     base_params = parse_params(args.param, DAMISynthesizer)
     if "masks" in base_params:
@@ -95,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     qi = split_list(args.qi)
     if not qi:
         raise ValueError("The '--qi' option must name at least one column.")
-    df = load_dataset(args.data)
+    df = load_dataset(args.data, sep=sep_of(args), option="--data")
     if args.keep is not None:
         keep = split_list(args.keep)
     elif str(args.data).lower() in DEFAULT_KEEP:

@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import EXAMPLES_FMT, add_common_flags, add_release_arguments, load_release, split_list
+from ._common import (
+    EXAMPLES_FMT,
+    add_common_flags,
+    add_overwrite_flag,
+    add_release_arguments,
+    check_output_file,
+    load_release,
+    split_list,
+)
 
 EXAMPLES = """examples:
   synthmi utility --original adult --synthetic syn/
@@ -29,12 +37,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tables", default="1", help="table orders for the per-table S_pMSE: '1', '1,2' or '' (default: 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the CART fits and permutations")
     p.add_argument("--out", default=None, help="write the per-table S_pMSE to this CSV")
+    add_overwrite_flag(p)
     add_common_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from ..evaluation.pmse import pmse, utility_tables
+
+    check_output_file(args.out, "--out", args.overwrite)
+    if args.out and not split_list(args.tables):
+        raise ValueError("The '--out' option writes the per-table S_pMSE, but '--tables' is empty: give --tables 1 (or 1,2).")
     _, original, syn = load_release(args)
     variables = split_list(args.variables) or None
     res = pmse(original, syn.copies, method=args.method, variables=variables, random_state=args.seed)

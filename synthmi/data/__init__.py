@@ -21,6 +21,7 @@ __all__ = [
     "load_adult_discretized",
     "load_dataset",
     "load_domain",
+    "check_csv_frame",
     "recode_adult",
     "recode_nhanes",
     "ADULT_EDUCATION_ORDER",
@@ -104,7 +105,7 @@ def load_adult(recode: bool = False) -> pd.DataFrame:
     the UCI files) are NaN. ``income`` is a Categorical ``<=50K`` / ``>50K``.
 
     With ``recode=True`` the quasi-identifiers get the coding of the source
-    tables (shared/seeds/003): ``race`` white / non-white, ``education``
+    tables (short-course slides): ``race`` white / non-white, ``education``
     ordered ``<HS`` / ``HS`` / ``>HS`` (see :func:`recode_adult`).
     """
     with _path("adult.csv.gz").open("rb") as fh:
@@ -207,21 +208,89 @@ def load_adult_discretized() -> tuple[pd.DataFrame, dict[str, int]]:
     return df, domain
 
 
-def load_dataset(name_or_path: str, recode: bool = True) -> pd.DataFrame:
+def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option: str | None = None) -> pd.DataFrame:
     """``"adult"`` / ``"nhanes"`` (bundled, recoded by default) or a CSV path.
 
     A CSV's text columns become unordered Categoricals; numbers stay numeric.
     Their levels are the values seen, which is fine for non-private work; DP code
     never uses them (it takes levels only from a declared public domain, see
     :mod:`synthmi.domain`).
+
+    The file is checked (:func:`check_csv_frame`): a numeric-looking column
+    with a few cells that are not numbers, infinite values and a separator
+    other than ``sep`` are errors, not silent recodings. ``option`` names the
+    command-line option the path came from, so the errors can speak it.
     """
     key = str(name_or_path).lower()
     if key == "adult":
         return load_adult(recode=recode)
     if key == "nhanes":
         return load_nhanes(recode=recode)
-    df = pd.read_csv(name_or_path)
+    df = pd.read_csv(name_or_path, sep=sep)
+    check_csv_frame(df, str(name_or_path), sep=sep, option=option)
     for c in df.columns:
-        if df[c].dtype == object:
-            df[c] = pd.Categorical(df[c], categories=sorted(df[c].dropna().unique(), key=str))
+        if _is_text(df[c]):
+            df[c] = pd.Categorical(df[c].astype(object), categories=sorted(df[c].dropna().unique(), key=str))
     return df
+
+
+def _is_text(s: pd.Series) -> bool:
+    """Object or string dtype (pandas 2 reads text as object, pandas 3 as ``str``)."""
+    return (pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)) and not isinstance(
+        s.dtype, pd.CategoricalDtype
+    )
+
+
+# a plain decimal number as a CSV parser reads one: no spaces, no thousands separators, no words
+_NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+
+
+def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str | None = None,
+                    numeric_share: float = 0.8) -> None:
+    """Refuse a CSV that would be misread silently; every offending column is named.
+
+    * one column whose name holds ``;``, a tab or ``|``: the file uses another
+      separator than ``sep``;
+    * a text column in which at least ``numeric_share`` of the non-missing cells
+      are plain numbers (a numeric column with a few cells such as ``"forty"``,
+      ``" 34 "`` or ``"1,000"``): the first offending cell is named by its row
+      number, never by its value (cell values can be confidential);
+    * infinite values in a numeric column.
+    """
+    where = f"The '{option}' file '{source}'" if option else f"The file '{source}'"
+    if df.shape[1] == 1:
+        name = str(df.columns[0])
+        for cand, shown in ((";", "';'"), ("\t", "'\\t'"), ("|", "'|'")):
+            if cand != sep and cand in name:
+                how = f"--sep {shown}" if option else f"sep={shown}"
+                raise ValueError(
+                    f"{where} has a single column whose name contains {shown}: it looks separated by {shown}, "
+                    f"not {sep!r}. Pass {how}."
+                )
+    bad_cells = []
+    for c in df.columns:
+        s = df[c]
+        if not _is_text(s):
+            continue
+        obs = s.dropna().astype(str)
+        if obs.empty:
+            continue
+        plain = obs.str.fullmatch(_NUMBER)
+        if plain.all() or plain.mean() < numeric_share:
+            continue
+        row = int(np.flatnonzero(~plain.to_numpy())[0])
+        pos = int(s.index.get_loc(obs.index[row])) + 1
+        bad_cells.append(f"'{c}' (first at data row {pos})")
+    if bad_cells:
+        raise ValueError(
+            f"{where} has numeric-looking columns with cells that are not plain numbers (words, spaces, "
+            f"thousands separators): {'; '.join(bad_cells)}. Fix those cells (write missing values as empty "
+            "cells); read as they are, the columns would become categories with one level per value."
+        )
+    inf_cols = [
+        str(c) for c in df.columns
+        if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+        and bool(np.isinf(df[c].to_numpy(dtype=float, na_value=np.nan)).any())
+    ]
+    if inf_cols:
+        raise ValueError(f"{where} has infinite values in columns {inf_cols}; replace them by finite numbers or empty cells.")

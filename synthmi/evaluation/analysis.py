@@ -3,7 +3,7 @@ r"""The analyst's model on the original and on each synthetic copy, combined.
 ``analyse(formula, family, original, synthetic, rule)`` fits a GLM (statsmodels
 formula interface) to the original data and to every copy, combines the copies
 with :func:`~synthmi.evaluation.combining.combine`, and lays the result out as
-the tables of shared/seeds/003: original estimate and 95% CI, combined synthetic
+the DA-MI result tables of the short-course slides: original estimate and 95% CI, combined synthetic
 estimate and CI, standardized difference and CI overlap per coefficient.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from scipy import stats
 
 from .._validate import check_copies, check_dataframe, check_option, check_same_structure
 from .ci_overlap import ci_overlap
-from .combining import CombineResult, combine
+from .combining import RULES, CombineResult, combine
 from .standardized_difference import standardized_difference
 
 FAMILIES = ("probit", "logit", "gaussian")
@@ -40,14 +40,30 @@ def _response_name(formula: str) -> str:
     return formula.split("~", 1)[0].strip()
 
 
-def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str) -> pd.DataFrame:
-    """A binary categorical response becomes 0/1 (1 = its last category)."""
+def _response_levels(s: pd.Series) -> list | None:
+    """The two-or-more levels of a categorical / text / bool response, or None for a numeric one."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return list(s.cat.categories)
+    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s):
+        return sorted(s.dropna().unique(), key=str)
+    return None
+
+
+def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str, levels: list | None = None) -> pd.DataFrame:
+    """A binary categorical response becomes 0/1 (1 = its last category).
+
+    ``levels``: the original's two levels, so that a copy in which one level
+    never occurs is coded on the same scale (and its fit flagged as separated)
+    instead of being refused.
+    """
     if response not in df.columns:
         return df  # a transformed response such as np.log(y): leave it to the formula
     s = df[response]
     if family in ("probit", "logit"):
-        if isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_bool_dtype(s):
-            cats = list(s.cat.categories) if isinstance(s.dtype, pd.CategoricalDtype) else sorted(s.dropna().unique())
+        cats = _response_levels(s)
+        if cats is not None:
+            if levels is not None and set(cats) <= set(levels):
+                cats = list(levels)
             if len(cats) != 2:
                 raise ValueError(
                     f"The response '{response}' of a {family} model must have 2 categories; "
@@ -60,13 +76,24 @@ def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str) -> p
 
 
 def _fit(formula: str, data: pd.DataFrame, family: str):
+    """The GLM fit and whether it is separated.
+
+    A binary response that is constant, or perfectly predicted by the
+    covariates (complete or quasi-complete separation; Albert & Anderson 1984,
+    *Biometrika* 71:1-10), has no finite maximum-likelihood estimate: the
+    reported estimates and standard errors are wherever the iterations
+    stopped. statsmodels signals it with ``PerfectSeparationWarning``.
+    """
     import statsmodels.formula.api as smf
 
-    with warnings.catch_warnings():
-        # perfect prediction in a small copy is reported through the SEs, not a warning per fit
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        # collected, not printed once per fit: the caller reports separated copies in one warning
+        warnings.simplefilter("always")
         res = smf.glm(formula, data=data, family=_family(family)).fit()
-    return res
+    separated = family != "gaussian" and (
+        any(type(w.message).__name__ == "PerfectSeparationWarning" for w in caught) or not bool(res.converged)
+    )
+    return res, separated
 
 
 @dataclass
@@ -82,6 +109,10 @@ class AnalysisResults:
         The synthetic copies combined under ``rule``.
     estimates, variances : ndarray
         Per-copy estimates and variances, shape (M, p) (nested: (m, r, p)).
+    separated : list of int
+        Copies (0-based) whose fit is separated (a constant or perfectly
+        predicted binary outcome): their estimates are not finite MLEs, so
+        the combined interval and the CI overlap are meaningless.
     """
 
     formula: str
@@ -94,6 +125,7 @@ class AnalysisResults:
     estimates: np.ndarray
     variances: np.ndarray
     n_original: int
+    separated: list[int] = field(default_factory=list)
     not_estimable: dict[str, int] = field(default_factory=dict)
     _frame: pd.DataFrame | None = field(default=None, repr=False)
 
@@ -153,7 +185,7 @@ class AnalysisResults:
         return self._mean_over_estimable("std_diff")
 
     def table(self) -> pd.DataFrame:
-        """The seed's layout: per term, 'Estimate' and '95% CI' rows, original vs synthetic."""
+        """The slides' layout: per term, 'Estimate' and '95% CI' rows, original vs synthetic."""
         f = self.to_frame()
         level = f"{100 * (1 - self.alpha):.0f}% CI"
         rows = []
@@ -183,6 +215,8 @@ class AnalysisResults:
             f"\nmean CI overlap = {self.mean_ci_overlap:.3f}, "
             f"mean standardized difference = {self.mean_std_diff:.3f} (intercept excluded{left_out})"
         )
+        if self.separated:
+            tail += "\nWARNING: " + _separation_message(self.separated, self.M)
         return head + self.table().to_string() + tail
 
     def __repr__(self) -> str:
@@ -233,7 +267,8 @@ def analyse(
     for j, c in enumerate(copies):
         check_same_structure(original, c, f"synthetic[{j}]")
 
-    orig_fit = _fit(formula, _prepare_frame(original, response, family, "original"), family)
+    orig_fit, orig_separated = _fit(formula, _prepare_frame(original, response, family, "original"), family)
+    levels = _response_levels(original[response]) if response in original.columns else None
     terms = list(orig_fit.params.index)
     # GLM Wald intervals: normal for the binomial families; t with the residual df
     # for the Gaussian family (the OLS interval), as the combined intervals are t-based.
@@ -244,6 +279,13 @@ def analyse(
         "ci_lower": orig_fit.params - z * orig_fit.bse,
         "ci_upper": orig_fit.params + z * orig_fit.bse,
     }
+    if orig_separated:
+        warnings.warn(
+            f"The {family} model '{formula}' is separated on the original data (the outcome is constant or "
+            "perfectly predicted): it has no finite estimates to compare the copies with.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     est = np.empty((len(copies), len(terms)))
     var = np.empty_like(est)
     # A term is not estimable from a data set when its design column is all zero there
@@ -251,8 +293,11 @@ def analyse(
     # standard error), when the fit leaves it out, or when its SE is not positive/finite.
     bad_orig = _not_estimable(orig_fit, terms)
     absent = np.zeros(len(terms), dtype=int)
+    separated = []
     for j, c in enumerate(copies):
-        fit = _fit(formula, _prepare_frame(c, response, family, f"synthetic[{j}]"), family)
+        fit, fit_separated = _fit(formula, _prepare_frame(c, response, family, f"synthetic[{j}]", levels), family)
+        if fit_separated:
+            separated.append(j)
         bad = _not_estimable(fit, terms)
         absent += bad
         est[j] = fit.params.reindex(terms).to_numpy()
@@ -264,7 +309,7 @@ def analyse(
             f"No term of {formula!r} is estimable from every copy and the original (categories absent from the copies?)."
         )
     est, var = est[:, good], var[:, good]
-    if rule in ("nested", "reiter2004"):
+    if RULES.get(str(rule).lower()) == "nested":
         if shape is None:
             raise ValueError(
                 "rule='nested' needs the copies' nest structure: pass a SyntheticData with structure "
@@ -273,6 +318,8 @@ def analyse(
         est = est.reshape(shape[0], shape[1], -1)
         var = var.reshape(shape[0], shape[1], -1)
     comb = combine(est, var, rule=rule, alpha=alpha, names=[terms[i] for i in good])
+    if separated:
+        warnings.warn(_separation_message(separated, len(copies)), RuntimeWarning, stacklevel=2)
     return AnalysisResults(
         formula=formula,
         family=family,
@@ -284,7 +331,17 @@ def analyse(
         estimates=est,
         variances=var,
         n_original=int(orig_fit.nobs),
+        separated=separated,
         not_estimable=not_est,
+    )
+
+
+def _separation_message(separated: list[int], M: int) -> str:
+    shown = ", ".join(f"synthetic[{j}]" for j in separated[:10]) + (", ..." if len(separated) > 10 else "")
+    return (
+        f"{len(separated)} of {M} copies give a separated fit ({shown}): the outcome is constant or perfectly "
+        "predicted in them, so their estimates and standard errors are not finite MLEs and the combined "
+        "interval, standardized difference and CI overlap are not meaningful."
     )
 
 

@@ -15,7 +15,7 @@ def ci_overlap(lower_orig: Any, upper_orig: Any, lower_syn: Any, upper_syn: Any)
           + \frac{\min(U_o, U_s) - \max(L_o, L_s)}{U_s - L_s}\right]
 
     Source: Karr, Kohnen, Oganian, Reiter & Sanil (2006), *The American
-    Statistician* 60:224-232; the formula as given in shared/seeds/003
+    Statistician* 60:224-232; the formula as given in the short-course slides
     ("Specific utility measures"). It is 1 for identical intervals, positive
     for overlapping ones and negative when they do not overlap (the numerator
     is then minus the gap between them).

@@ -13,19 +13,31 @@ Notation (M copies, estimates :math:`q^{(l)}`, variances :math:`v^{(l)}`):
 
 Rules
 -----
-``"partial"`` (aliases ``"reiter2003"``, ``"partially_synthetic"``)
+One name per rule; the only other names accepted are the citation aliases of
+this table (the paper that gives the rule):
+
+=============  ===================  ==============================================
+rule           citation alias       for
+=============  ===================  ==============================================
+``partial``    ``reiter2003``       partially synthetic copies
+``full``       ``raghunathan2003``  fully synthetic copies
+``rubin``      ``rubin1987``        multiple imputations of missing data
+``nested``     ``reiter2004``       m imputations x r synthetic copies
+=============  ===================  ==============================================
+
+``"partial"``
     Reiter (2003), *Survey Methodology* 29:181-188, partially synthetic data
-    (the formula of shared/seeds/003):
+    (the formula of the short-course slides):
     :math:`T_M = b_M/M + \bar v_M`,
     :math:`\nu = (M-1)(1 + r_M^{-1})^2`, :math:`r_M = (b_M/M)/\bar v_M`.
-``"full"`` (aliases ``"raghunathan2003"``, ``"fully_synthetic"``)
+``"full"``
     Raghunathan, Reiter & Rubin (2003), *J. Official Statistics* 19:1-16:
     :math:`T_f = (1 + 1/M) b_M - \bar v_M`,
     :math:`\nu_f = (M-1)\,(1 - M\bar v_M / ((M+1) b_M))^2`. When
     :math:`T_f \le 0` the non-negative fallback of Reiter (2002, *J. Official
     Statistics* 18:531-543) is used: :math:`T_f^* = (n_{syn}/n)\,\bar v_M`,
     with a normal reference distribution (:math:`\nu = \infty`).
-``"rubin"`` (alias ``"rubin1987"``)
+``"rubin"``
     Rubin (1987) for missing data: :math:`T = \bar v_M + (1 + 1/M) b_M`,
     :math:`\nu_{old} = (M-1)(1 + 1/r)^2`, :math:`r = (1+1/M) b_M/\bar v_M`;
     with complete-data degrees of freedom :math:`\nu_{com}` given, the
@@ -33,7 +45,7 @@ Rules
     :math:`\nu = (1/\nu_{old} + 1/\hat\nu_{obs})^{-1}`,
     :math:`\hat\nu_{obs} = \frac{\nu_{com}+1}{\nu_{com}+3}\nu_{com}(1-\gamma)`,
     :math:`\gamma = (1+1/M) b_M / T`.
-``"nested"`` (alias ``"reiter2004"``)
+``"nested"``
     Reiter (2004), *Survey Methodology* 30:235-242: missing data imputed
     first (m imputations), then r synthetic copies of each completed set;
     estimates arrive as an (m, r, p) array. With nest means
@@ -63,13 +75,12 @@ from scipy import stats
 
 from .._validate import param_error
 
+#: rule name or citation alias -> rule (the table in the module docstring)
 RULES = {
     "partial": "partial",
     "reiter2003": "partial",
-    "partially_synthetic": "partial",
     "full": "full",
     "raghunathan2003": "full",
-    "fully_synthetic": "full",
     "rubin": "rubin",
     "rubin1987": "rubin",
     "nested": "nested",

@@ -33,7 +33,7 @@ mean S_pMSE 1.02 / 1.00 / 1.00 at n = 500 / 1000 / 4000 per side for copies
 from the fitted correct model, 1.99 for independent samples. The fitted model
 must contain every term of the propensity model; a term it leaves out behaves
 like an independent-sample dimension.
-The seed's :math:`U_p` (shared/seeds/003) is the pMSE with :math:`c = 1/2`.
+The slides' :math:`U_p` (short-course slides) is the pMSE with :math:`c = 1/2`.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Record-level re-identification risk of released copies, by matching.
 
 The intruder knows the true quasi-identifiers ``t_i`` of every target and
-that every target is in the data (shared/seeds/003, "Disclosure /
+that every target is in the data (short-course slides, "Disclosure /
 re-identification risk"; Reiter and Mitra 2009; Hu, Reiter and Wang 2014).
 For copy ``m`` the candidate matches of ``t_i`` are the released records with
 the same value on every categorical quasi-identifier and every continuous one
@@ -271,7 +271,7 @@ def reidentification_risk(
 
         I_i = \\frac{1}{M} \\sum_{m=1}^{M} \\frac{1[i \\in S_{im}]}{s_{im}},
 
-    (shared/seeds/003, slide "Disclosure/Re-identification risk").
+    (short-course slide "Disclosure/Re-identification risk").
     Summaries over N targets and M copies, after Reiter and Mitra (2009,
     Sect. 3: expected match risk, true match rate sum K_i / N, false match
     rate sum F_i / s), applied to each copy and pooled over copies:

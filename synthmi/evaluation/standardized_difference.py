@@ -13,7 +13,7 @@ def standardized_difference(est_orig: Any, est_syn: Any, se_orig: Any) -> np.nda
 
         d = \frac{|\hat\beta_{orig} - \hat\beta_{syn}|}{\mathrm{SE}(\hat\beta_{orig})}
 
-    Source: shared/seeds/003 ("Specific utility measures"); Jiang et al.
+    Source: short-course slides ("Specific utility measures"); Jiang et al.
     (2022), *JASA* 117:52-66. Vectorised over coefficients.
     """
     b_o, b_s, se = (np.asarray(a, dtype=float) for a in (est_orig, est_syn, se_orig))

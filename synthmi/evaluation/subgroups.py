@@ -1,6 +1,6 @@
 """Re-identification risk subgroups: low / medium / high by matching neighbours.
 
-The seed's informal definition (shared/seeds/003, slide "Risk subgroups
+The slides' informal definition (short-course slide "Risk subgroups
 (informal definition)"; the risk-subgroup targeted synthesis it motivates)
 made precise. For record ``i`` of the data, with the closeness rule of
 :mod:`synthmi.evaluation._matching` (``t - h <= y <= t + h`` on every
@@ -124,7 +124,7 @@ def risk_subgroups(
     low: ``c_i >= k0``; medium: ``a_i >= k0 > c_i``; high: ``a_i < k0``,
     where ``a_i`` counts OTHER records sharing record i's categorical QIs and
     ``c_i`` those of them within tolerance on every continuous QI (module
-    docstring; seed 003, "Risk subgroups"). Cost O(n log n) time, O(n)
+    docstring; short-course slides, "Risk subgroups"). Cost O(n log n) time, O(n)
     memory with at most one continuous QI.
     """
     check_dataframe(df, "df")

@@ -22,10 +22,14 @@ from .._validate import (
     NotFittedError,
     check_columns_exist,
     check_dataframe,
+    check_finite,
+    check_no_missing,
     check_not_degenerate,
     check_random_state,
     check_scalar,
 )
+from ..diagnostics import ESS_MIN, RHAT_MAX
+from ..diagnostics import enforce as enforce_diagnostics
 from ..schema import Schema
 from ..scale._frames import is_dask_frame as _is_dask_frame
 from ..synthetic import SyntheticData
@@ -107,14 +111,12 @@ class Synthesizer(abc.ABC):
             self.schema_ = Schema({c: schema[c] if c in schema else inferred[c] for c in df.columns})
         else:
             self.schema_ = Schema.infer(df, schema)
+        check_finite(df, used, "df")
         if not self.allows_missing:
-            for c in used:
-                n_mis = int(df[c].isna().sum())
-                if n_mis:
-                    raise ValueError(
-                        f"Column '{c}' has {n_mis} missing values; {owner} needs complete data "
-                        "(impute first, or use RiskTargetedSynthesizer which models missing values)."
-                    )
+            check_no_missing(
+                df, used, "df",
+                why=f"{owner} needs complete data (impute first, or use RiskTargetedSynthesizer which models missing values).",
+            )
         if len(df) < self.min_rows:
             raise ValueError(f"{owner} needs at least {self.min_rows} rows to fit. Got {len(df)} instead.")
         self.quasi_identifiers_ = qi
@@ -150,6 +152,11 @@ class Synthesizer(abc.ABC):
         Each copy has the original's columns, order and dtypes; the kept (Z)
         columns are the original's, the quasi-identifiers are synthetic.
         Same ``random_state`` -> identical copies.
+
+        Raises :class:`~synthmi.diagnostics.DiagnosticsFailed` when the
+        posterior sampler failed the convergence check (R-hat above
+        ``rhat_max`` or bulk ESS below ``ess_min`` for some column) unless the
+        synthesizer was built with ``accept_diagnostics=True``.
         """
         self._check_fitted()
         if getattr(self, "dask_", None) is not None:
@@ -161,6 +168,13 @@ class Synthesizer(abc.ABC):
         seed = random_state if isinstance(random_state, (int, np.integer)) else None
         rng = check_random_state(random_state)
         X_list = self._sample(m, rng)
+        diagnostics = self._diagnostics()
+        # fail closed: no copies leave a sampler that did not converge, unless the user accepts it
+        check = enforce_diagnostics(
+            diagnostics, owner=type(self).__name__,
+            accept=getattr(self, "accept_diagnostics", False),
+            rhat_max=getattr(self, "rhat_max", RHAT_MAX), ess_min=getattr(self, "ess_min", ESS_MIN),
+        )
         copies = [self._assemble(X) for X in X_list]
         return SyntheticData(
             copies=copies,
@@ -168,8 +182,10 @@ class Synthesizer(abc.ABC):
             params=self.get_params(),
             seed=None if seed is None else int(seed),
             quasi_identifiers=list(self.quasi_identifiers_),
-            diagnostics=self._diagnostics(),
+            diagnostics=diagnostics,
             structure=self._structure(m),
+            diagnostics_check=check,
+            original_fingerprint={"n_rows": int(self.n_), "columns": list(self.columns_)},
         )
 
     @abc.abstractmethod
@@ -202,5 +218,7 @@ class Synthesizer(abc.ABC):
                 x = np.rint(np.asarray(col, dtype=float))
                 out[c] = x.astype(dt) if pd.api.types.is_integer_dtype(dt) else x.astype(dt, copy=False)
             else:
-                out[c] = np.asarray(col).astype(dt)
+                # through a Series: pandas 3 reads text as the extension dtype ``str``, which
+                # numpy's astype cannot take
+                out[c] = pd.Series(np.asarray(col), index=out.index).astype(dt)
         return out[self.columns_]

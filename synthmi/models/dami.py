@@ -9,7 +9,7 @@ The joint model on the augmented data D_DA = (D, W) is
     \\underbrace{p(W \\mid X, \\lambda)}_{M_{mask}},
 
 and the target of synthesis is the joint predictive of all quasi-identifiers
-of a record (shared/seeds/003, "The new data-augmented MI synthetic
+of a record (short-course slides, "The new data-augmented MI synthetic
 framework"; Jiang et al. 2022, JASA 117:52-66, eq. 3)
 
 .. math::
@@ -18,45 +18,41 @@ framework"; Jiang et al. 2022, JASA 117:52-66, eq. 3)
     P(\\tilde X_i \\mid \\tilde Z_i, \\theta) P(\\tilde W_i \\mid \\tilde X_i, \\lambda)
     P(\\lambda, \\theta \\mid D_{DA})\\, d\\lambda\\, d\\theta .
 
-This class draws from a sequential approximation to it, not from eq. 3
-itself (see "Sequential approximation" below).
+By default (``predictive="joint"``) the copies are drawn from eq. 3 itself
+for each posterior draw theta: all quasi-identifiers of a record jointly,
+by exact enumeration when they are all categorical with a small product of
+levels, otherwise by a within-record Gibbs sampler vectorised over records
+(:mod:`synthmi.models.predictive`), ``n_sweeps`` sweeps started from the
+sequential draw.
 
 With X observed and lambda known, W carries no information about theta, so
 the posterior of theta is the Rubin MI posterior (fitted exactly as in
 :class:`~synthmi.models.rubin.RubinSynthesizer`); W acts only in the
-predictive step. For each copy and each quasi-identifier X_j, in the
-sequential order:
+predictive step. Its pieces, per quasi-identifier X_j:
 
 * continuous X_j with normal masking (:math:`\\bar W_i \\mid X_i \\sim
   N(X_i, \\sigma_e^2/K)`) and regression prediction
-  :math:`N(\\mu_i, \\sigma^2)`: the predictive is normal in closed form,
+  :math:`N(\\mu_i, \\sigma^2)`: the product is normal in closed form,
+  truncated to the variable's bounds (:mod:`synthmi.models.truncation`),
 
   .. math:: \\tilde X_i \\mid \\cdot \\sim N\\left(
       \\frac{\\mu_i/\\sigma^2 + K \\bar W_i/\\sigma_e^2}{1/\\sigma^2 + K/\\sigma_e^2},
-      \\frac{1}{1/\\sigma^2 + K/\\sigma_e^2}\\right);
+      \\frac{1}{1/\\sigma^2 + K/\\sigma_e^2}\\right) \\mathbb 1[l, u];
 
 * categorical X_j: a finite sum over categories,
-  :math:`P(\\tilde X_i = c \\mid \\cdot) \\propto p(c \\mid \\tilde Z_i,
-  \\tilde X_{i,<j}, \\theta)\\, p(\\tilde W_i \\mid c)`.
+  :math:`P(\\tilde X_i = c \\mid \\cdot) \\propto p(c \\mid \\text{pred}_{ij},
+  \\theta)\\, p(\\tilde W_i \\mid c)`.
 
-Sequential approximation. X~_j is drawn given theta, Z~, the earlier
-X~_{<j} and its own W~_j only:
-:math:`p(\\tilde X_j \\mid \\cdot) \\propto p(\\tilde X_j \\mid \\tilde Z,
-\\tilde X_{<j}, \\theta)\\, p(\\tilde W_j \\mid \\tilde X_j)`. W~ of later
-columns does not feed back into earlier ones. Given theta, the exact joint
-predictive of eq. 3 would weight each earlier draw by the evidence
-:math:`\\int p(x_k \\mid \\tilde Z, \\tilde X_{<k}, \\theta)\\,
-p(\\tilde W_k \\mid x_k)\\, dx_k` of every later masked column k, which the
-sequential draw omits. The two coincide only when these evidence terms do
-not depend on the earlier X~: when a single quasi-identifier is masked and it
-comes first in ``order``, or, more generally, when each masked
-quasi-identifier is conditionally independent of the quasi-identifiers
-before it given Z (under M_assoc, for each theta). Otherwise (several dependent masked columns, or a masked
-column after columns it depends on) the copies are an approximation to
-eq. 3. The evidence for valid inference is for one masked quasi-identifier:
-partial-rule coverage in ``benchmarks/dami_coverage.py`` and the tuning
-behaviour in ``benchmarks/dami_tuning.py`` (both tested in
-``tests/test_dami.py``).
+``predictive="sequential"`` is the approximation of earlier versions: X~_j
+drawn from these pieces given the earlier X~_{<j} and its own W~_j only, in
+the visit sequence. W~ of later columns does not feed back into earlier
+ones; given theta, the exact joint predictive would weight each earlier draw
+by the evidence :math:`\\int p(x_k \\mid \\cdot, \\theta)\\, p(\\tilde W_k
+\\mid x_k)\\, dx_k` of every later masked column k. The two coincide only
+when a single quasi-identifier is masked and comes first, or more generally
+when each masked quasi-identifier is conditionally independent of the
+quasi-identifiers before it. ``benchmarks/dami_coverage.py`` measures the
+difference with three dependent masked quasi-identifiers.
 
 W~_i is an independent copy of W_i: by default (``w_tilde="fresh"``) a new
 draw from M_mask given the confidential X_i for every synthetic copy; with
@@ -69,27 +65,25 @@ Rubin MI: the same random_state gives identical copies.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .._random import PositionalRNG, entropy_from
-from .._validate import check_option, check_random_state, param_error
+from .._validate import check_option, check_random_state, check_scalar, param_error
 from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking
-from .rubin import RubinSynthesizer, _Conditional, _draw_categorical
+from .predictive import Prepared, can_enumerate, check_joint, enumerate_draw, gibbs_draw, sequential_draw
+from .rubin import RubinSynthesizer
 
 
 class DAMISynthesizer(RubinSynthesizer):
     """DA-MI synthesis: Rubin's MI posterior predictive conditioned on masking pseudo-variables.
 
-    Each masked quasi-identifier is drawn given its own W~ and the earlier
-    synthetic columns (sequentially). This equals the joint predictive of
-    Jiang et al. (2022, eq. 3) only for a single masked quasi-identifier placed
-    first in ``order`` or for masked quasi-identifiers conditionally
-    independent of the earlier ones given Z; otherwise it approximates it
-    (see the module docstring). Coverage and tuning were checked with one
-    masked quasi-identifier.
+    By default every record's quasi-identifiers are drawn jointly from the
+    predictive of Jiang et al. (2022, eq. 3) (see the module docstring);
+    ``predictive="sequential"`` gives the cheaper sequential approximation.
 
     Parameters
     ----------
@@ -103,7 +97,22 @@ class DAMISynthesizer(RubinSynthesizer):
         copy; ``"reuse"``: the W drawn at fit time for all copies.
     random_state : int, Generator or None
         Seed of the fit-time pseudo-variables W (used by ``w_tilde="reuse"``).
-    order, transforms, binary_link, ordinal_link, sampler, chains, draws, tune, prior_sd, progressbar
+    predictive : {"joint", "sequential"}
+        ``"joint"`` (default): eq. 3, by exact enumeration or within-record
+        Gibbs sweeps; ``"sequential"``: the approximation described in the
+        module docstring.
+    n_sweeps : int >= 0, default 5
+        Gibbs sweeps per copy for the joint predictive (0 gives the
+        sequential draw it starts from). ``benchmarks/dami_sweeps.py``
+        compares the draw after s sweeps with exact enumeration
+        (``benchmarks/results/dami_sweeps.json``): in the settings tried the
+        total-variation distance falls about threefold per sweep and reaches
+        the Monte Carlo floor after 2-3 sweeps, so 5 leaves a margin.
+    max_enumeration : int, default 256
+        Largest product of numbers of levels for which all-categorical
+        quasi-identifiers are drawn by exact enumeration instead of Gibbs.
+    order, transforms, binary_link, ordinal_link, sampler, chains, draws, tune, prior_sd, progressbar, models, visit_sequence, predictor_matrix, bounds, grid,
+        accept_diagnostics, rhat_max, ess_min
         As in :class:`~synthmi.models.rubin.RubinSynthesizer`.
     """
 
@@ -124,19 +133,38 @@ class DAMISynthesizer(RubinSynthesizer):
         tune: int = 500,
         prior_sd: float = 10.0,
         progressbar: bool = True,
+        models: Mapping[str, Any] | None = None,
+        visit_sequence: Sequence[str] | None = None,
+        predictor_matrix: Any = None,
+        bounds: Mapping[str, Any] | None = None,
+        grid: Any = "auto",
+        predictive: str = "joint",
+        n_sweeps: int = 5,
+        max_enumeration: int = 256,
+        accept_diagnostics: bool = False,
+        rhat_max: float = 1.05,
+        ess_min: float = 100.0,
     ):
         super().__init__(
             order=order, transforms=transforms, binary_link=binary_link, ordinal_link=ordinal_link,
             sampler=sampler, chains=chains, draws=draws, tune=tune, prior_sd=prior_sd, progressbar=progressbar,
+            models=models, visit_sequence=visit_sequence, predictor_matrix=predictor_matrix, bounds=bounds, grid=grid,
+            accept_diagnostics=accept_diagnostics, rhat_max=rhat_max, ess_min=ess_min,
         )
         self.masks = masks
         self.w_tilde = w_tilde
         self.random_state = random_state
+        self.predictive = predictive
+        self.n_sweeps = n_sweeps
+        self.max_enumeration = max_enumeration
 
     def _check_params(self) -> None:
         super()._check_params()
         owner = type(self).__name__
         check_option(self.w_tilde, "w_tilde", owner, ("fresh", "reuse"))
+        check_option(self.predictive, "predictive", owner, ("joint", "sequential"))
+        check_scalar(self.n_sweeps, "n_sweeps", owner, kind="int", lower=0)
+        check_scalar(self.max_enumeration, "max_enumeration", owner, kind="int", lower=1)
         if self.masks is not None and not isinstance(self.masks, Mapping):
             raise param_error("masks", owner, "a dict mapping quasi-identifiers to masking models", type(self.masks).__name__)
         # build every mask now so that bad K / sigma_e / alpha / pi fail before any fitting
@@ -153,6 +181,14 @@ class DAMISynthesizer(RubinSynthesizer):
             raise ValueError(
                 f"The 'masks' parameter of {owner} names columns that are not quasi-identifiers: {unknown}. "
                 f"Quasi-identifiers: {qi}."
+            )
+        if not specs:
+            # the synthesis is then Rubin's MI exactly: say so rather than let the name suggest masking
+            warnings.warn(
+                f"{owner} has no masks: it synthesizes exactly as RubinSynthesizer (no pseudo-variables W). "
+                "Pass masks={column: spec} to condition on masked copies, or use RubinSynthesizer.",
+                UserWarning,
+                stacklevel=3,
             )
         transforms = dict(self.transforms or {})
         self.masks_: dict[str, MaskingModel] = {}
@@ -185,6 +221,15 @@ class DAMISynthesizer(RubinSynthesizer):
                     mask = mask.bind(self.schema_[c].n_levels)
             self.masks_[c] = mask
             self._x_conf_[c] = self._values(c)
+        families = {cond.column: cond.family for cond in self.conditionals_}
+        carts = [c for c, mk in self.masks_.items() if not mk.is_null and families[c] == "cart"]
+        if carts:
+            raise ValueError(
+                f"Columns {carts} are masked but synthesized by 'cart', which has no likelihood to combine with the "
+                "masking evidence; give them a parametric method in 'models'."
+            )
+        if self.predictive == "joint" and any(not mk.is_null for mk in self.masks_.values()):
+            check_joint(self.conditionals_)
         # the augmented data D_DA: W from M_mask given the confidential X (seeded by random_state)
         # keyed by record position (synthmi._random) so that a partitioned fit draws the same W
         self.w_entropy_ = entropy_from(check_random_state(self.random_state))
@@ -199,21 +244,48 @@ class DAMISynthesizer(RubinSynthesizer):
             return self.W_[c]
         return self.masks_[c].draw(self._x_conf_[c], rng)
 
-    def _predict(self, cond: _Conditional, j: int, D: np.ndarray, theta: dict[str, np.ndarray],
-                 rng: np.random.Generator, copy: int) -> np.ndarray:
-        mask = self.masks_.get(cond.column)
-        if mask is None or mask.is_null:
-            return super()._predict(cond, j, D, theta, rng, copy)
-        W = self._w_tilde(cond.column, rng)
-        if cond.family == "normal":
-            mu = D @ theta["beta"]
-            w_bar, v = mask.posterior_normal(W)
-            prec = 1.0 / theta["sigma"] ** 2 + 1.0 / v
-            mean = (mu / theta["sigma"] ** 2 + w_bar / v) / prec
-            return mean + np.sqrt(1.0 / prec) * rng.standard_normal(mu.shape[0])
-        logp = cond.fast.log_probs({k: val[None] for k, val in theta.items()}, D)[0]
-        return _draw_categorical(logp + mask.loglik_table(W, cond.n_categories), rng)
+    def _evidence(self, rng: np.random.Generator) -> dict[str, Any]:
+        """Per masked column, what W~ says about X~: ("normal", w_bar, v) or ("table", log p(W~ | c))."""
+        ev: dict[str, Any] = {}
+        for cond in self.conditionals_:
+            mask = self.masks_.get(cond.column)
+            if mask is None or mask.is_null:
+                continue
+            W = self._w_tilde(cond.column, rng)
+            if isinstance(mask, NormalMasking):
+                w_bar, v = mask.posterior_normal(W)
+                ev[cond.column] = ("normal", w_bar, v)
+            else:
+                ev[cond.column] = ("table", mask.loglik_table(W, cond.n_categories))
+        return ev
+
+    def _draw_copy(self, conds: list, preps: list[Prepared], rng: np.random.Generator) -> dict[str, np.ndarray]:
+        ev = self._evidence(rng)
+        if not ev or self.predictive == "sequential":
+            # without masking evidence the sequential draw is the joint predictive (Rubin's MI)
+            values, _, _ = sequential_draw(conds, preps, ev, rng)
+            self.predictive_info_ = {"scheme": "sequential" if ev else "sequential (exact: no masking evidence)"}
+            return values
+        if can_enumerate(conds, int(self.max_enumeration)):
+            self.predictive_info_ = {"scheme": "exact enumeration"}
+            return enumerate_draw(conds, preps, ev, rng, len(self.data_))
+        values, rates = gibbs_draw(conds, preps, ev, rng, int(self.n_sweeps))
+        info = getattr(self, "predictive_info_", None)
+        if not info or info.get("scheme") != "gibbs":
+            info = {"scheme": "gibbs", "n_sweeps": int(self.n_sweeps), "acceptance_rate": {}}
+        for c, r in rates.items():
+            info["acceptance_rate"].setdefault(c, []).append(r)
+        self.predictive_info_ = info
+        return values
+
+    def _sample(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
+        self.predictive_info_ = {}
+        return super()._sample(m, rng)
 
     def _structure(self, m: int) -> dict[str, Any]:
         masks = getattr(self, "masks_", {})
-        return {"masks": {c: mk.to_dict() for c, mk in masks.items()}, "w_tilde": self.w_tilde}
+        info = dict(getattr(self, "predictive_info_", {}) or {})
+        if "acceptance_rate" in info:
+            info["acceptance_rate"] = {c: float(np.mean(r)) for c, r in info["acceptance_rate"].items()}
+        return {**super()._structure(m), "masks": {c: mk.to_dict() for c, mk in masks.items()},
+                "w_tilde": self.w_tilde, "predictive": self.predictive, "predictive_scheme": info}

@@ -46,7 +46,9 @@ from typing import Any
 
 import numpy as np
 from scipy import linalg
-from scipy.special import expit, log_ndtr, ndtri
+from scipy.special import expit, log_ndtr
+
+from ..diagnostics import summarize_draws
 
 FAMILIES = ("logit", "probit", "ologit", "oprobit")
 
@@ -132,23 +134,12 @@ class CategoricalModel:
         """log P(y = c | x) for S parameter sets: shape (S, n, C)."""
         beta = params["beta"]
         if self.family == "logit":
-            if beta.shape[2] == 1:
-                eta = beta[:, :, 0] @ X.T
-                return np.stack([_log_sigmoid(-eta), _log_sigmoid(eta)], axis=2)
-            eta = np.matmul(X[None], beta)
-            eta = np.concatenate([np.zeros(eta.shape[:2] + (1,)), eta], axis=2)
-            mx = eta.max(axis=2, keepdims=True)
-            return eta - mx - np.log(np.exp(eta - mx).sum(axis=2, keepdims=True))
-        eta = beta @ X.T
-        if self.family == "probit":
-            return np.stack([log_ndtr(-eta), log_ndtr(eta)], axis=2)
-        cut = params["cutpoints"]  # (S, C-1)
-        a = cut[:, None, :] - eta[:, :, None]  # (S, n, C-1)
-        logF = log_ndtr(a) if self.family == "oprobit" else _log_sigmoid(a)
-        # log(F(a_k) - F(a_{k-1})) = log F(a_k) + log1p(-exp(log F(a_{k-1}) - log F(a_k)))
-        mid = logF[:, :, 1:] + np.log1p(-np.exp(np.minimum(logF[:, :, :-1] - logF[:, :, 1:], -1e-300)))
-        last = log_ndtr(-a[:, :, -1:]) if self.family == "oprobit" else _log_sigmoid(-a[:, :, -1:])
-        return np.concatenate([logF[:, :, :1], mid, last], axis=2)
+            # trailing axis C-1 (binary: 1); the 2-D product is faster for the binary case
+            eta = (beta[:, :, 0] @ X.T)[..., None] if beta.shape[2] == 1 else np.matmul(X[None], beta)
+        else:
+            eta = beta @ X.T
+        return log_probs_eta(self.family, eta, params.get("cutpoints"))
+
 
     # ---- posterior density on the unconstrained scale ----------------------
     def log_post(self, theta: np.ndarray, chunk: int = 64) -> np.ndarray:
@@ -334,6 +325,33 @@ class CategoricalModel:
         return theta, (cov + cov.T) / 2
 
 
+
+def log_probs_eta(family: str, eta: np.ndarray, cutpoints: np.ndarray | None = None) -> np.ndarray:
+    """log P(y = c) from the linear predictor: shape (..., n, C).
+
+    ``eta`` is (..., n, C-1) for the logit family (binary: (..., n, 1);
+    multinomial: baseline category 0) and (..., n) for probit and the ordered
+    models; ``cutpoints`` (..., C-1) for the ordered models, with the leading
+    axes of ``eta``.
+    """
+    if family == "logit":
+        if eta.shape[-1] == 1:
+            e = eta[..., 0]
+            return np.stack([_log_sigmoid(-e), _log_sigmoid(e)], axis=-1)
+        full = np.concatenate([np.zeros(eta.shape[:-1] + (1,)), eta], axis=-1)
+        mx = full.max(axis=-1, keepdims=True)
+        return full - mx - np.log(np.exp(full - mx).sum(axis=-1, keepdims=True))
+    if family == "probit":
+        return np.stack([log_ndtr(-eta), log_ndtr(eta)], axis=-1)
+    cut = np.asarray(cutpoints, dtype=float)
+    a = cut[..., None, :] - eta[..., None]  # (..., n, C-1)
+    logF = log_ndtr(a) if family == "oprobit" else _log_sigmoid(a)
+    # log(F(a_k) - F(a_{k-1})) = log F(a_k) + log1p(-exp(log F(a_{k-1}) - log F(a_k)))
+    mid = logF[..., 1:] + np.log1p(-np.exp(np.minimum(logF[..., :-1] - logF[..., 1:], -1e-300)))
+    last = log_ndtr(-a[..., -1:]) if family == "oprobit" else _log_sigmoid(-a[..., -1:])
+    return np.concatenate([logF[..., :1], mid, last], axis=-1)
+
+
 @dataclass
 class IMHResult:
     """Draws of an independence Metropolis-Hastings run."""
@@ -382,7 +400,7 @@ def independence_mh(
         log_w = model.log_post(prop) - log_q
         log_u = np.log(rng.random(total))
         draws, accepted = _imh_chains(prop, log_w, log_u, chains, burn, n_keep)
-        r_hat, ess = _rhat_ess(draws)
+        r_hat, ess = summarize_draws(draws)
         if (r_hat <= 1.01 and ess >= min_ess) or attempt == max_doublings:
             break
         n_keep *= 2
@@ -417,72 +435,3 @@ def _imh_chains(prop, log_w, log_u, chains, burn, n_keep):
             keep_idx[t] = cur
         draws[c] = prop[keep_idx[burn:]] if burn > 0 else prop[keep_idx[:n_keep]]
     return draws, accepted
-
-
-def _rhat_ess(draws: np.ndarray) -> tuple[float, float]:
-    """Max rank-normalised split-R-hat and min bulk ESS over parameters.
-
-    Vehtari, Gelman, Simpson, Carpenter & Burkner (2021, Bayesian Analysis
-    16:667-718), eqs. 3-4 and Section 3.2 (the estimators ArviZ implements;
-    a test checks agreement with ``arviz.rhat`` / ``arviz.ess``).
-    """
-    chains, n, d = draws.shape
-    if n < 4:
-        return float("nan"), float("nan")
-    half = n // 2
-    # split chains: (2*chains, half, d)
-    sp = np.concatenate([draws[:, :half], draws[:, n - half:]], axis=0)
-    r_hats, esss = [], []
-    for k in range(d):
-        x = sp[:, :, k]
-        z = _rank_normal(x)
-        # max of bulk and folded (tail) R-hat, Vehtari et al. (2021) eq. 4
-        folded = _rank_normal(np.abs(x - np.median(x)))
-        r_hats.append(max(_split_rhat(z), _split_rhat(folded)))
-        esss.append(_ess(z))
-    return float(np.nanmax(r_hats)), float(np.nanmin(esss))
-
-
-def _rank_normal(x: np.ndarray) -> np.ndarray:
-    from scipy.stats import rankdata
-
-    S = x.size
-    r = rankdata(x.reshape(-1), method="average").reshape(x.shape)
-    return ndtri((r - 3 / 8) / (S + 1 / 4))
-
-
-def _split_rhat(z: np.ndarray) -> float:
-    m, n = z.shape
-    means = z.mean(axis=1)
-    B = n * means.var(ddof=1)
-    W = z.var(axis=1, ddof=1).mean()
-    if W <= 0:
-        return float("nan")
-    return float(np.sqrt(((n - 1) / n * W + B / n) / W))
-
-
-def _ess(z: np.ndarray) -> float:
-    """ESS with Geyer's initial monotone sequence of paired autocorrelations (BDA3 eq. 11.8)."""
-    m, n = z.shape
-    zc = z - z.mean(axis=1, keepdims=True)
-    nfft = 1 << (2 * n - 1).bit_length()
-    f = np.fft.rfft(zc, n=nfft, axis=1)
-    acov = np.fft.irfft(f * np.conj(f), n=nfft, axis=1)[:, :n] / n
-    chain_var = acov[:, 0] * n / (n - 1)
-    mean_var = chain_var.mean()
-    var_plus = mean_var * (n - 1) / n
-    if m > 1:
-        var_plus += z.mean(axis=1).var(ddof=1)
-    if var_plus <= 0:
-        return float("nan")
-    rho = 1.0 - (mean_var - acov.mean(axis=0)) / var_plus
-    rho[0] = 1.0
-    # pair sums P_t = rho_{2t} + rho_{2t+1}; keep while positive, enforce monotone decrease
-    npair = n // 2
-    P = rho[: 2 * npair : 2] + rho[1 : 2 * npair : 2]
-    pos = np.where(P <= 0)[0]
-    P = P[: pos[0]] if pos.size else P
-    P = np.minimum.accumulate(P)
-    tau = -1.0 + 2.0 * P.sum()
-    tau = max(tau, 1.0 / np.log10(m * n))
-    return float(m * n / tau)

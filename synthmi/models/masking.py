@@ -1,7 +1,7 @@
 """Masking models M_mask: pseudo-variables W generated from a quasi-identifier X.
 
 The data-augmented multiple-imputation framework (DA-MI; Jiang, Mitra, Gao &
-Wang 2022, JASA 117:52-66; shared/seeds/003, "How to choose M_mask to
+Wang 2022, JASA 117:52-66; short-course slides, "How to choose M_mask to
 generate W?") augments the confidential data with pseudo-variables W drawn
 from a masking model with a tuning parameter lambda fixed by the data
 provider:
@@ -75,7 +75,7 @@ class NormalMasking(MaskingModel):
         W_{ik} = X_i + e_{ik}, \quad e_{ik} \overset{iid}{\sim} N(0, \sigma_e^2),
         \quad k = 1, \dots, K
 
-    (Jiang et al. 2022, Section 3.1; shared/seeds/003). The mean
+    (Jiang et al. 2022, Section 3.1). The mean
     :math:`\bar W_i` is sufficient for :math:`X_i`, and
     :math:`\bar W_i \mid X_i \sim N(X_i, \sigma_e^2 / K)`.
 
@@ -184,7 +184,7 @@ class LinearCategoricalMasking(MaskingModel):
 
     .. math:: W_i = \alpha X_i + u_i, \quad u_i \sim N(0, 1)
 
-    (Jiang et al. 2022; shared/seeds/003). The C mixture components sit
+    (Jiang et al. 2022). The C mixture components sit
     alpha apart: alpha = 0 gives no information, large alpha reveals X.
 
     Parameters

@@ -143,8 +143,19 @@ def sample_nuts(
     else:
         n = sum(int(np.prod(v.shape)) for v in model.initial_point().values())
         step.potential = QuadPotentialDiagAdapt(n, np.zeros(n), np.ones(n), 10)
-    # the leapfrog integrator holds its own reference to the potential: rebuild it around the new
-    # one (the compiled logp/dlogp function is reused, which is the expensive part)
+    # The leapfrog integrator holds its own reference to the potential: rebuild it around the new
+    # one, reusing the compiled logp/dlogp function (the expensive part, compiled once per model).
+    # PyMC has no public way to swap the mass matrix of a built NUTS step: its own BaseHMC.__init__
+    # builds the integrator from the private `_logp_dlogp_func`, and a fresh pm.NUTS(potential=...)
+    # would recompile the model for every conditional and every call. So this uses that private
+    # attribute, checked here and by the NUTS tests; tested with PyMC 5.28.5 (BaseHMC sets it the same
+    # way throughout PyMC 5)
+    # (pyproject pins pymc<5.29 until a newer release is checked).
+    if not hasattr(step, "_logp_dlogp_func"):  # pragma: no cover - a PyMC outside the tested range
+        raise RuntimeError(
+            "This PyMC version's NUTS step has no '_logp_dlogp_func'; synthmi's NUTS path was tested with "
+            "PyMC 5.28. Install pymc<5.29 or use sampler='fast'."
+        )
     step.integrator = CpuLeapfrogIntegrator(step.potential, step._logp_dlogp_func)
     with model:
         pm.set_data(data)
@@ -215,6 +226,10 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
     all_draws, posts, stats = [], [], []
     diverging = None
     for cond in synth.conditionals_:
+        if cond.family == "cart":
+            # a tree has no parameters: nothing to sample
+            all_draws.append([None] * m)
+            continue
         if cond.family == "normal":
             # the model is fitted on the design rebuilt from the data kept by the synthesizer
             D = synth._design(cond, {c: synth._values(c) for c in cond.predictors})
@@ -254,3 +269,4 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
     sample_stats["diverging"] = diverging
     idata = az.InferenceData(posterior=xr.merge(posts, join="outer"), sample_stats=sample_stats)
     return all_draws, idata
+

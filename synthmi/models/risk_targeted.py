@@ -1,6 +1,6 @@
 r"""Risk-subgroup targeted DA-MI with a Gaussian copula and missing data.
 
-The model (shared/seeds/003, "The joint subgroup-targeted imputation model";
+The model (short-course slides, "The joint subgroup-targeted imputation model";
 Jiang, Mitra, Gao & Wang 2022 for DA-MI):
 
 .. math::
@@ -140,6 +140,13 @@ class RiskTargetedSynthesizer(Synthesizer):
         draw). Either way ``diagnostics["imputed_cells"]`` (and metadata.json)
         records per column how many cells were imputed and whether the imputed
         values were released (counts only, never values).
+    accept_diagnostics : bool, default False
+        Release the copies even when the sampler fails the convergence check
+        (:func:`synthmi.diagnostics.check_diagnostics`); the copies are then
+        flagged as unconverged. By default ``sample`` raises
+        :class:`~synthmi.diagnostics.DiagnosticsFailed` instead.
+    rhat_max, ess_min : float, default 1.05 and 100
+        Thresholds of that check (largest R-hat, smallest bulk ESS of any column).
     """
 
     method = "risk-dami"
@@ -163,6 +170,9 @@ class RiskTargetedSynthesizer(Synthesizer):
         chains: int = 2,
         n_jobs: int = 1,
         impute_keep: bool = False,
+        accept_diagnostics: bool = False,
+        rhat_max: float = 1.05,
+        ess_min: float = 100.0,
     ):
         self.masks = masks
         self.subgroups = subgroups
@@ -180,6 +190,9 @@ class RiskTargetedSynthesizer(Synthesizer):
         self.chains = chains
         self.n_jobs = n_jobs
         self.impute_keep = impute_keep
+        self.accept_diagnostics = accept_diagnostics
+        self.rhat_max = rhat_max
+        self.ess_min = ess_min
 
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:

@@ -19,7 +19,7 @@ predictors standardised, categorical ones as treatment dummies):
 * ordinal: cumulative (ordered) logit (default) or probit.
 
 Synthetic values are drawn from the posterior predictive
-(Rubin 1993, J. Off. Stat. 9:461-468; shared/seeds/003, "Rubin's original
+(Rubin 1993, J. Off. Stat. 9:461-468; short-course slides, "Rubin's original
 MI-based synthetic methods"):
 
 .. math::
@@ -45,68 +45,40 @@ Posterior draws (``sampler``):
 """
 from __future__ import annotations
 
+import dataclasses
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr, ndtri
+from scipy.special import ndtri
 
 from .._random import PositionalRNG, entropy_from
 from .._validate import check_option, check_scalar, param_error
 from .base import Synthesizer
+from .conditional import (
+    AdditiveDesign,
+    Conditional,
+    Encoder,
+    FormulaDesign,
+    VariableSpec,
+    _METHOD_KINDS,
+    parse_models,
+    predictors_from_matrix,
+    resolve_visit_sequence,
+    z_frame,
+)
 from .conjugate import NormalRegressionPosterior
 from .glm import CategoricalModel, group_rows, independence_mh
+from .predictive import Prepared, draw_categorical, sequential_draw
+from .truncation import Support, detect_grid
 
 TRANSFORMS = (None, "log", "rank")
 
-
-# ---------------------------------------------------------------------------
-@dataclass
-class _Encoder:
-    """Numeric encoding of one predictor column."""
-
-    name: str
-    kind: str  # continuous | categorical
-    mean: float = 0.0
-    sd: float = 1.0
-    n_levels: int = 0
-
-    @property
-    def width(self) -> int:
-        return 1 if self.kind == "continuous" else self.n_levels - 1
-
-    def encode(self, v: np.ndarray) -> np.ndarray:
-        if self.kind == "continuous":
-            return ((np.asarray(v, dtype=float) - self.mean) / self.sd)[:, None]
-        codes = np.asarray(v, dtype=np.int64)
-        return (codes[:, None] == np.arange(1, self.n_levels)[None, :]).astype(float)
-
-    def labels(self) -> list[str]:
-        if self.kind == "continuous":
-            return [self.name]
-        return [f"{self.name}[{k}]" for k in range(1, self.n_levels)]
-
-
-@dataclass
-class _Conditional:
-    """The fitted conditional model of one quasi-identifier."""
-
-    column: str
-    kind: str  # schema kind of the response
-    family: str  # normal | logit | probit | ologit | oprobit
-    predictors: list[str]
-    n_categories: int = 0
-    transform: str | None = None
-    coef_names: list[str] = field(default_factory=list)
-    fast: Any = None  # NormalRegressionPosterior or CategoricalModel
-    y_model: np.ndarray | None = None  # response on the modelling scale (continuous)
-    sorted_obs: np.ndarray | None = None  # for the rank back-transform
-
-    @property
-    def intercept(self) -> bool:
-        return self.family not in ("ologit", "oprobit")
+# kept for callers of the old private names
+_Encoder = Encoder
+_Conditional = Conditional
+_draw_categorical = draw_categorical
 
 
 # ---------------------------------------------------------------------------
@@ -116,20 +88,21 @@ class RubinSynthesizer(Synthesizer):
     Parameters
     ----------
     order : list of str, optional
-        Order of the sequential conditionals (a permutation of the
-        quasi-identifiers). Default: the order given to ``fit``.
+        Alias of ``visit_sequence`` (kept for existing code).
     transforms : dict, optional
         Continuous column -> ``"log"`` or ``"rank"`` (default: none).
     binary_link : {"logit", "probit"}
+        Default model of binary columns.
     ordinal_link : {"logit", "probit", "multinomial"}
-        Cumulative logit / probit (proportional odds), or ``"multinomial"``:
-        a multinomial logit that ignores the order. On Adult the proportional-
-        odds restriction does not hold for education given income, and the
-        ordered model biases the education terms of an income analysis; the
-        multinomial model does not.
+        Default model of ordinal columns: cumulative logit / probit
+        (proportional odds), or ``"multinomial"``: a multinomial logit that
+        ignores the order. On Adult the proportional-odds restriction does not
+        hold for education given income, and the ordered model biases the
+        education terms of an income analysis; the multinomial model does not.
+        Also the link of ``method="ordered"``.
     sampler : {"fast", "nuts"}
-        Exact fast posterior draws (closed form / independence MH) or PyMC
-        NUTS on the PyMC specification.
+        Exact fast posterior draws (closed form / independence MH / Gibbs for
+        the hierarchical model) or PyMC NUTS on the PyMC specification.
     chains, draws, tune : int
         MCMC settings. NUTS starts from the Laplace approximation with a dense
         mass matrix, so 500 tuning steps (step size only) suffice; 1000 draws
@@ -142,10 +115,47 @@ class RubinSynthesizer(Synthesizer):
         categorical models (standardised predictors) and on cutpoints.
     progressbar : bool
         Show PyMC's progress bar (NUTS).
+    models : dict, optional
+        Per-variable models, ``{column: spec}``; a spec is a method name
+        (``"normal"``, ``"logit"``, ``"probit"``, ``"ordered"``,
+        ``"multinomial"``, ``"cart"``, ``"hierarchical"``), a formula
+        (``"~ age * sex + bs(hours, 4)"``) or a dict with keys ``method``,
+        ``formula``, ``predictors``, ``group`` (see
+        :mod:`synthmi.models.conditional`).
+    visit_sequence : list of str, optional
+        Order of the sequential conditionals (a permutation of the
+        quasi-identifiers); default the order given to ``fit``.
+    predictor_matrix : DataFrame or dict, optional
+        synthpop's ``predictor.matrix``: a row per quasi-identifier, a column per
+        candidate predictor, 1 where it is used. Predictors must be kept
+        columns or earlier quasi-identifiers.
+    bounds : dict, optional
+        ``{column: (lower, upper)}`` declared public bounds of continuous
+        quasi-identifiers (``None`` for an open side). Columns without declared
+        bounds use the observed minimum and maximum, which discloses them;
+        both kinds are recorded in the release's ``structure["support"]``.
+    grid : "auto", None or dict
+        ``"auto"``: continuous quasi-identifiers whose observed values lie on a
+        grid (whole numbers, half-years) are synthesized on it
+        (:func:`~synthmi.models.truncation.detect_grid`); ``None``: no grid;
+        a dict ``{column: step | None | "auto"}`` per column.
+    accept_diagnostics : bool, default False
+        Release the copies even when the sampler fails the convergence check
+        (:func:`synthmi.diagnostics.check_diagnostics`); the copies are then
+        flagged as unconverged. By default ``sample`` raises
+        :class:`~synthmi.diagnostics.DiagnosticsFailed` instead.
+    rhat_max, ess_min : float, default 1.05 and 100
+        Thresholds of that check (largest R-hat, smallest bulk ESS of any column).
+
+    Notes
+    -----
+    Normal predictive draws are exact truncated-normal draws inside the
+    bounds (then snapped to the grid), never clipped
+    (:mod:`synthmi.models.truncation`).
 
     Examples
     --------
-    >>> syn = RubinSynthesizer().fit(df, quasi_identifiers=["age", "sex"])  # doctest: +SKIP
+    >>> syn = RubinSynthesizer(models={"income": "~ age * sex"}).fit(df, quasi_identifiers=["age", "sex", "income"])  # doctest: +SKIP
     >>> copies = syn.sample(20, random_state=1)  # doctest: +SKIP
     """
 
@@ -163,6 +173,14 @@ class RubinSynthesizer(Synthesizer):
         tune: int = 500,
         prior_sd: float = 10.0,
         progressbar: bool = True,
+        models: Mapping[str, Any] | None = None,
+        visit_sequence: Sequence[str] | None = None,
+        predictor_matrix: Any = None,
+        bounds: Mapping[str, Any] | None = None,
+        grid: Any = "auto",
+        accept_diagnostics: bool = False,
+        rhat_max: float = 1.05,
+        ess_min: float = 100.0,
     ):
         self.order = order
         self.transforms = transforms
@@ -174,6 +192,14 @@ class RubinSynthesizer(Synthesizer):
         self.tune = tune
         self.prior_sd = prior_sd
         self.progressbar = progressbar
+        self.models = models
+        self.visit_sequence = visit_sequence
+        self.predictor_matrix = predictor_matrix
+        self.bounds = bounds
+        self.grid = grid
+        self.accept_diagnostics = accept_diagnostics
+        self.rhat_max = rhat_max
+        self.ess_min = ess_min
 
     # ---- parameters --------------------------------------------------------
     def _check_params(self) -> None:
@@ -193,55 +219,92 @@ class RubinSynthesizer(Synthesizer):
                     f"The transform for column '{c}' in the 'transforms' parameter of {owner} must be one of "
                     f"None, 'log', 'rank'. Got {t!r} instead."
                 )
+        if self.bounds is not None and not isinstance(self.bounds, Mapping):
+            raise param_error("bounds", owner, "a dict mapping continuous columns to (lower, upper)", type(self.bounds).__name__)
+        if not (self.grid is None or self.grid == "auto" or isinstance(self.grid, Mapping)):
+            raise param_error("grid", owner, "'auto', None or a dict mapping columns to a step", self.grid)
 
     # ---- fit ----------------------------------------------------------------
-    def _resolve_order(self, qi: list[str]) -> list[str]:
-        if self.order is None:
-            return list(qi)
-        order = list(self.order)
-        if sorted(order) != sorted(qi) or len(set(order)) != len(order):
-            raise ValueError(
-                f"The 'order' parameter of {type(self).__name__} must be a permutation of the quasi-identifiers "
-                f"{qi}. Got {order} instead."
-            )
-        return order
-
-    def _encoder(self, c: str) -> _Encoder:
+    def _encoder(self, c: str) -> Encoder:
         v = self.schema_[c]
         if v.kind == "continuous":
             x = self.data_[c].to_numpy(dtype=float)
             sd = float(x.std())
-            return _Encoder(c, "continuous", float(x.mean()), sd if sd > 0 else 1.0)
-        return _Encoder(c, "categorical", n_levels=v.n_levels)
+            return Encoder(c, "continuous", float(x.mean()), sd if sd > 0 else 1.0)
+        return Encoder(c, "categorical", n_levels=v.n_levels)
 
     def _values(self, c: str) -> np.ndarray:
         """Column as floats (continuous) or integer codes (categorical)."""
         if self.schema_[c].kind == "continuous":
             return self.data_[c].to_numpy(dtype=float)
-        codes = self.schema_.codes(self.data_[c])
-        return codes
+        return self.schema_.codes(self.data_[c])
 
-    def _family(self, kind: str, n_levels: int) -> str:
+    def _default_method(self, kind: str) -> str:
         if kind == "continuous":
             return "normal"
         if kind == "binary":
             return self.binary_link
         if kind == "nominal":
-            return "logit"
-        return {"logit": "ologit", "probit": "oprobit", "multinomial": "logit"}[self.ordinal_link]
+            return "multinomial"
+        return "multinomial" if self.ordinal_link == "multinomial" else "ordered"
 
-    def _design(self, cond: _Conditional, X_values: dict[str, np.ndarray]) -> np.ndarray:
-        blocks = [self._Z_design_]
-        for c in cond.predictors:
-            if c in X_values:
-                blocks.append(self.encoders_[c].encode(X_values[c]))
-        D = np.hstack(blocks) if len(blocks) > 1 else blocks[0]
-        return D if cond.intercept else D[:, 1:]
+    def _family(self, kind: str, n_levels: int = 0) -> str:
+        """The family of the default model of a column of this kind (used by :mod:`synthmi.scale`)."""
+        return self._method_family(self._default_method(kind))
+
+    def _resolve_order(self, qi: list[str]) -> list[str]:
+        return resolve_visit_sequence(self.visit_sequence, self.order, qi, type(self).__name__)
+
+    def _method_family(self, method: str) -> str:
+        if method in ("normal", "hierarchical"):
+            return "normal"
+        if method in ("logit", "multinomial"):
+            return "logit"
+        if method == "ordered":
+            return "oprobit" if self.ordinal_link == "probit" else "ologit"
+        return method  # probit, cart
+
+    def _support(self, c: str) -> Support:
+        owner = type(self).__name__
+        x = self._values(c)
+        declared = (self.bounds or {}).get(c)
+        if declared is not None:
+            try:
+                lo, hi = declared
+                lo = -np.inf if lo is None else float(lo)
+                hi = np.inf if hi is None else float(hi)
+            except (TypeError, ValueError):
+                raise ValueError(f"The bounds of column '{c}' in the 'bounds' parameter of {owner} must be a pair "
+                                 f"(lower, upper). Got {declared!r} instead.") from None
+            if not lo < hi:
+                raise ValueError(f"The bounds of column '{c}' must have lower < upper. Got {declared!r} instead.")
+            if np.any(x < lo) or np.any(x > hi):
+                # the values themselves are confidential: say only that some lie outside
+                raise ValueError(f"Column '{c}' has values outside its declared bounds {declared!r}; fix the data "
+                                 "or the bounds.")
+            source = "declared"
+        else:
+            lo, hi, source = float(x.min()), float(x.max()), "observed"
+        g = self.grid
+        step = g.get(c, "auto") if isinstance(g, Mapping) else g
+        if step == "auto":
+            grid = detect_grid(x)
+        elif step is None:
+            grid = None
+        else:
+            step = float(check_scalar(step, f"grid['{c}']", owner, lower=0, lower_inclusive=False))
+            grid = (0.0, step)
+        return Support(lo, hi, source, grid)
 
     def _fit(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
         owner = type(self).__name__
         qi = list(X.columns)
         self.order_ = self._resolve_order(qi)
+        specs = parse_models(self.models, qi, owner)
+        pm_preds = predictors_from_matrix(self.predictor_matrix, qi, list(self.data_.columns), owner)
+        for c in pm_preds:
+            if c in specs and (specs[c].formula or specs[c].predictors is not None):
+                raise ValueError(f"Column '{c}' has predictors both in 'predictor_matrix' and in 'models'; give one.")
         transforms = dict(self.transforms or {})
         unknown = [c for c in transforms if c not in qi]
         if unknown:
@@ -251,23 +314,76 @@ class RubinSynthesizer(Synthesizer):
                 raise ValueError(f"The transform {t!r} given for column '{c}' needs a continuous column; '{c}' is {self.schema_[c].kind}.")
             if t == "log" and np.any(self.data_[c].to_numpy(dtype=float) <= 0):
                 raise ValueError(f"The 'log' transform given for column '{c}' needs positive values; the column has values <= 0.")
+        bad = [c for c in (self.bounds or {}) if c not in qi or self.schema_[c].kind != "continuous"]
+        if bad:
+            raise ValueError(f"The 'bounds' parameter of {owner} names columns that are not continuous quasi-identifiers: {bad}.")
         self.encoders_ = {c: self._encoder(c) for c in list(Z.columns) + qi}
         n = len(self.data_)
-        zblocks = [np.ones((n, 1))] + [self.encoders_[c].encode(self._values(c)) for c in Z.columns]
-        self._Z_design_ = np.hstack(zblocks)
+        # the full Z design (intercept, then every kept column encoded); each conditional uses a subset
+        z_blocks = [self.encoders_[c].encode(self._values(c)) for c in Z.columns]
+        self._Z_design_ = np.hstack([np.ones((n, 1))] + z_blocks)
+        self._fit_Z_design_ = self._Z_design_
         z_names = ["(Intercept)"] + [lab for c in Z.columns for lab in self.encoders_[c].labels()]
+        z_cols_of, pos = {}, 1
+        for c, b in zip(Z.columns, z_blocks):
+            z_cols_of[c] = list(range(pos, pos + b.shape[1]))
+            pos += b.shape[1]
+        self._z_frame_ = None
         obs = {c: self._values(c) for c in qi}
-        self.conditionals_: list[_Conditional] = []
+        self.supports_ = {c: self._support(c) for c in qi if self.schema_[c].kind == "continuous"}
+        self.conditionals_: list[Conditional] = []
         for j, c in enumerate(self.order_):
             v = self.schema_[c]
-            fam = self._family(v.kind, v.n_levels)
-            cond = _Conditional(
-                column=c, kind=v.kind, family=fam, predictors=self.order_[:j],
-                n_categories=v.n_levels, transform=transforms.get(c),
-            )
-            names = z_names + [lab for p in cond.predictors for lab in self.encoders_[p].labels()]
-            cond.coef_names = names if cond.intercept else names[1:]
-            D = self._design(cond, obs)
+            spec = specs.get(c, VariableSpec())
+            method = spec.method or self._default_method(v.kind)
+            if v.kind not in _METHOD_KINDS[method]:
+                raise ValueError(f"The method {method!r} given for column '{c}' cannot model a {v.kind} column; "
+                                 f"it models {list(_METHOD_KINDS[method])} columns.")
+            if transforms.get(c) is not None and method not in ("normal", "hierarchical"):
+                raise ValueError(f"Column '{c}' has a transform, which only the 'normal' and 'hierarchical' methods use.")
+            earlier = self.order_[:j]
+            preds = spec.predictors if spec.predictors is not None else pm_preds.get(c)
+            if preds is not None:
+                wrong = [p for p in preds if p not in Z.columns and p not in earlier]
+                if wrong:
+                    raise ValueError(
+                        f"The predictors of column '{c}' include {wrong}, which are neither kept columns nor "
+                        f"quasi-identifiers earlier in the visit sequence ({earlier})."
+                    )
+            fam = self._method_family(method)
+            cond = Conditional(column=c, kind=v.kind, family=fam, method=method, predictors=[],
+                               n_categories=v.n_levels, transform=transforms.get(c), formula=spec.formula,
+                               support=self.supports_.get(c))
+            exclude = set()
+            if method == "hierarchical":
+                if self.sampler == "nuts":
+                    raise ValueError(
+                        f"The hierarchical model of column '{c}' is sampled by its exact blocked Gibbs path "
+                        "(sampler='fast'), which tests/test_hierarchical.py checks against NUTS on the PyMC "
+                        "specification (synthmi.models.hierarchical.pymc_model); use sampler='fast'."
+                    )
+                grp = spec.group
+                if grp not in Z.columns or not self.schema_[grp].is_categorical:
+                    raise ValueError(f"The group of the hierarchical model of column '{c}' must be a kept categorical "
+                                     f"column. Got {grp!r} instead.")
+                cond.group = grp
+                cond.group_codes = self._values(grp)
+                exclude.add(grp)
+            intercept = cond.intercept
+            if spec.formula is not None:
+                if self._z_frame_ is None:
+                    self._z_frame_ = z_frame(self.schema_, self.data_, list(Z.columns))
+                design = FormulaDesign(spec.formula, c, obs, self._z_frame_.drop(columns=list(exclude)),
+                                       self.schema_, earlier, intercept)
+            else:
+                zc = [z for z in Z.columns if z not in exclude and (preds is None or z in preds)]
+                xc = [x for x in earlier if preds is None or x in preds]
+                idx = [0] + [k for z in zc for k in z_cols_of[z]]
+                design = AdditiveDesign(self._Z_design_, z_names, [self.encoders_[x] for x in xc], intercept, idx)
+            cond.design = design
+            cond.predictors = list(design.inputs)
+            cond.coef_names = list(design.names)
+            D = design.matrix(obs)
             if fam == "normal":
                 y = obs[c]
                 if cond.transform == "log":
@@ -277,7 +393,14 @@ class RubinSynthesizer(Synthesizer):
                     ranks = pd.Series(y).rank(method="average").to_numpy()
                     y = ndtri((ranks - 0.5) / n)
                 cond.y_model = y
-                cond.fast = NormalRegressionPosterior.fit(D, y)
+                if method == "hierarchical":
+                    from .hierarchical import HierarchicalNormal
+
+                    cond.fast = HierarchicalNormal(D, y, cond.group_codes, self.schema_[cond.group].n_levels)
+                else:
+                    cond.fast = NormalRegressionPosterior.fit(D, y)
+            elif fam == "cart":
+                cond.fast = _fit_cart(D, obs[c], v.kind == "continuous")
             else:
                 Xg, Yg = group_rows(D, obs[c], v.n_levels)
                 cond.fast = CategoricalModel(fam, Xg, Yg, prior_sd=float(self.prior_sd))
@@ -287,9 +410,33 @@ class RubinSynthesizer(Synthesizer):
     def _fit_extra(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
         """Hook for subclasses (DA-MI draws its pseudo-variables here)."""
 
+    def _design(self, cond: Conditional, X_values: dict[str, np.ndarray]) -> np.ndarray:
+        """The design matrix of a conditional for the rows of ``self.data_``, the QIs set to ``X_values``."""
+        return self._bound(cond).design.matrix(X_values)
+
+    def _bound(self, cond: Conditional) -> Conditional:
+        """``cond`` with its design on the rows whose Z design is ``self._Z_design_``.
+
+        In memory that is the fitted design itself. :mod:`synthmi.scale` fits by reduction and
+        samples partition by partition: it sets ``_Z_design_`` to a partition's Z design, and its
+        conditionals (default models only) carry no design, so the default one is built here.
+        """
+        Zd = self._Z_design_
+        if cond.design is not None and Zd is getattr(self, "_fit_Z_design_", None):
+            return cond
+        if cond.design is None:
+            z_names = ["(Intercept)"] + [lab for c in self.keep_ for lab in self.encoders_[c].labels()]
+            design = AdditiveDesign(Zd, z_names, [self.encoders_[p] for p in cond.predictors], cond.intercept)
+        elif isinstance(cond.design, AdditiveDesign) and cond.group is None:
+            design = cond.design.rebind(Zd)
+        else:
+            raise ValueError(f"The model of column '{cond.column}' ({cond.method}, formula or group) cannot be "
+                             "evaluated on other rows than the fitted ones.")
+        return dataclasses.replace(cond, design=design)
+
     # ---- posterior draws ------------------------------------------------------
-    def _posterior_draws(self, m: int, rng: np.random.Generator) -> list[list[dict[str, np.ndarray]]]:
-        """For each conditional, ``m`` independent posterior parameter sets."""
+    def _posterior_draws(self, m: int, rng: np.random.Generator) -> list[list[dict[str, np.ndarray] | None]]:
+        """For each conditional, ``m`` independent posterior parameter sets (``None`` for cart)."""
         if self.sampler == "nuts":
             from .pymc_specs import sample_conditionals
 
@@ -300,6 +447,17 @@ class RubinSynthesizer(Synthesizer):
         diag: dict[str, Any] = {"sampler": "fast", "columns": {}}
         r_hats, esss = [], []
         for cond in self.conditionals_:
+            if cond.family == "cart":
+                out.append([None] * m)
+                diag["columns"][cond.column] = {"family": "cart", "method": "tree donors (no parameters)"}
+                continue
+            if cond.method == "hierarchical":
+                sets, d = cond.fast.draw(m, rng, chains=max(int(self.chains), 2), draws=int(self.draws))
+                out.append(sets)
+                diag["columns"][cond.column] = {"family": "normal", "method": "Gibbs (random intercepts)", **d}
+                r_hats.append(d["r_hat"])
+                esss.append(d["ess_bulk"])
+                continue
             if cond.family == "normal":
                 beta, sigma = cond.fast.draw(m, rng)
                 out.append([{"beta": beta[i], "sigma": sigma[i]} for i in range(m)])
@@ -327,24 +485,10 @@ class RubinSynthesizer(Synthesizer):
         return out
 
     # ---- predictive draws -------------------------------------------------------
-    def _predict(self, cond: _Conditional, j: int, D: np.ndarray, theta: dict[str, np.ndarray],
-                 rng: np.random.Generator, copy: int) -> np.ndarray:
-        """One synthetic column from p(X_j | Z, X~_<j, theta); DA-MI overrides this."""
-        if cond.family == "normal":
-            mu = D @ theta["beta"]
-            return mu + theta["sigma"] * rng.standard_normal(mu.shape[0])
-        logp = cond.fast.log_probs({k: v[None] for k, v in theta.items()}, D)[0]
-        return _draw_categorical(logp, rng)
-
-    def _back_transform(self, cond: _Conditional, y: np.ndarray) -> np.ndarray:
-        if cond.transform == "log":
-            return np.exp(y)
-        if cond.transform == "rank":
-            # synthpop normrank: normal scores -> quantiles of the observed values
-            q = ndtr(y)
-            pos = q * len(cond.sorted_obs) - 0.5
-            return np.interp(pos, np.arange(len(cond.sorted_obs)), cond.sorted_obs)
-        return y
+    def _draw_copy(self, conds: list[Conditional], preps: list[Prepared], rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """One synthetic copy's quasi-identifiers; Rubin's MI draws sequentially, which is exact without masks."""
+        values, _, _ = sequential_draw(conds, preps, {}, rng)
+        return values
 
     def _sampling_plan(self, m: int, rng: np.random.Generator) -> tuple[list, tuple[int, int]]:
         """Posterior draws for ``m`` copies and the root key of the record-level streams."""
@@ -366,15 +510,14 @@ class RubinSynthesizer(Synthesizer):
         positioned at the first row of ``self.data_``); :mod:`synthmi.scale` calls this on
         each partition.
         """
-        syn: dict[str, np.ndarray] = {}
-        for j, cond in enumerate(self.conditionals_):
-            D = self._design(cond, syn)
-            syn[cond.column] = self._predict(cond, j, D, thetas[j][i], r, i)
+        conds = [self._bound(c) for c in self.conditionals_]
+        preps = [Prepared(cond, thetas[j][i]) for j, cond in enumerate(conds)]
+        syn = self._draw_copy(conds, preps, r)
         frame = {}
-        for cond in self.conditionals_:
+        for cond in conds:
             c = cond.column
-            if cond.family == "normal":
-                frame[c] = pd.Series(self._back_transform(cond, syn[c]), name=c)
+            if cond.kind == "continuous":
+                frame[c] = pd.Series(syn[c], name=c)
             else:
                 frame[c] = self.schema_.from_codes(c, syn[c], like=self.data_[c]).reset_index(drop=True)
         return pd.DataFrame({c: frame[c].array for c in self.quasi_identifiers_}, index=self.data_.index)
@@ -398,15 +541,27 @@ class RubinSynthesizer(Synthesizer):
     def _diagnostics(self) -> Any:
         return getattr(self, "diagnostics_", None)
 
+    def _structure(self, m: int) -> dict[str, Any]:
+        return {
+            "visit_sequence": list(self.order_),
+            "models": {c.column: c.to_dict() for c in self.conditionals_},
+            # bounds used for the continuous quasi-identifiers; source "observed" discloses min and max
+            "support": {c: s.to_dict() for c, s in getattr(self, "supports_", {}).items()},
+        }
+
     def coefficient_names(self) -> dict[str, list[str]]:
         """Names of the regression coefficients of each conditional model."""
         self._check_fitted()
-        return {c.column: list(c.coef_names) for c in self.conditionals_}
+        return {c.column: list(c.coef_names) for c in self.conditionals_ if c.family != "cart"}
 
 
-def _draw_categorical(logp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One category per row from (n, C) log-probabilities (inverse CDF, one uniform per row)."""
-    p = np.exp(logp - logp.max(axis=1, keepdims=True))
-    cdf = np.cumsum(p, axis=1)
-    u = rng.random(p.shape[0]) * cdf[:, -1]
-    return np.minimum((u[:, None] >= cdf).sum(axis=1), p.shape[1] - 1).astype(np.int64)
+def _fit_cart(D: np.ndarray, y: np.ndarray, continuous: bool):
+    """A tree on the design with synthpop's settings and its leaves' donors (synthpop ``cart``)."""
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    from .cart import _RPART_MAXDEPTH, _leaf_donors
+
+    cls = DecisionTreeRegressor if continuous else DecisionTreeClassifier
+    # CartSynthesizer's defaults: leaves of >= 5 records, rpart's minsplit = 3 * minbucket, no pruning
+    tree = cls(min_samples_leaf=5, min_samples_split=15, max_depth=_RPART_MAXDEPTH, random_state=0).fit(D, y)
+    return tree, _leaf_donors(tree.apply(D), np.asarray(y))

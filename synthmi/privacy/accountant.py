@@ -154,7 +154,7 @@ def dpsyn_sigma(epsilon: float, delta: float, n_marginals: int) -> float:
 
     Each marginal has :math:`\ell_2` sensitivity 1 under add/remove-one, so ``t`` of them
     compose to :math:`\mathrm{rdp}(\lambda) = t\lambda/(2\sigma^2)`; the simple conversion
-    then gives (shared/seeds/000, DPSyn write-up; Mironov 2017):
+    then gives (the DPSyn write-up of Li, Zhang & Wang; Mironov 2017):
 
     .. math::
 

@@ -1,6 +1,6 @@
 r"""Differentially private Bayesian inference for a Bernoulli parameter.
 
-Setting (shared/seeds/001 and 004, "Differentially Private Bayesian Inference"):
+Setting (the draft "Differentially Private Bayesian Inference"):
 data :math:`x \in \{0,1\}^n` with :math:`k` ones, prior :math:`\mathrm{Beta}(a, b)`,
 non-private posterior :math:`\mathrm{BI}(x) = \mathrm{Beta}(a + k, b + n - k)`.
 The released object is a posterior chosen from the candidate set
@@ -286,7 +286,7 @@ class PrivateBetaPosterior:
         if mech == "local" and self.allow_non_private is not True:
             raise ValueError(
                 "mechanism='local' (exponential mechanism with local sensitivity) is NOT differentially "
-                "private (shared/seeds/001, Sec. 1.2.2); pass allow_non_private=True to run it for study."
+                "private (the draft 'Differentially Private Bayesian Inference', Sec. 1.2.2); pass allow_non_private=True to run it for study."
             )
         if mech == "posterior_sample":
             check_scalar(self.tau, "tau", _OWNER, lower=0.0, upper=0.5, lower_inclusive=False, upper_inclusive=False)

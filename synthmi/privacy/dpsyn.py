@@ -1,18 +1,18 @@
 r"""DPSyn: differentially private synthetic data from noisy marginals.
 
-The algorithm of Li, Zhang & Wang (DPSyn, NIST challenge write-up,
-shared/seeds/000) as generalised in PrivSyn (Zhang, Wang, Li, Honorio, Backes,
+The algorithm of Li, Zhang & Wang (DPSyn, their write-up of the NIST
+differential privacy synthetic data challenge) as generalised in PrivSyn (Zhang, Wang, Li, Honorio, Backes,
 He, Chen & Zhang 2021, USENIX Security):
 
 1. **One-way marginals** of every column (on a public domain: categories of a
    Categorical dtype, a user-given domain, or buckets of user-given bounds for
    continuous columns) get discrete Gaussian noise. From them, and only them,
    rare values are *compressed*: values whose noisy count is below
-   :math:`\theta = \max(4.5\sigma, \theta_{\min})` (seed 000, equation 1) are
+   :math:`\theta = \max(4.5\sigma, \theta_{\min})` (DPSyn write-up, equation 1) are
    merged into one "other" value (or dropped when even their total is below
    :math:`\theta`), and ordered columns are cut into contiguous buckets of
    roughly equal noisy mass so that no column has more than ``max_levels``
-   levels in the two-way marginals (seed 000, Section 2.2, "bucketize").
+   levels in the two-way marginals (DPSyn write-up, Section 2.2, "bucketize").
 2. **Selection** of two-way marginals by a DP step (PrivSyn's DenseMarg): the
    independence score :math:`\mathrm{InDif}(a, b) = \sum_{x,y} |c_{ab}(x,y) -
    c_a(x)c_b(y)/n|` of every pair gets Gaussian noise (sensitivity 4 under
@@ -36,10 +36,10 @@ noisy InDif scores) of the private ``_Curator``; the Renyi-DP budget is split
 between steps as fractions of one unit-sensitivity Gaussian that alone would
 spend all of :math:`(\varepsilon, \delta)`: a Gaussian with sensitivity
 :math:`\Delta` and noise :math:`\sigma` has RDP :math:`\lambda\Delta^2/(2\sigma^2)`
-(seed 000, Theorem 2), so RDP curves compose additively and a step with fraction
+(DPSyn write-up, Theorem 2), so RDP curves compose additively and a step with fraction
 :math:`f` and :math:`k` queries of sensitivity :math:`\Delta` uses
 :math:`\sigma = \sigma_1 \Delta \sqrt{k/f}`. The composed spend then equals the
-requested budget exactly (seed 000, Theorems 3-5).
+requested budget exactly (DPSyn write-up, Theorems 3-5).
 
 Noise sampling: marginal counts get discrete Gaussian noise from
 :func:`~synthmi.privacy.discrete.sample_discrete_gaussian`. With the default
@@ -435,7 +435,7 @@ def _compress(col: _Column, noisy: np.ndarray, theta: float, target_mass: float,
     n_base = size - int(col.has_missing_level)
     base = np.arange(n_base)
     if col.ordered:
-        # Contiguous buckets of noisy mass >= target (seed 000, "bucketize"); the
+        # Contiguous buckets of noisy mass >= target (DPSyn write-up, "bucketize"); the
         # rare-value threshold keeps every bucket above the noise.
         # A column that already fits in max_levels is only cut where values are rare.
         tgt = theta if n_base <= max_levels else max(theta, target_mass)
@@ -466,7 +466,7 @@ def _compress(col: _Column, noisy: np.ndarray, theta: float, target_mass: float,
                     group[v] = n_groups
                 n_groups += 1
             else:
-                # Their total is below theta too: DPSyn assigns them 0 (seed 000, Section 2.1).
+                # Their total is below theta too: DPSyn assigns them 0 (DPSyn write-up, Section 2.1).
                 largest = kept[0]
                 for v in rare:
                     group[v] = group[largest]
@@ -488,7 +488,7 @@ _SPLIT_Z = 2.0
 
 
 def _split_weights(col: _Column, group: np.ndarray, weight: np.ndarray, floor: float) -> np.ndarray:
-    """Weights that split an ordered bucket back into its fine cells (post-processing).
+    r"""Weights that split an ordered bucket back into its fine cells (post-processing).
 
     The clipped noisy count of an empty cell is positive half the time (mean
     :math:`\sigma/\sqrt{2\pi}`), so a bucket spanning a long empty tail (incomes above

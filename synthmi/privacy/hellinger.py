@@ -1,7 +1,7 @@
 """Hellinger distance between Beta distributions, in closed form.
 
 Used as the (negative) utility of the exponential mechanism over candidate
-Beta posteriors (shared/seeds/001 and 004, Eq. 1).
+Beta posteriors (the draft "Differentially Private Bayesian Inference", Eq. 1).
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def hellinger_beta(a1, b1, a2, b2) -> np.ndarray | float:
         H = \sqrt{1 - \frac{B\big(\frac{a_1+a_2}{2}, \frac{b_1+b_2}{2}\big)}
                        {\sqrt{B(a_1,b_1)\,B(a_2,b_2)}}} \in [0, 1]
 
-    (the Bhattacharyya coefficient of two Beta densities; e.g. shared/seeds/004,
+    (the Bhattacharyya coefficient of two Beta densities; e.g. the draft "Differentially Private Bayesian Inference",
     proof of Statement I). Computed as ``sqrt(-expm1(log BC))`` with the log-Beta
     differences arranged so that neighbouring posteriors at ``n = 10**6`` keep
     about 10 significant digits. Broadcasts over array arguments.

@@ -1,6 +1,6 @@
 r"""Differentially private k-means (Lloyd's algorithm with Laplace noise).
 
-The seed's Algorithm 2 (shared/seeds/003, "A differentially private version of
+The slides' Algorithm 2 (short-course slides, "A differentially private version of
 Lloyd's algorithm"): data in the :math:`\ell_1` ball
 :math:`\mathcal{X} = \{x \in \mathbb{R}^d : \|x\|_1 \le c\}`; for each of :math:`T`
 iterations release noisy cluster counts and noisy cluster sums,
@@ -85,7 +85,7 @@ def step_statistics(X: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.
 
 
 class DPKMeans(SecretSeedMixin):
-    """Differentially private k-means, the seed's Algorithm 2.
+    """Differentially private k-means, the slides' Algorithm 2.
 
     Parameters
     ----------

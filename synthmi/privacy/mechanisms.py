@@ -2,7 +2,7 @@ r"""Basic differentially private mechanisms.
 
 Laplace (real and integer valued), Gaussian (classic and analytic calibration),
 randomized response (binary and k-ary) and the exponential mechanism over a
-finite candidate set. Definitions follow the DP part of shared/seeds/003 (Dwork
+finite candidate set. Definitions follow the DP part of the short-course slides (Dwork
 & Roth 2014); the analytic Gaussian follows Balle & Wang (2018); the integer
 Laplace is the discrete Laplace of Canonne, Kamath & Steinke (2020): with
 ``exact_noise=False`` (default) drawn as a difference of two geometric variables
@@ -49,7 +49,7 @@ class LaplaceMechanism:
     .. math:: \mathcal{M}(x) = f(x) + (Y_1, \dots, Y_k), \quad Y_i \sim \mathrm{Lap}(\Delta_1 f/\varepsilon),
 
     which is :math:`\varepsilon`-DP when :math:`\Delta_1 f` is the :math:`\ell_1`
-    sensitivity of :math:`f` (shared/seeds/003, "The Laplace mechanism is eps-DP").
+    sensitivity of :math:`f` (short-course slides, "The Laplace mechanism is eps-DP").
     For integer-valued queries use :class:`DiscreteLaplaceMechanism`.
     """
 
@@ -203,13 +203,13 @@ class GaussianMechanism:
 
 
 class RandomizedResponse:
-    r"""k-ary randomized response (Warner 1965; shared/seeds/003 for k = 2).
+    r"""k-ary randomized response (Warner 1965; the short-course slides for k = 2).
 
     Each value in :math:`\{0, \dots, k-1\}` is reported truthfully with probability
     :math:`e^\varepsilon/(e^\varepsilon + k - 1)` and otherwise replaced by one of the
     other :math:`k-1` values uniformly, so every likelihood ratio is at most
     :math:`e^\varepsilon` (:math:`\varepsilon`-DP per record; for k = 2 this is the
-    seed's :math:`e^\varepsilon/(e^\varepsilon+1)`).
+    slides' :math:`e^\varepsilon/(e^\varepsilon+1)`).
     """
 
     def __init__(self, epsilon: float, k: int = 2) -> None:
@@ -260,7 +260,7 @@ def exponential_mechanism_probabilities(scores: Any, epsilon: float, sensitivity
         P(Y = y) = \frac{\exp\big(\frac{\varepsilon}{2\Delta} q(y; x)\big)}
                         {\sum_{y'} \exp\big(\frac{\varepsilon}{2\Delta} q(y'; x)\big)}
 
-    (McSherry & Talwar 2007; shared/seeds/003, Algorithm 1), normalised in log space.
+    (McSherry & Talwar 2007; short-course slides, Algorithm 1), normalised in log space.
     ``scores`` may be 2-D (rows = data sets), probabilities are per row.
     """
     owner = "ExponentialMechanism"

@@ -194,7 +194,6 @@ def _risk_by_subgroup(method: str, by_group: pd.DataFrame | None) -> list[dict[s
     return rows
 
 
-
 #: S_pMSE under the null is about chi2_k / k (Snoke et al. 2018), sd sqrt(2 / k); values
 #: more than this many null sds away from 1 are flagged in the report.
 PMSE_FLAG_SDS = 3.0
@@ -449,7 +448,8 @@ def evaluate_release(
         copies = _copies(obj)
         structure = getattr(obj, "structure", {}) or {}
         rel_rule = rule if rule is not None else (
-            structure.get("rule") or ("nested" if {"m", "r"} <= set(structure) else "partial"))
+            structure.get("rule") or ("nested" if {"m", "r"} <= set(structure)
+                                      else "full" if getattr(obj, "method", None) == "dpsyn" else "partial"))
         fully = rel_rule == "full" or any(len(c) != len(original) for c in copies)
         releases[method] = describe_release(method, obj, original, copies, qi, rel_rule)
         releases[method]["fully_synthetic"] = fully
@@ -466,7 +466,9 @@ def evaluate_release(
             attr_rows.append({"method": method, **_attr_row(ad.summary)})
         steps.update()
         steps.set_postfix_str(f"{method}: analysis")
-        res = analyse(formula, family=family, original=original, synthetic=copies, rule=rel_rule, alpha=alpha)
+        # the SyntheticData itself when there is one: nested copies need their m x r structure
+        res = analyse(formula, family=family, original=original, synthetic=obj if isinstance(obj, SyntheticData) else copies,
+                      rule=rel_rule, alpha=alpha)
         frame = res.to_frame()
         frame = frame.reset_index().rename(columns={frame.index.name or "index": "term"})
         frame.insert(0, "method", method)
@@ -492,6 +494,7 @@ def evaluate_release(
         summary_rows.append({
             "method": method,
             "M": len(copies),
+            "rule": rel_rule,
             "S_pMSE": pm.mean_s_pmse,
             "mean_ci_overlap": float(res.mean_ci_overlap),
             "mean_std_diff": float(res.mean_std_diff),
@@ -507,12 +510,16 @@ def evaluate_release(
         if isinstance(obj, SyntheticData):
             meta[method] = {"method": obj.method, "params": obj.metadata()["params"],
                             "quasi_identifiers": obj.quasi_identifiers, "versions_at_synthesis": obj.versions,
-                            "diagnostics": obj.metadata()["diagnostics"]}
+                            "diagnostics": obj.metadata()["diagnostics"],
+                            "diagnostics_check": obj.diagnostics_check, "unconverged": obj.unconverged}
             if "privacy" not in (obj.structure or {}):
                 meta[method]["seed"] = obj.seed  # a DP release records no seed (issue 11)
         else:
             meta[method] = {"copies": len(copies)}
         meta[method]["copies_sha256"] = [frame_sha256(c) for c in copies]
+        meta[method]["rule"] = rel_rule
+        if res.separated:
+            meta[method]["separated_copies"] = list(res.separated)
         steps.update()
     steps.close()
 

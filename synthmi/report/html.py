@@ -134,6 +134,29 @@ def _analysis_table(coef: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+def _release_flags(releases: dict[str, Any]) -> str:
+    """Red lines for releases that must not be read at face value: copies released although
+    the sampler failed its convergence check, and copies whose analysis fit is separated."""
+    out = []
+    for label, meta in releases.items():
+        if meta.get("unconverged"):
+            fails = (meta.get("diagnostics_check") or {}).get("failures") or {}
+            what = "; ".join(f"{c}: {f.get('problem', '')}" for c, f in fails.items())
+            out.append(
+                f"<p class='note flag'>UNCONVERGED: release <b>{html.escape(str(label))}</b> was written with "
+                f"--accept-diagnostics although its posterior sampler failed the convergence check "
+                f"({html.escape(what)}). Its copies may not come from the synthesis model.</p>"
+            )
+        if meta.get("separated_copies"):
+            out.append(
+                f"<p class='note flag'>SEPARATED FIT: in release <b>{html.escape(str(label))}</b>, "
+                f"{len(meta['separated_copies'])} cop{'y' if len(meta['separated_copies']) == 1 else 'ies'} give a "
+                "separated analysis fit (constant or perfectly predicted outcome); its CI overlap and standardized "
+                "difference are not meaningful.</p>"
+            )
+    return "\n".join(out)
+
+
 def _flat(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
     """Nested dicts/lists -> (path, value) rows ("releases > dami > params > masks > age")."""
     rows: list[tuple[str, Any]] = []
@@ -271,9 +294,9 @@ def render_report(data: "ReportData") -> str:
                          "histogram of record-level risk") if data.individual_risk else "")
 
     above = data.summary["share_above_threshold"] if "share_above_threshold" in data.summary else None
-    flags = ""
+    flags = _release_flags(data.provenance.get("releases", {}))
     if above is not None and np.any(np.nan_to_num(above.to_numpy(float)) > 0):
-        flags = (f"<p class='note flag'>Some records have I_i above the review threshold "
+        flags += (f"<p class='note flag'>Some records have I_i above the review threshold "
                  f"({_fmt(s.get('risk_threshold'))}); see the risk section.</p>")
     releases = getattr(data, "releases", {}) or {}
     for label, r in releases.items():
@@ -296,7 +319,7 @@ def render_report(data: "ReportData") -> str:
 <section id="summary"><h2>Summary</h2>
 {summary_html}
 <p class="note"><b>S_pMSE</b>: standardized propensity-score mean squared error (pMSE / its null expectation; near 1 = copies indistinguishable from the original by a {html.escape(str(s.get('pmse_method', 'logit')))} model; mean over copies).
-<b>CI overlap</b> (1 = identical intervals, &lt; 0 = disjoint) and <b>standardized difference</b> |b_orig - b_syn| / SE(b_orig) are averaged over the analysis coefficients, combined over the M copies by the <code>{html.escape(str(s.get('rule', 'partial')))}</code> rule.
+<b>CI overlap</b> (1 = identical intervals, &lt; 0 = disjoint) and <b>standardized difference</b> |b_orig - b_syn| / SE(b_orig) are averaged over the analysis coefficients, combined over the M copies by each release's combining rule (column <i>rule</i>).
 <b>Expected correct matches</b> = sum of the record-level risks I_i; <b>true-match rate</b> = share of records whose unique match is the correct one.</p>
 {privacy}
 {flags}

@@ -271,6 +271,12 @@ def _check_supported(synth) -> None:
                     "NUTS evaluates the log-density gradient over all records at every leapfrog step (thousands of "
                     "passes over the data)", "Use sampler='fast' (exact conjugate draws and independence "
                     "Metropolis-Hastings fitted by reduction).")
+    custom = [p for p in ("models", "predictor_matrix", "bounds") if getattr(synth, p, None)]
+    if custom:
+        refuse_dask(f"{name}.fit with '{custom[0]}'",
+                    "the partition-wise fit builds the default main-effects models only (per-variable models, "
+                    "formulas and declared bounds are fitted in memory)",
+                    "Fit in memory, or drop the parameter.")
     bad = [c for c, t in (synth.transforms or {}).items() if t == "rank"]
     if bad:
         refuse_dask(f"{name}.fit with transforms={{'{bad[0]}': 'rank'}}",
@@ -470,6 +476,25 @@ def fit(synth, ddf, quasi_identifiers: Sequence[str], keep: Sequence[str] | None
         cond.coef_names = names if cond.intercept else names[1:]
         synth.conditionals_.append(cond)
 
+    # bounds and grid of the continuous QIs (synthmi.models.truncation), as in memory: the observed range
+    # by reduction; the grid "auto" is the whole-number grid when no value has a fractional part (finer
+    # grids such as halves are detected in memory only)
+    from ..models.truncation import Support
+
+    synth.supports_ = {}
+    for c in qi:
+        if synth.schema_[c].kind != "continuous":
+            continue
+        lo = min(ch["min"][c] for ch in checks)
+        hi = max(ch["max"][c] for ch in checks)
+        step = synth.grid.get(c, "auto") if isinstance(synth.grid, dict) else synth.grid
+        if step == "auto":
+            grid = (0.0, 1.0) if sum(ch["fractional"][c] for ch in checks) == 0 and hi - lo >= 2 else None
+        else:
+            grid = None if step is None else (0.0, float(step))
+        synth.supports_[c] = Support(float(lo), float(hi), "observed", grid)
+    for cond in synth.conditionals_:
+        cond.support = synth.supports_.get(cond.column)
     normal_idx = [j for j, cd in enumerate(synth.conditionals_) if cd.family == "normal"]
     cat_idx = [j for j, cd in enumerate(synth.conditionals_) if cd.family != "normal"]
     light = _copy.copy(synth)  # what the partition tasks need (no dask objects inside)

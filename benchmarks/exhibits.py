@@ -1,4 +1,8 @@
-"""Regenerate the exhibits of the source slides (shared/seeds/003) on bundled public data.
+"""Regenerate the exhibits of the source course slides (the DA-MI result tables, the tuning curves,
+the NHANES study, DP Bayes and DPSyn accuracy) on bundled public data.
+
+A figure-regeneration script's library (``python benchmarks/figures.py``, ``make figures``),
+not part of the package: it drives the package from outside, like every benchmark.
 
 One function, :func:`make_figures`, writes for every exhibit a CSV (the
 numbers), a PNG (matplotlib) and a section of a markdown index, plus
@@ -41,20 +45,21 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..synthetic import package_versions
-from . import figures
-from .collect import git_state as _git_state
+from synthmi.data.workloads import ADULT_DEMO
+from synthmi.report import figures
+from synthmi.report.collect import git_state as _git_state
+from synthmi.synthetic import package_versions
 
 __all__ = ["FiguresConfig", "FULL", "REDUCED", "make_figures", "EXHIBITS"]
 
-QI = ["age", "sex", "race", "education"]
-KEEP = ["marital_status", "hours_per_week", "income"]
-FORMULA = "income ~ age + sex + race + education"
-#: DA-MI tuning as in benchmarks/adult_table.py (the synthesis owner's Adult tuning) and
-#: ``synthmi demo``: categorical quasi-identifiers W = 5 * code(X) + N(0, 1) ...
-CATEGORICAL_MASKS = {"sex": {"alpha": 5.0}, "race": {"alpha": 5.0}, "education": {"alpha": 5.0}}
-#: ... and, in the coefficient tables, age with K = 3 noisy copies, sigma_e = 3 years
-DAMI_AGE_MASK = {"K": 3, "sigma_e": 3.0}
+#: the Adult workload of the demo (synthmi.data.workloads): QIs, kept columns, formula, DA-MI masks
+QI = list(ADULT_DEMO.quasi_identifiers)
+KEEP = list(ADULT_DEMO.keep)
+FORMULA = ADULT_DEMO.formula
+#: categorical quasi-identifiers keep the workload's masks; the tuning exhibit varies age's
+CATEGORICAL_MASKS = {c: m for c, m in ADULT_DEMO.masks.items() if c != "age"}
+#: the workload's age mask, used in the coefficient tables
+DAMI_AGE_MASK = ADULT_DEMO.masks["age"]
 CSV_FLOAT = "%.10g"
 
 
@@ -79,7 +84,7 @@ FULL = FiguresConfig()
 REDUCED = FiguresConfig(name="reduced", coef_rows=1500, coef_M=(3, 5), tuning_rows=600, tuning_M=(3, 5),
                         sigma_e=(2.0, 16.0), K=(1, 5), replications=2, screenshot=False)
 
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -107,22 +112,13 @@ def _md_table(df: pd.DataFrame, digits: int = 3) -> str:
 
 
 def _adult(rows: int | None, seed: int) -> pd.DataFrame:
-    from ..data import load_adult
-
-    df = load_adult(recode=True)[QI + KEEP]
-    if rows is not None and rows < len(df):
-        df = df.sample(n=rows, random_state=seed).reset_index(drop=True)
-        # levels absent from the subsample would be all-zero dummy columns
-        for c in df.columns:
-            if isinstance(df[c].dtype, pd.CategoricalDtype):
-                df[c] = df[c].cat.remove_unused_categories()
-    return df
+    return ADULT_DEMO.load(rows=rows, seed=seed)
 
 
 def _synthesizers() -> dict[str, Callable[[dict | None], Any]]:
-    from ..models.cart import CartSynthesizer
-    from ..models.dami import DAMISynthesizer
-    from ..models.rubin import RubinSynthesizer
+    from synthmi.models.cart import CartSynthesizer
+    from synthmi.models.dami import DAMISynthesizer
+    from synthmi.models.rubin import RubinSynthesizer
 
     return {
         "CART": lambda age_mask, seed: CartSynthesizer(),
@@ -147,7 +143,7 @@ def _quiet_warnings():
 def exhibit_coefficients(cfg: FiguresConfig, out: Path, progress: bool) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
-    from ..evaluation import analyse
+    from synthmi.evaluation import analyse
 
     df = _adult(cfg.coef_rows, cfg.seed)
     rows = []
@@ -226,8 +222,8 @@ def exhibit_coefficients(cfg: FiguresConfig, out: Path, progress: bool) -> dict[
 def exhibit_tuning(cfg: FiguresConfig, out: Path, progress: bool) -> dict[str, Any]:
     from tqdm.auto import tqdm
 
-    from ..evaluation import analyse
-    from ..evaluation.risk import reidentification_risk
+    from synthmi.evaluation import analyse
+    from synthmi.evaluation.risk import reidentification_risk
 
     df = _adult(cfg.tuning_rows, cfg.seed + 7)
     makers = _synthesizers()
@@ -440,7 +436,7 @@ def _read_dpsyn(src: Path, out: Path) -> dict[str, Any]:
 
 
 def _read_nhanes(src: Path, out: Path) -> dict[str, Any]:
-    """The seed's "study with missing data" table on NHANES, and risk by subgroup from its JSON."""
+    """The slides' "study with missing data" table on NHANES, and risk by subgroup from its JSON."""
     t = _read_table(src)
     base = "Unperturbed MI" if "Unperturbed MI" in set(t["method"]) else t["method"].iloc[0]
     _write_csv(t, out / "nhanes_table.csv")
@@ -521,7 +517,7 @@ def at_reference_risk(points: pd.DataFrame, reference_method: str = "cart", refe
 def _read_frontier(src: Path, out: Path) -> dict[str, Any]:
     """Risk-utility frontier from benchmarks/frontier.py: plot with MC error bars, the non-dominated
     settings, and each method's best utility at CART's risk."""
-    from ..evaluation.frontier import pareto_front
+    from synthmi.evaluation.frontier import pareto_front
 
     name = src.stem  # frontier_adult / frontier_nhanes
     data = name.split("_", 1)[1]
@@ -567,6 +563,10 @@ def _read_frontier(src: Path, out: Path) -> dict[str, Any]:
     if side.exists():
         meta = json.loads(side.read_text())
         argv = (meta.get("environment") or {}).get("argv")
+        if meta.get("n") and meta.get("m"):
+            md += [f"Resolution of the true-match rate: one unique correct match in one replicate is "
+                   f"1 / (N M) = {1 / (meta['n'] * meta['m']):.2g}; differences of that order are one or two "
+                   "records and within Monte Carlo noise.", ""]
         md += [f"{meta.get('n')} records, M = {meta.get('m')} copies x {meta.get('replicates')} replicates; "
                f"benchmark wall time {meta.get('wall_seconds', 0):.0f} s"
                + (f"; command `{' '.join(map(str, argv))}`" if argv else ""), ""]
@@ -625,7 +625,7 @@ def make_figures(out: str | Path, config: FiguresConfig = FULL, only: list[str] 
             results = {**{k: v for k, v in old.items() if k not in results}, **results}
     rank = {k: i for i, k in enumerate(TITLES)}
     results = dict(sorted(results.items(), key=lambda kv: rank.get(kv[0], len(rank))))
-    from ..data import _path as data_path
+    from synthmi.data import _path as data_path
 
     data_hashes = {}
     for f in ("adult.csv.gz", "nhanes_2017_2018_adults.csv.gz", "adult_discretized.csv.gz"):
@@ -653,10 +653,9 @@ def make_figures(out: str | Path, config: FiguresConfig = FULL, only: list[str] 
 def _screenshot(out: Path, cfg: FiguresConfig, progress: bool) -> dict[str, Any]:
     """Run the demo (DA-MI and CART, M = 5) and screenshot its report's first screen."""
     import tempfile
-    from types import SimpleNamespace
 
-    from ..commands import demo
-    from .browser import find_chromium, png_pixel_std, render
+    from synthmi.demo import run_demo
+    from synthmi.report.browser import find_chromium, png_pixel_std, render
 
     if find_chromium() is None:
         return {"status": "skipped: no Chromium on PATH"}
@@ -665,7 +664,7 @@ def _screenshot(out: Path, cfg: FiguresConfig, progress: bool) -> dict[str, Any]
         import io
 
         with contextlib.redirect_stdout(io.StringIO()):
-            demo.run(SimpleNamespace(out=tmp, m=5, seed=2026, quiet=not progress))
+            run_demo(tmp, m=5, seed=2026, progress=progress)
         res = render(Path(tmp) / "report.html", out / "report_first_screen.png", width=1280, height=900)
         # the decision sections (plain-language releases, risk-utility map, two-way S_pMSE, impossible
         # values, attribute disclosure) lie below the first screen: a second, tall screenshot

@@ -1,0 +1,342 @@
+r"""Convergence diagnostics of the posterior samplers, and the fail-closed check.
+
+A synthesizer whose posterior sampler has not converged draws its copies from
+the wrong distribution, and nothing in the copies shows it. So a release is
+refused (:class:`DiagnosticsFailed`) when any column or block of parameters
+has a rank-normalised split :math:`\hat R` above ``rhat_max`` (default 1.05)
+or a bulk effective sample size below ``ess_min`` (default 100), unless the
+user accepts the failure explicitly (``accept_diagnostics=True``, on the
+command line ``--accept-diagnostics``); the acceptance is then recorded with
+the copies and shown by the report.
+
+One implementation of both figures: ArviZ's ``arviz.rhat(method="rank")`` and
+``arviz.ess(method="bulk")``, the estimators of Vehtari, Gelman, Simpson,
+Carpenter & Burkner (2021), "Rank-normalization, folding, and localization: an
+improved :math:`\hat R` for assessing convergence of MCMC", *Bayesian
+Analysis* 16(2):667-718 (eqs. 3-4 and Section 3.2). Their defaults 1.01 and
+400 are the targets the samplers aim for; the release thresholds here are
+looser, the point past which copies are not worth releasing (Gelman et al.
+2013, *Bayesian Data Analysis*, 3rd ed., Section 11.4, used 1.1).
+
+A sampler reports its figures as a *table*: one row per column (or block of
+parameters) with ``r_hat`` and ``ess_bulk`` and optionally ``acceptance``
+(Metropolis-Hastings acceptance rate) and ``divergences`` (NUTS). Rows
+without an ``r_hat`` (exact, independent draws) pass.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: default thresholds of the release check
+RHAT_MAX: float = 1.05
+ESS_MIN: float = 100.0
+
+_TRY = (
+    "Try more draws (the 'draws' or 'n_iter' parameter), fewer levels in a many-level column "
+    "(merge rare categories), or a model with fewer parameters"
+)
+_TRY_CLI = (
+    "Try more draws (--param draws=4000, or --param n_iter=4000 for risk-dami), fewer levels in a "
+    "many-level column (merge rare categories), or fewer predictors (--keep)"
+)
+
+
+class DiagnosticsFailed(RuntimeError):
+    """The posterior sampler did not converge well enough to release copies.
+
+    Attributes
+    ----------
+    failures : DataFrame
+        The failing rows of the diagnostics table (index: column or block),
+        with ``r_hat``, ``ess_bulk`` and a ``problem`` sentence.
+    rhat_max, ess_min : float
+        The thresholds that were applied.
+    owner : str
+        The synthesizer whose sampler failed.
+    """
+
+    def __init__(self, failures: pd.DataFrame, rhat_max: float, ess_min: float, owner: str = "the synthesizer",
+                 cli: bool = False):
+        self.failures = failures
+        self.rhat_max = float(rhat_max)
+        self.ess_min = float(ess_min)
+        self.owner = owner
+        self.cli = cli
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        parts = [f"'{block}' ({row['problem']})" for block, row in self.failures.iterrows()]
+        what = "column or block" if len(parts) == 1 else f"{len(parts)} columns or blocks"
+        if self.cli:
+            limits = f"--rhat-max {self.rhat_max:g}, --ess-min {self.ess_min:g}"
+            tail = f"{_TRY_CLI}; or add --accept-diagnostics to write them anyway, flagged as unconverged."
+        else:
+            limits = f"rhat_max={self.rhat_max:g}, ess_min={self.ess_min:g}"
+            tail = f"{_TRY}; or pass accept_diagnostics=True to release them anyway, flagged as unconverged."
+        return (
+            f"The posterior sampler of {self.owner} did not converge for {what}: {'; '.join(parts)} "
+            f"(limits {limits}). No copies were released. {tail}"
+        )
+
+    def for_cli(self) -> "DiagnosticsFailed":
+        """The same failure, its advice phrased in command-line options."""
+        return DiagnosticsFailed(self.failures, self.rhat_max, self.ess_min, self.owner, cli=True)
+
+
+# --------------------------------------------------------------------------- figures (ArviZ)
+def _as_chains(draws: Any) -> np.ndarray:
+    """(chains, draws) or (chains, draws, k) -> float array (chains, draws, k)."""
+    x = np.asarray(draws, dtype=float)
+    if x.ndim == 2:
+        x = x[:, :, None]
+    if x.ndim != 3:
+        raise ValueError(f"The 'draws' array must have shape (chains, draws) or (chains, draws, k). Got {x.shape} instead.")
+    return x
+
+
+def rhat(draws: Any) -> np.ndarray:
+    r"""Rank-normalised split :math:`\hat R` of each parameter (``arviz.rhat(method="rank")``).
+
+    The maximum of the bulk and the folded (tail) :math:`\hat R` of the
+    rank-normalised, split chains (Vehtari et al. 2021, eqs. 3-4):
+
+    .. math::
+
+        \hat R = \sqrt{\frac{\frac{N-1}{N} W + \frac{1}{N} B}{W}}
+
+    with W the mean within-chain variance and B/N the variance of the chain
+    means of the half chains. ``draws`` has shape (chains, n) or (chains, n, k);
+    one chain is cut in two first (ArviZ needs two), so it is judged on four
+    quarter chains. Returns an array of length k (NaN where the draws do not vary).
+    """
+    import arviz as az
+
+    x = _as_chains(draws)
+    if x.shape[0] == 1:
+        h = x.shape[1] // 2
+        x = np.stack([x[0, :h], x[0, h : 2 * h]])
+    if x.shape[1] < 4:
+        return np.full(x.shape[2], np.nan)
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = az.rhat(az.convert_to_dataset({"theta": x}), method="rank")["theta"].values
+    return np.atleast_1d(np.asarray(out, dtype=float))
+
+
+def ess_bulk(draws: Any) -> np.ndarray:
+    r"""Bulk effective sample size of each parameter (``arviz.ess(method="bulk")``).
+
+    :math:`S / \hat\tau` on the rank-normalised split chains, with
+    :math:`\hat\tau = -1 + 2 \sum_{t=0}^{K} \hat P_t` summed over Geyer's
+    initial monotone sequence of paired autocorrelations
+    :math:`\hat P_t = \hat\rho_{2t} + \hat\rho_{2t+1}` (Vehtari et al. 2021,
+    Section 3.2; Geyer 1992, *Statistical Science* 7:473-483).
+    """
+    import arviz as az
+
+    x = _as_chains(draws)
+    if x.shape[1] < 4:
+        return np.full(x.shape[2], np.nan)
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = az.ess(az.convert_to_dataset({"theta": x}), method="bulk")["theta"].values
+    return np.atleast_1d(np.asarray(out, dtype=float))
+
+
+def summarize_draws(draws: Any) -> tuple[float, float]:
+    """(max R-hat, min bulk ESS) over the parameters of one block of draws.
+
+    A parameter equal in every draw of every chain is fixed by construction
+    (a reference category, a deterministic zero) and left out; one that is
+    constant within chains but differs between them (a chain that never moved)
+    has no finite R-hat, and the block's R-hat is then NaN, which fails.
+    """
+    x = _as_chains(draws)
+    flat = x.reshape(-1, x.shape[2])
+    varies = ~np.all(flat == flat[:1], axis=0)
+    if not varies.any():
+        return float("nan"), float("nan")
+    x = x[:, :, varies]
+    r, e = rhat(x), ess_bulk(x)
+    max_r = float("nan") if np.any(np.isnan(r)) else float(np.max(r))
+    min_e = float("nan") if np.all(np.isnan(e)) else float(np.nanmin(e))
+    return max_r, min_e
+
+
+# --------------------------------------------------------------------------- the table
+COLUMNS = ("r_hat", "ess_bulk", "acceptance", "divergences")
+
+
+def diagnostics_table(diagnostics: Any) -> pd.DataFrame:
+    """One row per column or block of parameters: ``r_hat``, ``ess_bulk`` (and
+    ``acceptance``, ``divergences`` where the sampler has them).
+
+    Accepts what the samplers record: a DataFrame already in this form; a dict
+    with a ``"table"`` (or ``"columns"``) entry mapping block -> figures; an
+    ArviZ InferenceData (one row per posterior variable; divergences from
+    ``sample_stats``); ``None`` or a dict without figures (exact draws, DP,
+    CART) gives an empty table.
+    """
+    if diagnostics is None:
+        return _empty()
+    if isinstance(diagnostics, pd.DataFrame):
+        return diagnostics
+    if hasattr(diagnostics, "posterior"):  # ArviZ InferenceData (itself a Mapping of groups)
+        return _idata_table(diagnostics)
+    if isinstance(diagnostics, Mapping):
+        rows = diagnostics.get("table", diagnostics.get("columns"))
+        if not isinstance(rows, Mapping):
+            return _empty()
+        recs = {}
+        for k, v in rows.items():
+            if not isinstance(v, Mapping) or v.get("r_hat", v.get("ess_bulk")) is None:
+                continue  # exact, independent draws: nothing to check
+            v = dict(v)
+            if "acceptance" not in v and "acceptance_rate" in v:
+                v["acceptance"] = v["acceptance_rate"]
+            recs[str(k)] = {c: v.get(c) for c in COLUMNS if v.get(c) is not None}
+        if not recs:
+            return _empty()
+        return pd.DataFrame.from_dict(recs, orient="index").rename_axis("block")
+    return _empty()
+
+
+def _empty() -> pd.DataFrame:
+    return pd.DataFrame({"r_hat": pd.Series(dtype=float), "ess_bulk": pd.Series(dtype=float)}).rename_axis("block")
+
+
+def _idata_table(idata: Any) -> pd.DataFrame:
+    """One row per data column when the variables carry its name as a prefix
+    (``age_beta``, ``age_sigma`` with ``age_diverging`` in ``sample_stats``, as
+    :func:`synthmi.models.pymc_specs.sample_conditionals` writes them), else one
+    row per posterior variable."""
+    post = idata.posterior
+    ss = getattr(idata, "sample_stats", None)
+    stats = list(ss.data_vars) if ss is not None else []
+    blocks = sorted((v[: -len("_diverging")] for v in stats if v.endswith("_diverging")), key=len, reverse=True)
+    recs: dict[str, dict[str, float]] = {}
+    for v in post.data_vars:
+        x = post[v].values
+        x = x.reshape(x.shape[0], x.shape[1], -1)
+        r, e = summarize_draws(x)
+        block = next((b for b in blocks if str(v).startswith(b + "_")), str(v))
+        row = recs.setdefault(block, {"r_hat": -math.inf, "ess_bulk": math.inf})
+        row["r_hat"] = r if math.isnan(r) or math.isnan(row["r_hat"]) else max(row["r_hat"], r)
+        row["ess_bulk"] = e if math.isnan(e) else min(row["ess_bulk"], e)
+        if f"{block}_diverging" in stats:
+            row["divergences"] = int(ss[f"{block}_diverging"].values.sum())
+        elif "diverging" in stats:
+            row["divergences"] = int(ss["diverging"].values.sum())
+    if not recs:
+        return _empty()
+    return pd.DataFrame.from_dict(recs, orient="index").rename_axis("block")
+
+
+def check_diagnostics(table: Any, rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN, *,
+                      owner: str = "the synthesizer", raise_error: bool = True) -> pd.DataFrame:
+    """Refuse a release whose sampler did not converge.
+
+    Parameters
+    ----------
+    table : DataFrame, dict or InferenceData
+        Per-column/per-block figures (see :func:`diagnostics_table`).
+    rhat_max : float, default 1.05
+        Largest acceptable R-hat; a NaN R-hat (draws that never moved) fails.
+    ess_min : float, default 100
+        Smallest acceptable bulk effective sample size.
+    owner : str
+        Named in the error.
+    raise_error : bool, default True
+        With False, return the failing rows instead of raising.
+
+    Returns
+    -------
+    DataFrame
+        The failing rows (empty when everything passes), with a ``problem`` column.
+
+    Raises
+    ------
+    DiagnosticsFailed
+        Naming every failing column or block and its figures.
+    """
+    rhat_max = _threshold(rhat_max, "rhat_max", 1.0, owner)
+    ess_min = _threshold(ess_min, "ess_min", 0.0, owner)
+    tab = diagnostics_table(table)
+    problems = {}
+    for block, row in tab.iterrows():
+        r = _num(row.get("r_hat"))
+        e = _num(row.get("ess_bulk"))
+        why = []
+        if r is not None and math.isnan(r):
+            why.append("R-hat could not be computed: a chain never moved")
+        elif r is not None and r > rhat_max:
+            why.append(f"R-hat {r:.3g} > {rhat_max:g}")
+        if e is not None and not math.isnan(e) and e < ess_min:
+            why.append(f"bulk ESS {e:.3g} < {ess_min:g}")
+        if why:
+            acc = _num(row.get("acceptance")) if "acceptance" in tab.columns else None
+            if acc is not None and not math.isnan(acc):
+                why.append(f"acceptance rate {acc:.3g}")
+            problems[block] = {"r_hat": r, "ess_bulk": e, "problem": ", ".join(why)}
+    failures = pd.DataFrame.from_dict(problems, orient="index", columns=["r_hat", "ess_bulk", "problem"]).rename_axis("block")
+    if len(failures) and raise_error:
+        raise DiagnosticsFailed(failures, rhat_max, ess_min, owner)
+    return failures
+
+
+def _num(v: Any) -> float | None:
+    if v is None:
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _threshold(value: Any, name: str, lower: float, owner: str) -> float:
+    from ._validate import check_scalar
+
+    return float(check_scalar(value, name, owner, lower=lower))
+
+
+def enforce(diagnostics: Any, *, owner: str, accept: bool = False, rhat_max: float = RHAT_MAX,
+            ess_min: float = ESS_MIN) -> dict[str, Any]:
+    """Run :func:`check_diagnostics` for a release; the record kept with the copies.
+
+    Raises :class:`DiagnosticsFailed` unless ``accept``; with ``accept`` a
+    failure is recorded (``passed: False, accepted: True``) and warned about.
+    """
+    if not isinstance(accept, (bool, np.bool_)):
+        from ._validate import param_error
+
+        raise param_error("accept_diagnostics", owner, "True or False", accept)
+    failures = check_diagnostics(diagnostics, rhat_max, ess_min, owner=owner, raise_error=False)
+    record: dict[str, Any] = {"passed": not len(failures), "rhat_max": float(rhat_max), "ess_min": float(ess_min)}
+    if len(failures):
+        if not accept:
+            raise DiagnosticsFailed(failures, rhat_max, ess_min, owner)
+        record["accepted"] = True
+        record["failures"] = {
+            str(b): {"r_hat": _finite_or_none(r["r_hat"]), "ess_bulk": _finite_or_none(r["ess_bulk"]),
+                     "problem": r["problem"]}
+            for b, r in failures.iterrows()
+        }
+        warnings.warn(
+            f"{owner}: copies released although the sampler did not converge for "
+            + "; ".join(f"'{b}' ({r['problem']})" for b, r in failures.iterrows())
+            + " (accept_diagnostics=True); they are flagged as unconverged.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return record
+
+
+def _finite_or_none(x: Any) -> float | None:
+    x = _num(x)
+    return None if x is None or not math.isfinite(x) else x

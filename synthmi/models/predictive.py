@@ -1,0 +1,329 @@
+r"""Predictive draws of the quasi-identifiers given a posterior draw: sequential and joint (DA-MI eq. 3).
+
+Given one posterior draw :math:`\theta` of the sequential conditional models
+(:mod:`synthmi.models.conditional`) and, for DA-MI, the masking evidence
+:math:`\tilde W` of each record, the target of a synthetic record is the joint
+predictive (Jiang, Mitra, Gao & Wang 2022, JASA 117:52-66, eq. 3, for fixed
+:math:`\theta`)
+
+.. math:: p(\tilde X_i \mid \tilde Z_i, \tilde W_i, \theta) \propto
+    \prod_{j=1}^{q} p(\tilde X_{ij} \mid \text{pred}_{ij}, \theta_j)
+    \prod_{j \in \text{masked}} p(\tilde W_{ij} \mid \tilde X_{ij}).
+
+``sequential_draw``
+    draws :math:`\tilde X_j` from :math:`p(\tilde X_j \mid \text{pred}_j,
+    \theta_j)\, p(\tilde W_j \mid \tilde X_j)` in the visit sequence. Without
+    masks this *is* the joint predictive (Rubin's MI). With masks it omits,
+    for each earlier :math:`\tilde X_k`, the evidence of the later masked
+    columns, :math:`\int p(x_j \mid \cdot)\, p(\tilde W_j \mid x_j)\, dx_j`,
+    and is an approximation (exact only when the masked columns do not
+    depend on earlier columns).
+``enumerate_draw``
+    exact: when every quasi-identifier is categorical and the product of their
+    numbers of levels is small, the joint predictive of each record is a
+    finite table over all level combinations, drawn from directly.
+``gibbs_draw``
+    exact in the limit: a within-record Gibbs sampler over the
+    quasi-identifiers, vectorised over records, started from the sequential
+    draw. The full conditional of :math:`X_j` is
+
+    .. math:: p(x_j \mid x_{-j}, \cdot) \propto p(x_j \mid \text{pred}_j, \theta_j)\,
+        p(\tilde W_j \mid x_j) \prod_{k > j:\, X_j \in \text{pred}_k}
+        p(x_k \mid \text{pred}_k(x_j), \theta_k),
+
+    the later models' likelihoods included. A categorical :math:`X_j` is
+    drawn exactly from this finite distribution. A continuous :math:`X_j`
+    gets an independence Metropolis-Hastings step (Tierney 1994, Ann. Statist.
+    22:1701-1762) whose proposal is the first two factors (for the normal
+    mask, the closed-form truncated normal :math:`N(\frac{\mu/\sigma^2 + \bar W/v}
+    {1/\sigma^2 + 1/v}, \frac{1}{1/\sigma^2 + 1/v})` on the bounds, with
+    :math:`v = \sigma_e^2/K`), so the acceptance ratio is the ratio of the
+    later models' likelihoods (and, on a grid, of :math:`p(\tilde W \mid
+    \mathrm{snap}(x))` to :math:`p(\tilde W \mid x)`). A continuous
+    variable's state is its latent normal value; the value on the grid is
+    what the later models and the mask see (:mod:`synthmi.models.truncation`).
+    A later continuous model's likelihood is its truncated-normal density,
+    normalising constant included (it depends on :math:`x_j` through the mean).
+
+A ``cart`` variable has no likelihood: it is drawn after the others from its
+tree, and may not be a predictor of a parametric model under the joint
+predictive.
+"""
+from __future__ import annotations
+
+from itertools import product
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from scipy.special import log_ndtr
+
+from .glm import log_probs_eta
+from .truncation import log_truncation_mass, truncated_normal
+
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+class Prepared:
+    """One conditional model with one posterior draw: its linear predictor and likelihood."""
+
+    def __init__(self, cond, theta: Mapping[str, np.ndarray] | None):
+        self.cond = cond
+        self.theta = theta
+        if cond.family == "cart":
+            self.lin = None
+            return
+        offset = None
+        if cond.group_codes is not None:
+            offset = np.asarray(theta["u"])[cond.group_codes]
+        self.lin = cond.design.prepare(theta["beta"], offset)
+        if cond.family == "normal":
+            self.sigma = float(theta["sigma"])
+            self.lo, self.hi = cond.latent_bounds()
+        self.cut = theta.get("cutpoints")
+
+    def eta(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        return self.lin.eta(values)
+
+    def log_probs(self, eta: np.ndarray) -> np.ndarray:
+        return log_probs_eta(self.cond.family, eta, self.cut)
+
+    def loglik(self, eta: np.ndarray, x: np.ndarray, latent: np.ndarray | None) -> np.ndarray:
+        """Per-record log density of the current value under this model (latent for a continuous one)."""
+        if self.cond.family == "normal":
+            r = (latent - eta) / self.sigma
+            out = -0.5 * r**2 - np.log(self.sigma) - 0.5 * _LOG_2PI
+            if np.isfinite(self.lo) or np.isfinite(self.hi):
+                out = out - log_truncation_mass(eta, self.sigma, self.lo, self.hi)
+            return out
+        return log_prob_of(self.cond.family, eta, np.asarray(x, dtype=np.int64), self.cut)
+
+
+def log_prob_of(family: str, eta: np.ndarray, x: np.ndarray, cut: np.ndarray | None = None) -> np.ndarray:
+    """log P(y = x_i) per record, computing only the observed category (the Gibbs sweeps' hot path).
+
+    Same values as ``log_probs_eta(family, eta, cut)[i, x_i]``; a test checks it.
+    """
+    if family == "logit":
+        if eta.shape[-1] == 1:
+            e = eta[:, 0]
+            s = np.where(x == 1, e, -e)
+            # log sigmoid(s) = -softplus(-s)
+            return -(np.log1p(np.exp(-np.abs(s))) + np.maximum(-s, 0.0))
+        full = np.concatenate([np.zeros((eta.shape[0], 1)), eta], axis=1)
+        mx = full.max(axis=1)
+        lse = mx + np.log(np.exp(full - mx[:, None]).sum(axis=1))
+        return np.take_along_axis(full, x[:, None], axis=1)[:, 0] - lse
+    if family == "probit":
+        return log_ndtr(np.where(x == 1, eta, -eta))
+    # ordered: log(F(kappa_x - eta) - F(kappa_{x-1} - eta)), kappa_{-1} = -inf, kappa_{C-1} = +inf
+    ext = np.concatenate([[-np.inf], np.asarray(cut, dtype=float), [np.inf]])
+    up = ext[x + 1] - eta
+    lo = ext[x] - eta
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        if family == "oprobit":
+            # mirror intervals above 0 so that both CDFs are taken in the accurate lower tail
+            flip = lo > 0
+            up, lo = np.where(flip, -lo, up), np.where(flip, -up, lo)
+            lu, ll = log_ndtr(up), log_ndtr(lo)
+        else:
+            lu, ll = -np.logaddexp(0.0, -up), -np.logaddexp(0.0, -lo)
+        d = np.minimum(ll - lu, 0.0)
+        l1m = np.where(d > -0.6931471805599453, np.log(-np.expm1(d)), np.log1p(-np.exp(d)))
+    return lu + l1m
+
+
+def _normal_proposal(p: Prepared, eta: np.ndarray, ev: Any) -> tuple[np.ndarray, np.ndarray | float]:
+    """Mean and sd of the own-model (times normal-mask) normal on the modelling scale."""
+    if ev is None:
+        return eta, p.sigma
+    w_bar, v = ev[1], ev[2]
+    prec = 1.0 / p.sigma**2 + 1.0 / v
+    return (eta / p.sigma**2 + w_bar / v) / prec, np.sqrt(1.0 / prec)
+
+
+def draw_categorical(logp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One category per row from (n, C) log-probabilities (inverse CDF, one uniform per row)."""
+    p = np.exp(logp - logp.max(axis=1, keepdims=True))
+    cdf = np.cumsum(p, axis=1)
+    u = rng.random(p.shape[0]) * cdf[:, -1]
+    return np.minimum((u[:, None] >= cdf).sum(axis=1), p.shape[1] - 1).astype(np.int64)
+
+
+def _cart_draw(cond, values: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    """One observed donor per record from its leaf (one uniform per record, so record-keyed streams work)."""
+    tree, (ids, start, count, y_sorted) = cond.fast
+    pos = np.searchsorted(ids, tree.apply(cond.design.matrix(values)))
+    offset = np.minimum((rng.random(pos.shape[0]) * count[pos]).astype(np.int64), count[pos] - 1)
+    return y_sorted[start[pos] + offset]
+
+
+def sequential_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any],
+                    rng: np.random.Generator) -> tuple[dict, dict, dict]:
+    """Each X_j from p(X_j | pred_j, theta_j) p(W~_j | X_j) in the visit sequence.
+
+    ``evidence[col]`` is ``("normal", w_bar, v)`` or ``("table", loglik (n, C))``.
+    Returns (values, latents, linear predictors).
+    """
+    values: dict[str, np.ndarray] = {}
+    latent: dict[str, np.ndarray] = {}
+    etas: dict[str, np.ndarray] = {}
+    for cond, p in zip(conds, preps):
+        c = cond.column
+        ev = evidence.get(c)
+        if cond.family == "cart":
+            values[c] = _cart_draw(cond, values, rng)
+            continue
+        eta = p.eta(values)
+        etas[c] = eta
+        if cond.family == "normal":
+            mean, sd = _normal_proposal(p, eta, ev)
+            y = truncated_normal(mean, sd, p.lo, p.hi, rng)
+            latent[c] = y
+            values[c] = cond.to_raw(y)
+        else:
+            lp = p.log_probs(eta)
+            if ev is not None:
+                lp = lp + ev[1]
+            values[c] = draw_categorical(lp, rng)
+    return values, latent, etas
+
+
+def dependents(conds: Sequence) -> list[list[int]]:
+    """For each model j, the later models that use X_j as a predictor."""
+    return [[k for k in range(j + 1, len(conds)) if conds[j].column in conds[k].predictors] for j in range(len(conds))]
+
+
+def check_joint(conds: Sequence) -> None:
+    """A cart variable has no likelihood, so under the joint predictive no parametric model may use it."""
+    for j, k_list in enumerate(dependents(conds)):
+        if conds[j].family != "cart":
+            continue
+        bad = [conds[k].column for k in k_list if conds[k].family != "cart"]
+        if bad:
+            raise ValueError(
+                f"Column '{conds[j].column}' is synthesized by 'cart', which has no likelihood, yet the models of "
+                f"{bad} use it as a predictor; under predictive='joint' a cart column can only feed other cart "
+                "columns. Drop it from their predictors, move it after them in visit_sequence, or use "
+                "predictive='sequential'."
+            )
+
+
+def can_enumerate(conds: Sequence, max_combinations: int) -> bool:
+    if any(c.family in ("normal", "cart") for c in conds):
+        return False
+    return int(np.prod([c.n_categories for c in conds], dtype=float)) <= max_combinations
+
+
+def enumerate_probs(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any],
+                    n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact joint predictive of all-categorical quasi-identifiers.
+
+    Returns the level combinations (K, q) and the log-probabilities (n, K) of
+    every combination for every record (normalised per record).
+    """
+    combos = np.asarray(list(product(*[range(c.n_categories) for c in conds])), dtype=np.int64)
+    logw = np.zeros((n_rows, len(combos)))
+    for t, combo in enumerate(combos):
+        vals = {cond.column: np.full(n_rows, code, dtype=np.int64) for cond, code in zip(conds, combo)}
+        for cond, p, code in zip(conds, preps, combo):
+            logw[:, t] += log_prob_of(cond.family, p.eta(vals), vals[cond.column], p.cut)
+            ev = evidence.get(cond.column)
+            if ev is not None:
+                logw[:, t] += ev[1][:, code]
+    mx = logw.max(axis=1, keepdims=True)
+    logw -= mx + np.log(np.exp(logw - mx).sum(axis=1, keepdims=True))
+    return combos, logw
+
+
+def enumerate_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any],
+                   rng: np.random.Generator, n_rows: int) -> dict:
+    """One draw per record from the exact table of :func:`enumerate_probs`."""
+    combos, logp = enumerate_probs(conds, preps, evidence, n_rows)
+    idx = draw_categorical(logp, rng)
+    return {cond.column: combos[idx, j] for j, cond in enumerate(conds)}
+
+
+def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any], rng: np.random.Generator,
+               n_sweeps: int, trace: list | None = None) -> tuple[dict, dict[str, float]]:
+    """Within-record Gibbs sweeps over all quasi-identifiers, started from the sequential draw.
+
+    Returns the values and, per continuous column, the Metropolis-Hastings
+    acceptance rate over the sweeps. ``trace`` (a list) receives a copy of the
+    values after every sweep (for checking how many sweeps suffice).
+    """
+    values, latent, etas = sequential_draw(conds, preps, evidence, rng)
+    deps = dependents(conds)
+    accepted: dict[str, float] = {}
+    n_rows = next(iter(values.values())).shape[0]
+    for _ in range(n_sweeps):
+        for j, (cond, p) in enumerate(zip(conds, preps)):
+            c = cond.column
+            if cond.family == "cart":
+                continue
+            ev = evidence.get(c)
+            later = [k for k in deps[j] if conds[k].family != "cart"]
+            if cond.family == "normal":
+                on_grid = ev is not None and cond.support is not None and cond.support.grid is not None
+                if not later and not on_grid:
+                    # no later likelihood: the proposal is the full conditional, draw it directly
+                    mean, sd = _normal_proposal(p, etas[c], ev)
+                    y = truncated_normal(mean, sd, p.lo, p.hi, rng)
+                    latent[c], values[c] = y, cond.to_raw(y)
+                    continue
+                mean, sd = _normal_proposal(p, etas[c], ev)
+                y_new = truncated_normal(mean, sd, p.lo, p.hi, rng)
+                x_new = cond.to_raw(y_new)
+                log_r = np.zeros(n_rows)
+                if on_grid:
+                    # the proposal used p(W | latent); the target uses p(W | value on the grid)
+                    w_bar, v = ev[1], ev[2]
+                    log_r += (-0.5 * ((w_bar - x_new) ** 2 - (w_bar - y_new) ** 2)
+                              + 0.5 * ((w_bar - values[c]) ** 2 - (w_bar - latent[c]) ** 2)) / v
+                new_etas = {}
+                for k in later:
+                    ck = conds[k].column
+                    e_new = preps[k].lin.replace(etas[ck], values, c, x_new)
+                    new_etas[ck] = e_new
+                    log_r += (preps[k].loglik(e_new, values[ck], latent.get(ck))
+                              - preps[k].loglik(etas[ck], values[ck], latent.get(ck)))
+                acc = np.log(rng.random(n_rows)) < log_r
+                accepted[c] = accepted.get(c, 0.0) + float(acc.mean())
+                latent[c] = np.where(acc, y_new, latent[c])
+                values[c] = np.where(acc, x_new, values[c])
+                for ck, e_new in new_etas.items():
+                    etas[ck] = np.where(acc if e_new.ndim == 1 else acc[:, None], e_new, etas[ck])
+                continue
+            # categorical: the exact finite full conditional
+            lw = p.log_probs(etas[c])
+            if ev is not None:
+                lw = lw + ev[1]
+            cand: dict[str, list[np.ndarray]] = {}
+            for k in later:
+                ck = conds[k].column
+                cand[ck] = []
+                lin = preps[k].lin
+                additive = hasattr(lin, "level_contrib")
+                if additive:
+                    # remove the current level's contribution once, then add each candidate's
+                    rest = etas[ck] - lin.contrib(c, values[c])
+                for level in range(cond.n_categories):
+                    if additive:
+                        e_l = rest + lin.level_contrib(c, level)
+                    else:
+                        e_l = lin.replace(etas[ck], values, c, np.full(n_rows, level, dtype=np.int64))
+                    cand[ck].append(e_l)
+                    lw[:, level] += preps[k].loglik(e_l, values[ck], latent.get(ck))
+            new = draw_categorical(lw, rng)
+            for ck, lst in cand.items():
+                stacked = np.stack(lst)  # (C, n) or (C, n, d)
+                etas[ck] = stacked[new, np.arange(n_rows)]
+            values[c] = new
+        if trace is not None:
+            trace.append({k: v.copy() for k, v in values.items()})
+    # cart columns: drawn last, given the final state of the others (no parametric model uses them)
+    for cond in conds:
+        if cond.family == "cart":
+            values[cond.column] = _cart_draw(cond, values, rng)
+    rates = {c: (a / n_sweeps if n_sweeps else float("nan")) for c, a in accepted.items()}
+    return values, rates

@@ -1,0 +1,197 @@
+r"""Support of a continuous variable: bounds, the grid it lives on, and exact truncated-normal draws.
+
+A synthetic value must be one the variable can take. Two facts describe that
+for a continuous quasi-identifier:
+
+* its **bounds** :math:`[l, u]`: declared public bounds (e.g. age 17-90 from
+  the survey design), or by default the observed minimum and maximum. The
+  default is itself a disclosure of the confidential minimum and maximum; the
+  synthesizers record which bounds were used and where they came from in the
+  release metadata (``structure["support"]``) so that the report can list it;
+* its **grid** :math:`\{o + kh\}`: whole years, half-years, cents. Detected
+  from the observed values (:func:`detect_grid`) unless given.
+
+A normal predictive :math:`N(\mu, \sigma^2)` is then drawn *truncated*, not
+clipped (clipping would pile probability on the bounds): with a grid the
+latent value is drawn on :math:`[l_h - h/2, u_h + h/2]` (:math:`l_h`,
+:math:`u_h` the first and last grid points inside the bounds) and snapped to
+the nearest grid point, which is the rounded-latent ("coarsened normal")
+model
+
+.. math:: P(X = o + kh) = \int_{o + (k - 1/2)h}^{o + (k + 1/2)h}
+    \frac{\phi((t - \mu)/\sigma)/\sigma}{\Phi((u_h + h/2 - \mu)/\sigma)
+    - \Phi((l_h - h/2 - \mu)/\sigma)}\, dt ,
+
+whose support is exactly the grid points inside the bounds.
+
+Truncated-normal draws use the inverse CDF on the lower tail (an interval
+right of the mean is mirrored), :math:`x = \Phi^{-1}(\Phi(a) + U(\Phi(b) -
+\Phi(a)))`, in log space (``log_ndtr`` / ``ndtri_exp``) where
+:math:`\Phi(b)` underflows, so they are exact to floating-point accuracy
+arbitrarily far in the tails (Devroye 1986, Non-Uniform Random Variate
+Generation, Section 2.1: inversion).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import log_ndtr, ndtr, ndtri, ndtri_exp
+
+__all__ = ["Support", "detect_grid", "truncated_normal", "log_truncation_mass"]
+
+
+def truncated_normal(mu: Any, sd: Any, lo: Any, hi: Any, rng: np.random.Generator) -> np.ndarray:
+    r"""Vectorised exact draws from :math:`N(\mu, sd^2)` truncated to ``[lo, hi]``.
+
+    Parameters
+    ----------
+    mu, sd, lo, hi : array-like, broadcastable
+        Means, standard deviations (> 0) and bounds (``lo < hi``; infinite
+        bounds allowed).
+    rng : numpy Generator
+        One uniform per draw is used.
+    """
+    mu = np.asarray(mu, dtype=float)
+    shape = np.broadcast_shapes(mu.shape, np.shape(sd), np.shape(lo), np.shape(hi))
+    mu = np.broadcast_to(mu, shape)
+    sd = np.broadcast_to(np.asarray(sd, dtype=float), shape)
+    a = (np.broadcast_to(np.asarray(lo, dtype=float), shape) - mu) / sd
+    b = (np.broadcast_to(np.asarray(hi, dtype=float), shape) - mu) / sd
+    # work on the lower tail, where Phi keeps full relative precision
+    flip = a > 0
+    a2 = np.where(flip, -b, a)
+    b2 = np.where(flip, -a, b)
+    u = rng.random(shape)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        pa = ndtr(a2)
+        pb = ndtr(b2)
+        x = ndtri(pa + u * (pb - pa))
+        tail = ~(pb > 1e-300)
+        if np.any(tail):
+            la = log_ndtr(a2[tail])
+            lb = log_ndtr(b2[tail])
+            ratio = np.exp(la - lb)
+            ratio = np.where(np.isfinite(ratio), ratio, 0.0)
+            x[tail] = ndtri_exp(np.minimum(lb + np.log(ratio + u[tail] * (1.0 - ratio)), 0.0))
+    # rounding at the last ulp can step outside [a2, b2]; bring those back (a no-op otherwise)
+    x = np.minimum(np.maximum(x, a2), b2)
+    x = np.where(flip, -x, x)
+    return mu + sd * x
+
+
+def log_truncation_mass(mu: Any, sd: Any, lo: float, hi: float) -> np.ndarray:
+    r""":math:`\log(\Phi((hi - \mu)/sd) - \Phi((lo - \mu)/sd))`, stable in both tails."""
+    mu = np.asarray(mu, dtype=float)
+    a = (lo - mu) / sd
+    b = (hi - mu) / sd
+    flip = a > 0
+    a2 = np.where(flip, -b, a)
+    b2 = np.where(flip, -a, b)
+    la = log_ndtr(a2)
+    lb = log_ndtr(b2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.minimum(la - lb, 0.0)
+        # log(1 - e^d), accurate on both sides of -log 2 (Maechler 2012)
+        l1m = np.where(d > -0.6931471805599453, np.log(-np.expm1(d)), np.log1p(-np.exp(d)))
+    return lb + l1m
+
+
+def detect_grid(x: Any, max_points: int = 1_000_000) -> tuple[float, float] | None:
+    """``(origin, step)`` of the grid the values lie on, or ``None``.
+
+    The step is the largest ``h = d / k`` (``d`` the smallest gap between
+    distinct values, ``k = 1..12``) such that every value is within a
+    relative ``1e-6`` of a multiple of ``h`` from the smallest value; values
+    with float noise (``0.1 + 0.2``) still count as on the grid. A variable
+    with fewer than 3 distinct values, or whose grid over the observed range
+    would have more than ``max_points`` points, is treated as not on one.
+    """
+    v = np.unique(np.asarray(x, dtype=float))
+    v = v[np.isfinite(v)]
+    if v.size:
+        # values equal up to float noise (0.1 + 0.2 vs 0.3) are one value
+        v = v[np.concatenate([[True], np.diff(v) > 1e-9 * max(1.0, float(np.abs(v).max()))])]
+    if v.size < 3:
+        return None
+    gaps = np.diff(v)
+    d = float(gaps.min())
+    span = float(v[-1] - v[0])
+    if d <= 0 or span <= 0:
+        return None
+    for k in range(1, 13):
+        h = d / k
+        if span / h > max_points:
+            return None
+        q = (v - v[0]) / h
+        # tolerance: 1e-6 of a step, plus the float noise of the values themselves
+        tol = 1e-6 + 1e-9 * float(np.abs(v).max()) / h
+        if np.all(np.abs(q - np.rint(q)) <= tol):
+            if np.allclose(v, np.rint(v)) and abs(h - round(h)) <= 1e-9:
+                h = float(round(h))  # a whole-number grid: exact integer step and origin
+                return (float(np.rint(v[0]) % h), h)
+            # 12 significant digits: 0.09999999999999432 (a float difference) is the step 0.1
+            return (float(f"{v[0]:.12g}"), float(f"{h:.12g}"))
+    return None
+
+
+@dataclass(frozen=True)
+class Support:
+    """Bounds and grid of one continuous variable, and where they come from.
+
+    Attributes
+    ----------
+    lower, upper : float
+        Bounds (``-inf`` / ``inf`` when unbounded).
+    source : str
+        ``"declared"`` (given by the user / release spec) or ``"observed"``
+        (the confidential minimum and maximum: a disclosure, listed in the report).
+    grid : (origin, step) or None
+    """
+
+    lower: float
+    upper: float
+    source: str = "observed"
+    grid: tuple[float, float] | None = None
+
+    @property
+    def grid_lower(self) -> float:
+        if self.grid is None or not np.isfinite(self.lower):
+            return self.lower
+        o, h = self.grid
+        return o + h * np.ceil((self.lower - o) / h - 1e-9)
+
+    @property
+    def grid_upper(self) -> float:
+        if self.grid is None or not np.isfinite(self.upper):
+            return self.upper
+        o, h = self.grid
+        return o + h * np.floor((self.upper - o) / h + 1e-9)
+
+    def latent_bounds(self) -> tuple[float, float]:
+        """Bounds of the latent normal draw (half a step beyond the outer grid points)."""
+        if self.grid is None:
+            return self.lower, self.upper
+        h = self.grid[1]
+        return self.grid_lower - h / 2, self.grid_upper + h / 2
+
+    def snap(self, x: np.ndarray) -> np.ndarray:
+        """Latent values -> grid points inside the bounds (identity without a grid)."""
+        x = np.asarray(x, dtype=float)
+        if self.grid is None:
+            return np.minimum(np.maximum(x, self.lower), self.upper)
+        o, h = self.grid
+        k = np.floor((x - o) / h + 0.5)
+        # a latent exactly on the outer edge (measure zero) maps to the outer grid point; rounding to
+        # 10 decimals removes the float noise of o + h k (16.3 + 0.1 * 11 = 17.400000000000002)
+        return np.round(np.minimum(np.maximum(o + h * k, self.grid_lower), self.grid_upper), 10)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lower": None if not np.isfinite(self.lower) else float(self.lower),
+            "upper": None if not np.isfinite(self.upper) else float(self.upper),
+            "source": self.source,
+            "grid_step": None if self.grid is None else float(self.grid[1]),
+            "grid_origin": None if self.grid is None else float(self.grid[0]),
+        }

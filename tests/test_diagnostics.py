@@ -1,0 +1,199 @@
+"""Convergence figures (ArviZ) and the fail-closed release check (synthmi.diagnostics)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthmi.diagnostics import (
+    DiagnosticsFailed,
+    check_diagnostics,
+    diagnostics_table,
+    enforce,
+    ess_bulk,
+    rhat,
+    summarize_draws,
+)
+
+
+def _ar1(n, rho, rng, chains=1):
+    e = rng.standard_normal((chains, n))
+    x = np.empty((chains, n))
+    x[:, 0] = e[:, 0]
+    for t in range(1, n):
+        x[:, t] = rho * x[:, t - 1] + np.sqrt(1 - rho**2) * e[:, t]
+    return x
+
+
+# ---------------------------------------------------------------- the figures
+def test_figures_are_arviz_rank_rhat_and_bulk_ess():
+    import arviz as az
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 400, 2))
+    x[..., 1] = 0.1 * np.cumsum(x[..., 1], axis=1)
+    for k in range(2):
+        assert rhat(x)[k] == pytest.approx(float(az.rhat(x[:, :, k], method="rank")), abs=1e-12)
+        assert ess_bulk(x)[k] == pytest.approx(float(az.ess(x[:, :, k], method="bulk")), rel=1e-12)
+    # one chain: judged as two halves (ArviZ needs two chains)
+    one = x[:1, :, 0]
+    assert rhat(one)[0] == pytest.approx(float(az.rhat(one[0].reshape(2, 200), method="rank")), abs=1e-12)
+
+
+def test_figures_on_chains_of_known_behaviour():
+    rng = np.random.default_rng(1)
+    n, rho = 20000, 0.8
+    iid = rng.standard_normal((1, n))
+    ar = _ar1(n, rho, rng)
+    # iid: ESS ~ n; AR(1): n (1 - rho) / (1 + rho) = 2222; the estimator's sd is ~5-10 % at these lengths
+    assert 0.85 * n < ess_bulk(iid)[0] < 1.15 * n
+    assert 0.8 * 2222 < ess_bulk(ar)[0] < 1.2 * 2222
+    # R-hat of a stationary chain: 1 up to O(1/sqrt(n)) noise
+    assert abs(rhat(iid)[0] - 1.0) < 0.01
+    drift = np.linspace(0, 3, n)[None] + iid
+    assert rhat(drift)[0] > 1.2
+    # two chains stuck in different places
+    stuck = rng.normal(size=(2, 500))
+    stuck[1] += 3.0
+    assert rhat(stuck)[0] > 1.5
+
+
+def test_summarize_draws_skips_fixed_parameters_and_flags_unmoved_chains():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2, 300, 3))
+    x[..., 2] = 0.0  # fixed by construction (a reference category)
+    r, e = summarize_draws(x)
+    assert r == pytest.approx(float(rhat(x[..., :2]).max()))
+    assert e == pytest.approx(float(ess_bulk(x[..., :2]).min()))
+    x[0, :, 1] = 0.3  # chain 1 never moved, chain 2 elsewhere
+    x[1, :, 1] = -0.3
+    r, _ = summarize_draws(x)
+    assert not r <= 1.05  # NaN or huge (ArviZ's rank normalisation of the ties): it fails either way
+    assert len(check_diagnostics({"table": {"c": {"r_hat": r, "ess_bulk": 500.0}}}, raise_error=False)) == 1
+
+
+# ---------------------------------------------------------------- the check
+def test_check_names_every_failing_column_with_its_figures():
+    table = {
+        "columns": {
+            "age": {"r_hat": 4.5, "ess_bulk": 3.2, "acceptance_rate": 0.001},
+            "sex": {"family": "normal", "method": "closed-form conjugate draws"},  # exact: nothing to check
+            "race": {"r_hat": 1.002, "ess_bulk": 900.0},
+            "education": {"r_hat": 1.01, "ess_bulk": 40.0},
+        }
+    }
+    with pytest.raises(DiagnosticsFailed) as info:
+        check_diagnostics(table, owner="RubinSynthesizer")
+    msg = str(info.value)
+    assert "'age' (R-hat 4.5 > 1.05, bulk ESS 3.2 < 100, acceptance rate 0.001)" in msg
+    assert "'education' (bulk ESS 40 < 100)" in msg
+    assert "'race'" not in msg and "'sex'" not in msg
+    assert "RubinSynthesizer" in msg and "accept_diagnostics=True" in msg and "No copies" in msg
+    assert list(info.value.failures.index) == ["age", "education"]
+    assert isinstance(info.value, RuntimeError)
+    # command-line phrasing of the same failure
+    cli = str(info.value.for_cli())
+    assert "--accept-diagnostics" in cli and "--rhat-max 1.05" in cli and "accept_diagnostics=True" not in cli
+
+
+def test_check_thresholds_are_configurable_and_validated():
+    table = pd.DataFrame({"r_hat": [1.08], "ess_bulk": [150.0]}, index=pd.Index(["age"], name="block"))
+    with pytest.raises(DiagnosticsFailed, match=r"R-hat 1.08 > 1.05"):
+        check_diagnostics(table)
+    assert check_diagnostics(table, rhat_max=1.1).empty
+    with pytest.raises(DiagnosticsFailed, match=r"bulk ESS 150 < 200"):
+        check_diagnostics(table, rhat_max=1.1, ess_min=200)
+    with pytest.raises(ValueError, match="'rhat_max' parameter .* must be >= 1.0"):
+        check_diagnostics(table, rhat_max=0.9)
+    with pytest.raises(ValueError, match="'ess_min' parameter"):
+        check_diagnostics(table, ess_min=-1)
+    # a NaN R-hat (chains that never moved) fails rather than passing silently
+    with pytest.raises(DiagnosticsFailed, match="never moved"):
+        check_diagnostics({"table": {"age": {"r_hat": float("nan"), "ess_bulk": 2.0}}})
+
+
+def test_tables_without_figures_pass():
+    assert diagnostics_table(None).empty
+    assert diagnostics_table({"epsilon_spent": 1.0, "theta": {}}).empty  # DPSyn: no sampler
+    assert check_diagnostics(None).empty
+
+
+def test_idata_table_is_per_column():
+    import arviz as az
+    import xarray as xr
+
+    rng = np.random.default_rng(3)
+    good = rng.normal(size=(2, 300, 2))
+    bad = rng.normal(size=(2, 300))
+    bad[1] += 4.0
+    idata = az.InferenceData(
+        posterior=xr.Dataset({"age_beta": (("chain", "draw", "age_coef"), good), "age_sigma": (("chain", "draw"), good[..., 0]),
+                              "sex_beta": (("chain", "draw"), bad)}),
+        sample_stats=xr.Dataset({"age_diverging": (("chain", "draw"), np.zeros((2, 300), bool)),
+                                 "sex_diverging": (("chain", "draw"), np.ones((2, 300), bool))}),
+    )
+    tab = diagnostics_table(idata)
+    assert list(tab.index) == ["age", "sex"]
+    assert tab.loc["age", "r_hat"] < 1.02 and tab.loc["sex", "r_hat"] > 1.5
+    assert tab.loc["sex", "divergences"] == 600
+    with pytest.raises(DiagnosticsFailed, match="'sex'"):
+        check_diagnostics(idata)
+
+
+def test_enforce_records_an_accepted_failure():
+    table = {"table": {"age": {"r_hat": 2.38, "ess_bulk": 3.0}}}
+    with pytest.raises(DiagnosticsFailed):
+        enforce(table, owner="X")
+    with pytest.warns(RuntimeWarning, match="flagged as unconverged"):
+        rec = enforce(table, owner="X", accept=True)
+    assert rec["passed"] is False and rec["accepted"] is True
+    assert rec["failures"]["age"]["r_hat"] == 2.38
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert enforce({"table": {"age": {"r_hat": 1.0, "ess_bulk": 500.0}}}, owner="X")["passed"] is True
+    with pytest.raises(ValueError, match="'accept_diagnostics' parameter of X"):
+        enforce(table, owner="X", accept="yes")
+
+
+# ---------------------------------------------------------------- synthesizers fail closed
+@pytest.fixture(scope="module")
+def many_levels():
+    """A 40-level quasi-identifier on 200 rows: the multinomial posterior is far from normal
+    and independence MH barely moves (acceptance ~0.03), as with the 250-level QI of the review."""
+    rng = np.random.default_rng(0)
+    n = 200
+    return pd.DataFrame({"code": pd.Categorical(rng.integers(0, 40, n).astype(str)),
+                         "x": rng.normal(size=n), "y": rng.integers(0, 2, n)})
+
+
+def test_rubin_refuses_copies_when_sampler_fails(many_levels):
+    from synthmi.models import RubinSynthesizer
+
+    s = RubinSynthesizer(progressbar=False, draws=100).fit(many_levels, ["code"])
+    with pytest.raises(DiagnosticsFailed, match=r"'code' \(R-hat [0-9.]+ > 1.05, bulk ESS [0-9.]+ < 100") as info:
+        s.sample(2, random_state=1)
+    # the message names the column, never a category label
+    assert not any(f"'{lvl}'" in str(info.value) for lvl in many_levels["code"].cat.categories if lvl != "code")
+    s.set_params(accept_diagnostics=True) if hasattr(s, "set_params") else setattr(s, "accept_diagnostics", True)
+    with pytest.warns(RuntimeWarning, match="flagged as unconverged"):
+        out = s.sample(2, random_state=1)
+    assert out.unconverged and out.diagnostics_check["accepted"] is True
+    assert out.metadata()["diagnostics_check"]["failures"]["code"]["r_hat"] > 1.05
+
+
+def test_risk_targeted_short_chain_refused():
+    from synthmi.models.risk_targeted import RiskTargetedSynthesizer
+
+    rng = np.random.default_rng(4)
+    n = 150
+    z = rng.normal(size=(n, 2))
+    df = pd.DataFrame({"a": z[:, 0], "b": z[:, 0] + 0.5 * z[:, 1]})
+    s = RiskTargetedSynthesizer(n_iter=40, burn=10, thin=1, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        s.fit(df, quasi_identifiers=["a"], keep=["b"])
+    # 30 correlation draws of one chain cannot have a bulk ESS of 100
+    with pytest.raises(DiagnosticsFailed, match=r"'a' \(.*bulk ESS [0-9.]+ < 100"):
+        s.sample(2, random_state=0)
