@@ -216,7 +216,7 @@ def test_bad_input_errors():
     mis.loc[3, "b"] = np.nan
     with pytest.raises(ValueError, match="Column 'b' of 'df' has 1 missing values where none are allowed"):
         GaussianCopula(n_iter=10).fit(mis, complete=["b"])
-    with pytest.raises(ValueError, match="The 'n_iter' parameter of GaussianCopula must be >= 2"):
+    with pytest.raises(ValueError, match="The 'n_iter' parameter of GaussianCopulaImputer must be >= 2"):
         GaussianCopula(n_iter=1).fit(df)
     with pytest.raises(ValueError, match="call fit|Call 'fit'"):
         GaussianCopula().impute(2)
