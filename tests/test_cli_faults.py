@@ -131,6 +131,33 @@ def test_padded_number_is_read_as_the_number(tmp_path):
         load_dataset(str(path))
 
 
+def test_numerically_coded_categorical_is_read_as_categories_not_refused(tmp_path):
+    """NHANES' diabetes is coded 0 / 1 / Borderline (89% numbers): a real three-level category,
+    which the numeric-looking check refused with no way round it. A single stray label among the
+    same codes, and 'forty' among ages, are still errors."""
+    from synthmi.data import load_dataset
+
+    df = _survey().astype({"age": object})
+    codes = np.array(["0"] * 250 + ["1"] * 40 + ["Borderline"] * 10, dtype=object)
+    df["diabetes"] = codes
+    path = tmp_path / "coded.csv"
+    df.to_csv(path, index=False)
+    got = load_dataset(str(path))
+    assert isinstance(got["diabetes"].dtype, pd.CategoricalDtype)
+    assert sorted(got["diabetes"].cat.categories) == ["0", "1", "Borderline"]
+    assert got["diabetes"].value_counts()["Borderline"] == 10
+    df["diabetes"] = np.where(codes == "Borderline", "1", codes)
+    df.loc[5, "diabetes"] = "Borderline"  # one label cell only: a typo, not a level
+    df.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"'diabetes' \(first at data row 6\)"):
+        load_dataset(str(path))
+    df["diabetes"] = codes
+    df.loc[[3, 7], "age"] = "forty"  # repeated, but ages take far more than 10 numbers
+    df.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"'age' \(first at data row 4\)"):
+        load_dataset(str(path))
+
+
 def test_sep_option_and_a_hint_when_it_is_missing(tmp_path, capsys):
     path = tmp_path / "semi.csv"
     _survey().to_csv(path, index=False, sep=";")

@@ -55,3 +55,17 @@ def test_bad_input():
         distance_to_closest_record(df, [df], columns=["zz"])
     with pytest.raises(ValueError, match="'sample' parameter"):
         distance_to_closest_record(df, [df], sample=1)
+
+
+def test_near_copies_of_large_values_are_not_exact():
+    """Values 0.01 apart on a range of 1e6 differ (a float32 encoding made 500000.01 equal to 500000.00)."""
+    rng = np.random.default_rng(0)
+    x = np.round(rng.uniform(400000, 600000, 50), 2)
+    x[0], x[1] = 0.0, 1e6
+    orig = pd.DataFrame({"income": x, "sex": rng.choice(["f", "m"], 50)})
+    syn = orig.assign(income=orig["income"] + 0.01)
+    r = distance_to_closest_record(orig, syn, sample=50, random_state=0)
+    assert r.summary["share_exact_synthetic"] == 0.0
+    # each record's nearest original is itself, 0.01 / 1e6 away on one of 2 columns
+    np.testing.assert_allclose(r.dcr_synthetic, 0.01 / 1e6 / 2, rtol=1e-3)
+    assert distance_to_closest_record(orig, orig, sample=50, random_state=0).summary["share_exact_synthetic"] == 1.0

@@ -186,7 +186,7 @@ def test_level_held_by_one_record(tmp_path, capsys):
     data = tmp_path / "survey.csv"
     df.to_csv(data, index=False)
     argv = ["synthesize", "--data", str(data), "--qi", "region,sex,age", "--keep", "income,smoker",
-            "--method", "dpsyn", "--m", "1", "--quiet"]
+            "--method", "dpsyn", "--m", "2", "--quiet"]
     # 1. no domain declared: refused, naming the column and the flag
     assert main(argv + ["--out", str(tmp_path / "a")]) == 1
     err = capsys.readouterr().err
@@ -260,7 +260,7 @@ def test_no_dp_release_records_a_seed(tmp_path, domain_file, seed, capsys):
     extra = [] if seed is None else ["--seed", str(seed)]
     out = tmp_path / "syn"
     assert main(["synthesize", "--data", str(data), "--qi", "region,sex,age", "--keep", "income,smoker",
-                 "--method", "dpsyn", "--domain", str(domain_file), "--m", "1", "--out", str(out), *extra]) == 0
+                 "--method", "dpsyn", "--domain", str(domain_file), "--m", "2", "--out", str(out), *extra]) == 0
     err = capsys.readouterr().err
     meta_text = (out / "metadata.json").read_text()
     _assert_no_seed(meta_text, seed)
@@ -276,7 +276,7 @@ def test_no_dp_release_records_a_seed(tmp_path, domain_file, seed, capsys):
     for argv, name in (
         (["dp", "kmeans", "--data", str(data), "--columns", "age,income", "--domain", str(domain_file), "--eps", "1"], "km.json"),
         (["dp", "bayes", "--data", str(data), "--column", "smoker", "--domain", str(domain_file), "--eps", "1"], "b.json"),
-        (["synthesize", "--data", "adult", "--qi", "age,sex", "--keep", "income", "--method", "dpsyn", "--m", "1"], "adult"),
+        (["synthesize", "--data", "adult", "--qi", "age,sex", "--keep", "income", "--method", "dpsyn", "--m", "2"], "adult"),
     ):
         target = tmp_path / name
         assert main(argv + extra + ["--out", str(target), "--quiet"]) == 0

@@ -122,10 +122,12 @@ def _synth(method, masks):
         return DAMISynthesizer(masks=masks, progressbar=False, predictive="sequential")
     if method == "cart":
         return CartSynthesizer()
-    return RiskTargetedSynthesizer(masks=masks, n_iter=60, burn=20, thin=5, n_sweeps=3)
+    # a short copula chain on purpose (the support is the point, not convergence): accept its diagnostics
+    return RiskTargetedSynthesizer(masks=masks, n_iter=60, burn=20, thin=5, n_sweeps=3, accept_diagnostics=True)
 
 
 @pytest.mark.filterwarnings("ignore:GaussianCopula:RuntimeWarning")  # a short copula chain on purpose
+@pytest.mark.filterwarnings("ignore:.*flagged as unconverged:RuntimeWarning")  # ... accepted, flagged
 @pytest.mark.parametrize("method", ["rubin", "dami", "dami-sequential", "cart", "risk-dami"])
 @pytest.mark.parametrize("data", ["adult", "nhanes"])
 def test_no_value_outside_bounds_or_off_grid(method, data):

@@ -61,13 +61,17 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     add_sep_flag(p)
     p.add_argument("--qi", default=None, action="append",
                    help=f"quasi-identifiers, comma-separated (repeatable; {COMMA_NAMES_HELP}; "
-                   "default: those recorded with the first release)")
-    p.add_argument("--analysis", default=ADULT.formula,
-                   help=f"the analyst's model as a formula (default: the Adult workload's, {ADULT.formula!r})")
-    p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
+                   "default: the spec's, else those recorded with the first release)")
+    p.add_argument("--analysis", default=None,
+                   help="the analyst's model as a formula (default: the spec's first analysis; else the Adult "
+                   f"workload's, {ADULT.formula!r})")
+    p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
+                   help="model family (default: the spec's, else probit)")
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
                    help="combining rule (default: the rule each release recorded, e.g. full for dpsyn; else partial, "
                         "or nested for m x r copies)")
+    p.add_argument("--spec", default=None, metavar="SPEC.json",
+                   help="release spec (default: the spec recorded with the copies)")
     p.add_argument("--holdout", default=None, metavar="CSV",
                    help="real records NOT used for the releases: the baseline of the distance to closest record of "
                         "fully synthetic releases (default: leave-one-out within the original)")
@@ -93,6 +97,25 @@ def tolerance_from(args) -> dict[str, float] | None:
         except ValueError:
             raise ValueError(f"The '--tol' option takes COLUMN=NUMBER. Got {k}={v!r} instead.") from None
     return out or None
+
+
+def report_defaults(args, syn=None):
+    """(quasi-identifiers, formula, family, spec): flags, else the spec (``--spec`` or
+    recorded with the copies), else the release's recorded QIs and the Adult workload's formula."""
+    from ._common import load_spec_option
+
+    spec = load_spec_option(args, syn)
+    qi = split_list(args.qi) or (spec.quasi_identifiers if spec is not None else []) or list(
+        getattr(syn, "quasi_identifiers", []) or [])
+    if not qi:
+        raise ValueError("The '--qi' option is needed: neither a spec nor the release names the quasi-identifiers.")
+    formula, family = args.analysis, args.family
+    if formula is None:
+        if spec is not None and spec.analyses:
+            formula, family = spec.analyses[0]["formula"], family or spec.analyses[0]["family"]
+        else:
+            formula = ADULT.formula
+    return qi, formula, family or "probit", spec
 
 
 def _read_frontier(path: str | None):
@@ -130,15 +153,14 @@ def run(args) -> int:
         releases[label] = syn
         for f in sorted(path.glob("copy_*.csv")):
             hashes[f"{label}/{f.name}"] = file_sha256(f)
-    original = align_original(original, next(iter(releases.values())))
-    qi = split_list(args.qi)
-    # None: each release's recorded rule (full for DPSyn), else nested for m x r copies, else partial
-    rule = args.rule
+    first = next(iter(releases.values()))
+    original = align_original(original, first)
+    qi, formula, family, spec = report_defaults(args, first)
     holdout = None
     if args.holdout:
-        holdout, _ = load_original(args.holdout)
+        holdout, _ = load_original(args.holdout, sep_of(args))
     data = evaluate_release(
-        original, releases, qi, args.analysis, family=args.family, rule=rule,
+        original, releases, qi, formula, family=family, rule=args.rule, spec=spec,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
         pmse_method=args.pmse_method, original_label=args.original, input_hashes=hashes,
         seeds={k: s.seed for k, s in releases.items() if s.seed is not None}, progress=progress_enabled(args),

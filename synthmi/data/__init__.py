@@ -10,6 +10,7 @@ Provenance and licences are in ``PROVENANCE.md`` beside this file:
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 import numpy as np
@@ -245,8 +246,24 @@ def _is_text(s: pd.Series) -> bool:
 _NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 
 
+def _coded_categorical(obs: pd.Series, plain: pd.Series, max_codes: int) -> bool:
+    """A categorical coded mostly by numbers, such as NHANES' diabetes ``0`` / ``1`` / ``Borderline``.
+
+    Its numeric cells take at most ``max_codes`` distinct values and every text label is a
+    repeated level (held by at least 2 cells) that is not a number written with padding or a
+    thousands separator. A mistyped cell in a numeric column (``forty`` among ages, ``1,000``,
+    a single ``yes`` among 0/1 codes) fails one of these and stays an error.
+    """
+    if obs[plain].nunique() > max_codes:
+        return False
+    counts = obs[~plain].value_counts()
+    if (counts < 2).any():
+        return False
+    return not any(re.fullmatch(_NUMBER, str(v).strip().replace(",", "")) for v in counts.index)
+
+
 def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str | None = None,
-                    numeric_share: float = 0.8) -> None:
+                    numeric_share: float = 0.8, max_codes: int = 10) -> None:
     """Refuse a CSV that would be misread silently; every offending column is named.
 
     * one column whose name holds ``;``, a tab or ``|``: the file uses another
@@ -254,7 +271,9 @@ def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str |
     * a text column in which at least ``numeric_share`` of the non-missing cells
       are plain numbers (a numeric column with a few cells such as ``"forty"``,
       ``" 34 "`` or ``"1,000"``): the first offending cell is named by its row
-      number, never by its value (cell values can be confidential);
+      number, never by its value (cell values can be confidential). A categorical
+      coded mostly by numbers (at most ``max_codes`` distinct numbers, every text
+      label repeated, e.g. ``0`` / ``1`` / ``Borderline``) is read as categories;
     * infinite values in a numeric column.
     """
     where = f"The '{option}' file '{source}'" if option else f"The file '{source}'"
@@ -277,6 +296,8 @@ def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str |
             continue
         plain = obs.str.fullmatch(_NUMBER)
         if plain.all() or plain.mean() < numeric_share:
+            continue
+        if _coded_categorical(obs, plain, max_codes):
             continue
         row = int(np.flatnonzero(~plain.to_numpy())[0])
         pos = int(s.index.get_loc(obs.index[row])) + 1

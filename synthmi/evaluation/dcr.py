@@ -94,8 +94,10 @@ def _encode(frames: list[pd.DataFrame], columns: Sequence[str], reference: pd.Da
         X = np.column_stack([f[c].to_numpy(dtype=float) / ranges[c] for c in num]) if num else np.empty((len(f), 0))
         C = (np.column_stack([levels[c].get_indexer(f[c].astype(object)) for c in cat]).astype(np.int64)
              if cat else np.empty((len(f), 0), dtype=np.int64))
-        # get_indexer gives -1 for missing: a level of its own, equal to itself
-        out.append((X.astype(np.float32), C))
+        # get_indexer gives -1 for missing: a level of its own, equal to itself.
+        # Numeric columns stay float64: in float32, 500000.01 / 1e6 and 500000.00 / 1e6 are the
+        # same number, so records that differ were counted as exact copies (DCR = 0).
+        out.append((X.astype(np.float64), C))
     return out, num, cat
 
 
@@ -120,6 +122,7 @@ def gower_nearest(query: tuple[np.ndarray, np.ndarray], ref: tuple[np.ndarray, n
             nan_q, nan_r = np.isnan(q), np.isnan(r)
             # both missing: 0; one missing: 1; else the range-scaled difference, capped at 1
             diff = np.where(nan_q & nan_r, 0.0, np.where(nan_q | nan_r, 1.0, np.minimum(diff, 1.0)))
+            # a float32 sum keeps the chunk small; a non-zero difference (>= 1e-38) stays non-zero
             d += diff.astype(np.float32)
         for j in range(Cq.shape[1]):
             d += (Cq[a:b, j][:, None] != Cr[None, :, j]).astype(np.float32)
