@@ -344,3 +344,24 @@ def test_separated_fit_is_flagged_not_reported_as_overlap(tmp_path, survey_csv, 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert analyse("y ~ age + sex", "logit", df, [df, df.assign(age=df["age"] + 1)], rule="partial").separated == []
+
+
+def test_report_on_a_csv_needs_analysis_and_reads_holdout_with_sep(tmp_path, capsys):
+    """Without --analysis the report fitted Adult's 'income ~ age + sex + race + education' to the
+    user's file and died in a PatsyError; and --holdout ignored --sep."""
+    path = tmp_path / "semi.csv"
+    _survey().to_csv(path, index=False, sep=";")
+    out = tmp_path / "syn"
+    assert _cart(path, out, "--sep", ";") == 0
+    page = tmp_path / "r.html"
+    rc = main(["report", "--original", str(path), "--sep", ";", "--synthetic", str(out), "--qi", "age,sex",
+               "--out", str(page), "--quiet"])
+    err = _err(capsys)
+    assert rc == 1 and "The '--analysis' option is required" in err and "Patsy" not in err
+    assert not page.exists()
+    holdout = tmp_path / "holdout.csv"
+    _survey(seed=5).to_csv(holdout, index=False, sep=";")
+    rc = main(["report", "--original", str(path), "--sep", ";", "--synthetic", str(out), "--qi", "age,sex",
+               "--analysis", "y ~ age + sex", "--holdout", str(holdout), "--out", str(page), "--quiet"])
+    assert rc == 0, _err(capsys)
+    assert page.exists()

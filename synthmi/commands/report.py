@@ -62,8 +62,9 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qi", default=None, action="append",
                    help=f"quasi-identifiers, comma-separated (repeatable; {COMMA_NAMES_HELP}; "
                    "default: those recorded with the first release)")
-    p.add_argument("--analysis", default=ADULT.formula,
-                   help=f"the analyst's model as a formula (default: the Adult workload's, {ADULT.formula!r})")
+    p.add_argument("--analysis", default=None,
+                   help=f"the analyst's model as a formula (required unless --original is adult; for adult the "
+                        f"default is the Adult workload's, {ADULT.formula!r})")
     p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
                    help="combining rule (default: the rule each release recorded, e.g. full for dpsyn; else partial, "
@@ -117,6 +118,16 @@ def run(args) -> int:
     from ..synthetic import SyntheticData
 
     check_output_file(args.out, "--out", args.overwrite)
+    analysis = args.analysis
+    if analysis is None:
+        # the Adult workload's formula names Adult's columns: on any other data it could only
+        # fail deep inside the model fit, after the releases were read
+        if str(args.original).lower() != "adult":
+            raise ValueError(
+                f"The '--analysis' option is required when --original is not adult (got {args.original!r}): "
+                "give the analyst's model as a formula, e.g. --analysis 'y ~ age + sex'."
+            )
+        analysis = ADULT.formula
     original, digest = load_original(args.original, sep_of(args))
     releases, hashes = {}, {"original": digest}
     for item in args.synthetic:
@@ -136,9 +147,9 @@ def run(args) -> int:
     rule = args.rule
     holdout = None
     if args.holdout:
-        holdout, _ = load_original(args.holdout)
+        holdout, _ = load_original(args.holdout, sep_of(args), option="--holdout")
     data = evaluate_release(
-        original, releases, qi, args.analysis, family=args.family, rule=rule,
+        original, releases, qi, analysis, family=args.family, rule=rule,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
         pmse_method=args.pmse_method, original_label=args.original, input_hashes=hashes,
         seeds={k: s.seed for k, s in releases.items() if s.seed is not None}, progress=progress_enabled(args),
