@@ -6,7 +6,10 @@ ties, a binary column with 1 missing, a 3-level nominal column with 1 missing);
 prints and writes, per latent correlation, the two posterior means and sds,
 their ESS and the Monte Carlo standard error of the difference.
 
-Run: ``python benchmarks/copula_pymc.py [--n-iter 6000] [--draws 1000]``.
+Run: ``python benchmarks/copula_pymc.py [--n-iter 6000] [--draws 1000]``. The figures of the
+session's run (2,000 Gibbs iterations, 500 NUTS draws per chain) are in
+``benchmarks/results/copula_pymc_mixed.json``: all 10 correlations agree (largest |z| 1.49,
+largest MC standard error of the difference 0.046, no divergences).
 """
 from __future__ import annotations
 

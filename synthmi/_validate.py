@@ -241,3 +241,119 @@ def check_copies(copies: Any, name: str = "synthetic", min_copies: int = 1) -> l
     for j, c in enumerate(copies):
         check_dataframe(c, f"{name}[{j}]")
     return copies
+
+
+# --------------------------------------------------------------------------- parameter constraints
+class Interval:
+    """A real (``kind="real"``) or integer (``kind="int"``) range, bounds optional.
+
+    Used in a class's ``_parameter_constraints`` (scikit-learn's style): the
+    parameters of a synthesizer are declared once, as data, and checked in ``fit``.
+    """
+
+    def __init__(self, kind: str, lower: float | None = None, upper: float | None = None,
+                 closed: str = "both") -> None:
+        if kind not in ("real", "int") or closed not in ("both", "left", "right", "neither"):
+            raise ValueError(f"Interval({kind!r}, closed={closed!r}) is not a valid constraint.")
+        self.kind, self.lower, self.upper, self.closed = kind, lower, upper, closed
+
+    def check(self, value: Any, name: str, owner: str) -> Any:
+        return check_scalar(
+            value, name, owner, kind=self.kind, lower=self.lower, upper=self.upper,
+            lower_inclusive=self.closed in ("both", "left"), upper_inclusive=self.closed in ("both", "right"),
+        )
+
+    def describe(self) -> str:
+        what = "an integer" if self.kind == "int" else "a real number"
+        lo = "(-inf" if self.lower is None else ("[" if self.closed in ("both", "left") else "(") + f"{self.lower}"
+        hi = "inf)" if self.upper is None else f"{self.upper}" + ("]" if self.closed in ("both", "right") else ")")
+        return f"{what} in the range {lo}, {hi}"
+
+    def __repr__(self) -> str:
+        return f"Interval({self.kind!r}, {self.lower}, {self.upper}, closed={self.closed!r})"
+
+
+class Options:
+    """One of a fixed set of values (strings, usually)."""
+
+    def __init__(self, *values: Any) -> None:
+        self.values = tuple(values)
+
+    def check(self, value: Any, name: str, owner: str) -> Any:
+        if value not in self.values:
+            raise param_error(name, owner, "one of " + ", ".join(repr(o) for o in self.values), value)
+        return value
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(o) for o in self.values)
+
+    def __repr__(self) -> str:
+        return f"Options{self.values!r}"
+
+
+_NAMED = {
+    "boolean": ("True or False", lambda v: isinstance(v, (bool, np.bool_))),
+    "random_state": (
+        "None, an int >= 0 or a numpy Generator",
+        lambda v: isinstance(v, np.random.Generator)
+        or (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 0),
+    ),
+    "columns": (
+        "a list of column names",
+        lambda v: isinstance(v, Sequence) and not isinstance(v, str) and all(isinstance(c, str) for c in v),
+    ),
+    "dict": ("a dict", lambda v: isinstance(v, dict) or hasattr(v, "keys")),
+    "array-like": ("array-like", lambda v: hasattr(v, "__len__") and not isinstance(v, (str, dict))),
+    "object": ("any object", lambda v: True),
+}
+
+
+def _describe(c: Any) -> str:
+    if c is None:
+        return "None"
+    if isinstance(c, (Interval, Options)):
+        return c.describe()
+    if isinstance(c, str):
+        return _NAMED[c][0]
+    if isinstance(c, type):
+        return f"an instance of {c.__name__}"
+    raise ValueError(f"Unknown parameter constraint {c!r}.")
+
+
+def _satisfies(c: Any, value: Any, name: str, owner: str) -> bool:
+    if c is None:
+        return value is None
+    if isinstance(c, (Interval, Options)):
+        try:
+            c.check(value, name, owner)
+        except ValueError:
+            return False
+        return True
+    if isinstance(c, str):
+        return bool(_NAMED[c][1](value))
+    if isinstance(c, type):
+        return isinstance(value, c)
+    raise ValueError(f"Unknown parameter constraint {c!r}.")
+
+
+def validate_params(params: dict[str, Any], constraints: dict[str, list], owner: str) -> None:
+    """Check each parameter against its declared constraints (any one may hold).
+
+    A parameter whose only non-None constraint is an :class:`Interval` or
+    :class:`Options` gets that check's own message (e.g. "must be >= 1");
+    otherwise the message lists every allowed form.
+    """
+    for name, value in params.items():
+        if name not in constraints:
+            # user subclasses may declare none; every synthmi synthesizer declares all
+            # of its parameters (tests/test_common.py checks it)
+            continue
+        allowed = constraints[name]
+        if any(_satisfies(c, value, name, owner) for c in allowed):
+            continue
+        real = [c for c in allowed if c is not None]
+        if len(real) == 1 and isinstance(real[0], (Interval, Options)):
+            real[0].check(value, name, owner)  # raises with the specific message
+        descs = [_describe(c) for c in allowed]
+        req = descs[0] if len(descs) == 1 else ", ".join(descs[:-1]) + " or " + descs[-1]
+        raise param_error(name, owner, req, value)

@@ -11,7 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .provenance import check_original
 from .schema import _jsonable
+
+#: combining rules a release may record (see synthmi.evaluation.combine)
+RULES = ("partial", "full", "rubin", "nested")
 
 
 def package_versions() -> dict[str, str]:
@@ -94,13 +98,22 @@ class SyntheticData:
         MCMC diagnostics (r_hat, ESS, divergences) or a summary of the fast path.
     structure : dict
         Extra layout information, e.g. ``{"m": 5, "r": 4}`` for nested copies.
+    rule : {"partial", "full", "rubin", "nested"}
+        The combining rule the method's copies need (Reiter 2003 partial
+        synthesis, Raghunathan, Reiter & Rubin 2003 full synthesis, Rubin 1987
+        multiple imputation, Reiter 2004 nested); every consumer uses it unless
+        told otherwise. Default: ``structure["rule"]``, else nested for m x r
+        copies, full for DPSyn, else partial.
+    spec : ReleaseSpec or None
+        The release spec the synthesizer was fitted with.
+    fingerprint : dict or None
+        Row count and column set of the original (plus a keyed HMAC when
+        ``SYNTHMI_PROVENANCE_KEY`` is set; see :mod:`synthmi.provenance`);
+        ``original_fingerprint`` is the same dict under its earlier name.
     diagnostics_check : dict or None
         The release's convergence check (:func:`synthmi.diagnostics.enforce`):
         ``passed``, thresholds, and with ``accepted: True`` the failures the
         user chose to release anyway. ``None`` when no check ran.
-    original_fingerprint : dict or None
-        What identifies the data the copies were made from, without its
-        values: ``n_rows`` and ``columns`` (see :meth:`check_original`).
     """
 
     copies: list[pd.DataFrame]
@@ -111,8 +124,41 @@ class SyntheticData:
     versions: dict[str, str] = field(default_factory=package_versions)
     diagnostics: Any = None
     structure: dict[str, Any] = field(default_factory=dict)
+    rule: str | None = None
+    spec: Any = None
+    fingerprint: dict[str, Any] | None = None
     diagnostics_check: dict[str, Any] | None = None
     original_fingerprint: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.rule is None:
+            # older releases recorded no rule: their layout decides (DPSyn's copies are fully synthetic)
+            self.rule = self.structure.get("rule") or (
+                "nested" if "r" in self.structure and "m" in self.structure
+                else "full" if self.method == "dpsyn" else "partial"
+            )
+        if self.rule not in RULES:
+            raise ValueError(f"The 'rule' of SyntheticData must be one of {list(RULES)}. Got {self.rule!r} instead.")
+        if self.spec is not None and not hasattr(self.spec, "to_dict"):
+            from .spec import as_spec
+
+            self.spec = as_spec(self.spec)
+        # one fingerprint under two names (original_fingerprint: the earlier name)
+        if self.fingerprint is None:
+            self.fingerprint = self.original_fingerprint
+        self.original_fingerprint = self.fingerprint
+
+    def check_original(self, original: pd.DataFrame, name: str = "original", rows: bool = True) -> None:
+        """Refuse to evaluate the copies against data other than their original.
+
+        Compares the row count, the column set and (with ``SYNTHMI_PROVENANCE_KEY``)
+        the keyed HMAC recorded at synthesis with ``original`` (see
+        :mod:`synthmi.provenance`); the error names what differs (counts and column
+        names, never values). Copies without a fingerprint are not checked.
+        ``rows=False`` checks the columns only (an analysis may compare the copies
+        with a subset of the original's rows, e.g. its complete cases).
+        """
+        check_original(original, self.fingerprint, name, rows=rows)
 
     @property
     def m(self) -> int:
@@ -137,7 +183,7 @@ class SyntheticData:
         shape = self.copies[0].shape if self.copies else (0, 0)
         return (
             f"SyntheticData(method={self.method!r}, m={self.m}, shape={shape}, "
-            f"quasi_identifiers={self.quasi_identifiers}, seed={self.seed})"
+            f"quasi_identifiers={self.quasi_identifiers}, rule={self.rule!r}, seed={self.seed})"
         )
 
     def metadata(self) -> dict[str, Any]:
@@ -155,8 +201,10 @@ class SyntheticData:
             "structure": _to_json(self.structure),
             "diagnostics": _to_json(diag),
             "diagnostics_check": _to_json(self.diagnostics_check),
-            "original_fingerprint": _to_json(self.original_fingerprint),
             "dtypes": dtype_spec(self.copies[0]) if self.copies else {},
+            "rule": self.rule,
+            "spec": None if self.spec is None else self.spec.to_dict(),
+            "fingerprint": _to_json(self.fingerprint),
         }
         if "privacy" in self.structure:
             # A differentially private release records no seed at all (issue 11): its
@@ -198,47 +246,48 @@ class SyntheticData:
             versions=meta.get("versions", {}),
             diagnostics=meta.get("diagnostics"),
             structure=meta.get("structure", {}),
+            rule=meta.get("rule"),
+            spec=meta.get("spec"),
+            fingerprint=meta.get("fingerprint") or meta.get("original_fingerprint"),
             diagnostics_check=meta.get("diagnostics_check"),
-            original_fingerprint=meta.get("original_fingerprint"),
         )
 
-    def check_original(self, original: pd.DataFrame, name: str = "original", rows: bool = True) -> None:
-        """Refuse to evaluate the copies against data other than their original.
+    def analyse(
+        self,
+        formula: str | None = None,
+        original: pd.DataFrame | None = None,
+        family: str | None = None,
+        rule: str | None = None,
+        **kw,
+    ):
+        """Shortcut for :func:`synthmi.evaluation.analyse` on these copies.
 
-        Compares the row count and the column set recorded at synthesis
-        (:attr:`original_fingerprint`) with ``original``; the error names what
-        differs (counts and column names, never values). Copies without a
-        fingerprint (older releases, other tools) are not checked. ``rows=False``
-        checks the columns only (an analysis may compare the copies with a
-        subset of the original's rows, e.g. its complete cases).
+        ``rule`` defaults to the rule recorded with the copies; ``formula`` and
+        ``family`` to the spec's first analysis. ``original`` is checked against
+        the recorded fingerprint (its columns; all of it when the row counts agree).
         """
-        fp = self.original_fingerprint or {}
-        problems = []
-        n = fp.get("n_rows")
-        if rows and n is not None and len(original) != int(n):
-            problems.append(f"it has {len(original)} rows, the copies were made from {int(n)}")
-        cols = fp.get("columns")
-        if cols:
-            missing = [c for c in cols if c not in original.columns]
-            if missing:
-                problems.append(f"it lacks the columns {missing} of the data the copies were made from")
-        if problems:
-            raise ValueError(
-                f"The '{name}' data are not the data these copies were made from: {'; '.join(problems)}."
-            )
-
-    def analyse(self, formula: str, original: pd.DataFrame, family: str = "probit", rule: str | None = None, **kw):
-        """Shortcut for :func:`synthmi.evaluation.analyse` on these copies."""
         from .evaluation.analysis import analyse
 
+        if original is None:
+            raise ValueError("The 'original' parameter of SyntheticData.analyse is required.")
+        if formula is None:
+            analyses = self.spec.analyses if self.spec is not None else []
+            if not analyses:
+                raise ValueError(
+                    "The 'formula' parameter of SyntheticData.analyse is required: the copies' spec lists no analyses."
+                )
+            formula = analyses[0]["formula"]
+            family = family or analyses[0]["family"]
+        # an analysis may use a subset of the rows (complete cases): rows are checked
+        # by the evaluation verbs, which read the whole original
         self.check_original(original, rows=False)
-        if rule is None:
-            # the synthesizer records which rule its output needs (e.g. "rubin" for
-            # imputed-only copies); otherwise nested copies -> Reiter 2004, else Reiter 2003
-            rule = self.structure.get("rule") or (
-                "nested" if "r" in self.structure and "m" in self.structure else "partial"
-            )
-        return analyse(formula, family=family, original=original, synthetic=self, rule=rule, **kw)
+        if self.copies:
+            # an original may hold more columns than were released
+            cols = list(self.copies[0].columns)
+            if all(c in original.columns for c in cols):
+                original = original[cols]
+        return analyse(formula, family=family or "probit", original=original, synthetic=self,
+                       rule=rule or self.rule, **kw)
 
 
 def diagnostics_summary(idata: Any) -> dict[str, Any]:

@@ -162,7 +162,7 @@ def frontier(
     subgroup_tolerance: Any = None,
     pmse_copies: int = 1,
     pmse_variables: Sequence[str] | None = None,
-    rule: str = "partial",
+    rule: str | None = None,
     references: bool = True,
     progress: Any = None,
 ) -> FrontierResult:
@@ -387,7 +387,7 @@ def tune(
 
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
-              rule="partial")
+              rule=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         base = make_synthesizer("dami", dict(base_params or {})).fit(df, quasi_identifiers=qi, keep=keep)

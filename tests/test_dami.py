@@ -257,7 +257,7 @@ def test_tuning_misspecified_assoc_model():
         ({"x4": {"pi": np.eye(2)}}, {}, "has 3 categories"),
         ({"x1": {"K": 2, "sigma_e": 1}}, {"transforms": {"x1": "rank"}}, "Drop one of the two"),
         ({}, {"w_tilde": "old"}, "'w_tilde' parameter of DAMISynthesizer must be one of"),
-        ("K=3", {}, "'masks' parameter of DAMISynthesizer must be a dict"),
+        ("K=3", {}, "'masks' parameter of DAMISynthesizer must be None or a dict"),
     ],
 )
 def test_bad_masks(masks, kw, match):

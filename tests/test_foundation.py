@@ -130,7 +130,7 @@ def test_contract_dtypes_roles_seeds_and_roundtrip(tmp_path):
     assert "pandas" in back.versions
     res = syn.analyse("income ~ age + sex", original=df, family="logit")
     assert res.M == 3 and res.rule == "partial"
-    syn.structure["rule"] = "rubin"  # a synthesizer can name the rule its copies need
+    syn.rule = "rubin"  # a synthesizer records the rule its copies need
     assert syn.analyse("income ~ age + sex", original=df, family="logit").rule == "rubin"
 
 

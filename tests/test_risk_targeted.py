@@ -139,7 +139,10 @@ def test_nested_structure_and_rule(data):
     np.testing.assert_array_equal(c[0].loc[mis, "bmi"], c[1].loc[mis, "bmi"])
     assert not np.array_equal(c[0]["age"], c[1]["age"])
     assert not np.array_equal(c[0].loc[mis, "bmi"], c[3].loc[mis, "bmi"])
-    res = syn.analyse(FORMULA, original=df.dropna(), family="probit")
+    # complete-case original: not the fitted data, so the evaluation function (which
+    # takes any frame) rather than SyntheticData.analyse (which checks the fingerprint)
+    res = analyse(FORMULA, family="probit", original=df.dropna(), synthetic=syn, rule=syn.rule)
+    assert res.rule == "nested"
     assert np.isfinite(res.to_frame()["se_syn"]).all()
     # the nested rule by hand on the (3, 3, p) estimates equals combine(rule="nested")
     import statsmodels.formula.api as smf
@@ -285,3 +288,31 @@ def test_cli_subgroup_masks_and_nested_output(data, tmp_path):
         np.testing.assert_allclose(written["bmi"].to_numpy(), data["bmi"].to_numpy(), rtol=1e-14, equal_nan=True)
     assert meta["diagnostics"]["imputed_cells"]["internal_only"] == {"bmi": n_mis}
 
+
+def test_cli_starved_sampler_fails_closed(data, tmp_path, capsys):
+    """A sampler starved of iterations: non-zero exit, the reason, and nothing written."""
+    from synthmi.cli import main
+
+    path = tmp_path / "sim.csv"
+    data.to_csv(path, index=False)
+    out = tmp_path / "syn"
+    argv = [
+        "synthesize", "--data", str(path), "--qi", "age,sex,race", "--keep", "bmi,outcome", "--method", "risk-dami",
+        "--mask", "age:K=3,sigma=2", "--param", "n_iter=12,k0=30,tolerance=5", "--m", "2", "--seed", "3",
+        "--out", str(out), "--quiet",
+    ]
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc != 0
+    assert not out.exists() or not any(out.iterdir())  # no copies, no metadata.json
+    assert "did not converge" in err and "No copies were released" in err
+    # names a failing column (block) of the copula and says what to try
+    assert any(f"'{c}'" in err for c in ["age", "sex", "race", "bmi", "outcome"])
+    assert "--accept-diagnostics" in err and "n_iter" in err
+    # the override writes the copies, flagged
+    rc = main(argv + ["--accept-diagnostics"])
+    assert rc == 0 and len(list(out.glob("copy_*.csv"))) == 2
+    import json
+
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["diagnostics"]["max_r_hat"] > 1.05 or meta["diagnostics"]["min_ess_bulk"] < 100

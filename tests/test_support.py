@@ -127,6 +127,7 @@ def _synth(method, masks):
 
 
 @pytest.mark.filterwarnings("ignore:GaussianCopula:RuntimeWarning")  # a short copula chain on purpose
+@pytest.mark.filterwarnings("ignore:.*flagged as unconverged:RuntimeWarning")  # ... accepted, flagged
 @pytest.mark.parametrize("method", ["rubin", "dami", "dami-sequential", "cart", "risk-dami"])
 @pytest.mark.parametrize("data", ["adult", "nhanes"])
 def test_no_value_outside_bounds_or_off_grid(method, data):

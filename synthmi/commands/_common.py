@@ -195,15 +195,37 @@ def synthetic_dir(d: str) -> Path:
     return path
 
 
+def add_spec_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--spec", default=None, metavar="SPEC.json",
+        help="release spec (roles, kinds, analyses; see 'synthmi spec'); default: the spec recorded with the copies",
+    )
+
+
 def add_release_arguments(p: argparse.ArgumentParser) -> None:
-    """``--original`` and one ``--synthetic`` directory, as the evaluation verbs take them."""
+    """``--original``, one ``--synthetic`` directory and ``--spec``, as the evaluation verbs take them."""
     p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
     p.add_argument("--synthetic", required=True, help="directory written by 'synthmi synthesize'")
     add_sep_flag(p)
+    add_spec_argument(p)
+
+
+def load_spec_option(args: argparse.Namespace, syn=None):
+    """The ``--spec`` file, else the spec recorded with the copies ``syn``, else None."""
+    from ..spec import ReleaseSpec
+
+    path = getattr(args, "spec", None)
+    if path:
+        return ReleaseSpec.load(path)
+    return getattr(syn, "spec", None)
 
 
 def load_release(args: argparse.Namespace):
-    """(full original, original restricted to the copies' columns, SyntheticData)."""
+    """(full original, original restricted to the copies' columns, SyntheticData).
+
+    The original must be the data the copies were fitted to (row count and
+    columns; the keyed HMAC too when ``SYNTHMI_PROVENANCE_KEY`` is set).
+    """
     from ..synthetic import SyntheticData
 
     syn = SyntheticData.from_dir(synthetic_dir(args.synthetic))

@@ -12,6 +12,7 @@ from ._common import (
     add_release_arguments,
     check_output_file,
     load_release,
+    load_spec_option,
     recorded_rule,
 )
 
@@ -23,7 +24,8 @@ EXAMPLES = """examples:
 For each coefficient: the original estimate and 95% CI, the estimate and CI
 combined over the M copies (by the rule recorded with them, e.g. Reiter 2003
 'partial' for partially synthetic copies; --rule overrides it), the
-standardized difference and the CI overlap."""
+standardized difference and the CI overlap. Formula and family default to the
+spec's first analysis (--spec, or the spec recorded with the copies)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,8 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=EXAMPLES_FMT,
     )
     add_release_arguments(p)
-    p.add_argument("--formula", required=True, help='model formula, e.g. "income ~ age + sex"')
-    p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
+    p.add_argument("--formula", default=None,
+                   help='model formula, e.g. "income ~ age + sex" (default: the first analysis of the spec)')
+    p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
+                   help="model family (default: the spec's, else probit)")
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
                    help="combining rule (default: the rule recorded with the copies in metadata.json)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level (default: 0.05)")
@@ -49,11 +53,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args) -> int:
     check_output_file(args.out, "--out", args.overwrite)
     _, original, syn = load_release(args)
+    spec = load_spec_option(args, syn)
+    formula, family = args.formula, args.family
+    if formula is None:
+        analyses = spec.analyses if spec is not None else []
+        if not analyses:
+            raise ValueError("The '--formula' option is needed: the spec lists no analyses.")
+        formula, family = analyses[0]["formula"], family or analyses[0]["family"]
     with warnings.catch_warnings():
         # a separated fit is reported once, in the summary below
         warnings.filterwarnings("ignore", message=".*separated fit", category=RuntimeWarning)
-        res = syn.analyse(args.formula, original=original, family=args.family, rule=args.rule or recorded_rule(syn),
-                          alpha=args.alpha)
+        res = syn.analyse(formula, original=original, family=family or "probit", rule=args.rule or recorded_rule(syn),
+                          alpha=args.alpha, spec=spec)
     if syn.unconverged:
         print("WARNING: these copies were released although the posterior sampler did not converge "
               "(--accept-diagnostics); see diagnostics_check in metadata.json.", file=sys.stderr)

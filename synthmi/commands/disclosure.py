@@ -12,6 +12,7 @@ from ._common import (
     add_common_flags,
     add_release_arguments,
     load_release,
+    load_spec_option,
     parse_assignments,
     progress_enabled,
     split_list,
@@ -50,8 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=EXAMPLES_FMT,
     )
     add_release_arguments(p)
-    p.add_argument("--qi", required=True, action="append",
-                   help=f"comma-separated quasi-identifiers the intruder knows (repeatable; {COMMA_NAMES_HELP})")
+    p.add_argument("--qi", default=None, action="append",
+                   help=f"comma-separated quasi-identifiers the intruder knows (repeatable; {COMMA_NAMES_HELP}; "
+                   "default: the spec's)")
     p.add_argument("--tol", action="append", metavar="COLUMN=VALUE", help="tolerance, e.g. age=2 or age=5%% (repeatable)")
     p.add_argument("--by", default=None, help="a column of the original to report the risk by")
     p.add_argument("--threshold", type=float, default=0.5, help="report the share of records with I_i above this (default 0.5)")
@@ -67,9 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
     check_summary_outputs(args)
     original_full, original, syn = load_release(args)
-    qi = split_list(args.qi)
+    spec = load_spec_option(args, syn)
+    qi = split_list(args.qi) or (spec.quasi_identifiers if spec is not None else [])
     if not qi:
-        raise ValueError("The '--qi' option must name at least one column.")
+        raise ValueError("The '--qi' option must name at least one column (or give a spec that names them).")
     by = None
     if args.by:
         if args.by not in original_full.columns:
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     tol = parse_assignments(args.tol, "tol") or None
     if progress_enabled(args):
         print(f"synthmi disclosure: matching {len(original)} targets against {syn.m} copies", file=sys.stderr)
-    res = reidentification_risk(original, syn.copies, qi, tolerance=tol, threshold=args.threshold, by=by)
+    res = reidentification_risk(original, syn.copies, qi, tolerance=tol, threshold=args.threshold, by=by, spec=spec)
 
     extra = {"synthetic": str(args.synthetic), "original": str(args.original)}
     if args.target:
@@ -87,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         if args.target not in original.columns:
             raise ValueError(f"The '--target' option names a column not in the release: {args.target!r}.")
         attr = attribute_disclosure(original, syn.copies, qi, args.target, tolerance=tol,
-                                    target_tolerance=args.target_tol, threshold=args.threshold, by=by)
+                                    target_tolerance=args.target_tol, threshold=args.threshold, by=by, spec=spec)
         res = _WithAttribute(res, attr)
     write_summary_and_records(args, "disclosure", res, extra)
     return 0

@@ -61,14 +61,17 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     add_sep_flag(p)
     p.add_argument("--qi", default=None, action="append",
                    help=f"quasi-identifiers, comma-separated (repeatable; {COMMA_NAMES_HELP}; "
-                   "default: those recorded with the first release)")
+                   "default: the spec's, else those recorded with the first release)")
     p.add_argument("--analysis", default=None,
-                   help=f"the analyst's model as a formula (required unless --original is adult; for adult the "
-                        f"default is the Adult workload's, {ADULT.formula!r})")
-    p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"])
+                   help="the analyst's model as a formula (default: the spec's first analysis; else the Adult "
+                   f"workload's, {ADULT.formula!r})")
+    p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
+                   help="model family (default: the spec's, else probit)")
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
                    help="combining rule (default: the rule each release recorded, e.g. full for dpsyn; else partial, "
                         "or nested for m x r copies)")
+    p.add_argument("--spec", default=None, metavar="SPEC.json",
+                   help="release spec (default: the spec recorded with the copies)")
     p.add_argument("--holdout", default=None, metavar="CSV",
                    help="real records NOT used for the releases: the baseline of the distance to closest record of "
                         "fully synthetic releases (default: leave-one-out within the original)")
@@ -96,6 +99,33 @@ def tolerance_from(args) -> dict[str, float] | None:
     return out or None
 
 
+def report_defaults(args, syn=None):
+    """(quasi-identifiers, formula, family, spec): flags, else the spec (``--spec`` or
+    recorded with the copies), else the release's recorded QIs and the Adult workload's formula."""
+    from ._common import load_spec_option
+
+    spec = load_spec_option(args, syn)
+    qi = split_list(args.qi) or (spec.quasi_identifiers if spec is not None else []) or list(
+        getattr(syn, "quasi_identifiers", []) or [])
+    if not qi:
+        raise ValueError("The '--qi' option is needed: neither a spec nor the release names the quasi-identifiers.")
+    formula, family = args.analysis, args.family
+    if formula is None:
+        if spec is not None and spec.analyses:
+            formula, family = spec.analyses[0]["formula"], family or spec.analyses[0]["family"]
+        elif str(getattr(args, "original", "adult")).lower() == "adult":
+            formula = ADULT.formula
+        else:
+            # Adult's formula names Adult's columns: on other data it could only die in a
+            # PatsyError deep inside the model fit
+            raise ValueError(
+                f"The '--analysis' option is required when --original is not adult (got {args.original!r}) "
+                "and no spec declares an analysis: give the analyst's model as a formula, e.g. "
+                "--analysis 'y ~ age + sex'."
+            )
+    return qi, formula, family or "probit", spec
+
+
 def _read_frontier(path: str | None):
     if not path:
         return None
@@ -118,16 +148,6 @@ def run(args) -> int:
     from ..synthetic import SyntheticData
 
     check_output_file(args.out, "--out", args.overwrite)
-    analysis = args.analysis
-    if analysis is None:
-        # the Adult workload's formula names Adult's columns: on any other data it could only
-        # fail deep inside the model fit, after the releases were read
-        if str(args.original).lower() != "adult":
-            raise ValueError(
-                f"The '--analysis' option is required when --original is not adult (got {args.original!r}): "
-                "give the analyst's model as a formula, e.g. --analysis 'y ~ age + sex'."
-            )
-        analysis = ADULT.formula
     original, digest = load_original(args.original, sep_of(args))
     releases, hashes = {}, {"original": digest}
     for item in args.synthetic:
@@ -141,15 +161,14 @@ def run(args) -> int:
         releases[label] = syn
         for f in sorted(path.glob("copy_*.csv")):
             hashes[f"{label}/{f.name}"] = file_sha256(f)
-    original = align_original(original, next(iter(releases.values())))
-    qi = split_list(args.qi)
-    # None: each release's recorded rule (full for DPSyn), else nested for m x r copies, else partial
-    rule = args.rule
+    first = next(iter(releases.values()))
+    original = align_original(original, first)
+    qi, formula, family, spec = report_defaults(args, first)
     holdout = None
     if args.holdout:
-        holdout, _ = load_original(args.holdout, sep_of(args), option="--holdout")
+        holdout, _ = load_original(args.holdout, sep_of(args))
     data = evaluate_release(
-        original, releases, qi, analysis, family=args.family, rule=rule,
+        original, releases, qi, formula, family=family, rule=args.rule, spec=spec,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
         pmse_method=args.pmse_method, original_label=args.original, input_hashes=hashes,
         seeds={k: s.seed for k, s in releases.items() if s.seed is not None}, progress=progress_enabled(args),

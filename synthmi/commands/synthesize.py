@@ -203,8 +203,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--data", required=True, help="'adult', 'nhanes' (bundled, recoded) or a CSV path")
     add_sep_flag(p)
-    p.add_argument("--qi", required=True, action="append",
-                   help=f"comma-separated quasi-identifiers to synthesize (repeatable; {COMMA_NAMES_HELP})")
+    p.add_argument("--spec", default=None, metavar="SPEC.json",
+                   help="release spec (roles, kinds, public levels/bounds, masks, analyses; draft one with "
+                   "'synthmi spec'); --qi/--keep/--mask given as well override it")
+    p.add_argument("--qi", default=None, action="append",
+                   help=f"comma-separated quasi-identifiers to synthesize (repeatable; {COMMA_NAMES_HELP}; or give --spec)")
     p.add_argument(
         "--keep", action="append",
         help="comma-separated columns released unchanged (repeatable; default for adult/nhanes: a complete "
@@ -363,7 +366,7 @@ def _report_rare_levels(synth) -> None:
     print(f"synthmi synthesize: rare levels: {msg}", file=sys.stderr, flush=True)
 
 
-def _dp_data(args: argparse.Namespace, source: str, data):
+def _dp_data(args: argparse.Namespace, source: str, data, spec=None):
     """The released columns conformed to their declared public domain, and that domain.
 
     The domain is the bundled data's own (documented levels and bounds), extended or
@@ -376,6 +379,9 @@ def _dp_data(args: argparse.Namespace, source: str, data):
     from ..domain import PublicDomain
 
     domain = load_domain(source.lower(), recode=True) if source.lower() in BUNDLED_DOMAINS else PublicDomain()
+    if spec is not None:
+        # the values the spec DECLARES public (inferred ones never reach DP code)
+        domain = domain.merged(spec.public_domain())
     if args.domain:
         domain = domain.merged(PublicDomain.from_json(args.domain))
     if args.bounds:
@@ -420,9 +426,16 @@ def run(args: argparse.Namespace) -> int:
         print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
               "add --mask COLUMN:SPEC (see --help) or use --method rubin.", file=sys.stderr, flush=True)
 
-    qi = split_list(args.qi)
+    spec = None
+    if args.spec:
+        from ..spec import ReleaseSpec
+
+        spec = ReleaseSpec.load(args.spec)
+        if args.qi or args.keep is not None:
+            spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
+    qi = split_list(args.qi) if spec is None else spec.quasi_identifiers
     if not qi:
-        raise ValueError("The '--qi' option must name at least one column.")
+        raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
     if args.scheduler and args.engine != "dask":
         raise ValueError("The '--scheduler' option is for --engine dask.")
     if args.engine == "dask":
@@ -433,7 +446,10 @@ def run(args: argparse.Namespace) -> int:
     # release must not print or record it (DPSyn keeps only a noisy estimate).
     dp_release = args.method in FULLY_SYNTHETIC
     _log(args, f"read {source}: {df.shape[1]} columns" if dp_release else f"read {source}: {len(df)} rows, {df.shape[1]} columns")
-    if args.keep is not None:
+    if spec is not None:
+        spec.check_data(df, "--data")
+        keep = spec.keep
+    elif args.keep is not None:
         keep = split_list(args.keep)
     elif source.lower() in DEFAULT_KEEP:
         keep = [c for c in DEFAULT_KEEP[source.lower()] if c not in qi]
@@ -457,7 +473,7 @@ def run(args: argparse.Namespace) -> int:
         if "random_state" in params:
             raise ValueError("Give the seed of a DP release with --seed, not --param random_state=....")
         params["random_state"] = seed
-        data, domain = _dp_data(args, source, data)
+        data, domain = _dp_data(args, source, data, spec)
     else:
         seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else int(args.seed)
         if "random_state" in _param_names(cls) and "random_state" not in params:
@@ -467,9 +483,13 @@ def run(args: argparse.Namespace) -> int:
     _log(args, f"fitting {cls.__name__} (quasi-identifiers {qi}; {len(keep)} kept columns)")
     if dp_release:
         fit_kwargs: dict[str, Any] = {"domain": domain, "out_of_domain": "other" if args.map_other else "error"}
+        if spec is not None:
+            fit_kwargs["spec"] = spec
     elif args.bounds or args.domain or args.map_other:
         flag = "--bounds" if args.bounds else "--domain" if args.domain else "--map-other"
         raise ValueError(f"The '{flag}' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
+    elif spec is not None:
+        fit_kwargs = {"spec": spec}
     else:
         fit_kwargs = {"quasi_identifiers": qi, "keep": keep}
     with warnings.catch_warnings(record=True) as caught:

@@ -10,6 +10,7 @@ from ._common import (
     add_release_arguments,
     check_output_file,
     load_release,
+    load_spec_option,
     split_list,
 )
 
@@ -32,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=EXAMPLES_FMT,
     )
     add_release_arguments(p)
-    p.add_argument("--variables", default=None, help="columns to compare, comma-separated (default: all)")
+    p.add_argument("--variables", default=None,
+                   help="columns to compare, comma-separated (default: the spec's released columns, else all)")
     p.add_argument("--method", default="logit", choices=["logit", "cart"], help="propensity model (default: logit)")
     p.add_argument("--tables", default="1", help="table orders for the per-table S_pMSE: '1', '1,2' or '' (default: 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the CART fits and permutations")
@@ -49,12 +51,13 @@ def run(args) -> int:
     if args.out and not split_list(args.tables):
         raise ValueError("The '--out' option writes the per-table S_pMSE, but '--tables' is empty: give --tables 1 (or 1,2).")
     _, original, syn = load_release(args)
+    spec = load_spec_option(args, syn)
     variables = split_list(args.variables) or None
-    res = pmse(original, syn.copies, method=args.method, variables=variables, random_state=args.seed)
+    res = pmse(original, syn.copies, method=args.method, variables=variables, random_state=args.seed, spec=spec)
     print(res.summary())
     ways = [int(w) for w in split_list(args.tables)]
     if ways:
-        tab = utility_tables(original, syn.copies, variables=variables, ways=ways)
+        tab = utility_tables(original, syn.copies, variables=variables, ways=ways, spec=spec)
         cols = ["variables", "way", "df", "pmse", "s_pmse"]
         print()
         print(tab[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))

@@ -64,8 +64,12 @@ class Tolerance:
         return f"{self.value * 100:g}%" if self.relative else self.value
 
 
-def split_kinds(df: pd.DataFrame, quasi_identifiers: list[str]) -> tuple[list[str], list[str]]:
-    """(categorical, continuous) quasi-identifiers by the schema inferred from dtypes."""
+def split_kinds(df: pd.DataFrame, quasi_identifiers: list[str], spec: Any = None) -> tuple[list[str], list[str]]:
+    """(categorical, continuous) quasi-identifiers: by the spec's kinds when given
+    (for the columns it knows), else by the schema inferred from dtypes."""
+    if spec is not None and all(c in spec for c in quasi_identifiers):
+        cat = [c for c in quasi_identifiers if spec[c].is_categorical]
+        return cat, [c for c in quasi_identifiers if c not in cat]
     schema = Schema.infer(df[quasi_identifiers])
     return schema.categorical(quasi_identifiers), schema.continuous(quasi_identifiers)
 

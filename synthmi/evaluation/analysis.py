@@ -241,12 +241,13 @@ class AnalysisResults:
 
 
 def analyse(
-    formula: str,
-    family: str = "probit",
+    formula: str | None = None,
+    family: str | None = None,
     original: pd.DataFrame | None = None,
     synthetic: Any = None,
-    rule: str = "partial",
+    rule: str | None = None,
     alpha: float = 0.05,
+    spec: Any = None,
 ) -> AnalysisResults:
     """Fit ``formula`` on the original and on each copy; combine the copies.
 
@@ -260,17 +261,34 @@ def analyse(
     synthetic : list of DataFrame or SyntheticData
         For ``rule="nested"``, a SyntheticData whose ``structure`` has ``m``
         and ``r`` (copies ordered nest by nest), or a list of lists.
-    rule : str
+    rule : str, optional
         Combining rule for :func:`combine` (``"partial"`` for partially
-        synthetic copies, Reiter 2003).
+        synthetic copies, Reiter 2003). Default: the rule recorded with a
+        SyntheticData (``synthetic.rule``), else ``"partial"``.
     alpha : float
         1 - confidence level (0.05 gives the 95% intervals of the source tables).
+    spec : ReleaseSpec, dict or path, optional
+        Kinds of the variables (instead of dtypes) and, when ``formula`` is
+        None, the analysis (its first ``analyses`` entry, formula and family).
 
     Returns
     -------
     AnalysisResults
     """
-    family = check_option(family, "family", "analyse", FAMILIES)
+    from ..spec import spec_frames
+
+    if rule is None:
+        rule = getattr(synthetic, "rule", None) or "partial"
+    if spec is not None and formula is None:
+        from ..spec import as_spec
+
+        analyses = as_spec(spec).analyses
+        if not analyses:
+            raise ValueError("The 'formula' parameter of analyse is required: the spec lists no analyses.")
+        formula, family = analyses[0]["formula"], family or analyses[0]["family"]
+    if not isinstance(formula, str):
+        raise ValueError(f"The 'formula' parameter of analyse must be a formula such as 'y ~ x1 + x2'. Got {formula!r} instead.")
+    family = check_option(family or "probit", "family", "analyse", FAMILIES)
     check_dataframe(original, "original", min_rows=2)
     response = _response_name(formula)
     structure = getattr(synthetic, "structure", {}) or {}
@@ -283,6 +301,7 @@ def analyse(
         shape = (structure["m"], structure["r"]) if "m" in structure and "r" in structure else None
     for j, c in enumerate(copies):
         check_same_structure(original, c, f"synthetic[{j}]")
+    _, original, copies = spec_frames(spec, original, copies)
 
     orig_fit, orig_separated = _fit(formula, _prepare_frame(original, response, family, "original"), family)
     levels = _response_levels(original[response]) if response in original.columns else None

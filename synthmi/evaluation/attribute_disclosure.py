@@ -201,12 +201,13 @@ def _exact_codes(columns: Sequence[str], original: pd.DataFrame, copies: list[pd
 def attribute_disclosure(
     original: pd.DataFrame,
     synthetic: Any,
-    quasi_identifiers: Sequence[str],
+    quasi_identifiers: Sequence[str] | None,
     target: str,
     tolerance: Any = None,
     target_tolerance: float | None = None,
     threshold: float = 0.5,
     by: Any = None,
+    spec: Any = None,
 ) -> AttributeDisclosureResult:
     """Attribute disclosure of ``target`` from the quasi-identifiers, and repU.
 
@@ -235,6 +236,8 @@ def attribute_disclosure(
     by : str, Series or array, optional
         Subgroup labels (a categorical column of ``original`` or labels
         aligned to its rows, e.g. :func:`risk_subgroups` labels).
+    spec : ReleaseSpec, dict or path, optional
+        Kinds (instead of dtypes) and, when ``quasi_identifiers`` is None, the QIs.
 
     Returns
     -------
@@ -246,8 +249,15 @@ def attribute_disclosure(
     O((n_d + n_s) log(n_d + n_s)) for the key tables and as
     :func:`reidentification_risk` for the matching measure.
     """
+    from ..spec import spec_frames
+
     check_dataframe(original, "original")
     copies = check_copies(synthetic, "synthetic")
+    spec, original, copies = spec_frames(spec, original, copies)
+    if quasi_identifiers is None:
+        if spec is None:
+            raise ValueError(f"{_OWNER} needs the 'quasi_identifiers' or a spec that names them.")
+        quasi_identifiers = spec.quasi_identifiers
     if isinstance(quasi_identifiers, str):
         quasi_identifiers = [quasi_identifiers]
     qis = check_columns_exist(original, list(quasi_identifiers), "quasi_identifiers", "original")
@@ -263,9 +273,9 @@ def attribute_disclosure(
         missing = [col for col in [*qis, target] if col not in c.columns]
         if missing:
             raise ValueError(f"'synthetic[{j}]' lacks the columns {missing} that attribute disclosure compares.")
-    categorical, continuous = mt.split_kinds(original, qis)
+    categorical, continuous = mt.split_kinds(original, qis, spec)
     tol = mt.parse_tolerance(tolerance, categorical, continuous, _OWNER)
-    t_cat, t_cont = mt.split_kinds(original, [target])
+    t_cat, t_cont = mt.split_kinds(original, [target], spec)
     target_continuous = bool(t_cont)
     if target_tolerance is not None:
         if not target_continuous:

@@ -115,7 +115,7 @@ def evaluate_release(
     tolerance: Any = None,
     target: str | None = None,
     subgroups: Any = None,
-    rule: str | None = "partial",
+    rule: str | None = None,
     threshold: float = 0.5,
     pmse_copies: int = 1,
     pmse_variables: Sequence[str] | None = None,
@@ -153,7 +153,7 @@ def evaluate_release(
     from .._validate import check_copies
 
     if rule is None:
-        rule = (getattr(copies, "structure", None) or {}).get("rule") or "partial"
+        rule = getattr(copies, "rule", None) or (getattr(copies, "structure", None) or {}).get("rule") or "partial"
     copies = check_copies(copies, "copies")
     analyses = [Analysis.coerce(a) for a in analyses]
     out: dict[str, float] = {"M": float(len(copies))}

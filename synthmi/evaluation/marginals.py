@@ -139,6 +139,7 @@ def marginal_tvd(
     bins: int = 10,
     domain: Mapping[str, Any] | None = None,
     columns: Sequence[str] | None = None,
+    spec: Any = None,
 ) -> MarginalTVDResult:
     r"""Mean total variation distance over all ``k``-way marginals.
 
@@ -170,15 +171,22 @@ def marginal_tvd(
         Column -> domain size ``d`` (integer codes ``0..d-1``) or list of levels;
         such columns are treated as discrete even when numeric.
     columns : list of str, optional
-        Columns to use (default: all of the original's).
+        Columns to use (default: the spec's released ones, else all of the original's).
+    spec : ReleaseSpec, dict or path, optional
+        Kinds (categorical kinds use their levels even when numeric) and columns.
 
     Returns
     -------
     MarginalTVDResult
     """
+    from ..spec import spec_frames
+
     owner = "marginal_tvd"
     check_dataframe(original, "original")
     copies = check_copies(synthetic, "synthetic")
+    spec, original, copies = spec_frames(spec, original, copies)
+    if columns is None and spec is not None:
+        columns = [c for c in spec.released if c in original.columns]
     cols = list(original.columns) if columns is None else check_columns_exist(original, columns, "columns", "original")
     for j, c in enumerate(copies):
         missing = [x for x in cols if x not in c.columns]

@@ -248,11 +248,15 @@ def _cart_matrix(stacked: pd.DataFrame, variables: Sequence[str]) -> np.ndarray:
     return np.column_stack(cols)
 
 
-def _prepare(original, synthetic, variables, owner):
+def _prepare(original, synthetic, variables, owner, spec=None):
+    from ..spec import spec_frames
+
     check_dataframe(original, "original", min_rows=2)
     copies = check_copies(synthetic, "synthetic")
+    spec, original, copies = spec_frames(spec, original, copies)
     if variables is None:
-        variables = list(original.columns)
+        # with a spec: its released columns (roles decide), else every column
+        variables = [c for c in spec.released if c in original.columns] if spec is not None else list(original.columns)
     variables = check_columns_exist(original, variables, "variables", "original")
     for j, c in enumerate(copies):
         check_same_structure(original, c, f"synthetic[{j}]", columns=variables)
@@ -261,7 +265,7 @@ def _prepare(original, synthetic, variables, owner):
     for v in variables:
         if original[v].isna().all():
             raise ValueError(f"Column '{v}' of 'original' is entirely missing (all NaN).")
-    return copies, variables
+    return original, copies, variables
 
 
 def _stack(original: pd.DataFrame, syn: pd.DataFrame, variables: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -288,6 +292,7 @@ def pmse(
     min_samples_leaf: int = 5,
     cp: float = 0.0,
     random_state: int | np.random.Generator | None = 0,
+    spec: Any = None,
 ) -> PMSEResult:
     """pMSE and S_pMSE of one or more synthetic copies.
 
@@ -301,6 +306,9 @@ def pmse(
         dropped; ``cart``: a classification tree with leaves of at least
         ``min_samples_leaf`` rows (synthpop's ``minbucket = 5``) and a
         permutation null.
+    spec : ReleaseSpec, dict or path, optional
+        Kinds of the variables (instead of dtypes); with ``variables=None`` the
+        spec's released columns are compared.
     variables : list of str, optional
         Columns used (default: all of the original's).
     maxorder : {0, 1}
@@ -326,7 +334,7 @@ def pmse(
     method = check_option(method, "method", "pmse", ("logit", "cart"))
     maxorder = check_scalar(maxorder, "maxorder", "pmse", kind="int", lower=0, upper=1)
     n_perm = check_scalar(n_perm, "n_perm", "pmse", kind="int", lower=1)
-    copies, variables = _prepare(original, synthetic, variables, "pmse")
+    original, copies, variables = _prepare(original, synthetic, variables, "pmse", spec)
     rng = check_random_state(random_state)
     pm_, e0, k_all = [], [], []
     for syn in copies:
@@ -414,6 +422,7 @@ def utility_tables(
     variables: Sequence[str] | None = None,
     ways: Sequence[int] = (1, 2),
     n_bins: int = 5,
+    spec: Any = None,
 ) -> pd.DataFrame:
     """S_pMSE of every one-way and two-way table (synthpop ``utility.tables``).
 
@@ -428,7 +437,7 @@ def utility_tables(
         Columns ``variables``, ``way``, ``df``, ``pmse``, ``s_pmse`` and one
         ``s_pmse_copy_j`` per copy, sorted by ``way`` then ``s_pmse`` descending.
     """
-    copies, variables = _prepare(original, synthetic, variables, "utility_tables")
+    original, copies, variables = _prepare(original, synthetic, variables, "utility_tables", spec)
     n_bins = check_scalar(n_bins, "n_bins", "utility_tables", kind="int", lower=2)
     for w in ways:
         if w not in (1, 2, 3):

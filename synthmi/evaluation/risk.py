@@ -222,10 +222,11 @@ def _group_labels(by: Any, original: pd.DataFrame) -> tuple[pd.Series | None, st
 def reidentification_risk(
     original: pd.DataFrame,
     synthetic: Any,
-    quasi_identifiers: Sequence[str],
+    quasi_identifiers: Sequence[str] | None = None,
     tolerance: Any = None,
     threshold: float = 0.5,
     by: Any = None,
+    spec: Any = None,
 ) -> RiskResult:
     """Record-level re-identification risk of partially synthetic copies.
 
@@ -238,8 +239,9 @@ def reidentification_risk(
         row i the released version of original row i (same length; index
         equal to the original's, a default RangeIndex, or a reordering of
         the original's labels).
-    quasi_identifiers : list of str
-        The intruder's matching variables. Kinds come from dtypes
+    quasi_identifiers : list of str, optional
+        The intruder's matching variables (default: the spec's). Kinds come from
+        the spec when given, else from dtypes
         (:class:`~synthmi.schema.Schema`): categorical, binary and ordinal
         ones match exactly, continuous ones within ``tolerance``.
     tolerance : None, number or dict, default None
@@ -254,6 +256,8 @@ def reidentification_risk(
         Grouping variable (a column of ``original`` or labels aligned to its
         rows, e.g. the labels of :func:`risk_subgroups`); every summary is
         also reported per group. Missing labels form their own group.
+    spec : ReleaseSpec, dict or path, optional
+        Roles and kinds of the columns (instead of dtypes).
 
     Returns
     -------
@@ -291,8 +295,15 @@ def reidentification_risk(
     Cost: O(M n log n) time and O(n) memory per copy with at most one
     continuous QI; see :mod:`synthmi.evaluation._matching` for several.
     """
+    from ..spec import spec_frames
+
     check_dataframe(original, "original")
     copies = check_copies(synthetic, "synthetic")
+    spec, original, copies = spec_frames(spec, original, copies)
+    if quasi_identifiers is None:
+        if spec is None:
+            raise ValueError(f"{_OWNER} needs the 'quasi_identifiers' or a spec that names them.")
+        quasi_identifiers = spec.quasi_identifiers
     if isinstance(quasi_identifiers, str):
         quasi_identifiers = [quasi_identifiers]
     qis = check_columns_exist(original, list(quasi_identifiers), "quasi_identifiers", "original")
@@ -310,7 +321,7 @@ def reidentification_risk(
         # dtypes and levels matter only where records are compared
         check_same_structure(original, c, name=f"synthetic[{j}]", columns=qis)
         aligned.append(_align_copy(original, c, j))
-    categorical, continuous = mt.split_kinds(original, qis)
+    categorical, continuous = mt.split_kinds(original, qis, spec)
     tol = mt.parse_tolerance(tolerance, categorical, continuous, _OWNER)
     groups, by_name = _group_labels(by, original)
 

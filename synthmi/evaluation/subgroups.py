@@ -96,9 +96,10 @@ class RiskSubgroups:
 
 def risk_subgroups(
     df: pd.DataFrame,
-    quasi_identifiers: Sequence[str],
+    quasi_identifiers: Sequence[str] | None,
     k0: int,
     tolerance: Any = None,
+    spec: Any = None,
 ) -> RiskSubgroups:
     """Label each record low / medium / high re-identification risk.
 
@@ -114,6 +115,8 @@ def risk_subgroups(
     tolerance : None, number or dict
         Closeness on continuous QIs, same format and default (0, exact) as
         :func:`~synthmi.evaluation.reidentification_risk`.
+    spec : ReleaseSpec, dict or path, optional
+        Kinds (instead of dtypes) and, when ``quasi_identifiers`` is None, the QIs.
 
     Returns
     -------
@@ -127,14 +130,21 @@ def risk_subgroups(
     docstring; short-course slides, "Risk subgroups"). Cost O(n log n) time, O(n)
     memory with at most one continuous QI.
     """
+    from ..spec import spec_frames
+
     check_dataframe(df, "df")
+    spec, df, _ = spec_frames(spec, df, [])
+    if quasi_identifiers is None:
+        if spec is None:
+            raise ValueError(f"{_OWNER} needs the 'quasi_identifiers' or a spec that names them.")
+        quasi_identifiers = spec.quasi_identifiers
     if isinstance(quasi_identifiers, str):
         quasi_identifiers = [quasi_identifiers]
     qis = check_columns_exist(df, list(quasi_identifiers), "quasi_identifiers", "df")
     if not qis:
         raise param_error("quasi_identifiers", _OWNER, "a non-empty list of columns", qis)
     k0 = int(check_scalar(k0, "k0", _OWNER, kind="int", lower=1))
-    categorical, continuous = mt.split_kinds(df, qis)
+    categorical, continuous = mt.split_kinds(df, qis, spec)
     tol = mt.parse_tolerance(tolerance, categorical, continuous, _OWNER)
 
     enc = mt.Encoder(df, categorical, continuous, "df")

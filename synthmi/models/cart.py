@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from .._validate import check_scalar, param_error
+from .._validate import Interval, Options
 from ..schema import Schema
 from .base import Synthesizer
 
@@ -55,8 +55,11 @@ class _Encoder:
 
 
 def _leaf_donors(leaf_train: np.ndarray, y_train: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Group the training responses by leaf: (leaf ids, start, count, sorted y)."""
-    order = np.argsort(leaf_train, kind="stable")
+    """Group the training responses by leaf: (leaf ids, start, count, y sorted by leaf then value).
+
+    Within a leaf the donors are sorted by value, so the fitted model keeps the
+    multiset of each leaf's values but not which record held which."""
+    order = np.lexsort((y_train, leaf_train))
     leaves_sorted = leaf_train[order]
     ids, start, count = np.unique(leaves_sorted, return_index=True, return_counts=True)
     return ids, start, count, y_train[order]
@@ -169,6 +172,15 @@ class CartSynthesizer(Synthesizer):
     """
 
     method = "cart"
+    _parameter_constraints = {
+        "visit_sequence": [None, "columns"],
+        "min_samples_leaf": [Interval("int", 1, None)],
+        "max_depth": [Interval("int", 1, None)],
+        "proper": ["boolean"],
+        "smoothing": [None, Options("density")],
+    }
+    # row-ordered responses and design blocks (kept for proper=True re-growing)
+    _confidential_attributes = ("_y", "_x_blocks")
 
     def __init__(
         self,
@@ -185,23 +197,15 @@ class CartSynthesizer(Synthesizer):
         self.smoothing = smoothing
 
     # ---- validation --------------------------------------------------------
-    def _check_params(self) -> None:
-        owner = type(self).__name__
-        check_scalar(self.min_samples_leaf, "min_samples_leaf", owner, kind="int", lower=1)
-        check_scalar(self.max_depth, "max_depth", owner, kind="int", lower=1)
-        if not isinstance(self.proper, (bool, np.bool_)):
-            raise param_error("proper", owner, "True or False", self.proper)
-        if self.smoothing not in (None, "density"):
-            raise param_error("smoothing", owner, "None or 'density'", self.smoothing)
-        if self.visit_sequence is not None and (
-            isinstance(self.visit_sequence, str) or not isinstance(self.visit_sequence, Sequence)
-        ):
-            raise param_error("visit_sequence", owner, "None or a list of column names", self.visit_sequence)
+    def _needs_records_to_sample(self) -> bool:
+        # proper synthesis re-grows the trees on bootstrap samples of the records
+        return bool(self.proper)
 
     def _visit_order(self, qi: list[str]) -> list[str]:
-        if self.visit_sequence is None:
+        seq = self._from_spec("visit_sequence", "visit_sequence")
+        if seq is None:
             return list(qi)
-        seq = list(self.visit_sequence)
+        seq = list(seq)
         if sorted(seq, key=str) != sorted(qi, key=str) or len(set(seq)) != len(seq):
             raise ValueError(
                 f"The 'visit_sequence' parameter of {type(self).__name__} must list each quasi-identifier "

@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 
 from .._random import PositionalRNG, entropy_from
-from .._validate import check_option, check_random_state, check_scalar, param_error
+from .._validate import Interval, Options, check_random_state
 from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking
 from .predictive import Prepared, can_enumerate, check_joint, enumerate_draw, gibbs_draw, sequential_draw
 from .rubin import RubinSynthesizer
@@ -117,6 +117,17 @@ class DAMISynthesizer(RubinSynthesizer):
     """
 
     method = "dami"
+    _parameter_constraints = {
+        **RubinSynthesizer._parameter_constraints,
+        "masks": [None, "dict"],
+        "w_tilde": [Options("fresh", "reuse")],
+        "random_state": [None, "random_state"],
+        "predictive": [Options("joint", "sequential")],
+        "n_sweeps": [Interval("int", 0, None)],
+        "max_enumeration": [Interval("int", 1, None)],
+    }
+    # the confidential values of the masked columns (fresh W~ per copy) and W
+    _confidential_attributes = ("_x_conf_", "W_")
 
     def __init__(
         self,
@@ -160,22 +171,17 @@ class DAMISynthesizer(RubinSynthesizer):
 
     def _check_params(self) -> None:
         super()._check_params()
-        owner = type(self).__name__
-        check_option(self.w_tilde, "w_tilde", owner, ("fresh", "reuse"))
-        check_option(self.predictive, "predictive", owner, ("joint", "sequential"))
-        check_scalar(self.n_sweeps, "n_sweeps", owner, kind="int", lower=0)
-        check_scalar(self.max_enumeration, "max_enumeration", owner, kind="int", lower=1)
-        if self.masks is not None and not isinstance(self.masks, Mapping):
-            raise param_error("masks", owner, "a dict mapping quasi-identifiers to masking models", type(self.masks).__name__)
         # build every mask now so that bad K / sigma_e / alpha / pi fail before any fitting
         for c, spec in (self.masks or {}).items():
             make_masking(spec, c)
-        check_random_state(self.random_state)
+
+    def _needs_records_to_sample(self) -> bool:
+        return super()._needs_records_to_sample() or bool(getattr(self, "masks_", None))
 
     def _fit_extra(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
         owner = type(self).__name__
         qi = list(X.columns)
-        specs = dict(self.masks or {})
+        specs = dict(self._from_spec("masks", "masks") or {})
         unknown = [c for c in specs if c not in qi]
         if unknown:
             raise ValueError(

@@ -11,7 +11,7 @@ Jiang, Mitra, Gao & Wang 2022 for DA-MI):
     \underbrace{p(W^g \mid X^g, \lambda_g)}_{M^g_{mask}}
     \, dZ_{mis}\, dX_{mis}.
 
-* :math:`M_{copula}` is :class:`~synthmi.models.copula.GaussianCopula` (Hoff
+* :math:`M_{copula}` is :class:`~synthmi.models.copula.GaussianCopulaImputer` (Hoff
   2007): every column, quasi-identifier (X) or not (Z), may have missing
   values, imputed under MAR.
 * Records are labelled low / medium / high re-identification risk
@@ -72,12 +72,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .._validate import check_columns_exist, check_no_missing, check_scalar, param_error
+from .._validate import Interval, check_columns_exist, check_no_missing, param_error
 from .base import Synthesizer
 from .copula import (
     CopulaGibbs,
     CopulaState,
-    GaussianCopula,
+    GaussianCopulaImputer,
     _Margin,
     _gumbel_argmax,
     _nominal_bounds,
@@ -122,7 +122,7 @@ class RiskTargetedSynthesizer(Synthesizer):
     complete : list of str, optional
         Columns declared complete: a missing value in one is an error.
     n_iter, burn, thin, prior_df
-        Gibbs settings of :class:`~synthmi.models.copula.GaussianCopula`;
+        Gibbs settings of :class:`~synthmi.models.copula.GaussianCopulaImputer`;
         ``thin`` also separates the states used for successive copies.
     n_sweeps : int, default 10
         Gibbs sweeps over each synthetic record's latent vector.
@@ -150,7 +150,35 @@ class RiskTargetedSynthesizer(Synthesizer):
     """
 
     method = "risk-dami"
+    combining_rule = "rubin"
     allows_missing = True
+    _parameter_constraints = {
+        "masks": [None, "dict"],
+        "subgroups": [None, "array-like"],
+        "k0": [Interval("int", 1, None)],
+        "tolerance": [None, "object"],
+        "r": [None, Interval("int", 1, None)],
+        "complete": [None, "columns"],
+        "n_iter": [Interval("int", 2, None)],
+        "burn": [None, Interval("int", 0, None)],
+        "thin": [Interval("int", 1, None)],
+        "n_sweeps": [Interval("int", 1, None)],
+        "prior_df": [None, Interval("real", 0.0, None, closed="neither")],
+        "random_state": [None, "random_state"],
+        "progressbar": ["boolean"],
+        "chains": [Interval("int", 1, None)],
+        "n_jobs": [Interval("int", 1, None)],
+        "impute_keep": ["boolean"],
+        "accept_diagnostics": ["boolean"],
+        "rhat_max": [Interval("real", 1.0, None, closed="neither")],
+        "ess_min": [Interval("real", 0.0, None)],
+    }
+    # the copula chain is conditional on the records (completed levels, latents,
+    # risk labels), and the synthesizer keeps the data it imputes
+    _confidential_attributes = ("copula_", "subgroup_labels_", "group_")
+
+    def _needs_records_to_sample(self) -> bool:
+        return True
 
     def __init__(
         self,
@@ -197,35 +225,32 @@ class RiskTargetedSynthesizer(Synthesizer):
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:
         owner = type(self).__name__
-        check_scalar(self.k0, "k0", owner, kind="int", lower=1)
-        check_scalar(self.n_sweeps, "n_sweeps", owner, kind="int", lower=1)
-        if not isinstance(self.impute_keep, (bool, np.bool_)):
-            raise param_error("impute_keep", owner, "True or False", self.impute_keep)
         if self.r is not None:
-            check_scalar(self.r, "r", owner, kind="int", lower=1)
             if self.masks is None:
                 raise ValueError(
                     f"The 'r' parameter of {owner} sets synthetic copies per completed data set; it needs "
                     "'masks' (with masks=None the copies are imputations only). Got r="
                     f"{self.r!r} and masks=None instead."
                 )
-        if self.masks is not None and not isinstance(self.masks, Mapping):
-            raise param_error("masks", owner, "None or a dict", type(self.masks).__name__)
+
+    def _masks(self) -> Any:
+        """The masks parameter, or the spec's masks when it is None."""
+        return self._from_spec("masks", "masks")
 
     def _per_group_masks(self, qi: list[str]) -> dict[str, dict[str, MaskingModel]] | None:
         owner = type(self).__name__
-        if self.masks is None:
+        if self._masks() is None:
             return None
-        keys = set(self.masks)
+        keys = set(self._masks())
         if keys & set(RISK_LEVELS):
             if keys != set(RISK_LEVELS):
                 raise ValueError(
                     f"The 'masks' parameter of {owner} must name all of {list(RISK_LEVELS)} when it is given per "
                     f"subgroup (use {{}} for a subgroup synthesized without masking). Got {sorted(keys)} instead."
                 )
-            raw = {g: self.masks[g] for g in RISK_LEVELS}
+            raw = {g: self._masks()[g] for g in RISK_LEVELS}
         else:
-            raw = {g: self.masks for g in RISK_LEVELS}
+            raw = {g: self._masks() for g in RISK_LEVELS}
         out: dict[str, dict[str, MaskingModel]] = {}
         for g, spec in raw.items():
             if not isinstance(spec, Mapping):
@@ -241,7 +266,7 @@ class RiskTargetedSynthesizer(Synthesizer):
 
     @property
     def _targeted(self) -> bool:
-        return self.masks is not None and bool(set(self.masks) & set(RISK_LEVELS))
+        return self._masks() is not None and bool(set(self._masks()) & set(RISK_LEVELS))
 
     # ------------------------------------------------------------------ fit
     def _fit(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
@@ -250,7 +275,7 @@ class RiskTargetedSynthesizer(Synthesizer):
             cols = check_columns_exist(data, self.complete, "complete", "df")
             check_no_missing(data, cols, "df")
         self._prepare_masks(X, data)
-        self.copula_ = GaussianCopula(
+        self.copula_ = GaussianCopulaImputer(
             n_iter=self.n_iter,
             burn=self.burn,
             thin=self.thin,
@@ -330,7 +355,7 @@ class RiskTargetedSynthesizer(Synthesizer):
 
     # ------------------------------------------------------------------ sample
     def _structure(self, m: int) -> dict[str, Any]:
-        if self.masks is None:
+        if self._masks() is None:
             return {"output": "imputation", "rule": "rubin"}
         if self.r is None:
             return {"output": "one-stage", "rule": "rubin"}

@@ -54,7 +54,7 @@ import pandas as pd
 from scipy.special import ndtri
 
 from .._random import PositionalRNG, entropy_from
-from .._validate import check_option, check_scalar, param_error
+from .._validate import Interval, Options, check_scalar
 from .base import Synthesizer
 from .conditional import (
     AdditiveDesign,
@@ -160,6 +160,26 @@ class RubinSynthesizer(Synthesizer):
     """
 
     method = "rubin"
+    _parameter_constraints = {
+        "order": [None, "columns"],
+        "transforms": [None, "dict"],
+        "binary_link": [Options("logit", "probit")],
+        "ordinal_link": [Options("logit", "probit", "multinomial")],
+        "sampler": [Options("fast", "nuts")],
+        "chains": [Interval("int", 1, None)],
+        "draws": [Interval("int", 1, None)],
+        "tune": [Interval("int", 0, None)],
+        "prior_sd": [Interval("real", 0.0, None, closed="neither")],
+        "progressbar": ["boolean"],
+        "models": [None, "dict"],
+        "visit_sequence": [None, "columns"],
+        "predictor_matrix": [None, "object"],
+        "bounds": [None, "dict"],
+        "grid": [None, Options("auto"), "dict"],
+        "accept_diagnostics": ["boolean"],
+        "rhat_max": [Interval("real", 1.0, None, closed="neither")],
+        "ess_min": [Interval("real", 0.0, None)],
+    }
 
     def __init__(
         self,
@@ -202,27 +222,36 @@ class RubinSynthesizer(Synthesizer):
         self.ess_min = ess_min
 
     # ---- parameters --------------------------------------------------------
+    def _needs_records_to_sample(self) -> bool:
+        # NUTS samples the posterior at sample time, from the records; so does the
+        # fast sampler for a categorical conditional (its likelihood is the grouped
+        # design rows: the records' predictors). Normal conditionals keep only
+        # sufficient statistics (conjugate posterior).
+        return self.sampler == "nuts" or any(c.family != "normal" for c in getattr(self, "conditionals_", []))
+
+    def _strip_records(self, state: dict[str, Any]) -> bool:
+        conds = state.get("conditionals_")
+        if not conds:
+            return False
+        import dataclasses
+
+        stripped = []
+        for c in conds:
+            # y_model: the response in record order; a categorical model's grouped
+            # design rows are records too. Sufficient statistics of normal models stay.
+            keep_fast = c.family == "normal"
+            stripped.append(dataclasses.replace(c, y_model=None, fast=c.fast if keep_fast else None))
+        state["conditionals_"] = stripped
+        return True
+
     def _check_params(self) -> None:
         owner = type(self).__name__
-        check_option(self.binary_link, "binary_link", owner, ("logit", "probit"))
-        check_option(self.ordinal_link, "ordinal_link", owner, ("logit", "probit", "multinomial"))
-        check_option(self.sampler, "sampler", owner, ("fast", "nuts"))
-        check_scalar(self.chains, "chains", owner, kind="int", lower=1)
-        check_scalar(self.draws, "draws", owner, kind="int", lower=1)
-        check_scalar(self.tune, "tune", owner, kind="int", lower=0)
-        check_scalar(self.prior_sd, "prior_sd", owner, lower=0.0, lower_inclusive=False)
-        if self.transforms is not None and not isinstance(self.transforms, dict):
-            raise param_error("transforms", owner, "a dict mapping continuous columns to 'log' or 'rank'", self.transforms)
         for c, t in (self.transforms or {}).items():
             if t not in TRANSFORMS:
                 raise ValueError(
                     f"The transform for column '{c}' in the 'transforms' parameter of {owner} must be one of "
                     f"None, 'log', 'rank'. Got {t!r} instead."
                 )
-        if self.bounds is not None and not isinstance(self.bounds, Mapping):
-            raise param_error("bounds", owner, "a dict mapping continuous columns to (lower, upper)", type(self.bounds).__name__)
-        if not (self.grid is None or self.grid == "auto" or isinstance(self.grid, Mapping)):
-            raise param_error("grid", owner, "'auto', None or a dict mapping columns to a step", self.grid)
 
     # ---- fit ----------------------------------------------------------------
     def _encoder(self, c: str) -> Encoder:
@@ -253,7 +282,11 @@ class RubinSynthesizer(Synthesizer):
         return self._method_family(self._default_method(kind))
 
     def _resolve_order(self, qi: list[str]) -> list[str]:
-        return resolve_visit_sequence(self.visit_sequence, self.order, qi, type(self).__name__)
+        # an explicit parameter wins over the spec's visit sequence
+        spec_seq = None if (self.visit_sequence is not None or self.order is not None) else self._from_spec(
+            "visit_sequence", "visit_sequence")
+        return resolve_visit_sequence(self.visit_sequence if spec_seq is None else spec_seq, self.order, qi,
+                                      type(self).__name__)
 
     def _method_family(self, method: str) -> str:
         if method in ("normal", "hierarchical"):
@@ -300,7 +333,7 @@ class RubinSynthesizer(Synthesizer):
         owner = type(self).__name__
         qi = list(X.columns)
         self.order_ = self._resolve_order(qi)
-        specs = parse_models(self.models, qi, owner)
+        specs = parse_models(self._from_spec("models", "models"), qi, owner)
         pm_preds = predictors_from_matrix(self.predictor_matrix, qi, list(self.data_.columns), owner)
         for c in pm_preds:
             if c in specs and (specs[c].formula or specs[c].predictors is not None):

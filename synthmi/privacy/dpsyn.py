@@ -65,15 +65,15 @@ from scipy.optimize import brentq
 
 from ..domain import ColumnDomain, DomainError, PublicDomain, as_public_domain
 from .._validate import (
+    Interval,
     NotFittedError,
-    check_dataframe,
+    Options,
     check_delta,
-    check_epsilon,
     check_option,
-    check_scalar,
     param_error,
 )
-from ..synthetic import SyntheticData
+from ..models.base import Synthesizer
+from ..provenance import original_fingerprint
 from .accountant import PrivacyAccountant, dpsyn_sigma, rdp_to_dp_improved
 from .discrete import sample_discrete_gaussian
 from .noise_source import SecretSeedMixin, noise_generator, noise_provenance, sampling_generator, user_seed_given
@@ -662,7 +662,7 @@ def _gum(
 
 
 # --------------------------------------------------------------------------- synthesizer
-class DPSynSynthesizer(SecretSeedMixin):
+class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
     r"""Differentially private synthesizer from noisy one- and two-way marginals (DPSyn / PrivSyn).
 
     :math:`(\varepsilon, \delta)`-DP end to end under add/remove-one neighbours: the
@@ -747,6 +747,34 @@ class DPSynSynthesizer(SecretSeedMixin):
     """
 
     method = "dpsyn"
+    # fully synthetic copies: Raghunathan, Reiter & Rubin (2003) combining rule
+    combining_rule = "full"
+    fully_synthetic = True
+    differentially_private = True
+    _parameter_constraints = {
+        "epsilon": [Interval("real", 0.0, None, closed="neither")],
+        "delta": [Interval("real", 0.0, 1.0, closed="neither")],
+        "theta_min": [Interval("real", 0.0, None)],
+        "bins": [Interval("int", 1, None)],
+        "max_levels": [None, Interval("int", 2, None)],
+        "budget_split": ["array-like"],
+        "one_way_split": [Options("cells", "equal")],
+        "n_iter": [Interval("int", 0, None)],
+        "update_rate": [Interval("real", 0.0, 1.0, closed="right")],
+        "update_decay": [Interval("real", 0.0, 1.0, closed="right")],
+        "duplicate": [Interval("real", 0.0, 1.0)],
+        "three_way": [Interval("int", 0, None)],
+        "max_cells_three_way": [Interval("int", 1, None)],
+        "conversion": [Options("improved", "simple")],
+        "n_records": [None, Interval("int", 1, None)],
+        "random_state": [None, "random_state"],
+        "exact_noise": ["boolean"],
+        "integer_levels": [Interval("int", 1, None)],
+        "theta_scale": [Interval("real", 0.0, None)],
+        "rare": [Options("suppress", "pool")],
+    }
+    # the seed of a DP release is never recorded (see noise_source)
+    _publishes_seed = False
 
     def __init__(
         self,
@@ -793,22 +821,8 @@ class DPSynSynthesizer(SecretSeedMixin):
         self.rare = rare
 
     # ------------------------------------------------------------------ params
-    def get_params(self) -> dict[str, Any]:
-        import inspect
-
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {p: getattr(self, p) for p in names}
-
     def _check_params(self) -> None:
-        check_epsilon(self.epsilon, _OWNER)
         check_delta(self.delta, _OWNER)
-        check_scalar(self.theta_min, "theta_min", _OWNER, lower=0.0)
-        check_scalar(self.bins, "bins", _OWNER, kind="int", lower=1)
-        check_scalar(self.integer_levels, "integer_levels", _OWNER, kind="int", lower=1)
-        check_scalar(self.theta_scale, "theta_scale", _OWNER, lower=0.0)
-        check_option(self.rare, "rare", _OWNER, ["suppress", "pool"])
-        if self.max_levels is not None:
-            check_scalar(self.max_levels, "max_levels", _OWNER, kind="int", lower=2)
         bs = self.budget_split
         try:
             parts = [float(x) for x in bs]
@@ -816,27 +830,19 @@ class DPSynSynthesizer(SecretSeedMixin):
             raise param_error("budget_split", _OWNER, "three fractions summing to 1", bs) from None
         if len(parts) != 3 or any(not (x > 0) for x in parts) or abs(sum(parts) - 1.0) > 1e-9:
             raise param_error("budget_split", _OWNER, "three positive fractions summing to 1", bs)
-        check_scalar(self.n_iter, "n_iter", _OWNER, kind="int", lower=0)
-        check_scalar(self.update_rate, "update_rate", _OWNER, lower=0.0, upper=1.0, lower_inclusive=False)
-        check_scalar(self.update_decay, "update_decay", _OWNER, lower=0.0, upper=1.0, lower_inclusive=False)
-        check_scalar(self.duplicate, "duplicate", _OWNER, lower=0.0, upper=1.0)
-        check_option(self.conversion, "conversion", _OWNER, ["improved", "simple"])
-        check_scalar(self.three_way, "three_way", _OWNER, kind="int", lower=0)
-        check_scalar(self.max_cells_three_way, "max_cells_three_way", _OWNER, kind="int", lower=1)
-        check_option(self.one_way_split, "one_way_split", _OWNER, ["cells", "equal"])
-        if self.n_records is not None:
-            check_scalar(self.n_records, "n_records", _OWNER, kind="int", lower=1)
-        if not isinstance(self.exact_noise, (bool, np.bool_)):
-            raise param_error("exact_noise", _OWNER, "True or False", self.exact_noise)
 
     # ------------------------------------------------------------------ fit
     def fit(
         self,
         df: pd.DataFrame,
+        spec: Any = None,
         bounds: Mapping[str, Any] | None = None,
         domain: Any = None,
         ordinal: Sequence[str] | None = None,
         out_of_domain: str = "error",
+        *,
+        quasi_identifiers: Sequence[str] | None = None,
+        keep: Sequence[str] | None = None,
     ) -> "DPSynSynthesizer":
         """Measure the noisy marginals of ``df`` and make them consistent.
 
@@ -848,6 +854,13 @@ class DPSynSynthesizer(SecretSeedMixin):
         ----------
         df : DataFrame
             The confidential data (never modified, not kept).
+        spec : ReleaseSpec, dict or path, optional
+            Release spec: its released columns (every role but ``excluded``) are all
+            synthesized; its DECLARED bounds and levels are used as ``bounds`` and
+            ``domain`` (inferred ones never are), ordinal kinds as ``ordinal``.
+            Explicit ``bounds`` / ``domain`` / ``ordinal`` win over the spec.
+        quasi_identifiers, keep : list of str, optional
+            Shortcut for the released columns (default: every column of ``df``).
         bounds : dict, optional
             Older form: column -> (lower, upper), declaring a numeric column
             (integer kind for integer dtypes, continuous otherwise).
@@ -868,15 +881,37 @@ class DPSynSynthesizer(SecretSeedMixin):
         """
         from ..scale._frames import is_dask_frame
 
-        # A dask DataFrame: columns are described from its (empty) meta frame, and the
-        # curator sums marginal counts over partitions (synthmi.scale.dpsyn): same release.
-        ddf = df if is_dask_frame(df) else None
-        if ddf is not None:
-            df = ddf._meta
-        self._check_params()
-        if ddf is None:
-            check_dataframe(df, "df")
+        if is_dask_frame(df):
+            # A dask DataFrame: columns are described from its (empty) meta frame and the
+            # curator sums marginal counts over partitions (synthmi.scale.dpsyn): same release.
+            # Sampling is post-processing of the noisy marginals, in memory as usual.
+            self._validate_params()
+            self.dask_ = None
+            resolved = self._resolve_spec(df._meta, spec, quasi_identifiers, keep, None)
+            self.spec_ = resolved
+            self._fit_release(df, resolved, bounds, domain, ordinal, out_of_domain)
+            self.fingerprint_ = original_fingerprint(df._meta[resolved.released], private_count=True)
+            return self
+        return super().fit(df, spec, keep=keep, quasi_identifiers=quasi_identifiers,
+                           bounds=bounds, domain=domain, ordinal=ordinal, out_of_domain=out_of_domain)
+
+    def _fit_release(self, df: pd.DataFrame, spec: Any, bounds=None, domain=None, ordinal=None,
+                     out_of_domain: str = "error") -> None:
+        from ..scale._frames import is_dask_frame
+
+        ddf = df[spec.released] if is_dask_frame(df) else None
+        df = ddf._meta if ddf is not None else df[spec.released]
         check_option(out_of_domain, "out_of_domain", _OWNER, ["error", "other"])
+        # the values the spec DECLARES public (ReleaseSpec.public_domain), under any
+        # explicitly given domain; inferred levels and bounds never reach this code
+        declared = spec.public_domain()
+        if len(declared):
+            if domain is None:
+                domain = declared
+            elif isinstance(domain, (PublicDomain, str, Path)) or (
+                isinstance(domain, Mapping) and isinstance(domain.get("columns"), Mapping)
+            ):
+                domain = declared.merged(as_public_domain(domain))
         if ordinal is not None:
             ordinal = list(ordinal)
             unknown = [c for c in ordinal if c not in df.columns]
@@ -905,7 +940,6 @@ class DPSynSynthesizer(SecretSeedMixin):
         # Released dtypes: declared levels, never categories the input happened to carry.
         self.dtypes_ = pd.Series({c.name: c.dtype for c in columns}, dtype=object)
         self.domain_ = public.select(self.columns_)
-        return self
 
     def _fit_from_curator(self, curator: _Curator, columns: list[_Column]) -> None:
         d = len(columns)
@@ -1090,16 +1124,13 @@ class DPSynSynthesizer(SecretSeedMixin):
                 f"This {_OWNER} instance is not fitted yet. Call 'fit' with appropriate arguments before using 'sample'."
             )
 
-    def sample(self, m: int = 1, random_state: int | np.random.Generator | None = None) -> SyntheticData:
-        """Draw ``m`` synthetic copies (independent GUM runs); pure post-processing.
+    def _sampling_rng(self, random_state: Any) -> np.random.Generator:
+        """The record-sampling stream: separate from the noise stream of ``fit`` (an
+        int seed is spawned into its own stream) and not recorded either."""
+        return sampling_generator(random_state, _OWNER)
 
-        ``random_state`` seeds the record-sampling stream only; it is separate from
-        the noise stream of ``fit`` (an int seed is spawned into its own stream) and
-        is not recorded either.
-        """
-        self._check_fitted()
-        m = check_scalar(m, "m", _OWNER, kind="int", lower=1)
-        rng = sampling_generator(random_state, _OWNER)
+    def _draw_copies(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
+        """``m`` independent GUM runs; pure post-processing of the noisy marginals."""
         n = int(self.n_records) if self.n_records is not None else int(round(self.n_estimate_))
         copies = []
         for _ in range(m):
@@ -1107,26 +1138,27 @@ class DPSynSynthesizer(SecretSeedMixin):
             rec = _gum(marg, self._coarse_sizes, n, rng, int(self.n_iter), float(self.update_rate),
                        float(self.update_decay), float(self.duplicate))
             copies.append(self._decode(rec, rng))
-        return SyntheticData(
-            copies=copies,
-            method=self.method,
-            params=self.public_params(),
-            seed=None,
-            quasi_identifiers=list(self.columns_),
-            diagnostics={
-                # 6 significant digits: the spend equals the request to ~1e-9 by design, and
-                # its last float digits depend on which (noisily selected) marginals were measured.
-                "epsilon_spent": float(f"{self.spent()[0]:.6g}"),
-                "delta": float(self.delta),
-                "n_two_way": len(self.selected_),
-                "theta": self.theta_.to_dict(),
-                # declared levels below the noise threshold (post-processing of noisy counts)
-                "suppressed_levels": _to_json_levels(self.suppressed_levels_),
-                "pooled_levels": {c: {"into": _json_level(v["into"]), "levels": [_json_level(x) for x in v["levels"]]}
-                                  for c, v in self.pooled_levels_.items()},
-            },
-            structure={"rule": "full", "privacy": self.privacy_statement(), "domain": self.domain_.to_dict()},
-        )
+        return copies
+
+    def _published_params(self) -> dict[str, Any]:
+        return self.public_params()
+
+    def _structure(self, m: int) -> dict[str, Any]:
+        return {"rule": "full", "privacy": self.privacy_statement(), "domain": self.domain_.to_dict()}
+
+    def _diagnostics(self) -> dict[str, Any]:
+        return {
+            # 6 significant digits: the spend equals the request to ~1e-9 by design, and
+            # its last float digits depend on which (noisily selected) marginals were measured.
+            "epsilon_spent": float(f"{self.spent()[0]:.6g}"),
+            "delta": float(self.delta),
+            "n_two_way": len(self.selected_),
+            "theta": self.theta_.to_dict(),
+            # declared levels below the noise threshold (post-processing of noisy counts)
+            "suppressed_levels": _to_json_levels(self.suppressed_levels_),
+            "pooled_levels": {c: {"into": _json_level(v["into"]), "levels": [_json_level(x) for x in v["levels"]]}
+                              for c, v in self.pooled_levels_.items()},
+        }
 
     def public_params(self) -> dict[str, Any]:
         """The tuning parameters a release may publish: everything but ``random_state``."""

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from .._validate import check_columns_exist, check_dataframe, check_scalar, param_error
+# digests live in synthmi.provenance (below report/ and evaluation/); re-exported here
+from ..provenance import NOT_RECORDED, PROVENANCE_KEY_ENV, confidential_digest, frame_sha256  # noqa: F401
 from ..synthetic import SyntheticData, package_versions
 
 __all__ = ["ReportData", "evaluate_release", "frame_sha256", "file_sha256", "formula_variables", "git_state"]
@@ -92,45 +94,6 @@ class ReportData:
     impossible: pd.DataFrame = field(default_factory=pd.DataFrame)
     frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
     no_alignment: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-
-def frame_sha256(df: pd.DataFrame) -> str:
-    """SHA-256 of a frame's column names, dtypes and values (row order included)."""
-    h = hashlib.sha256()
-    h.update(repr([(str(c), str(df[c].dtype)) for c in df.columns]).encode())
-    h.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
-    return h.hexdigest()
-
-
-#: Environment variable holding the data holder's secret for keyed provenance digests.
-PROVENANCE_KEY_ENV = "SYNTHMI_PROVENANCE_KEY"
-NOT_RECORDED = f"not recorded (confidential input; set {PROVENANCE_KEY_ENV} to record a keyed HMAC-SHA256)"
-
-
-def confidential_digest(df: pd.DataFrame | None = None, path: str | Path | None = None) -> str:
-    """Keyed digest of confidential input, or :data:`NOT_RECORDED` without a key.
-
-    A plain hash of confidential data is a confirmation oracle: an intruder who
-    knows every value but one (the kept columns of a partially synthetic release
-    are public) can try each candidate for the last and compare hashes. An
-    HMAC-SHA256 under a secret held by the data holder lets the holder verify
-    the input later without giving anyone else that oracle.
-    """
-    import hmac
-    import os
-
-    key = os.environ.get(PROVENANCE_KEY_ENV)
-    if not key:
-        return NOT_RECORDED
-    mac = hmac.new(key.encode(), digestmod=hashlib.sha256)
-    if path is not None:
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                mac.update(chunk)
-    else:
-        mac.update(repr([(str(c), str(df[c].dtype)) for c in df.columns]).encode())
-        mac.update(pd.util.hash_pandas_object(df, index=False).to_numpy().tobytes())
-    return "hmac-sha256:" + mac.hexdigest()
 
 
 def file_sha256(path: str | Path) -> str:
@@ -303,7 +266,7 @@ def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[
         "masks": masks,
         "params": {k: v for k, v in (params or {}).items() if k not in ("masks", "progressbar")},
         "unchanged_share": unchanged,
-        "rule": structure.get("rule") or rule,
+        "rule": rule,
         "diagnostics": _diag_flags(diag),
         "seed": getattr(obj, "seed", None),
     }
@@ -349,7 +312,7 @@ def evaluate_release(
     quasi_identifiers: Sequence[str],
     formula: str,
     family: str = "probit",
-    rule: str | None = "partial",
+    rule: str | Mapping[str, str] | None = None,
     alpha: float = 0.05,
     tolerance: Mapping[str, float] | float | None = None,
     k0: int = 5,
@@ -366,6 +329,7 @@ def evaluate_release(
     frontier: pd.DataFrame | None = None,
     reference_seed: int = 0,
     holdout: pd.DataFrame | None = None,
+    spec: Any = None,
 ) -> ReportData:
     """Evaluate one or more releases of synthetic copies against the original.
 
@@ -380,7 +344,7 @@ def evaluate_release(
     formula, family, rule, alpha
         The analyst's model (see :func:`synthmi.evaluation.analyse`). ``rule=None``:
         each release's recorded rule (``full`` for DPSyn), else ``nested`` for m x r
-        copies, else ``partial``.
+        copies, else ``partial``; a mapping gives the rule per release label.
     tolerance : dict or float, optional
         Closeness for continuous quasi-identifiers in matching and in the
         risk subgroups (default: the risk module's default).
@@ -447,16 +411,16 @@ def evaluate_release(
     for method, obj in synthetic.items():
         copies = _copies(obj)
         structure = getattr(obj, "structure", {}) or {}
-        rel_rule = rule if rule is not None else (
-            structure.get("rule") or ("nested" if {"m", "r"} <= set(structure)
-                                      else "full" if getattr(obj, "method", None) == "dpsyn" else "partial"))
+        rel_rule = rule.get(method) if isinstance(rule, Mapping) else rule
+        rel_rule = rel_rule or getattr(obj, "rule", None) or structure.get("rule") or (
+            "nested" if {"m", "r"} <= set(structure) else "full" if getattr(obj, "method", None) == "dpsyn" else "partial")
         fully = rel_rule == "full" or any(len(c) != len(original) for c in copies)
         releases[method] = describe_release(method, obj, original, copies, qi, rel_rule)
         releases[method]["fully_synthetic"] = fully
         impossible += [{"method": method, **r} for r in impossible_values(original, copies, releases[method]["synthesized"])]
         steps.set_postfix_str(f"{method}: pMSE")
-        pm = pmse(original, copies, method=pmse_method, variables=pmse_variables)
-        ut = utility_tables(original, copies, variables=pmse_variables, ways=(1, 2))
+        pm = pmse(original, copies, method=pmse_method, variables=pmse_variables, spec=spec)
+        ut = utility_tables(original, copies, variables=pmse_variables, ways=(1, 2), spec=spec)
         one = ut[ut["way"] == 1]
         # kept columns are released unchanged (S_pMSE 0): show the synthesized ones
         per_var[method] = one.set_index("variables")["s_pmse"].reindex([v for v in pmse_variables if v in qi])
@@ -468,7 +432,7 @@ def evaluate_release(
         steps.set_postfix_str(f"{method}: analysis")
         # the SyntheticData itself when there is one: nested copies need their m x r structure
         res = analyse(formula, family=family, original=original, synthetic=obj if isinstance(obj, SyntheticData) else copies,
-                      rule=rel_rule, alpha=alpha)
+                      rule=rel_rule, alpha=alpha, spec=spec)
         frame = res.to_frame()
         frame = frame.reset_index().rename(columns={frame.index.name or "index": "term"})
         frame.insert(0, "method", method)
@@ -482,7 +446,7 @@ def evaluate_release(
                                                    tolerance, risk_threshold))
             rs = {"expected_matches": np.nan, "true_match_rate": np.nan, "share_above_threshold": np.nan}
         else:
-            risk = reidentification_risk(original, copies, qi, threshold=risk_threshold, by=labels_series, **sub_kw)
+            risk = reidentification_risk(original, copies, qi, threshold=risk_threshold, by=labels_series, spec=spec, **sub_kw)
             individual[method] = np.asarray(risk.individual, dtype=float)
             risk_rows += _risk_by_subgroup(method, risk.by_group)
             rs = risk.summary
@@ -539,7 +503,7 @@ def evaluate_release(
         "quasi_identifiers": qi,
         "formula": formula,
         "family": family,
-        "rule": rule if rule is not None else ", ".join(f"{k}: {v['rule']}" for k, v in releases.items()),
+        "rule": rule if isinstance(rule, str) else ", ".join(f"{k}: {v['rule']}" for k, v in releases.items()),
         "alpha": alpha,
         "pmse_method": pmse_method,
         "pmse_variables": list(pmse_variables),
@@ -652,7 +616,10 @@ def _references(original, qi, formula, family, rule, alpha, tolerance, threshold
             c[q] = pd.Categorical(vals, categories=original[q].cat.categories, ordered=original[q].cat.ordered) \
                 if isinstance(original[q].dtype, pd.CategoricalDtype) else vals
         copies.append(c)
-    res = analyse(formula, family=family, original=original, synthetic=copies, rule=rule, alpha=alpha)
+    # the permuted copies are a partially synthetic release (no nests): the user's rule
+    # when one rule was given, else partial
+    ref_rule = rule if isinstance(rule, str) and rule != "nested" else "partial"
+    res = analyse(formula, family=family, original=original, synthetic=copies, rule=ref_rule, alpha=alpha)
     ri = reidentification_risk(original, copies, qi, threshold=threshold, **kw).summary
     rows.append({"method": "reference: independent release", "M": len(copies),
                  "S_pMSE": pmse(original, copies, method=pmse_method, variables=pmse_variables).mean_s_pmse,

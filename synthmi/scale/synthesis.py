@@ -498,6 +498,7 @@ def fit(synth, ddf, quasi_identifiers: Sequence[str], keep: Sequence[str] | None
     normal_idx = [j for j, cd in enumerate(synth.conditionals_) if cd.family == "normal"]
     cat_idx = [j for j, cd in enumerate(synth.conditionals_) if cd.family != "normal"]
     light = _copy.copy(synth)  # what the partition tasks need (no dask objects inside)
+    light.retain_records()  # shipped to this job's workers, never published: pickled whole
     if normal_idx:
         stats = canonical_sum(ddf, offsets, _normal_stats(light, normal_idx))
         for k, j in enumerate(normal_idx):
@@ -678,6 +679,7 @@ def sample(synth, m: int = 1, random_state: Any = None) -> DaskSyntheticData:
     thetas, entropy = synth._sampling_plan(m, rng)
     synth._check_diagnostics()
     light = _copy.copy(synth)
+    light.retain_records()  # shipped to this job's workers, never published: pickled whole
     light.dask_ = None
     light.conditionals_ = []
     for cond in synth.conditionals_:

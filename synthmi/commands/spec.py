@@ -1,0 +1,77 @@
+"""``synthmi spec``: draft a release spec from a data file, for the user to edit."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled, split_list
+
+EXAMPLES = """examples:
+  synthmi spec --data survey.csv --qi age,sex,region > spec.json
+  synthmi spec --data adult --qi age,sex,race,education --keep income,hours_per_week \\
+      --analysis "income ~ age + sex + race + education" --family probit --out spec.json
+
+The draft lists every column with its role (quasi_identifier, keep, outcome, weight,
+excluded), its kind (continuous, integer, binary, nominal, ordinal) and its levels or
+bounds. Levels and bounds read from the data are marked "declared": false: they are
+the data's own (confidential) values. Replace them with public ones (a code book, the
+survey documentation) and set "declared": true; differentially private methods use
+declared values only. Add masks ({"age": {"K": 3, "sigma_e": 5}}, or per risk group
+{"low": {...}, "medium": {...}, "high": {...}}) and analyses, then pass the file to
+synthesize, analyse, utility, disclosure and report with --spec spec.json."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "spec",
+        help="draft a release spec (roles, kinds, levels/bounds, masks, analyses) as JSON",
+        description="Draft a release spec from a data file; edit it, then pass it with --spec.",
+        epilog=EXAMPLES,
+        formatter_class=EXAMPLES_FMT,
+    )
+    p.add_argument("--data", required=True, help="'adult', 'nhanes' (bundled, recoded) or a CSV path")
+    p.add_argument("--qi", default=None, help="comma-separated quasi-identifiers")
+    p.add_argument("--keep", default=None,
+                   help="comma-separated columns released unchanged (default: every column not in --qi); "
+                   "the others are marked excluded")
+    p.add_argument("--analysis", action="append", metavar="FORMULA", help="an analysis formula (repeatable)")
+    p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"],
+                   help="family of the --analysis models (default probit)")
+    p.add_argument("--out", default=None, help="write the spec to this file instead of standard output")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    add_common_flags(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..data import load_dataset
+    from ..spec import ReleaseSpec
+
+    if args.out and Path(args.out).exists() and not args.overwrite:
+        raise ValueError(f"The '--out' file '{args.out}' already exists; add --overwrite to replace it.")
+    df = load_dataset(str(args.data))
+    qi = split_list(args.qi)
+    unknown = [c for c in qi if c not in df.columns]
+    if unknown:
+        raise ValueError(f"The '--qi' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
+    keep = split_list(args.keep) if args.keep is not None else None
+    unknown = [c for c in keep or [] if c not in df.columns]
+    if unknown:
+        raise ValueError(f"The '--keep' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
+    spec = ReleaseSpec.draft(df, quasi_identifiers=qi, keep=keep, source=f"drafted by 'synthmi spec' from {args.data}")
+    if args.analysis:
+        spec = ReleaseSpec(spec.columns, analyses=[{"formula": f, "family": args.family} for f in args.analysis],
+                           source=spec.source)
+    text = spec.to_json() + "\n"
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        sys.stdout.write(text)
+    if progress_enabled(args) and spec.inferred:
+        print(
+            f"synthmi spec: {len(spec.inferred)} columns have levels or bounds read from the data "
+            '("declared": false); replace them with public values before a release.',
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,634 @@
+"""The release spec: what a release treats as public, written down once.
+
+A :class:`ReleaseSpec` says, for every column of the confidential data,
+
+* its **role**: ``quasi_identifier`` (synthesized), ``keep`` (released
+  unchanged, a predictor), ``outcome`` (an analysis variable, released
+  unchanged like ``keep`` by partially synthetic methods), ``weight`` (a survey
+  weight, released unchanged) or ``excluded`` (neither modelled nor released);
+* its **kind**: ``continuous``, ``integer``, ``binary``, ``nominal`` or
+  ``ordinal``;
+* its public **levels** (categorical kinds) or **bounds** (numeric kinds),
+  each marked ``declared`` (the data holder states they are public, e.g. from
+  the survey's code book) or not (inferred from the data by
+  :meth:`ReleaseSpec.draft`, hence confidential: differentially private code
+  never reads them, see :meth:`ReleaseSpec.public_domain`);
+
+and, for the release as a whole, the masks of the quasi-identifiers (one per
+column, or per risk subgroup ``low`` / ``medium`` / ``high``), per-variable
+model settings (``models``, ``visit_sequence``: the same mapping the
+conditional-model synthesizers take) and the analyses (formula, family) a
+reviewer cares about.
+
+It is drafted from a data frame (``synthmi spec --data file.csv > spec.json``),
+edited by the user, saved to and loaded from JSON, and passed to the
+synthesizers (``fit(df, spec)``), the evaluation functions (``spec=``) and the
+command line (``--spec``). Kinds in models and evaluation come from the spec,
+not from re-inferring dtypes.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .schema import Schema, Variable, _infer_variable, _jsonable
+
+__all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spec", "spec_frames"]
+
+#: column roles; the first four are released, ``excluded`` is dropped
+ROLES = ("quasi_identifier", "keep", "outcome", "weight", "excluded")
+#: column kinds (``integer`` is a continuous variable on a whole-number grid)
+KINDS = ("continuous", "integer", "binary", "nominal", "ordinal")
+CATEGORICAL_KINDS = ("binary", "nominal", "ordinal")
+#: risk subgroups that may carry their own masks
+RISK_GROUPS = ("low", "medium", "high")
+FAMILIES = ("probit", "logit", "gaussian")
+#: JSON format version written by :meth:`ReleaseSpec.to_dict`
+FORMAT = 1
+
+# the public-domain vocabulary (synthmi.domain) names unordered categories "categorical"
+_DOMAIN_KIND = {"nominal": "categorical", "binary": "binary", "ordinal": "ordinal",
+                "integer": "integer", "continuous": "continuous"}
+_OWNER = "ReleaseSpec"
+
+
+def _err(where: str, expected: str, got: Any) -> ValueError:
+    return ValueError(f"{where} must be {expected}. Got {got!r} instead.")
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One column of a release spec.
+
+    Parameters
+    ----------
+    name : str
+    role : one of :data:`ROLES`
+    kind : one of :data:`KINDS`
+    levels : tuple, optional
+        Ordered levels of a categorical column.
+    bounds : (lower, upper), optional
+        Range of a numeric column.
+    point_masses : tuple, optional
+        Values of a numeric column with a probability mass (e.g. 0 income).
+    declared : bool
+        ``True``: the levels / bounds are public (declared by the data holder);
+        ``False``: they were inferred from the data and are confidential.
+    """
+
+    name: str
+    role: str = "keep"
+    kind: str = "continuous"
+    levels: tuple | None = None
+    bounds: tuple[float, float] | None = None
+    point_masses: tuple | None = None
+    declared: bool = False
+
+    def __post_init__(self) -> None:
+        where = f"The spec of column '{self.name}'"
+        if self.role not in ROLES:
+            raise _err(f"{where}: 'role'", f"one of {list(ROLES)}", self.role)
+        if self.kind not in KINDS:
+            raise _err(f"{where}: 'kind'", f"one of {list(KINDS)}", self.kind)
+        if self.levels is not None:
+            object.__setattr__(self, "levels", tuple(self.levels))
+            if self.kind not in CATEGORICAL_KINDS:
+                raise ValueError(f"{where} gives levels, but its kind '{self.kind}' is numeric; use bounds instead.")
+            if len(set(map(repr, self.levels))) != len(self.levels):
+                raise ValueError(f"{where} lists a level twice: {list(self.levels)}.")
+            if self.kind == "binary" and len(self.levels) != 2:
+                raise ValueError(f"{where} is binary, so it needs exactly 2 levels. Got {len(self.levels)}.")
+        if self.bounds is not None:
+            try:
+                lo, hi = (float(self.bounds[0]), float(self.bounds[1]))
+            except (TypeError, ValueError, IndexError):
+                raise _err(f"{where}: 'bounds'", "a pair [lower, upper] of numbers", self.bounds) from None
+            if self.kind in CATEGORICAL_KINDS:
+                raise ValueError(f"{where} gives bounds, but its kind '{self.kind}' is categorical; use levels instead.")
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+                raise _err(f"{where}: 'bounds'", "finite with lower <= upper", self.bounds)
+            object.__setattr__(self, "bounds", (lo, hi))
+        if self.point_masses is not None:
+            object.__setattr__(self, "point_masses", tuple(float(v) for v in self.point_masses))
+        if not isinstance(self.declared, (bool, np.bool_)):
+            raise _err(f"{where}: 'declared'", "true or false", self.declared)
+
+    @property
+    def is_categorical(self) -> bool:
+        return self.kind in CATEGORICAL_KINDS
+
+    @property
+    def released(self) -> bool:
+        return self.role != "excluded"
+
+    def variable(self) -> Variable:
+        """The :class:`~synthmi.schema.Variable` models use (``integer`` -> continuous)."""
+        kind = "continuous" if self.kind == "integer" else self.kind
+        return Variable(self.name, kind, self.levels if self.is_categorical else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"role": self.role, "kind": self.kind}
+        if self.levels is not None:
+            d["levels"] = [_jsonable(v) for v in self.levels]
+        if self.bounds is not None:
+            d["bounds"] = [_num(v) for v in self.bounds]
+        if self.point_masses is not None:
+            d["point_masses"] = [_num(v) for v in self.point_masses]
+        if self.levels is not None or self.bounds is not None:
+            d["declared"] = bool(self.declared)
+        return d
+
+    @classmethod
+    def from_dict(cls, name: str, d: Mapping[str, Any]) -> "ColumnSpec":
+        if not isinstance(d, Mapping):
+            raise _err(f"The spec of column '{name}'", "an object with 'role' and 'kind'", d)
+        unknown = sorted(set(d) - {"role", "kind", "levels", "bounds", "point_masses", "declared", "note"})
+        if unknown:
+            raise ValueError(
+                f"The spec of column '{name}' has unknown keys {unknown}; allowed: role, kind, levels, bounds, "
+                "point_masses, declared, note."
+            )
+        return cls(
+            name=name,
+            role=d.get("role", "keep"),
+            kind=d.get("kind", "continuous"),
+            levels=d.get("levels"),
+            bounds=None if d.get("bounds") is None else tuple(d["bounds"]),
+            point_masses=d.get("point_masses"),
+            declared=d.get("declared", False),
+        )
+
+
+def _num(v: float) -> float | int:
+    return int(v) if float(v).is_integer() else float(v)
+
+
+@dataclass
+class ReleaseSpec:
+    """Roles, kinds, public levels/bounds, masks, model settings and analyses of a release.
+
+    Parameters
+    ----------
+    columns : dict
+        Column name -> :class:`ColumnSpec`, quasi-identifiers first (their order is the default visit sequence).
+    masks : dict, optional
+        Quasi-identifier -> mask spec (``{"K": 3, "sigma_e": 5}``, ``{"alpha": 2}``,
+        ``{"p": 0.8}``; see :func:`~synthmi.models.masking.make_masking`), or
+        ``{"low": {...}, "medium": {...}, "high": {...}}`` for masks per risk subgroup.
+    models : dict, optional
+        Column -> per-variable model settings (``{"method": ..., "formula": "~ ..."}``),
+        passed to synthesizers that take ``models=``.
+    visit_sequence : list of str, optional
+        Order in which the quasi-identifiers are synthesized.
+    analyses : list of dict
+        ``{"formula": "y ~ x1 + x2", "family": "probit"}``: the models a reviewer
+        checks; the first is the default of ``analyse`` and ``report``.
+    source : str
+        Where the declared public values come from (code book, documentation).
+    """
+
+    columns: dict[str, ColumnSpec] = field(default_factory=dict)
+    masks: dict[str, Any] | None = None
+    models: dict[str, Any] | None = None
+    visit_sequence: list[str] | None = None
+    analyses: list[dict[str, str]] = field(default_factory=list)
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        self.columns = dict(self.columns)
+        for name, col in self.columns.items():
+            if not isinstance(col, ColumnSpec) or col.name != name:
+                raise ValueError(f"The 'columns' of a ReleaseSpec must map each name to its ColumnSpec; '{name}' does not.")
+        qi = self.quasi_identifiers
+        if self.masks is not None:
+            if not isinstance(self.masks, Mapping):
+                raise _err("The 'masks' of the spec", "an object {column: mask} or {group: {column: mask}}", self.masks)
+            keys = set(self.masks)
+            if keys & set(RISK_GROUPS):
+                if not keys <= set(RISK_GROUPS):
+                    raise ValueError(
+                        f"The 'masks' of the spec mix risk groups and columns: {sorted(keys)}; either every key is "
+                        f"one of {list(RISK_GROUPS)} or none is."
+                    )
+                per = [(g, self.masks[g]) for g in sorted(keys)]
+            else:
+                per = [(None, self.masks)]
+            for g, mk in per:
+                if not isinstance(mk, Mapping):
+                    raise _err(f"The 'masks' of the spec for group '{g}'", "an object {column: mask}", mk)
+                bad = [c for c in mk if c not in qi]
+                if bad:
+                    where = "" if g is None else f" (group '{g}')"
+                    raise ValueError(
+                        f"The 'masks' of the spec{where} name columns that are not quasi-identifiers: {bad}. "
+                        f"Quasi-identifiers: {qi}."
+                    )
+        if self.visit_sequence is not None:
+            seq = list(self.visit_sequence)
+            if sorted(seq) != sorted(qi) or len(set(seq)) != len(seq):
+                raise ValueError(
+                    f"The 'visit_sequence' of the spec must list each quasi-identifier once ({qi}). Got {seq} instead."
+                )
+            self.visit_sequence = seq
+        if self.models is not None:
+            if not isinstance(self.models, Mapping):
+                raise _err("The 'models' of the spec", "an object {column: settings}", self.models)
+            bad = [c for c in self.models if c not in self.columns]
+            if bad:
+                raise ValueError(f"The 'models' of the spec name columns not in the spec: {bad}.")
+        checked = []
+        for i, a in enumerate(self.analyses or []):
+            if not isinstance(a, Mapping) or not isinstance(a.get("formula"), str) or "~" not in a["formula"]:
+                raise _err(f"Analysis {i} of the spec", "an object with a 'formula' such as \"y ~ x1 + x2\"", a)
+            fam = a.get("family", "probit")
+            if fam not in FAMILIES:
+                raise _err(f"The 'family' of analysis {i} of the spec", f"one of {list(FAMILIES)}", fam)
+            checked.append({"formula": a["formula"], "family": fam})
+        self.analyses = checked
+
+    # ---- roles -----------------------------------------------------------------
+    def _role(self, *roles: str) -> list[str]:
+        return [c for c, v in self.columns.items() if v.role in roles]
+
+    @property
+    def quasi_identifiers(self) -> list[str]:
+        return self._role("quasi_identifier")
+
+    @property
+    def keep(self) -> list[str]:
+        """Columns released unchanged by partially synthetic methods (keep, outcome, weight)."""
+        return self._role("keep", "outcome", "weight")
+
+    @property
+    def outcomes(self) -> list[str]:
+        return self._role("outcome")
+
+    @property
+    def weights(self) -> list[str]:
+        return self._role("weight")
+
+    @property
+    def excluded(self) -> list[str]:
+        return self._role("excluded")
+
+    @property
+    def released(self) -> list[str]:
+        """Every column a release holds, in the spec's order (copies keep the data's order)."""
+        return [c for c, v in self.columns.items() if v.released]
+
+    def __getitem__(self, name: str) -> ColumnSpec:
+        return self.columns[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.columns
+
+    def kind(self, name: str) -> str:
+        return self.columns[name].kind
+
+    @property
+    def inferred(self) -> list[str]:
+        """Columns whose levels or bounds were inferred from the data (not declared public)."""
+        return [c for c, v in self.columns.items() if (v.levels is not None or v.bounds is not None) and not v.declared]
+
+    # ---- views used by models, evaluation and DP code -----------------------------
+    def schema(self, columns: Iterable[str] | None = None) -> Schema:
+        """The :class:`~synthmi.schema.Schema` of the released (or given) columns."""
+        cols = self.released if columns is None else list(columns)
+        return Schema({c: self.columns[c].variable() for c in cols})
+
+    def public_domain(self):
+        """The :class:`synthmi.domain.PublicDomain` of the released columns, from DECLARED values only.
+
+        Levels and bounds that were inferred from the data are confidential and
+        left out (a DP method then asks for them instead of reading the data).
+        """
+        from .domain import PublicDomain
+
+        cols = {}
+        for c in self.released:
+            v = self.columns[c]
+            entry: dict[str, Any] = {"kind": _DOMAIN_KIND[v.kind]}
+            if v.declared and v.levels is not None:
+                entry["levels"] = [_jsonable(x) for x in v.levels]
+            if v.declared and v.bounds is not None:
+                entry["bounds"] = [_num(x) for x in v.bounds]
+                if v.point_masses:
+                    entry["point_masses"] = [_num(x) for x in v.point_masses]
+            if len(entry) > 1:
+                cols[c] = entry
+        return PublicDomain.from_dict({"columns": cols, "source": self.source or "release spec (declared values)"})
+
+    def apply_kinds(self, df: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        """A copy of ``df`` whose dtypes follow the spec's kinds.
+
+        Categorical kinds become pandas Categoricals (with the spec's levels when
+        it has them; ordinal ones ordered), so evaluation code that branches on
+        dtypes treats a 0/1-coded or numerically coded category as a category and a
+        numeric column as a number. Values are never changed; a value outside the
+        spec's levels is an error naming the column.
+        """
+        cols = list(df.columns) if columns is None else list(columns)
+        out = df.copy()
+        for c in cols:
+            if c not in self.columns or c not in df.columns:
+                continue
+            v = self.columns[c]
+            s = df[c]
+            if v.is_categorical:
+                levels = list(v.levels) if v.levels is not None else (
+                    list(s.cat.categories) if isinstance(s.dtype, pd.CategoricalDtype)
+                    else sorted(s.dropna().unique().tolist(), key=str)
+                )
+                vals = s.astype(object) if isinstance(s.dtype, pd.CategoricalDtype) else s
+                cat = pd.Categorical(vals, categories=levels, ordered=v.kind == "ordinal")
+                outside = cat.isna() & s.notna().to_numpy()
+                if outside.any():
+                    raise ValueError(
+                        f"Column '{c}' holds values outside the levels its spec lists "
+                        f"({int(outside.sum())} cells); add them to the spec's levels or fix the data."
+                    )
+                out[c] = cat
+            elif isinstance(s.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(s):
+                raise ValueError(f"Column '{c}' is {v.kind} in the spec, but its values are not numbers (dtype {s.dtype}).")
+        return out
+
+    def check_data(self, df: pd.DataFrame, name: str = "df") -> None:
+        """Every released column of the spec is in ``df``; kinds fit the dtypes."""
+        missing = [c for c in self.released if c not in df.columns]
+        if missing:
+            raise ValueError(
+                f"The spec names columns that are not in '{name}': {missing}. Columns of '{name}': {list(df.columns)}."
+            )
+        bad = [c for c in self.released if not self.columns[c].is_categorical
+               and (isinstance(df[c].dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(df[c]))]
+        if bad:
+            raise ValueError(
+                f"Columns {bad} are numeric kinds in the spec but hold non-numeric values in '{name}'; "
+                "change their kind to nominal/ordinal or fix the data."
+            )
+
+    # ---- building --------------------------------------------------------------
+    @classmethod
+    def draft(
+        cls,
+        df: pd.DataFrame,
+        quasi_identifiers: Sequence[str] | None = None,
+        keep: Sequence[str] | None = None,
+        kinds: Mapping[str, str] | None = None,
+        source: str = "",
+    ) -> "ReleaseSpec":
+        """A spec drafted from a data frame, for the user to edit.
+
+        Kinds come from dtypes (``integer`` for whole-number numeric columns);
+        levels and bounds are the observed ones and marked ``declared: false``
+        (inferred, hence confidential) until the user replaces them with public
+        values and marks them declared. Quasi-identifiers get that role; of the
+        others, ``keep`` (default: all) are kept and the rest excluded.
+        """
+        qi = list(quasi_identifiers or [])
+        unknown = [c for c in qi if c not in df.columns]
+        if unknown:
+            raise ValueError(f"The 'quasi_identifiers' name columns not in the data: {unknown}. Columns: {list(df.columns)}.")
+        keep_set = None if keep is None else list(keep)
+        if keep_set is not None:
+            unknown = [c for c in keep_set if c not in df.columns]
+            if unknown:
+                raise ValueError(f"The 'keep' columns are not in the data: {unknown}. Columns: {list(df.columns)}.")
+            both = [c for c in keep_set if c in qi]
+            if both:
+                raise ValueError(f"Columns {both} are given both as quasi-identifiers and as kept columns.")
+        kinds = dict(kinds or {})
+        cols: dict[str, ColumnSpec] = {}
+        for c in _role_order(df.columns, qi, keep_set):
+            role = "quasi_identifier" if c in qi else ("keep" if keep_set is None or c in keep_set else "excluded")
+            cols[c] = _draft_column(c, df[c], role, kinds.get(c))
+        return cls(cols, source=source)
+
+    @classmethod
+    def from_roles(
+        cls,
+        df: pd.DataFrame,
+        quasi_identifiers: Sequence[str],
+        keep: Sequence[str] | None = None,
+        schema: Schema | Mapping[str, str] | None = None,
+        private: bool = False,
+    ) -> "ReleaseSpec":
+        """The spec the ``quasi_identifiers=`` / ``keep=`` / ``schema=`` shortcut stands for.
+
+        Columns in neither list are kept when ``keep`` is None, else excluded.
+        Kinds are inferred from dtypes unless ``schema`` (a Schema, or a dict
+        column -> kind) says otherwise; levels and bounds are inferred (not declared).
+        ``private=True`` (differentially private fits): kinds and levels from the
+        dtypes alone (a Categorical's categories are part of its dtype), never from
+        the values, and nothing marked declared.
+        """
+        qi = list(quasi_identifiers)
+        keep_l = None if keep is None else list(keep)
+        if private:
+            if schema is not None:
+                raise ValueError("Give the kinds of a differentially private release in a spec, not with 'schema='.")
+            cols = {}
+            for c in _role_order(df.columns, qi, keep_l):
+                role = "quasi_identifier" if c in qi else ("keep" if keep_l is None or c in keep_l else "excluded")
+                cols[c] = _column_from_dtype(c, df[c].dtype, role)
+            return cls(cols)
+        overrides = {} if schema is None or isinstance(schema, Schema) else dict(schema)
+        inferred = Schema.infer(df, overrides)
+        if isinstance(schema, Schema):
+            inferred = Schema({c: schema[c] if c in schema else inferred[c] for c in df.columns})
+        cols = {}
+        for c in _role_order(df.columns, qi, keep_l):
+            role = "quasi_identifier" if c in qi else ("keep" if keep_l is None or c in keep_l else "excluded")
+            var = inferred[c]
+            cols[c] = _column_from_variable(c, df[c], var, role)
+        return cls(cols)
+
+    def with_roles(self, quasi_identifiers: Sequence[str] | None = None, keep: Sequence[str] | None = None) -> "ReleaseSpec":
+        """A copy with the given roles changed (flags given beside ``--spec``)."""
+        cols = dict(self.columns)
+        qi = None if quasi_identifiers is None else list(quasi_identifiers)
+        for group, role in ((qi, "quasi_identifier"), (keep, "keep")):
+            for c in group or []:
+                if c not in cols:
+                    raise ValueError(f"Column '{c}' is not in the spec. Columns of the spec: {list(cols)}.")
+                cols[c] = replace(cols[c], role=role)
+        if qi is not None:
+            for c, v in cols.items():
+                if v.role == "quasi_identifier" and c not in qi:
+                    cols[c] = replace(v, role="keep")
+        masks = self.masks
+        if masks and qi is not None:
+            masks = None if any(c not in qi for c in _mask_columns(masks)) else masks
+        return ReleaseSpec(cols, masks, self.models, None if qi is not None else self.visit_sequence,
+                           list(self.analyses), self.source)
+
+    def public_view(self) -> "ReleaseSpec":
+        """A copy without the inferred (confidential) levels and bounds: what a release may publish."""
+        cols = {
+            c: v if v.declared else replace(v, levels=None, bounds=None, point_masses=None)
+            for c, v in self.columns.items()
+        }
+        return ReleaseSpec(cols, self.masks, self.models, self.visit_sequence, list(self.analyses), self.source)
+
+    # ---- JSON --------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "synthmi_spec": FORMAT,
+            "source": self.source,
+            "columns": {c: v.to_dict() for c, v in self.columns.items()},
+            "analyses": [dict(a) for a in self.analyses],
+        }
+        if self.masks is not None:
+            d["masks"] = _jsonify(self.masks)
+        if self.models is not None:
+            d["models"] = _jsonify(self.models)
+        if self.visit_sequence is not None:
+            d["visit_sequence"] = list(self.visit_sequence)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ReleaseSpec":
+        if not isinstance(d, Mapping) or not isinstance(d.get("columns"), Mapping):
+            raise ValueError("A release spec must be a JSON object with a 'columns' object (see 'synthmi spec --help').")
+        version = d.get("synthmi_spec", FORMAT)
+        if version != FORMAT:
+            raise ValueError(f"This release spec has format version {version!r}; this synthmi reads version {FORMAT}.")
+        unknown = sorted(set(d) - {"synthmi_spec", "source", "columns", "analyses", "masks", "models",
+                                   "visit_sequence", "note", "notes"})
+        if unknown:
+            raise ValueError(
+                f"The release spec has unknown keys {unknown}; allowed: columns, masks, models, visit_sequence, "
+                "analyses, source, note."
+            )
+        cols = {str(c): ColumnSpec.from_dict(str(c), v) for c, v in d["columns"].items()}
+        return cls(
+            columns=cols,
+            masks=d.get("masks"),
+            models=d.get("models"),
+            visit_sequence=d.get("visit_sequence"),
+            analyses=list(d.get("analyses") or []),
+            source=str(d.get("source") or ""),
+        )
+
+    def to_json(self, indent: int = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def save(self, path: str | Path, overwrite: bool = False) -> Path:
+        """Write the spec as JSON; an existing file is kept unless ``overwrite=True``."""
+        path = Path(path)
+        if path.exists() and not overwrite:
+            raise FileExistsError(f"'{path}' already exists; pass overwrite=True to replace it.")
+        path.write_text(self.to_json() + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ReleaseSpec":
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"The spec file '{path}' does not exist.")
+        try:
+            d = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"The spec file '{path}' is not valid JSON (line {exc.lineno}: {exc.msg}).") from None
+        return cls.from_dict(d)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ReleaseSpec) and self.to_dict() == other.to_dict()
+
+
+def spec_frames(spec: Any, original: pd.DataFrame, copies: list[pd.DataFrame]):
+    """(spec or None, original, copies) with dtypes following the spec's kinds.
+
+    The one way evaluation functions take a ``spec=``: with ``None`` the frames
+    are returned unchanged (kinds follow dtypes, as before); otherwise every
+    column the spec knows is converted by :meth:`ReleaseSpec.apply_kinds`.
+    """
+    if spec is None:
+        return None, original, copies
+    spec = as_spec(spec)
+    return spec, spec.apply_kinds(original), [spec.apply_kinds(c) for c in copies]
+
+
+def as_spec(spec: Any) -> ReleaseSpec:
+    """A :class:`ReleaseSpec` from a spec, a dict (its JSON form) or a JSON file path."""
+    if isinstance(spec, ReleaseSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        return ReleaseSpec.from_dict(spec)
+    if isinstance(spec, (str, Path)):
+        return ReleaseSpec.load(spec)
+    raise _err("The 'spec' parameter", "a ReleaseSpec, its dict form or a JSON file path", type(spec).__name__)
+
+
+def _role_order(columns: Iterable[str], qi: list[str], keep: list[str] | None) -> list[str]:
+    """Columns in the order the roles were given: the quasi-identifiers (their order is
+    the default visit sequence), the kept columns (the predictors' order), then the rest."""
+    rest = [c for c in columns if c not in qi and (keep is None or c not in keep)]
+    return list(qi) + list(keep or []) + rest
+
+
+def _mask_columns(masks: Mapping[str, Any]) -> list[str]:
+    if set(masks) & set(RISK_GROUPS):
+        return sorted({c for g in masks.values() for c in g})
+    return list(masks)
+
+
+def _column_from_dtype(name: str, dtype: Any, role: str) -> ColumnSpec:
+    """Kind (and levels) from a dtype alone: no value of the data is read."""
+    if isinstance(dtype, pd.CategoricalDtype):
+        cats = tuple(_jsonable(x) for x in dtype.categories)
+        kind = "ordinal" if dtype.ordered and len(cats) > 2 else ("binary" if len(cats) == 2 else "nominal")
+        return ColumnSpec(name, role, kind, levels=cats, declared=False)
+    if pd.api.types.is_bool_dtype(dtype):
+        return ColumnSpec(name, role, "binary", levels=(False, True), declared=False)
+    if pd.api.types.is_integer_dtype(dtype):
+        return ColumnSpec(name, role, "integer")
+    if pd.api.types.is_numeric_dtype(dtype):
+        return ColumnSpec(name, role, "continuous")
+    return ColumnSpec(name, role, "nominal")
+
+
+def _draft_column(name: str, s: pd.Series, role: str, kind: str | None) -> ColumnSpec:
+    var = _infer_variable(name, s)
+    if kind is not None:
+        if kind not in KINDS:
+            raise _err(f"The kind given for column '{name}'", f"one of {list(KINDS)}", kind)
+        if kind in CATEGORICAL_KINDS and var.categories is None:
+            cats = tuple(sorted(s.dropna().unique().tolist(), key=str))
+            var = Variable(name, kind, cats)
+        elif kind in CATEGORICAL_KINDS:
+            var = Variable(name, kind, var.categories)
+        else:
+            var = Variable(name, "continuous")
+        col = _column_from_variable(name, s, var, role)
+        return replace(col, kind=kind) if kind in ("integer", "continuous") else col
+    return _column_from_variable(name, s, var, role)
+
+
+def _column_from_variable(name: str, s: pd.Series, var: Variable, role: str) -> ColumnSpec:
+    if var.is_categorical:
+        levels = tuple(_jsonable(x) for x in var.categories)
+        return ColumnSpec(name, role, var.kind, levels=levels, declared=False)
+    x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
+    x = x[np.isfinite(x)]
+    whole = x.size > 0 and bool(np.all(np.mod(x, 1.0) == 0.0))
+    kind = "integer" if (pd.api.types.is_integer_dtype(s.dtype) or whole) else "continuous"
+    bounds = (float(x.min()), float(x.max())) if x.size else None
+    return ColumnSpec(name, role, kind, bounds=bounds, declared=False)
+
+
+def _jsonify(obj: Any) -> Any:
+    if hasattr(obj, "to_dict") and not isinstance(obj, (dict, pd.DataFrame, pd.Series)):
+        return _jsonify(obj.to_dict())
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonify(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonify(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonify(obj.tolist())
+    return _jsonable(obj)
