@@ -365,3 +365,15 @@ def test_report_on_a_csv_needs_analysis_and_reads_holdout_with_sep(tmp_path, cap
                "--analysis", "y ~ age + sex", "--holdout", str(holdout), "--out", str(page), "--quiet"])
     assert rc == 0, _err(capsys)
     assert page.exists()
+
+
+def test_spec_reads_a_semicolon_file_with_sep(tmp_path, capsys):
+    """'synthmi spec' had no --sep, so a ';'-separated file could not be drafted at all."""
+    path = tmp_path / "semi.csv"
+    _survey().to_csv(path, index=False, sep=";")
+    out = tmp_path / "spec.json"
+    assert main(["spec", "--data", str(path), "--qi", "age,sex", "--out", str(out), "--quiet"]) == 1
+    assert "Pass --sep ';'" in _err(capsys) and not out.exists()
+    assert main(["spec", "--data", str(path), "--sep", ";", "--qi", "age,sex", "--out", str(out), "--quiet"]) == 0
+    cols = json.loads(out.read_text())["columns"]
+    assert set(cols) == {"age", "sex", "region", "hours", "y"}
