@@ -377,3 +377,26 @@ def test_spec_reads_a_semicolon_file_with_sep(tmp_path, capsys):
     assert main(["spec", "--data", str(path), "--sep", ";", "--qi", "age,sex", "--out", str(out), "--quiet"]) == 0
     cols = json.loads(out.read_text())["columns"]
     assert set(cols) == {"age", "sex", "region", "hours", "y"}
+
+
+def test_synthesize_with_a_spec_whose_levels_the_file_lacks(tmp_path, capsys):
+    """A spec drafted on the full file, used on a subset in which a declared level never occurs:
+    CART's copies were decoded by position in the subset's levels and the run died in pandas'
+    'codes need to be between -1 and len(categories)-1'."""
+    full = _survey(n=300, seed=3)
+    path = tmp_path / "full.csv"
+    full.to_csv(path, index=False)
+    spec = tmp_path / "spec.json"
+    assert main(["spec", "--data", str(path), "--qi", "age,region", "--keep", "sex,hours,y", "--out", str(spec),
+                 "--quiet"]) == 0
+    sub = full[full["region"] != "east"]
+    subpath = tmp_path / "sub.csv"
+    sub.to_csv(subpath, index=False)
+    out = tmp_path / "syn"
+    rc = main(["synthesize", "--data", str(subpath), "--spec", str(spec), "--method", "cart", "--m", "2",
+               "--seed", "1", "--out", str(out), "--quiet"])
+    assert rc == 0, _err(capsys)
+    copy = pd.read_csv(out / "copy_01.csv")
+    assert len(copy) == len(sub)
+    # CART draws donors' values: only the levels present in the subset, each labelled as itself
+    assert set(copy["region"]) <= {"north", "south"} and copy["region"].nunique() == 2
