@@ -142,7 +142,18 @@ class Schema:
         cats = list(v.categories)
         codes = np.asarray(codes)
         if isinstance(like.dtype, pd.CategoricalDtype):
-            return pd.Series(pd.Categorical.from_codes(codes, dtype=like.dtype), name=name)
+            if tuple(like.cat.categories) == tuple(cats):
+                return pd.Series(pd.Categorical.from_codes(codes, dtype=like.dtype), name=name)
+            # The schema's levels came from elsewhere (a spec's declared levels, a wider file)
+            # than ``like``'s dtype: decode by the schema's levels, never by position in
+            # ``like``'s (that raised, or would silently mislabel), and keep both sets of levels.
+            extra = [c for c in cats if c not in set(like.cat.categories)]
+            order = cats if like.cat.ordered else list(like.cat.categories) + extra
+            dtype = pd.CategoricalDtype(order, ordered=bool(like.cat.ordered))
+            values = np.array(cats, dtype=object)[np.where(codes < 0, 0, codes)]
+            out = pd.Series(pd.Categorical(values, dtype=dtype), name=name)
+            out[codes < 0] = np.nan
+            return out
         values = np.array(cats, dtype=object)[np.where(codes < 0, 0, codes)]
         out = pd.Series(values, name=name)
         out[codes < 0] = np.nan

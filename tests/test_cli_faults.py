@@ -349,3 +349,59 @@ def test_separated_fit_is_flagged_not_reported_as_overlap(tmp_path, survey_csv, 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert analyse("y ~ age + sex", "logit", df, [df, df.assign(age=df["age"] + 1)], rule="partial").separated == []
+
+
+def test_report_on_a_csv_needs_analysis_and_reads_holdout_with_sep(tmp_path, capsys):
+    """Without --analysis the report fitted Adult's 'income ~ age + sex + race + education' to the
+    user's file and died in a PatsyError; and --holdout ignored --sep."""
+    path = tmp_path / "semi.csv"
+    _survey().to_csv(path, index=False, sep=";")
+    out = tmp_path / "syn"
+    assert _cart(path, out, "--sep", ";") == 0
+    page = tmp_path / "r.html"
+    rc = main(["report", "--original", str(path), "--sep", ";", "--synthetic", str(out), "--qi", "age,sex",
+               "--out", str(page), "--quiet"])
+    err = _err(capsys)
+    assert rc == 1 and "The '--analysis' option is required" in err and "Patsy" not in err
+    assert not page.exists()
+    holdout = tmp_path / "holdout.csv"
+    _survey(seed=5).to_csv(holdout, index=False, sep=";")
+    rc = main(["report", "--original", str(path), "--sep", ";", "--synthetic", str(out), "--qi", "age,sex",
+               "--analysis", "y ~ age + sex", "--holdout", str(holdout), "--out", str(page), "--quiet"])
+    assert rc == 0, _err(capsys)
+    assert page.exists()
+
+
+def test_spec_reads_a_semicolon_file_with_sep(tmp_path, capsys):
+    """'synthmi spec' had no --sep, so a ';'-separated file could not be drafted at all."""
+    path = tmp_path / "semi.csv"
+    _survey().to_csv(path, index=False, sep=";")
+    out = tmp_path / "spec.json"
+    assert main(["spec", "--data", str(path), "--qi", "age,sex", "--out", str(out), "--quiet"]) == 1
+    assert "Pass --sep ';'" in _err(capsys) and not out.exists()
+    assert main(["spec", "--data", str(path), "--sep", ";", "--qi", "age,sex", "--out", str(out), "--quiet"]) == 0
+    cols = json.loads(out.read_text())["columns"]
+    assert set(cols) == {"age", "sex", "region", "hours", "y"}
+
+
+def test_synthesize_with_a_spec_whose_levels_the_file_lacks(tmp_path, capsys):
+    """A spec drafted on the full file, used on a subset in which a declared level never occurs:
+    CART's copies were decoded by position in the subset's levels and the run died in pandas'
+    'codes need to be between -1 and len(categories)-1'."""
+    full = _survey(n=300, seed=3)
+    path = tmp_path / "full.csv"
+    full.to_csv(path, index=False)
+    spec = tmp_path / "spec.json"
+    assert main(["spec", "--data", str(path), "--qi", "age,region", "--keep", "sex,hours,y", "--out", str(spec),
+                 "--quiet"]) == 0
+    sub = full[full["region"] != "east"]
+    subpath = tmp_path / "sub.csv"
+    sub.to_csv(subpath, index=False)
+    out = tmp_path / "syn"
+    rc = main(["synthesize", "--data", str(subpath), "--spec", str(spec), "--method", "cart", "--m", "2",
+               "--seed", "1", "--out", str(out), "--quiet"])
+    assert rc == 0, _err(capsys)
+    copy = pd.read_csv(out / "copy_01.csv")
+    assert len(copy) == len(sub)
+    # CART draws donors' values: only the levels present in the subset, each labelled as itself
+    assert set(copy["region"]) <= {"north", "south"} and copy["region"].nunique() == 2

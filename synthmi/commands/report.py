@@ -113,8 +113,16 @@ def report_defaults(args, syn=None):
     if formula is None:
         if spec is not None and spec.analyses:
             formula, family = spec.analyses[0]["formula"], family or spec.analyses[0]["family"]
-        else:
+        elif str(getattr(args, "original", "adult")).lower() == "adult":
             formula = ADULT.formula
+        else:
+            # Adult's formula names Adult's columns: on other data it could only die in a
+            # PatsyError deep inside the model fit
+            raise ValueError(
+                f"The '--analysis' option is required when --original is not adult (got {args.original!r}) "
+                "and no spec declares an analysis: give the analyst's model as a formula, e.g. "
+                "--analysis 'y ~ age + sex'."
+            )
     return qi, formula, family or "probit", spec
 
 

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, progress_enabled, split_list
+from ._common import EXAMPLES_FMT, add_common_flags, add_sep_flag, progress_enabled, sep_of, split_list
 
 EXAMPLES = """examples:
   synthmi spec --data survey.csv --qi age,sex,region > spec.json
@@ -31,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=EXAMPLES_FMT,
     )
     p.add_argument("--data", required=True, help="'adult', 'nhanes' (bundled, recoded) or a CSV path")
+    add_sep_flag(p)
     p.add_argument("--qi", default=None, help="comma-separated quasi-identifiers")
     p.add_argument("--keep", default=None,
                    help="comma-separated columns released unchanged (default: every column not in --qi); "
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out and Path(args.out).exists() and not args.overwrite:
         raise ValueError(f"The '--out' file '{args.out}' already exists; add --overwrite to replace it.")
-    df = load_dataset(str(args.data))
+    df = load_dataset(str(args.data), sep=sep_of(args), option="--data")
     qi = split_list(args.qi)
     unknown = [c for c in qi if c not in df.columns]
     if unknown:

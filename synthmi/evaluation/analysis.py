@@ -8,6 +8,7 @@ estimate and CI, standardized difference and CI overlap per coefficient.
 """
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,13 @@ def _family(name: str):
 def _response_name(formula: str) -> str:
     if "~" not in formula:
         raise ValueError(f"The 'formula' parameter of analyse must look like 'y ~ x1 + x2'. Got {formula!r} instead.")
-    return formula.split("~", 1)[0].strip()
+    lhs = formula.split("~", 1)[0].strip()
+    # a name with spaces is quoted in the formula (patsy's Q("..."), formulaic's backticks);
+    # the column it names is the response
+    quoted = re.fullmatch(r"""Q\(\s*(["'])(.*)\1\s*\)|`(.*)`""", lhs)
+    if quoted:
+        return quoted.group(2) if quoted.group(2) is not None else quoted.group(3)
+    return lhs
 
 
 def _response_levels(s: pd.Series) -> list | None:
@@ -72,6 +79,16 @@ def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str, leve
             out = df.copy()
             out[response] = np.where(s.isna(), np.nan, (s.astype(object) == cats[1]).astype(float))
             return out
+        # A numeric response of a binary model must be coded 0/1: statsmodels fits any other
+        # numbers without complaint and returns meaningless estimates (1e16 on a BMI column).
+        # No value is echoed: cells can be confidential.
+        obs = pd.to_numeric(s, errors="coerce").dropna()
+        if not obs.isin([0, 1]).all():
+            raise ValueError(
+                f"The response '{response}' of a {family} model must be binary (two categories, or 0/1); "
+                f"'{name}' has numeric values other than 0 and 1. For a continuous response use "
+                "family='gaussian' (--family gaussian)."
+            )
     return df
 
 
