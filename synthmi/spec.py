@@ -632,3 +632,24 @@ def _jsonify(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         return _jsonify(obj.tolist())
     return _jsonable(obj)
+
+
+def spec_quasi_identifiers(quasi_identifiers: Any, spec: Any, df: pd.DataFrame, owner: str,
+                           frame: str = "original") -> list[str]:
+    """The quasi-identifiers an evaluation function works on: given, or the spec's.
+
+    One check for every risk measure: a single name is a list of one; every
+    column must exist in ``df``; the list must not be empty.
+    """
+    from ._validate import check_columns_exist, param_error
+
+    if quasi_identifiers is None:
+        if spec is None:
+            raise ValueError(f"{owner} needs the 'quasi_identifiers' or a spec that names them.")
+        quasi_identifiers = spec.quasi_identifiers
+    if isinstance(quasi_identifiers, str):
+        quasi_identifiers = [quasi_identifiers]
+    qis = check_columns_exist(df, list(quasi_identifiers), "quasi_identifiers", frame)
+    if not qis:
+        raise param_error("quasi_identifiers", owner, "a non-empty list of columns", qis)
+    return qis

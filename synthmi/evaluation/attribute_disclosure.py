@@ -249,20 +249,12 @@ def attribute_disclosure(
     O((n_d + n_s) log(n_d + n_s)) for the key tables and as
     :func:`reidentification_risk` for the matching measure.
     """
-    from ..spec import spec_frames
+    from ..spec import spec_frames, spec_quasi_identifiers
 
     check_dataframe(original, "original")
     copies = check_copies(synthetic, "synthetic")
     spec, original, copies = spec_frames(spec, original, copies)
-    if quasi_identifiers is None:
-        if spec is None:
-            raise ValueError(f"{_OWNER} needs the 'quasi_identifiers' or a spec that names them.")
-        quasi_identifiers = spec.quasi_identifiers
-    if isinstance(quasi_identifiers, str):
-        quasi_identifiers = [quasi_identifiers]
-    qis = check_columns_exist(original, list(quasi_identifiers), "quasi_identifiers", "original")
-    if not qis:
-        raise param_error("quasi_identifiers", _OWNER, "a non-empty list of columns", qis)
+    qis = spec_quasi_identifiers(quasi_identifiers, spec, original, _OWNER, "original")
     if not isinstance(target, str):
         raise param_error("target", _OWNER, "one column name", target)
     check_columns_exist(original, [target], "target", "original")

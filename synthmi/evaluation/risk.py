@@ -295,20 +295,12 @@ def reidentification_risk(
     Cost: O(M n log n) time and O(n) memory per copy with at most one
     continuous QI; see :mod:`synthmi.evaluation._matching` for several.
     """
-    from ..spec import spec_frames
+    from ..spec import spec_frames, spec_quasi_identifiers
 
     check_dataframe(original, "original")
     copies = check_copies(synthetic, "synthetic")
     spec, original, copies = spec_frames(spec, original, copies)
-    if quasi_identifiers is None:
-        if spec is None:
-            raise ValueError(f"{_OWNER} needs the 'quasi_identifiers' or a spec that names them.")
-        quasi_identifiers = spec.quasi_identifiers
-    if isinstance(quasi_identifiers, str):
-        quasi_identifiers = [quasi_identifiers]
-    qis = check_columns_exist(original, list(quasi_identifiers), "quasi_identifiers", "original")
-    if not qis:
-        raise param_error("quasi_identifiers", _OWNER, "a non-empty list of columns", qis)
+    qis = spec_quasi_identifiers(quasi_identifiers, spec, original, _OWNER, "original")
     threshold = float(check_scalar(threshold, "threshold", _OWNER, lower=0.0, upper=1.0))
     aligned = []
     for j, c in enumerate(copies):

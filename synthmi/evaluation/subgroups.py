@@ -32,7 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .._validate import check_columns_exist, check_dataframe, check_scalar, param_error
+from .._validate import check_dataframe, check_scalar
 from . import _matching as mt
 
 __all__ = ["risk_subgroups", "RiskSubgroups", "RISK_LEVELS"]
@@ -130,19 +130,11 @@ def risk_subgroups(
     docstring; short-course slides, "Risk subgroups"). Cost O(n log n) time, O(n)
     memory with at most one continuous QI.
     """
-    from ..spec import spec_frames
+    from ..spec import spec_frames, spec_quasi_identifiers
 
     check_dataframe(df, "df")
     spec, df, _ = spec_frames(spec, df, [])
-    if quasi_identifiers is None:
-        if spec is None:
-            raise ValueError(f"{_OWNER} needs the 'quasi_identifiers' or a spec that names them.")
-        quasi_identifiers = spec.quasi_identifiers
-    if isinstance(quasi_identifiers, str):
-        quasi_identifiers = [quasi_identifiers]
-    qis = check_columns_exist(df, list(quasi_identifiers), "quasi_identifiers", "df")
-    if not qis:
-        raise param_error("quasi_identifiers", _OWNER, "a non-empty list of columns", qis)
+    qis = spec_quasi_identifiers(quasi_identifiers, spec, df, _OWNER, "df")
     k0 = int(check_scalar(k0, "k0", _OWNER, kind="int", lower=1))
     categorical, continuous = mt.split_kinds(df, qis, spec)
     tol = mt.parse_tolerance(tolerance, categorical, continuous, _OWNER)
