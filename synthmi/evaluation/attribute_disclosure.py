@@ -73,7 +73,7 @@ import pandas as pd
 
 from .._validate import check_columns_exist, check_copies, check_dataframe, check_scalar, param_error
 from . import _matching as mt
-from .risk import _group_labels, _json_num
+from .risk import _group_labels, _summaries_to_dict
 
 __all__ = ["attribute_disclosure", "AttributeDisclosureResult", "KEY_MEASURES", "MATCHING_MEASURES"]
 
@@ -165,16 +165,7 @@ class AttributeDisclosureResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summaries (no record-level values)."""
-        out: dict[str, Any] = {
-            "summary": {k: _json_num(v) for k, v in self.summary.items()},
-            "per_copy": [{k: _json_num(v) for k, v in r.items()} for r in self.per_copy.to_dict("records")],
-            "settings": self.settings,
-        }
-        if self.by_group is not None:
-            out["by_group"] = {
-                str(i): {k: _json_num(v) for k, v in r.items()} for i, r in self.by_group.to_dict(orient="index").items()
-            }
-        return out
+        return _summaries_to_dict(self)
 
 
 def _fmt(x: float) -> str:

@@ -128,17 +128,22 @@ class RiskResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summaries (no record-level values)."""
-        out: dict[str, Any] = {
-            "summary": {k: _json_num(v) for k, v in self.summary.items()},
-            "per_copy": [{k: _json_num(v) for k, v in r.items()} for r in self.per_copy.to_dict("records")],
-            "settings": self.settings,
+        return _summaries_to_dict(self)
+
+
+def _summaries_to_dict(result: Any) -> dict[str, Any]:
+    """JSON-ready summary, per-copy, settings and by-group tables of a risk result (no record-level values)."""
+    out: dict[str, Any] = {
+        "summary": {k: _json_num(v) for k, v in result.summary.items()},
+        "per_copy": [{k: _json_num(v) for k, v in r.items()} for r in result.per_copy.to_dict("records")],
+        "settings": result.settings,
+    }
+    if result.by_group is not None:
+        out["by_group"] = {
+            str(idx): {k: _json_num(v) for k, v in row.items()}
+            for idx, row in result.by_group.to_dict(orient="index").items()
         }
-        if self.by_group is not None:
-            out["by_group"] = {
-                str(idx): {k: _json_num(v) for k, v in row.items()}
-                for idx, row in self.by_group.to_dict(orient="index").items()
-            }
-        return out
+    return out
 
 
 def _fmt(x: float) -> str:
