@@ -449,6 +449,7 @@ def _report_rare_levels(synth) -> None:
     """
     suppressed = getattr(synth, "suppressed_levels_", {})
     pooled = getattr(synth, "pooled_levels_", {})
+    no_missing = getattr(synth, "suppressed_missing_", [])
     parts = [f"{col}: {', '.join(map(str, lv))}" for col, lv in suppressed.items()]
     parts += [f"{col}: {', '.join(map(str, p['levels']))} (pooled into '{p['into']}')" for col, p in pooled.items()]
     if not parts:
@@ -460,6 +461,13 @@ def _report_rare_levels(synth) -> None:
                     "(--param rare=pool) or lower the threshold at an accuracy cost (--param theta_scale=2 "
                     "--param theta_min=0).")
     print(f"synthmi synthesize: rare levels: {msg}", file=sys.stderr, flush=True)
+    if no_missing:
+        # The missing cell faces the same threshold; a column the domain lets hold missing
+        # values whose noisy missing count is below it comes back complete.
+        print(f"synthmi synthesize: missing values: the noisy count of missing values fell below the noise "
+              f"threshold in {', '.join(map(str, no_missing))}, so the copies hold no missing values there. "
+              "To keep them, lower the threshold at an accuracy cost (--param theta_scale=2 --param theta_min=0), "
+              "or declare \"missing\": false for columns that have none.", file=sys.stderr, flush=True)
 
 
 def _dp_data(args: argparse.Namespace, source: str, data, spec=None):

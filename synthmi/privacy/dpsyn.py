@@ -733,6 +733,9 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         ``suppressed_levels_`` lists them and the release records them. ``"pool"``: in
         columns that declare an ``other`` level their records are measured and
         synthesized as that level (``pooled_levels_``); columns without one suppress.
+        The same threshold applies to a column's "missing" cell: when its noisy
+        count falls below it the copies hold no missing values in that column, and
+        ``suppressed_missing_`` lists the column (either way).
     integer_levels : int
         An integer column whose declared range has at most this many values gets
         one fine cell per value (decoded exactly); wider ranges get ``bins``
@@ -1000,6 +1003,12 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             weights.append(w)
         sizes = np.array([int(g.max()) + 1 for g in groups], dtype=np.int64)
         self.suppressed_levels_ = {}
+        # Columns whose "missing" cell fell below the threshold: the copies hold no missing
+        # values there. Decided from noisy counts only, so reporting it is post-processing.
+        self.suppressed_missing_ = [
+            col.name for a, col in enumerate(columns)
+            if col.has_missing_level and weights[a][col.size - 1] <= 0
+        ]
         for a, col in enumerate(columns):
             if col.kind != "discrete":
                 continue
@@ -1156,6 +1165,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             "theta": self.theta_.to_dict(),
             # declared levels below the noise threshold (post-processing of noisy counts)
             "suppressed_levels": _to_json_levels(self.suppressed_levels_),
+            "suppressed_missing": list(self.suppressed_missing_),
             "pooled_levels": {c: {"into": _json_level(v["into"]), "levels": [_json_level(x) for x in v["levels"]]}
                               for c, v in self.pooled_levels_.items()},
         }
