@@ -207,6 +207,14 @@ def test_level_held_by_one_record(tmp_path, capsys):
     capsys.readouterr()
     meta = json.loads((tmp_path / "b2" / "metadata.json").read_text())
     assert "Atlantis" not in meta["dtypes"]["region"]["categories"]
+    assert meta["structure"]["out_of_domain"] == "other"
+    #    the evaluation verbs map the original's Atlantis to 'Other' the same public way,
+    #    instead of refusing copies that hold a level the original lacks
+    assert main(["utility", "--original", str(data), "--synthetic", str(tmp_path / "b2"), "--quiet"]) == 0
+    assert main(["analyse", "--original", str(data), "--synthetic", str(tmp_path / "b2"), "--formula",
+                 "income ~ age + region", "--family", "gaussian", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "region[T.Other]" in out and "Atlantis" not in out
     # 3. a declared domain that lists it: the release is made, with the declared level set
     full = tmp_path / "full.json"
     full.write_text(json.dumps(DOMAIN))

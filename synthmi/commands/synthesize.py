@@ -647,6 +647,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
     if dp_release:
         _report_rare_levels(synth)
+        if args.map_other:
+            # evaluation maps the original's out-of-domain values to 'other' the same way
+            syn.structure["out_of_domain"] = "other"
     for f in old:
         f.unlink()
     syn.to_dir(out)

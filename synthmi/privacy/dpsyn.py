@@ -905,6 +905,8 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         ddf = df[spec.released] if is_dask_frame(df) else None
         df = ddf._meta if ddf is not None else df[spec.released]
         check_option(out_of_domain, "out_of_domain", _OWNER, ["error", "other"])
+        # recorded with the release so evaluation maps the original the same public way
+        self.out_of_domain_ = out_of_domain
         # the values the spec DECLARES public (ReleaseSpec.public_domain), under any
         # explicitly given domain; inferred levels and bounds never reach this code
         declared = spec.public_domain()
@@ -1153,7 +1155,8 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         return self.public_params()
 
     def _structure(self, m: int) -> dict[str, Any]:
-        return {"rule": "full", "privacy": self.privacy_statement(), "domain": self.domain_.to_dict()}
+        return {"rule": "full", "privacy": self.privacy_statement(), "domain": self.domain_.to_dict(),
+                "out_of_domain": self.out_of_domain_}
 
     def _diagnostics(self) -> dict[str, Any]:
         return {
