@@ -420,3 +420,24 @@ def test_missing_values_kept_or_their_suppression_said(tmp_path, capsys):
         assert c["sex"].notna().all()
         # sampling sd of a share of 0.2 over 1500 records is 0.010; noise adds ~0.005
         assert c["region"].isna().mean() == pytest.approx(df["region"].isna().mean(), abs=0.045)
+
+
+def test_pooled_rare_count_is_unbiased_with_recorded_variance():
+    # Pooling sums the raw noisy counts: E = true total, Var = (1 + |P|) sigma^2. Ten empty
+    # declared levels with sigma = 5: clipping each at 0 first would add 10 * 5 / sqrt(2 pi)
+    # = 19.9 records; over 4,000 draws the mean's MC sd is sqrt(11) * 5 / sqrt(4000) = 0.26.
+    from synthmi.privacy.discrete import sample_discrete_gaussian
+    from synthmi.privacy.dpsyn import _pool_rare
+
+    true = np.array([400, 300, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 60])  # 10 empty levels, 'other' last
+    rng = np.random.default_rng(7)
+    sigma, reps = 5.0, 4000
+    pooled_counts = np.empty(reps)
+    for r in range(reps):
+        noisy = true + sample_discrete_gaussian(sigma**2, size=true.size, rng=rng)
+        counts, pooled = _pool_rare(noisy, other=12, theta=22.5, n_levels=13)
+        assert pooled == list(range(2, 12))  # 400 and 300 clear the threshold by > 35 sd
+        pooled_counts[r] = counts[12]
+    assert abs(pooled_counts.mean() - 60) < 4 * np.sqrt(11) * sigma / np.sqrt(reps)
+    # the variance recorded for the pooled cell, 11 sigma^2 = 275 (sd of the sample variance ~ 6.1)
+    assert pooled_counts.var() == pytest.approx(11 * sigma**2, abs=4 * 11 * sigma**2 * np.sqrt(2 / reps))

@@ -419,6 +419,8 @@ def _rule_of(method: str, params: dict[str, Any]) -> str:
 def _require_declared(domain, data) -> None:
     """Every released column declared public, or one error in command-line terms: numeric
     columns get ``--bounds COLUMN=LO:HI``, the others a ``--domain`` file."""
+    import shlex
+
     import pandas as pd
 
     missing = [c for c in data.columns if c not in domain]
@@ -429,7 +431,7 @@ def _require_declared(domain, data) -> None:
     how = []
     if numeric:
         how.append("their documented ranges (not the observed minimum and maximum) with "
-                    + " ".join(f"--bounds {c}=LO:HI" for c in numeric))
+                    + " ".join(f"--bounds {shlex.quote(f'{c}=LO:HI')}" for c in numeric))
     if other:
         how.append(f"the levels of {other} in a domain file, --domain domain.json (format: synthmi.domain)")
     which = f"Column '{missing[0]}' has" if len(missing) == 1 else f"Columns {missing} have"
