@@ -419,6 +419,8 @@ def _rule_of(method: str, params: dict[str, Any]) -> str:
 def _require_declared(domain, data) -> None:
     """Every released column declared public, or one error in command-line terms: numeric
     columns get ``--bounds COLUMN=LO:HI``, the others a ``--domain`` file."""
+    import shlex
+
     import pandas as pd
 
     missing = [c for c in data.columns if c not in domain]
@@ -429,7 +431,7 @@ def _require_declared(domain, data) -> None:
     how = []
     if numeric:
         how.append("their documented ranges (not the observed minimum and maximum) with "
-                    + " ".join(f"--bounds {c}=LO:HI" for c in numeric))
+                    + " ".join(f"--bounds {shlex.quote(f'{c}=LO:HI')}" for c in numeric))
     if other:
         how.append(f"the levels of {other} in a domain file, --domain domain.json (format: synthmi.domain)")
     which = f"Column '{missing[0]}' has" if len(missing) == 1 else f"Columns {missing} have"
@@ -449,6 +451,7 @@ def _report_rare_levels(synth) -> None:
     """
     suppressed = getattr(synth, "suppressed_levels_", {})
     pooled = getattr(synth, "pooled_levels_", {})
+    no_missing = getattr(synth, "suppressed_missing_", [])
     parts = [f"{col}: {', '.join(map(str, lv))}" for col, lv in suppressed.items()]
     parts += [f"{col}: {', '.join(map(str, p['levels']))} (pooled into '{p['into']}')" for col, p in pooled.items()]
     if not parts:
@@ -460,6 +463,13 @@ def _report_rare_levels(synth) -> None:
                     "(--param rare=pool) or lower the threshold at an accuracy cost (--param theta_scale=2 "
                     "--param theta_min=0).")
     print(f"synthmi synthesize: rare levels: {msg}", file=sys.stderr, flush=True)
+    if no_missing:
+        # The missing cell faces the same threshold; a column the domain lets hold missing
+        # values whose noisy missing count is below it comes back complete.
+        print(f"synthmi synthesize: missing values: the noisy count of missing values fell below the noise "
+              f"threshold in {', '.join(map(str, no_missing))}, so the copies hold no missing values there. "
+              "To keep them, lower the threshold at an accuracy cost (--param theta_scale=2 --param theta_min=0), "
+              "or declare \"missing\": false for columns that have none.", file=sys.stderr, flush=True)
 
 
 def _dp_data(args: argparse.Namespace, source: str, data, spec=None):
@@ -639,6 +649,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
     if dp_release:
         _report_rare_levels(synth)
+        if args.map_other:
+            # evaluation maps the original's out-of-domain values to 'other' the same way
+            syn.structure["out_of_domain"] = "other"
     for f in old:
         f.unlink()
     syn.to_dir(out)
