@@ -718,7 +718,12 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
             warnings.simplefilter("always")
             synth.fit(data, quasi_identifiers=qi, keep=keep)
             _log(args, f"fitted in {time.perf_counter() - t0:.1f} s; drawing {args.m} copies (seed {seed})")
-            syn = synth.sample(args.m, random_state=seed)
+            from ..diagnostics import DiagnosticsFailed
+
+            try:
+                syn = synth.sample(args.m, random_state=seed)
+            except DiagnosticsFailed as exc:
+                raise exc.for_cli() from None
         for msg in dict.fromkeys(str(w.message) for w in caught):
             print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
         if out.exists():
