@@ -416,7 +416,7 @@ def tune(
     targets: Iterable[Target | str],
     continuous_grid: Sequence[tuple[int, float]] = CONTINUOUS_GRID,
     alpha_grid: Sequence[float] = ALPHA_GRID,
-    m_search: int = 2,
+    m_search: int = 3,
     m: int = 5,
     replicates: int = 3,
     n_confirm: int = 3,
@@ -454,8 +454,7 @@ def tune(
        target is not raised again (by monotonicity it would break it from
        any later point too); stop when no raise meets the targets. So the
        risk budget goes to the columns whose masks buy the most utility
-       (on Adult, education carries 15 of the 21 coefficients of the income
-       analysis), not to a mask shared by all columns.
+       not to a mask shared by all columns.
     3. **Confirm** the ``n_confirm`` most useful feasible search points with
        ``m`` copies x ``replicates`` replicates (disjoint posterior parameter
        sets, seeds ``seed + r``) and choose the one with the highest mean
