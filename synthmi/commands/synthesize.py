@@ -545,9 +545,6 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_dir(args.out, "--out", args.overwrite, owned=["copy_*.csv", "metadata.json"])
     old = sorted(out.glob("copy_*.csv")) if out.is_dir() else []
     _check_copies_combinable(args, cls, params)
-    if args.method == "dami" and not params.get("masks"):
-        print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
-              "add --mask COLUMN:SPEC (see --help) or use --method rubin.", file=sys.stderr, flush=True)
 
     spec = None
     if args.spec:
@@ -556,6 +553,10 @@ def run(args: argparse.Namespace) -> int:
         spec = ReleaseSpec.load(args.spec)
         if args.qi or args.keep is not None:
             spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
+    if args.method == "dami" and not params.get("masks") and not (spec is not None and spec.masks):
+        # (a spec's masks, e.g. written by 'synthmi tune', are used when --mask is not given)
+        print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
+              "add --mask COLUMN:SPEC (see --help) or use --method rubin.", file=sys.stderr, flush=True)
     qi = split_list(args.qi) if spec is None else spec.quasi_identifiers
     if not qi:
         raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
@@ -716,7 +717,12 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
             warnings.simplefilter("always")
             synth.fit(data, quasi_identifiers=qi, keep=keep)
             _log(args, f"fitted in {time.perf_counter() - t0:.1f} s; drawing {args.m} copies (seed {seed})")
-            syn = synth.sample(args.m, random_state=seed)
+            from ..diagnostics import DiagnosticsFailed
+
+            try:
+                syn = synth.sample(args.m, random_state=seed)
+            except DiagnosticsFailed as exc:
+                raise exc.for_cli() from None
         for msg in dict.fromkeys(str(w.message) for w in caught):
             print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
         if out.exists():
