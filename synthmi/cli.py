@@ -82,7 +82,8 @@ def _verb_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> a
     """The parser of the (sub-)verb that ran, e.g. ``dp audit``'s."""
     found = None
     while True:
-        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        # (a stand-in parser without argparse internals: no rewriting)
+        sub = next((a for a in getattr(parser, "_actions", ()) if isinstance(a, argparse._SubParsersAction)), None)
         if sub is None:
             return found
         parser = sub.choices.get(getattr(args, sub.dest, None) or "")
