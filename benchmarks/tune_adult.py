@@ -82,7 +82,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=2, help="timed tune runs (median wall time quoted)")
     ap.add_argument("--both", action="store_true", help="also tune with both CART caps (matches and true-match rate)")
-    ap.add_argument("--m-search", type=int, default=2)
+    ap.add_argument("--m-search", type=int, default=3)
     a = ap.parse_args()
     load0 = os.getloadavg()
     t0 = time.perf_counter()

@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--k0", type=int, default=None, help="risk-subgroup k0 (for high_risk_mean_risk)")
     p.add_argument("--m", type=int, default=5, help="copies per confirmation replicate (default 5)")
     p.add_argument("--replicates", type=int, default=3, help="confirmation replicates (default 3)")
-    p.add_argument("--m-search", type=int, default=2, help="copies per search candidate (default 2)")
+    p.add_argument("--m-search", type=int, default=3, help="copies per search candidate (default 3)")
     p.add_argument("--n-confirm", type=int, default=3, help="search candidates confirmed (default 3)")
     p.add_argument("--alpha-grid", default="0.5,1,1.5,2,3,4,5", help="alphas tried for categorical QIs")
     p.add_argument("--continuous-grid", default="1:20,1:10,1:6,1:4,1:3,1:2,1:1.5,1:1",
