@@ -539,6 +539,7 @@ class RiskTargetedSynthesizer(Synthesizer):
             sampler.collapse_binary = cop.sampler_.collapse_binary
             sampler.collapse_nominal = cop.sampler_.collapse_nominal
             sampler.zero_coef = dict(cop.sampler_.zero_coef)
+            sampler.block_active[:] = cop.sampler_.block_active
             st2 = st.copy()
             for _ in range(int(self.r)):
                 for _ in range(cop.thin):
