@@ -53,6 +53,14 @@ SEED = 1
 DRAWS = 1000
 
 
+def _autogroup() -> str | None:
+    """This job's scheduling group (Linux autogroup: nice values act only within a session's group)."""
+    try:
+        return Path("/proc/self/autogroup").read_text().strip()
+    except OSError:
+        return None
+
+
 def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -93,6 +101,7 @@ def job_inmem(path: str, m: int) -> dict:
     out["posterior"] = _posterior_summary(syn)
     out["peak_rss_mib"] = _rss_mib()
     out["loadavg_end"] = os.getloadavg()
+    out["autogroup"] = _autogroup()
     return out
 
 
@@ -150,6 +159,7 @@ def job_dask(path: str, m: int, workers: int, memory_limit: str, outdir: str) ->
         shutil.rmtree(copies_dir, ignore_errors=True)
     out["client_peak_rss_mib"] = _rss_mib()
     out["loadavg_end"] = os.getloadavg()
+    out["autogroup"] = _autogroup()
     return out
 
 
