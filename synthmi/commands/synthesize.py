@@ -545,9 +545,6 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_dir(args.out, "--out", args.overwrite, owned=["copy_*.csv", "metadata.json"])
     old = sorted(out.glob("copy_*.csv")) if out.is_dir() else []
     _check_copies_combinable(args, cls, params)
-    if args.method == "dami" and not params.get("masks"):
-        print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
-              "add --mask COLUMN:SPEC (see --help) or use --method rubin.", file=sys.stderr, flush=True)
 
     spec = None
     if args.spec:
@@ -556,6 +553,10 @@ def run(args: argparse.Namespace) -> int:
         spec = ReleaseSpec.load(args.spec)
         if args.qi or args.keep is not None:
             spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
+    if args.method == "dami" and not params.get("masks") and not (spec is not None and spec.masks):
+        # (a spec's masks, e.g. written by 'synthmi tune', are used when --mask is not given)
+        print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
+              "add --mask COLUMN:SPEC (see --help) or use --method rubin.", file=sys.stderr, flush=True)
     qi = split_list(args.qi) if spec is None else spec.quasi_identifiers
     if not qi:
         raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
