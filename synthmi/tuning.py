@@ -356,9 +356,10 @@ def _pooled_draws(self, m: int, rng: np.random.Generator):
 _TUNE_STATE: dict[str, Any] = {}
 
 
-def _measure_candidate(masks: dict[str, Any], mm: int, reps: int, pmse_copies: int) -> list[dict[str, float]]:
+def _measure_candidate(masks: dict[str, Any], mm: int, reps: int, pmse_copies: int, pool_start: int,
+                       copy_seed: int) -> list[dict[str, float]]:
     """Utility and risk of one candidate: ``reps`` replicates of ``mm`` copies drawn with the
-    shared posterior pool (replicate r: pool entries r*mm ... and seed + r)."""
+    shared posterior pool (replicate r: pool entries ``pool_start + r*mm ...`` and seed ``copy_seed + r``)."""
     st = _TUNE_STATE
     rows = []
     with warnings.catch_warnings():
@@ -367,8 +368,8 @@ def _measure_candidate(masks: dict[str, Any], mm: int, reps: int, pmse_copies: i
         s._pool, s._pool_diagnostics = st["pool"], st["pool_diagnostics"]
         s._posterior_draws = MethodType(_pooled_draws, s)
         for r in range(reps):
-            s._pool_start = r * mm
-            syn = s.sample(mm, random_state=st["seed"] + r)
+            s._pool_start = pool_start + r * mm
+            syn = s.sample(mm, random_state=copy_seed + r)
             rows.append(evaluate_release(st["df"], syn.copies, pmse_copies=pmse_copies, **st["ev"]))
     return rows
 
@@ -485,7 +486,9 @@ def tune(
        not to a mask shared by all columns.
     3. **Confirm** the ``n_confirm`` most useful feasible search points with
        ``m`` copies x ``replicates`` replicates (disjoint posterior parameter
-       sets, seeds ``seed + r``) and choose the one with the highest mean
+       sets, seeds ``seed + r``; none of them shared with the search copies,
+       which use the next ``m_search`` parameter sets and seed
+       ``seed + replicates``) and choose the one with the highest mean
        overlap whose mean risk meets every target; if none does, the next
        ``n_confirm``.
 
@@ -553,8 +556,11 @@ def tune(
     qi, keep = list(base.quasi_identifiers_), list(base.keep_)
     df = data[qi + keep]
     kinds = {c: ("continuous" if base.schema_[c].kind == "continuous" else "categorical") for c in qi}
-    # one posterior pool for every candidate: copies of replicate r take entries r*m ... r*m + m - 1
-    n_pool = max(m * replicates, m_search)
+    # one posterior pool for every candidate: confirming copies of replicate r take entries
+    # r*m ... r*m + m - 1 (seed + r); the search copies take the m_search entries after them
+    # (seed + replicates). The two sets of copies are disjoint, so the confirmed risk and
+    # utility are not measured on the copies that made a candidate look feasible and useful.
+    n_pool = m * replicates + m_search
     pool = base._posterior_draws(n_pool, np.random.default_rng([int(seed), 0x70CE]))
     pool_diag = getattr(base, "diagnostics_", None)
     with warnings.catch_warnings():
@@ -586,7 +592,7 @@ def tune(
         return max(float(row[t.measure]) / t.value if t.value > 0 else float(row[t.measure] > 0) for t in targets)
 
     _TUNE_STATE.clear()
-    _TUNE_STATE.update(base=base, pool=pool, pool_diagnostics=pool_diag, seed=int(seed), df=df, ev=ev)
+    _TUNE_STATE.update(base=base, pool=pool, pool_diagnostics=pool_diag, df=df, ev=ev)
     executor = None
     if int(n_jobs) > 1:
         import multiprocessing
@@ -596,7 +602,10 @@ def tune(
 
     def run_many(xs: list[tuple[int, ...]], stage: str, mm: int, reps: int) -> list[dict[str, Any]]:
         todo = [x for x in dict.fromkeys(xs) if (x, mm, reps) not in seen]
-        args = [(masks_at(x), mm, reps, 1 if stage == "confirm" else 0) for x in todo]
+        # confirming copies: pool entries r*m ..., seeds seed + r; search copies: the entries after
+        # them and seed + replicates (disjoint from every confirming copy)
+        start, seed0 = (0, int(seed)) if stage == "confirm" else (m * replicates, int(seed) + replicates)
+        args = [(masks_at(x), mm, reps, 1 if stage == "confirm" else 0, start, seed0) for x in todo]
         if executor is not None and len(todo) > 1:
             results = list(executor.map(_measure_candidate, *zip(*args)))
         else:
