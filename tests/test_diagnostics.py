@@ -222,3 +222,6 @@ def test_metadata_summary_shows_the_checked_figures():
     # the split-chain figure by hand: the drifting chain's halves have different means
     h = drift[0]
     assert summ["max_r_hat"] == pytest.approx(float(rhat(np.stack([h[:200], h[200:]]))[0]), rel=1e-12)
+    from synthmi.diagnostics import ess_tail
+
+    assert summ["min_ess_tail"] == pytest.approx(min(ess_tail(drift)[0], ess_tail(idata.posterior["b_beta"].values)[0]))
