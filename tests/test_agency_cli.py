@@ -274,6 +274,9 @@ def test_risk_dami_copies_carry_synthetic_missingness_and_kept_columns_unchanged
         assert c["income"].isna().sum() > 0
         assert (c["income"].dropna() >= 0).all() and c["age"].between(df["age"].min(), df["age"].max()).all()
     assert out.diagnostics_check["passed"] is False  # a 10-step chain: flagged, not passed
+    cells = out.diagnostics["imputed_cells"]
+    assert cells["missingness_synthesized"] == {c: int(df[c].isna().sum()) for c in ("hours_per_week", "income")}
+    assert cells["internal_only"] == {c: int(df[c].isna().sum()) for c in ("occupation", "bmi")}
 
 
 def test_fix_zero_coefficients_sets_the_prior_precision():
@@ -291,3 +294,19 @@ def test_fix_zero_coefficients_sets_the_prior_precision():
     assert lam_b[1] == ZERO_COEF_PRECISION and lam_b[2] < 1.0
     lam_n = g.prior_precision(st, 1)  # block n regresses on x, y, b
     assert lam_n[3] == ZERO_COEF_PRECISION and np.all(lam_n[1:3] < 1.0)
+
+
+def test_risk_dami_without_masks_still_imputes_the_missing_values():
+    """masks=None is plain copula multiple imputation: no missing-value indicator, income imputed."""
+    import warnings
+
+    from synthmi.models.risk_targeted import RiskTargetedSynthesizer
+
+    df = make_agency_data(200, seed=4)[["age", "sex", "income", "employed"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        s = RiskTargetedSynthesizer(n_iter=8, accept_diagnostics=True).fit(df, ["age", "income"], keep=["sex", "employed"])
+        out = s.sample(1, random_state=1)
+    assert s.missing_indicators_ == {} and "income_NA" not in s.copula_data_
+    assert out.copies[0]["income"].notna().all() and df["income"].isna().any()
+    assert out.diagnostics["imputed_cells"]["released"] == {"income": int(df["income"].isna().sum())}

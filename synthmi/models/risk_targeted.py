@@ -44,7 +44,8 @@ follows.
 
 * **Survey weight** (``weights``): released unchanged and left out of the
   copula unless ``weight_as_predictor=True`` (:mod:`synthmi.models.base`).
-* **Missing values of a synthesized column** (item non-response): a 0/1
+* **Missing values of a synthesized column** (item non-response; with
+  ``masks`` given, i.e. when the copies are synthetic, not imputations): a 0/1
   indicator ``<col>_NA`` enters the copula as one more synthesized (binary)
   column, its coefficient on the column's own latent held at zero (MAR: the
   missingness does not depend on the missing value given everything else;
@@ -381,7 +382,8 @@ class RiskTargetedSynthesizer(Synthesizer):
             miss = s.isna().to_numpy()
             structural = rule_rows.get(c, np.zeros(len(s), dtype=bool))
             item = miss & ~structural
-            if not item.any():
+            if not item.any() or self.masks_ is None:
+                # (masks=None is plain multiple imputation: the missing values are to be imputed)
                 continue
             ind = f"{c}_NA"
             while ind in taken:
@@ -491,27 +493,34 @@ class RiskTargetedSynthesizer(Synthesizer):
 
     def _imputed_cells(self) -> dict[str, Any]:
         """Per column: missing cells imputed in the model, and what the copies carry there."""
-        released, internal = {}, {}
+        released, internal, kept_missing = {}, {}, {}
+        skip = {c for c, (_, v) in getattr(self, "rules_", {}).items() if v is None}
         for c in self.copula_.columns_:
             if c in self.missing_indicators_.values():
                 continue
             k = int(self.copula_data_[c].isna().sum()) if c in self.copula_data_ else 0
             if not k:
                 continue
-            if c in self._qi_set:
+            if c in self._qi_set and (c in self.missing_indicators_ or c in skip) and self.masks_ is not None:
+                # synthesized with its missingness (indicator and / or skip rule): the copies have
+                # missing values of their own, not these cells imputed
+                kept_missing[c] = k
+            elif c in self._qi_set:
                 # a quasi-identifier is synthesized (masks) or imputed (masks=None) in every cell
                 released[c] = k
-            elif self.impute_keep:
+            elif self.impute_keep and c not in getattr(self, "pooled_", {}):
                 released[c] = k
             else:
+                # (a pooled kept column is released as given: its pooled imputations are not values)
                 internal[c] = k
         return {
             "released": released,
             "internal_only": internal,
+            "missingness_synthesized": kept_missing,
             "note": "counts of missing cells per column; 'released': the copies carry imputed (or synthetic) "
-                    "values there; 'internal_only': imputed inside the model, released as missing; a "
-                    "synthesized column with a missing-value indicator has synthetic missing values where "
-                    "its synthetic indicator says so",
+                    "values there; 'internal_only': imputed inside the model, released as missing; "
+                    "'missingness_synthesized': a synthesized column whose copies have synthetic missing "
+                    "values (its missing-value indicator, its skip rule)",
         }
 
     def _diagnostics(self) -> Any:
