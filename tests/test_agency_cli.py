@@ -254,7 +254,10 @@ def test_risk_dami_copula_frame_pools_geography_and_models_item_nonresponse(agen
     assert ((ind == "yes") == df["income"].isna()).all()
     # the indicator's coefficient on income, and employed's on hours (the skip pattern), are held at 0
     pairs = {tuple(p) for p in s.copula_.zero_coefficients_}
-    assert pairs == {("hours_per_week", "employed"), ("income_NA", "income")}
+    # the rule's pair, the indicator's, and the detected skip patterns (occupation and hours are
+    # missing exactly when employed is 'No'; nothing else is)
+    assert s.skip_patterns_ == [("occupation", "employed"), ("hours_per_week", "employed")]
+    assert pairs == {("hours_per_week", "employed"), ("income_NA", "income"), ("occupation", "employed")}
     sampler = s.copula_.sampler_
     for st in s.copula_.chain_states_:
         for b, pos in sampler.zero_coef.items():

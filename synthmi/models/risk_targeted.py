@@ -53,7 +53,9 @@ follows.
   carries a missing value where its synthetic indicator is 1, so the copies'
   missingness rate follows the original's instead of being imputed away.
 * **Skip patterns** (``rules``: hours worked missing when ``employed ==
-  'No'``): those cells do not exist, so they are left missing inside the
+  'No'``; also detected: a column missing exactly on the rows where a complete
+  categorical column takes some of its levels, :func:`_skip_patterns`, e.g.
+  a kept occupation): those cells do not exist, so they are left missing inside the
   copula (imputed there, never released: the rule blanks them in every copy),
   the indicator above is modelled on the other rows only, and the coefficients
   linking the column and the condition's columns are held at zero (the
@@ -396,6 +398,10 @@ class RiskTargetedSynthesizer(Synthesizer):
             self.missing_indicators_[c] = ind
             zero_pairs.append((ind, c))
         frame = pd.DataFrame(cols, index=X.index)
+        self.skip_patterns_ = _skip_patterns(frame, Schema(variables), set(self.missing_indicators_.values()))
+        for pair in self.skip_patterns_:
+            if pair not in zero_pairs and pair[::-1] not in zero_pairs:
+                zero_pairs.append(pair)
         return frame, Schema(variables), zero_pairs
 
     def _prepare_masks(self, X: pd.DataFrame, data: pd.DataFrame) -> None:
@@ -486,6 +492,8 @@ class RiskTargetedSynthesizer(Synthesizer):
                                                  "pooled as '<other>'") for c, v in self.pooled_.items()}
         if getattr(self, "missing_indicators_", None):
             out["missing_indicators"] = dict(self.missing_indicators_)
+        if getattr(self, "skip_patterns_", None):
+            out["skip_patterns"] = [list(p) for p in self.skip_patterns_]
         zc = getattr(getattr(self, "copula_", None), "zero_coefficients_", None)
         if zc:
             out["zero_coefficients"] = [list(p) for p in zc]
@@ -679,6 +687,32 @@ class RiskTargetedSynthesizer(Synthesizer):
         z[np.ix_(accept, S)] = prop[accept]
         E[np.ix_(accept, S)] = prop[accept] - mu[S]
         syn[mg.name] = np.where(accept, new_level, syn[mg.name])
+
+
+def _skip_patterns(frame: pd.DataFrame, schema, exclude: set) -> list[tuple[str, str]]:
+    """Detected skip patterns: (x, y) when x is missing exactly on the rows where the complete
+    categorical column y takes some of its levels (occupation missing exactly when employed is
+    'No'), whether or not a rule says so. Every level of y then has x all missing or all
+    present, and the levels with it all missing hold at least 3 records each."""
+    out = []
+    for x in frame.columns:
+        if x in exclude:
+            continue
+        mx = frame[x].isna().to_numpy()
+        if not mx.any() or mx.all():
+            continue
+        for y in frame.columns:
+            if y == x or y in exclude or not schema[y].is_categorical or frame[y].isna().any():
+                continue
+            codes = schema.codes(frame[y])
+            per_level = np.bincount(codes, weights=mx, minlength=schema[y].n_levels)
+            size = np.bincount(codes, minlength=schema[y].n_levels)
+            seen = size > 0
+            full = seen & (per_level == size)
+            # (a level of one or two records all missing is no pattern)
+            if np.all((per_level[seen] == 0) | full[seen]) and np.all(size[full] >= 3):
+                out.append((x, y))
+    return out
 
 
 def _sub_schema(schema, columns):
