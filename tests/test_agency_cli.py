@@ -313,3 +313,31 @@ def test_risk_dami_without_masks_still_imputes_the_missing_values():
     assert s.missing_indicators_ == {} and "income_NA" not in s.copula_data_
     assert out.copies[0]["income"].notna().all() and df["income"].isna().any()
     assert out.diagnostics["imputed_cells"]["released"] == {"income": int(df["income"].isna().sum())}
+
+
+def test_risk_dami_runs_on_the_agency_csv_through_the_cli(tmp_path, capsys):
+    """As a user would: the agency frame as CSV, every quirk, risk-dami; a deliberately short chain
+    is refused by the release check, and written flagged only with --accept-diagnostics."""
+    df = make_agency_data(200, seed=6)
+    data = tmp_path / "agency.csv"
+    df.to_csv(data, index=False)
+    base = ["synthesize", "--data", str(data), "--qi", "age,sex,race,hours_per_week,income",
+            "--keep", "state,employed,occupation,bmi,weight", "--weights", "weight",
+            "--rule", "hours_per_week:employed == 'No'", "--method", "risk-dami", "--mask", "age:K=2,sigma=3",
+            "--param", "n_iter=6,max_kept_levels=4", "--m", "2", "--seed", "1", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "refused")]) == 1
+    assert "did not converge" in capsys.readouterr().err and not (tmp_path / "refused").exists()
+    out = tmp_path / "syn"
+    assert main([*base, "--accept-diagnostics", "--out", str(out)]) == 0
+    meta = json.loads((out / "metadata.json").read_text())
+    cc = meta["structure"]["copula_columns"]
+    assert cc["pooled"]["state"]["levels"] == df["state"].nunique() and cc["pooled"]["state"]["modelled"] == 4
+    assert cc["missing_indicators"] == {"income": "income_NA"}
+    assert ["occupation", "employed"] in cc["skip_patterns"]
+    orig = pd.read_csv(data)
+    for f in sorted(out.glob("copy_*.csv")):
+        c = pd.read_csv(f)
+        pd.testing.assert_series_equal(c["state"], orig["state"])
+        pd.testing.assert_series_equal(c["weight"], orig["weight"])
+        assert c.loc[c["employed"] == "No", "hours_per_week"].isna().all()
+        assert (c["income"].dropna() >= 0).all()
