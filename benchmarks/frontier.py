@@ -40,6 +40,13 @@ more protection); CART minimum leaf size x synthpop's density smoothing of
 age; norm+logit with the ordered logit (synthpop's polr) and with a
 multinomial model for education.
 
+All 48,842 Adult records (``--methods dami,cart,norm+logit --m 5 --replicates 3 --out-name
+frontier_adult_full``; ``frontier_adult_full.csv``/``.json``/``.png``): the same grid with DA-MI's
+joint predictive (the default), M = 5, 3 replicates, seed 2026, run niced beside other jobs (load
+12-20; wall time in the JSON). Risk-DA-MI is not in it: its copula (200 iterations) failed the
+release check on all of Adult (R-hat up to 1.51, bulk ESS 4-23 for every column), and copies of an
+unconverged sampler are refused, so it stays on the 10,000-record frontier only.
+
 DA-MI predictive: the rows labelled "dami (sequential)" were computed before the joint
 predictive of Jiang et al. (2022, eq. 3) landed in ``synthmi.models.dami`` (each masked QI
 drawn given its own W and the earlier synthetic QIs); "dami (joint predictive)" rows were
