@@ -53,6 +53,14 @@ SEED = 1
 DRAWS = 1000
 
 
+def _autogroup() -> str | None:
+    """This job's scheduling group (Linux autogroup: nice values act only within a session's group)."""
+    try:
+        return Path("/proc/self/autogroup").read_text().strip()
+    except OSError:
+        return None
+
+
 def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -93,6 +101,7 @@ def job_inmem(path: str, m: int) -> dict:
     out["posterior"] = _posterior_summary(syn)
     out["peak_rss_mib"] = _rss_mib()
     out["loadavg_end"] = os.getloadavg()
+    out["autogroup"] = _autogroup()
     return out
 
 
@@ -150,6 +159,7 @@ def job_dask(path: str, m: int, workers: int, memory_limit: str, outdir: str) ->
         shutil.rmtree(copies_dir, ignore_errors=True)
     out["client_peak_rss_mib"] = _rss_mib()
     out["loadavg_end"] = os.getloadavg()
+    out["autogroup"] = _autogroup()
     return out
 
 
@@ -194,8 +204,9 @@ def _run_unlocked(args: list[str], timeout: float | None = None) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def _left(deadline: float | None) -> float | None:
-    return None if deadline is None else max(1.0, deadline - time.time())
+def _left(deadline: float | None, job_timeout: float | None = None) -> float | None:
+    left = None if deadline is None else max(1.0, deadline - time.time())
+    return job_timeout if left is None else (left if job_timeout is None else min(left, job_timeout))
 
 
 def _exponent(ns, ts) -> float | None:
@@ -338,6 +349,7 @@ def main() -> None:
     ap.add_argument("--name", default="scale")
     ap.add_argument("--merge", default=None, help="comma-separated result names whose runs are summarised together")
     ap.add_argument("--deadline", type=float, default=None, help="stop starting/killing jobs at this UNIX time")
+    ap.add_argument("--job-timeout", type=float, default=1800.0, help="end a job (and free the lock) after this many s")
     a = ap.parse_args()
     if a.job == "inmem":
         print(json.dumps(job_inmem(a.path, a.m)))
@@ -373,11 +385,11 @@ def main() -> None:
         for rep in range(a.repeats):
             row = {"n": n, "repeat": rep, "generate_s": gen_s if rep == 0 else None, "commit": commit}
             if n in inmem:
-                row["pandas"] = _run(["--job", "inmem", "--path", str(path), "--m", str(a.m)], _left(a.deadline), a.lock)
+                row["pandas"] = _run(["--job", "inmem", "--path", str(path), "--m", str(a.m)], _left(a.deadline, a.job_timeout), a.lock)
                 print(n, rep, "pandas", row["pandas"], flush=True)
             if n in dasks:
                 row["dask"] = _run(["--job", "dask", "--path", str(path), "--m", str(a.m), "--workers", str(a.workers),
-                                    "--memory-limit", a.memory_limit, "--workdir", a.workdir], _left(a.deadline), a.lock)
+                                    "--memory-limit", a.memory_limit, "--workdir", a.workdir], _left(a.deadline, a.job_timeout), a.lock)
                 print(n, rep, "dask", row["dask"], flush=True)
             runs.append(row)
             _bench.write_json(a.name, {"settings": settings, "runs": runs, "summary": summarize(runs, a.m, a.workers)})

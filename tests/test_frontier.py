@@ -194,6 +194,21 @@ def test_s_pmse_is_ranked_by_its_distance_from_one():
     assert list(front) == [False, True, False, True]
 
 
+def test_tune_in_two_processes_gives_the_same_choice():
+    # Candidates have their own seeds and posterior-pool entries: n_jobs changes only the wall time.
+    from synthmi.tuning import tune
+
+    df = _small(300)
+    kw = dict(quasi_identifiers=["age", "sex", "edu"], keep=["hours", "y"], analyses=["y ~ age + sex + edu"],
+              targets=["expected_matches<=25"], continuous_grid=[(1, 10.0), (1, 1.0)], alpha_grid=[1.0, 5.0],
+              m_search=2, m=2, replicates=2, tolerance={"age": 1})
+    one, two = tune(df, **kw), tune(df, n_jobs=2, **kw)
+    assert one.masks == two.masks and one.confirmed["expected_matches"] <= 25
+    cols = ["stage", "masks", "mean_ci_overlap", "expected_matches", "feasible"]
+    pd.testing.assert_frame_equal(one.trace[cols], two.trace[cols])
+    assert two.settings["n_jobs"] == 2 and not one.trace.empty
+
+
 def _tune_cli(tmp_path, *extra):
     from synthmi.cli import main
 
