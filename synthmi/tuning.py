@@ -534,7 +534,8 @@ def tune(
     targets = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
     if not targets:
         raise ValueError("tune needs at least one target such as 'expected_matches<=50'.")
-    for name, v, lo in (("m_search", m_search, 1), ("m", m, 1), ("replicates", replicates, 1), ("n_confirm", n_confirm, 1),
+    # m, m_search >= 2: the partial-synthesis rule needs the between-copy variance of the analyses
+    for name, v, lo in (("m_search", m_search, 2), ("m", m, 2), ("replicates", replicates, 1), ("n_confirm", n_confirm, 1),
                         ("n_jobs", n_jobs, 1)):
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise ValueError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")

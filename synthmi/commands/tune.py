@@ -134,8 +134,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"Give {name} with --{name.replace('_', '-')}, not --param.")
         base_params[name] = getattr(args, name)
     for name in ("m", "replicates", "m_search", "n_confirm", "jobs"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"The '--{name.replace('_', '-')}' option must be >= 1. Got {getattr(args, name)} instead.")
+        lo = 2 if name in ("m", "m_search") else 1  # the partial-synthesis rule needs >= 2 copies
+        if getattr(args, name) < lo:
+            raise ValueError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
     grids = dict(continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
                  alpha_grid=_grid(args.alpha_grid, "alpha-grid"))
     spec = None
