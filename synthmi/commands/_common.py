@@ -361,3 +361,35 @@ def check_formula(formula: str, columns, option: str, what: str = "the data") ->
             f"The formula {formula!r} ({option}) names {names}, which {are} of {what}."
             + (hint if awkward else f" Columns: {cols}.")
         )
+
+
+# ---------------------------------------------------------------- identifiers
+def identifier_columns(df, columns) -> list[str]:
+    """Columns among ``columns`` that look like record identifiers: whole-number or text
+    values, complete, and a different value in every row (at least 20 rows).
+
+    Released unchanged beside synthesized quasi-identifiers, such a column links every
+    synthetic row to its person, and as a predictor it lets CART split on individuals.
+    Floats are not flagged (a weight or an income may be distinct in every row too).
+    """
+    import pandas as pd
+
+    out = []
+    for c in columns:
+        s = df[c]
+        whole = pd.api.types.is_integer_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        text = pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)
+        if len(s) >= 20 and (whole or text) and s.notna().all() and s.nunique() == len(s):
+            out.append(c)
+    return out
+
+
+def warn_identifiers(verb: str, ids: list[str], how: str) -> None:
+    """One warning line naming identifier-like columns (names only, never values)."""
+    import sys
+
+    if ids:
+        names = ", ".join(f"'{c}'" for c in ids)
+        print(f"synthmi {verb}: warning: {names} {'has' if len(ids) == 1 else 'have'} a different value in every "
+              f"row, like a record identifier; released unchanged it links each synthetic row to its person, and "
+              f"as a predictor it lets the model single people out. {how}", file=sys.stderr, flush=True)

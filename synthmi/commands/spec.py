@@ -5,7 +5,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, add_sep_flag, check_formula, progress_enabled, sep_of, split_list
+from ._common import (
+    EXAMPLES_FMT,
+    add_common_flags,
+    add_sep_flag,
+    check_formula,
+    identifier_columns,
+    progress_enabled,
+    sep_of,
+    split_list,
+    warn_identifiers,
+)
 
 EXAMPLES = """examples:
   synthmi spec --data survey.csv --qi age,sex,region > spec.json
@@ -66,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     if args.analysis:
         spec = ReleaseSpec(spec.columns, analyses=[{"formula": f, "family": args.family} for f in args.analysis],
                            source=spec.source)
+    # a warning, shown with --quiet too
+    warn_identifiers("spec", identifier_columns(df, spec.keep), "Set its role to \"excluded\" in the spec.")
     text = spec.to_json() + "\n"
     if args.out:
         Path(args.out).write_text(text)
