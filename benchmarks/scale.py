@@ -247,12 +247,12 @@ def _total(r: dict | None, keys) -> float | None:
     return sum(r[k] for k in keys) if r and "error" not in r else None
 
 
-def _median_job(jobs: list[dict], keys) -> dict | None:
+def _median_job(jobs: list[dict], keys, total_keys) -> dict | None:
     ok = [j for j in jobs if "error" not in j]
     if not ok:
         return None
     out = {k: float(np.median([j[k] for j in ok])) for k in keys if all(k in j for j in ok)}
-    out["total_s"] = float(np.median([_total(j, keys) for j in ok]))
+    out["total_s"] = float(np.median([_total(j, total_keys) for j in ok]))  # phases that do not overlap
     out["repeats"] = len(ok)
     return out
 
@@ -261,9 +261,9 @@ def summarize(runs: list[dict], m: int, workers: int) -> dict:
     """Medians per size and engine, exponents, per-row costs and the 100M x 20 extrapolation."""
     sizes = sorted({r["n"] for r in runs})
     by = {(n, e): [r[e] for r in runs if r["n"] == n and e in r] for n in sizes for e in ("pandas", "dask")}
-    med_p = {n: _median_job(by[(n, "pandas")], PANDAS_PHASES) for n in sizes if by[(n, "pandas")]}
+    med_p = {n: _median_job(by[(n, "pandas")], PANDAS_PHASES, PANDAS_PHASES) for n in sizes if by[(n, "pandas")]}
     dk = DASK_PHASES + ("posterior_draws_s", "partition_sample_write_s")
-    med_d = {n: _median_job(by[(n, "dask")], dk) for n in sizes if by[(n, "dask")]}
+    med_d = {n: _median_job(by[(n, "dask")], dk, DASK_PHASES) for n in sizes if by[(n, "dask")]}
     med_p = {n: v for n, v in med_p.items() if v}
     med_d = {n: v for n, v in med_d.items() if v}
     nd, np_ = sorted(med_d), sorted(med_p)
@@ -367,11 +367,11 @@ def main() -> None:
                 "note": "one run per job, each alone under the bench lock on the shared 2-core machine (load average "
                         "12-20 from other agents' work, per job below). Linux autogroup scheduling is on, so per-process "
                         "nice does not act across sessions; the jobs ran in a session of their own (field 'autogroup'), "
-                        "given autogroup priority by hand: cleanly for the 3M runs; for the 1M and 10M runs a machine-wide "
-                        "script that favours only the lock holder's own session set the job's group back to nice 19 "
-                        "part of the time, so those wall times are upper bounds. The runner now keeps jobs in the lock "
-                        "holder's session. The 1M runs of scale_1m3m (before any priority was given; each process got "
-                        "~15% of a core) are left out (runs_left_out)"}
+                        "given autogroup priority by hand for the 3M runs; for the first 10M run (scale_10m_dask) a "
+                        "machine-wide script that favours only the lock holder's own session set the job's group back "
+                        "to nice 19 part of the time. The runner now keeps jobs in the lock holder's session (the 1M "
+                        "runs, scale_1m_c, and the second 10M run, scale_10m_dask_b, ran that way). Left out (runs_left_out): the 1M runs of "
+                        "scale_1m3m (no priority; each process got ~15% of a core) and scale_1m_b (priority contested)"}
     if a.merge:
         runs, left_out = [], []
         for item in a.merge.split(","):
