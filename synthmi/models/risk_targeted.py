@@ -704,7 +704,8 @@ def _skip_patterns(frame: pd.DataFrame, schema, exclude: set) -> list[tuple[str,
     """Detected skip patterns: (x, y) when x is missing exactly on the rows where the complete
     categorical column y takes some of its levels (occupation missing exactly when employed is
     'No'), whether or not a rule says so. Every level of y then has x all missing or all
-    present, and the levels with it all missing hold at least 3 records each."""
+    present, the levels with it all missing hold at least 3 records each, and x exists on one
+    level of y only (so the coefficient held at zero is one nothing in the data identifies)."""
     out = []
     for x in frame.columns:
         if x in exclude:
@@ -721,7 +722,10 @@ def _skip_patterns(frame: pd.DataFrame, schema, exclude: set) -> list[tuple[str,
             seen = size > 0
             full = seen & (per_level == size)
             # (a level of one or two records all missing is no pattern)
-            if np.all((per_level[seen] == 0) | full[seen]) and np.all(size[full] >= 3):
+            present = seen & (per_level == 0)
+            # only where nothing identifies the association: y has one level where x exists (with
+            # two or more there, the association is in the data and zeroing it would erase it)
+            if np.all(present | full) and np.all(size[full] >= 3) and int(present.sum()) == 1:
                 out.append((x, y))
     return out
 
