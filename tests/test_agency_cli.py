@@ -223,8 +223,9 @@ def agency_rd():
     qi = ["age", "sex", "race", "hours_per_week", "income"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        # income has 18 item-missing cells: min_missing_cells=10 models them by an indicator
         s = RiskTargetedSynthesizer(masks={"age": {"K": 2, "sigma_e": 3}}, n_iter=10, random_state=1,
-                                    max_kept_levels=4, accept_diagnostics=True).fit(
+                                    max_kept_levels=4, accept_diagnostics=True, min_missing_cells=10).fit(
             df, qi, keep=["state", "employed", "occupation", "bmi", "weight"], weights="weight",
             rules={"hours_per_week": "employed == 'No'"})
         out = s.sample(2, random_state=2)
@@ -282,6 +283,35 @@ def test_risk_dami_copies_carry_synthetic_missingness_and_kept_columns_unchanged
     assert cells["internal_only"] == {c: int(df[c].isna().sum()) for c in ("occupation", "bmi")}
 
 
+def test_risk_dami_few_missing_cells_are_synthesized_completely_at_random():
+    # Below min_missing_cells an indicator would stall the chain (5 cells gave R-hat 2.54 on
+    # NHANES): the copies' missing values are then drawn MCAR at a Beta(k + 1/2, n - k + 1/2) rate.
+    import warnings
+
+    from synthmi.models.risk_targeted import RiskTargetedSynthesizer
+
+    df = make_agency_data(300, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        s = RiskTargetedSynthesizer(masks={"age": {"K": 2, "sigma_e": 3}}, n_iter=10, random_state=1,
+                                    max_kept_levels=4, accept_diagnostics=True).fit(
+            df, ["age", "sex", "race", "hours_per_week", "income"], keep=["state", "employed", "bmi"],
+            weights="weight", rules={"hours_per_week": "employed == 'No'"})
+        out = s.sample(20, random_state=2)
+    k = int(df["income"].isna().sum())
+    assert k == 18 and s.missing_indicators_ == {} and "income_NA" not in s.copula_data_
+    assert {c: v[:2] for c, v in s.mcar_missing_.items()} == {"income": (18, 300)}
+    counts = np.array([c["income"].isna().sum() for c in out.copies])
+    # per copy: binomial sd sqrt(300 * 0.06 * 0.94) = 4.1 and the rate's posterior sd 0.0137 * 300 = 4.1,
+    # so the mean of 20 copies has sd ~ 1.3; 4 sd
+    assert abs(counts.mean() - k) < 4 * np.hypot(4.1, 4.1) / np.sqrt(20)
+    assert len(set(counts)) > 1  # drawn, not copied
+    for c in out.copies:
+        assert c.loc[c["employed"] == "No", "hours_per_week"].isna().all()
+    assert "income" in out.structure["copula_columns"]["missingness_mcar"]
+    assert out.diagnostics["imputed_cells"]["missingness_synthesized"]["income"] == k
+
+
 def test_fix_zero_coefficients_sets_the_prior_precision():
     from synthmi.models.copula import ZERO_COEF_PRECISION, CopulaGibbs, CopulaState, _encode
     from synthmi.schema import Schema
@@ -324,7 +354,7 @@ def test_risk_dami_runs_on_the_agency_csv_through_the_cli(tmp_path, capsys):
     base = ["synthesize", "--data", str(data), "--qi", "age,sex,race,hours_per_week,income",
             "--keep", "state,employed,occupation,bmi,weight", "--weights", "weight",
             "--rule", "hours_per_week:employed == 'No'", "--method", "risk-dami", "--mask", "age:K=2,sigma=3",
-            "--param", "n_iter=6,max_kept_levels=4", "--m", "2", "--seed", "1", "--quiet"]
+            "--param", "n_iter=6,max_kept_levels=4,min_missing_cells=5", "--m", "2", "--seed", "1", "--quiet"]
     assert main([*base, "--out", str(tmp_path / "refused")]) == 1
     assert "did not converge" in capsys.readouterr().err and not (tmp_path / "refused").exists()
     out = tmp_path / "syn"
