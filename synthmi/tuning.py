@@ -38,7 +38,7 @@ from .evaluation.frontier import (
 )
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
-           "independent_release"]
+           "independent_release", "greedy_ascent"]
 
 METHODS = ("dami", "risk-dami", "cart", "norm+logit")
 _MASKED = {"dami", "risk-dami"}
@@ -287,9 +287,23 @@ def mask_flags(masks: Mapping[str, Any]) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- tune
+#: default (K, sigma_e) of a continuous QI's normal mask, least informative first. Only
+#: sigma_e^2 / K matters (W-bar ~ N(X, sigma_e^2 / K) is sufficient for X), so K = 1 throughout.
+CONTINUOUS_GRID: tuple[tuple[int, float], ...] = ((1, 20.0), (1, 10.0), (1, 6.0), (1, 4.0), (1, 3.0), (1, 2.0),
+                                                  (1, 1.5), (1, 1.0))
+#: default alphas of a categorical QI's linear mask W = alpha X + N(0, 1), least informative first
+ALPHA_GRID: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0)
+
+
 @dataclass
 class TuneResult:
-    """Chosen masks, their confirmed measures, the search trace and timing."""
+    """Chosen masks, their confirmed measures, the search trace and timing.
+
+    ``spec`` is the release spec the chosen masks belong to (the input spec,
+    or the one the fit drafted from the roles, as ``synthmi spec`` drafts it:
+    levels and bounds inferred from the data are marked ``declared: false``);
+    :meth:`to_spec` sets the masks in it, for ``synthmi synthesize --spec``.
+    """
 
     masks: dict[str, Any] | None
     confirmed: dict[str, Any] | None
@@ -297,18 +311,26 @@ class TuneResult:
     targets: list[Target]
     wall_seconds: float
     settings: dict[str, Any] = field(default_factory=dict)
+    spec: Any = None
 
     @property
     def feasible(self) -> bool:
         return self.masks is not None
 
-    def to_spec(self) -> dict[str, Any]:
-        """A spec fragment ``synthmi synthesize`` takes (``--spec`` once it exists;
-        the ``mask_flags`` reproduce it with ``--mask``)."""
+    def to_spec(self):
+        """The :class:`~synthmi.spec.ReleaseSpec` with the chosen masks (``synthmi synthesize --spec``).
+
+        Raises ``ValueError`` when no setting met the targets (there are no masks to write).
+        """
+        from dataclasses import replace
+
+        if not self.feasible:
+            raise ValueError("No setting met the targets: there are no chosen masks to write as a spec.")
+        return replace(self.spec, masks=_jsonable(self.masks))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything about the run as JSON-ready data (the chosen masks, figures, trace, timing)."""
         return {
-            "method": self.settings.get("method", "dami"),
-            "quasi_identifiers": self.settings.get("quasi_identifiers"),
-            "keep": self.settings.get("keep"),
             "masks": _jsonable(self.masks),
             "mask_flags": mask_flags(self.masks) if self.masks else None,
             "params": self.settings.get("base_params") or {},
@@ -316,169 +338,280 @@ class TuneResult:
             "confirmed": _jsonable(self.confirmed),
             "wall_seconds": self.wall_seconds,
             "search": self.settings,
+            "trace": json.loads(self.trace.to_json(orient="records")),
         }
 
 
-def _masks_for(qi_kinds: Mapping[str, str], cont: tuple | None, alphas: Mapping[str, float]) -> dict[str, Any]:
-    masks: dict[str, Any] = {}
-    for c, kind in qi_kinds.items():
+def _pooled_draws(self, m: int, rng: np.random.Generator):
+    """``_posterior_draws`` served from one pool of posterior parameter sets drawn once per tune run:
+    copy i of a sample takes pool entry ``_pool_start + i`` (settings share them: common random numbers)."""
+    start = int(self._pool_start)
+    pool = self._pool
+    self.diagnostics_ = self._pool_diagnostics
+    return [list(col[start:start + m]) for col in pool]
+
+
+def _coordinates(kinds: Mapping[str, str], continuous_grid, alpha_grid) -> list[tuple[str, list[dict | None]]]:
+    """Per QI, its mask levels from none (index 0) to the most informative."""
+    conts = sorted(((int(k), float(s)) for k, s in continuous_grid), key=lambda ks: ks[1] ** 2 / max(ks[0], 1),
+                   reverse=True)
+    conts = [ks for ks in conts if ks[0] > 0]
+    alphas = sorted(float(a) for a in alpha_grid if float(a) > 0)
+    out = []
+    for c, kind in kinds.items():
         if kind == "continuous":
-            if cont is not None:
-                masks[c] = {"K": int(cont[0]), "sigma_e": float(cont[1])}
-        elif alphas.get(c, 0) > 0:
-            masks[c] = {"alpha": float(alphas[c])}
-    return masks
+            levels = [None] + [{"K": k, "sigma_e": s} for k, s in conts]
+        else:
+            levels = [None] + [{"alpha": a} for a in alphas]
+        if len(levels) > 1:
+            out.append((c, levels))
+    return out
+
+
+def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]], Mapping[str, Any]],
+                  deadline: float | None = None) -> tuple[list[tuple[int, ...]], str]:
+    """Greedy ascent on a lattice to the boundary of a monotone constraint (the search of :func:`tune`).
+
+    Coordinate j takes levels ``0 .. n_levels[j] - 1``; ``evaluate(x)`` returns
+    ``feasible``, ``mean_ci_overlap`` (maximised) and ``risk_ratio`` (ties:
+    lower wins). From the origin, every coordinate is raised by one level;
+    the walk moves to the feasible raise with the highest utility. A
+    coordinate whose raise is infeasible is never raised again: feasibility
+    is assumed monotone (raising any coordinate never makes an infeasible
+    point feasible), so it would be infeasible from every later point too.
+    Stops when no raise is feasible (``"boundary"``), every coordinate is at
+    its top level (``"top"``), the origin is infeasible (``"origin infeasible"``)
+    or ``time.perf_counter()`` passes ``deadline`` (``"time limit"``).
+
+    Returns the path (points moved to, origin first) and why it stopped.
+    At most ``sum(n_levels - 1)`` moves, each evaluating at most
+    ``len(n_levels)`` points.
+    """
+    x = tuple(0 for _ in n_levels)
+    if not evaluate(x)["feasible"]:
+        return [], "origin infeasible"
+    path = [x]
+    blocked: set[int] = set()
+    while True:
+        if deadline is not None and time.perf_counter() > deadline:
+            return path, "time limit"
+        moves = [j for j, n in enumerate(n_levels) if j not in blocked and x[j] < n - 1]
+        if not moves:
+            return path, "top" if all(x[j] == n - 1 for j, n in enumerate(n_levels)) else "boundary"
+        res = {j: evaluate(tuple(v + (i == j) for i, v in enumerate(x))) for j in moves}
+        blocked |= {j for j, r in res.items() if not r["feasible"]}
+        ok = [j for j, r in res.items() if r["feasible"]]
+        if not ok:
+            return path, "boundary"
+        j = max(ok, key=lambda j: (res[j]["mean_ci_overlap"], -res[j]["risk_ratio"]))
+        x = tuple(v + (i == j) for i, v in enumerate(x))
+        path.append(x)
 
 
 def tune(
     data: pd.DataFrame,
-    quasi_identifiers: Sequence[str],
-    keep: Sequence[str],
+    quasi_identifiers: Sequence[str] | None,
+    keep: Sequence[str] | None,
     analyses: Iterable[Any],
     targets: Iterable[Target | str],
-    continuous_grid: Sequence[tuple[int, float]] = ((1, 10.0), (1, 5.0), (2, 4.0), (3, 3.0), (3, 2.0), (5, 1.5)),
-    alpha_grid: Sequence[float] = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0),
-    m_search: int = 2,
+    continuous_grid: Sequence[tuple[int, float]] = CONTINUOUS_GRID,
+    alpha_grid: Sequence[float] = ALPHA_GRID,
+    m_search: int = 3,
     m: int = 5,
     replicates: int = 3,
+    n_confirm: int = 3,
     seed: int = 0,
     tolerance: Any = None,
     target: str | None = None,
     k0: int | None = None,
     subgroup_tolerance: Any = None,
     base_params: Mapping[str, Any] | None = None,
+    spec: Any = None,
+    max_search_seconds: float | None = None,
     progress: Any = None,
 ) -> TuneResult:
     """Masks for DA-MI that maximise mean CI overlap subject to risk ``targets``.
 
-    Search (cheap, ``m_search`` copies, one replicate): (1) for each (K,
-    sigma_e) of the continuous QIs, the largest alpha shared by the
-    categorical QIs that meets the targets, by bisection on ``alpha_grid``
-    (risk grows with alpha), then every feasible alpha of that line (utility
-    need not grow with alpha); (2) coordinate moves from the best feasible point, one
-    categorical QI's alpha one grid step at a time, while utility improves and
-    the targets hold. Confirmation: the best few candidates are re-run with
-    ``m`` copies and ``replicates`` replicates; the chosen masks are those with
-    the highest mean overlap whose mean risk meets every target. The posterior
-    is fitted once (:func:`remask`).
+    Cheap by construction (the issue's budget: minutes on Adult):
+
+    1. **One fit, one posterior.** The association model is fitted once and
+       ``m * replicates`` posterior parameter sets are drawn once (one run of
+       the MCMC, checked by the release diagnostics: ``accept_diagnostics``,
+       ``rhat_max``, ``ess_min`` in ``base_params``). Masks act only in the
+       predictive step (Jiang et al. 2022: with X observed and lambda known,
+       W carries no information about theta), so every candidate is a
+       :func:`remask` of that fit drawing from the same parameter sets
+       (common random numbers: differences between candidates are not seed noise).
+    2. **Search** with ``m_search`` copies per candidate, on a lattice: each
+       quasi-identifier's mask ranges from none (level 0; drawn from the
+       model as in Rubin's MI) through ``continuous_grid`` (normal masks,
+       ordered by the information sigma_e^2 / K of W-bar) or ``alpha_grid``
+       (linear categorical masks). Risk grows with every coordinate (a more
+       informative W reveals X more). Greedy ascent to the risk boundary:
+       from all masks off, raise each quasi-identifier's mask one level; of
+       the raised settings that meet every target, move to the one with the
+       highest mean CI overlap; a quasi-identifier whose raise breaks a
+       target is not raised again (by monotonicity it would break it from
+       any later point too); stop when no raise meets the targets. So the
+       risk budget goes to the columns whose masks buy the most utility
+       not to a mask shared by all columns.
+    3. **Confirm** the ``n_confirm`` most useful feasible search points with
+       ``m`` copies x ``replicates`` replicates (disjoint posterior parameter
+       sets, seeds ``seed + r``) and choose the one with the highest mean
+       overlap whose mean risk meets every target; if none does, the next
+       ``n_confirm``.
+
+    Parameters
+    ----------
+    data : DataFrame
+    quasi_identifiers, keep : list of str or None
+        Columns to synthesize and to release unchanged (None: the ``spec``'s).
+    analyses : iterable
+        The analyses whose mean CI overlap is maximised (formulas or
+        ``(formula, family)`` pairs).
+    targets : iterable of Target or str
+        E.g. ``"expected_matches<=6.7"``; all must hold.
+    continuous_grid : sequence of (K, sigma_e)
+    alpha_grid : sequence of float
+    m_search, m, replicates, n_confirm : int
+    seed : int
+        Seed of the posterior pool and of the copies.
+    tolerance, target, k0, subgroup_tolerance
+        As in :func:`frontier`.
+    base_params : dict, optional
+        Other DA-MI parameters (``ordinal_link``, ``accept_diagnostics``, ...).
+    spec : ReleaseSpec, optional
+        Roles and kinds of the columns; the chosen masks are written into it.
+    max_search_seconds : float, optional
+        Stop the search (not the confirmation) after this many seconds.
 
     Returns
     -------
     TuneResult
         ``masks`` is None if no candidate met the targets at confirmation.
     """
-    from .schema import Schema
+    from .diagnostics import enforce
+    from .models import DAMISynthesizer
 
     say = _progress(progress)
     t_start = time.perf_counter()
     targets = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
     if not targets:
         raise ValueError("tune needs at least one target such as 'expected_matches<=50'.")
-    qi, keep = list(quasi_identifiers), list(keep)
+    for name, v, lo in (("m_search", m_search, 1), ("m", m, 1), ("replicates", replicates, 1), ("n_confirm", n_confirm, 1)):
+        if not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
     analyses = [Analysis.coerce(a) for a in analyses]
+    params = dict(base_params or {})
+    if "masks" in params:
+        raise ValueError("The 'base_params' of tune cannot set masks: tune chooses them.")
+    params.setdefault("progressbar", False)
+    fit_kw: dict[str, Any] = {"quasi_identifiers": quasi_identifiers, "keep": keep}
+    if spec is not None:
+        fit_kw["spec"] = spec
+        if spec.masks:
+            from dataclasses import replace
+
+            fit_kw["spec"] = replace(spec, masks=None)  # tune chooses the masks
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = DAMISynthesizer(**params).fit(data, **fit_kw)
+    qi, keep = list(base.quasi_identifiers_), list(base.keep_)
     df = data[qi + keep]
-    schema = Schema.infer(df)
-    kinds = {c: ("continuous" if schema[c].kind == "continuous" else "categorical") for c in qi}
-    cats = [c for c in qi if kinds[c] == "categorical"]
-    has_cont = any(k == "continuous" for k in kinds.values())
+    kinds = {c: ("continuous" if base.schema_[c].kind == "continuous" else "categorical") for c in qi}
+    # one posterior pool for every candidate: copies of replicate r take entries r*m ... r*m + m - 1
+    n_pool = max(m * replicates, m_search)
+    pool = base._posterior_draws(n_pool, np.random.default_rng([int(seed), 0x70CE]))
+    pool_diag = getattr(base, "diagnostics_", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # enforce's warning speaks of released copies; tune says its own below
+        check = enforce(pool_diag, owner="DAMISynthesizer (tune)", accept=bool(params.get("accept_diagnostics", False)),
+                        rhat_max=params.get("rhat_max", 1.05), ess_min=params.get("ess_min", 100.0))
+    if not check["passed"]:
+        warnings.warn("tune: the posterior sampler failed its convergence check for "
+                      + ", ".join(f"'{b}' ({f['problem']})" for b, f in check["failures"].items())
+                      + "; searching anyway (accept_diagnostics=True). The chosen masks inherit the flag.",
+                      RuntimeWarning, stacklevel=2)
+    fit_s = time.perf_counter() - t_start
+    say(f"fitted once and drew {n_pool} posterior parameter sets in {fit_s:.1f} s")
     subgroups = None
     if k0 is not None:
         from .evaluation.subgroups import risk_subgroups
 
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
-              rule=None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        base = make_synthesizer("dami", dict(base_params or {})).fit(df, quasi_identifiers=qi, keep=keep)
-    fit_s = time.perf_counter() - t_start
-    say(f"posterior fitted once in {fit_s:.1f} s")
+              rule="partial")
+    coords = _coordinates(kinds, continuous_grid, alpha_grid)
     trace: list[dict[str, Any]] = []
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[Any, dict[str, Any]] = {}
 
-    def run(cont, alphas, mm, reps, stage):
-        masks = _masks_for(kinds, cont, alphas)
-        key = json.dumps(masks, sort_keys=True) + f"|{mm}|{reps}"
+    def masks_at(x: tuple[int, ...]) -> dict[str, Any]:
+        return {c: dict(levels[i]) for (c, levels), i in zip(coords, x) if i > 0}
+
+    def risk_ratio(row) -> float:
+        return max(float(row[t.measure]) / t.value if t.value > 0 else float(row[t.measure] > 0) for t in targets)
+
+    def run(x: tuple[int, ...], stage: str, mm: int, reps: int) -> dict[str, Any]:
+        key = (x, mm, reps)
         if key in seen:
             return seen[key]
-        res_rows = []
+        masks = masks_at(x)
+        rows = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            s = remask(base, masks or None, share_posterior_draws=True)
+            s = remask(base, masks or None)
+            s._pool, s._pool_diagnostics = pool, pool_diag
+            s._posterior_draws = MethodType(_pooled_draws, s)
             for r in range(reps):
+                s._pool_start = r * mm
                 syn = s.sample(mm, random_state=seed + r)
-                res_rows.append(evaluate_release(df, syn.copies, pmse_copies=1 if stage == "confirm" else 0, **ev))
-        rep = pd.DataFrame(res_rows)
-        row = {c: float(rep[c].mean()) for c in rep.columns}
+                rows.append(evaluate_release(df, syn.copies, pmse_copies=1 if stage == "confirm" else 0, **ev))
+        rep = pd.DataFrame(rows)
+        row: dict[str, Any] = {c: float(rep[c].mean()) for c in rep.columns}
         if reps > 1:
             row.update({f"{c}_se": float(rep[c].std(ddof=1) / np.sqrt(reps)) for c in rep.columns})
-        row.update(stage=stage, masks=json.dumps(masks, sort_keys=True), cont=cont, alphas=dict(alphas),
+        row.update(stage=stage, masks=json.dumps(masks, sort_keys=True), levels=list(x),
                    feasible=all(t.met(row) for t in targets), seconds=time.perf_counter() - t_start)
+        row["risk_ratio"] = risk_ratio(row)
         trace.append(row)
         seen[key] = row
-        say(f"[{stage:>7}] {json.dumps(masks, sort_keys=True)[:90]:<90} overlap {row['mean_ci_overlap']:.3f} "
+        say(f"[{stage:>7}] {json.dumps(masks, sort_keys=True)[:100]:<100} overlap {row['mean_ci_overlap']:.3f} "
             + " ".join(f"{t.measure} {row[t.measure]:.4g}" for t in targets) + (" ok" if row["feasible"] else ""))
         return row
 
-    conts = list(continuous_grid) if has_cont else [None]
-    alphas_sorted = sorted(alpha_grid)
-    # (1) for each continuous setting, the largest shared alpha that meets the targets, by
-    # bisection: risk grows with alpha (W = alpha x + noise reveals x more as alpha grows;
-    # measured monotone on Adult and NHANES, benchmarks/frontier.py), and so does utility,
-    # so on this line the best feasible point is the largest feasible alpha.
-    for cont in conts:
-        lo, hi = 0, len(alphas_sorted) - 1
-        if not run(cont, {c: alphas_sorted[lo] for c in cats}, m_search, 1, "grid")["feasible"] or not cats:
-            continue
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if run(cont, {c: alphas_sorted[mid] for c in cats}, m_search, 1, "grid")["feasible"]:
-                lo = mid
-            else:
-                hi = mid - 1
-        # utility need not grow with alpha (measured on Adult: the sequential DA-MI draw with
-        # several dependent masked QIs gave overlap 0.80 / 0.77 / 0.69 at alpha 0 / 1 / 3), so
-        # every feasible alpha of the line is evaluated
-        for i in range(lo + 1):
-            run(cont, {c: alphas_sorted[i] for c in cats}, m_search, 1, "grid")
-    feas = [r for r in trace if r["feasible"]]
-    # (2) coordinate moves on each categorical alpha and on the continuous setting
-    if feas:
-        best = max(feas, key=lambda r: r["mean_ci_overlap"])
-        improved = True
-        while improved and time.perf_counter() - t_start < 200:
-            improved = False
-            moves = []
-            for c in cats:
-                i = list(alpha_grid).index(best["alphas"][c]) if best["alphas"][c] in alpha_grid else None
-                for d in (-1, 1):
-                    if i is not None and 0 <= i + d < len(alpha_grid):
-                        moves.append((best["cont"], {**best["alphas"], c: alpha_grid[i + d]}))
-            if has_cont:
-                j = conts.index(best["cont"])
-                for d in (-1, 1):
-                    if 0 <= j + d < len(conts):
-                        moves.append((conts[j + d], best["alphas"]))
-            for cont, al in moves:
-                r = run(cont, al, m_search, 1, "refine")
-                if r["feasible"] and r["mean_ci_overlap"] > best["mean_ci_overlap"] + 1e-9:
-                    best, improved = r, True
-    # (3) confirm the best few feasible search points with m copies x replicates
-    cand = sorted([r for r in trace if r["feasible"]], key=lambda r: -r["mean_ci_overlap"])[:3]
-    confirmed = [run(r["cont"], r["alphas"], m, replicates, "confirm") for r in cand]
-    ok = [r for r in confirmed if r["feasible"]]
-    chosen = max(ok, key=lambda r: r["mean_ci_overlap"]) if ok else None
+    # (2) greedy ascent from all masks off to the risk boundary
+    deadline = None if max_search_seconds is None else t_start + float(max_search_seconds)
+    _, stopped = greedy_ascent([len(levels) for _, levels in coords], lambda x: run(x, "search", m_search, 1),
+                               deadline=deadline)
+    # (3) confirm the most useful feasible points with m copies x replicates
+    pts = sorted([r for r in trace if r["feasible"] and r["stage"] == "search"],
+                 key=lambda r: (-r["mean_ci_overlap"], r["risk_ratio"]))
+    chosen = None
+    for k in range(0, len(pts), n_confirm):
+        conf = [run(tuple(r["levels"]), "confirm", m, replicates) for r in pts[k:k + n_confirm]]
+        ok = [r for r in conf if r["feasible"]]
+        if ok:
+            chosen = max(ok, key=lambda r: (r["mean_ci_overlap"], -r["risk_ratio"]))
+            break
     wall = time.perf_counter() - t_start
-    tr = pd.DataFrame(trace).drop(columns=["cont", "alphas"])
+    from dataclasses import replace
+
+    rel = base.spec_
+    if not rel.analyses:
+        rel = replace(rel, analyses=[{"formula": a.formula, "family": a.family} for a in analyses])
     return TuneResult(
         masks=json.loads(chosen["masks"]) if chosen else None,
-        confirmed={k: v for k, v in chosen.items() if k not in ("cont", "alphas")} if chosen else None,
-        trace=tr, targets=targets, wall_seconds=wall,
-        settings={"method": "dami", "quasi_identifiers": qi, "keep": keep,
+        confirmed={k: v for k, v in chosen.items() if k != "levels"} if chosen else None,
+        trace=pd.DataFrame(trace), targets=targets, wall_seconds=wall,
+        settings={"method": "dami", "predictive": base.predictive, "quasi_identifiers": qi, "keep": keep,
                   "analyses": [a.__dict__ for a in analyses], "m_search": m_search, "m": m,
-                  "replicates": replicates, "seed": seed, "tolerance": _jsonable(tolerance), "target": target,
+                  "replicates": replicates, "n_confirm": n_confirm, "seed": seed,
+                  "tolerance": _jsonable(tolerance), "target": target,
                   "continuous_grid": [list(c) for c in continuous_grid], "alpha_grid": list(alpha_grid),
-                  "fit_seconds": fit_s, "base_params": _jsonable(dict(base_params or {}))},
+                  "fit_seconds": fit_s, "posterior_pool": n_pool, "search_stopped_by": stopped,
+                  "search_points": sum(r["stage"] == "search" for r in trace),
+                  "diagnostics_check": _jsonable(check), "base_params": _jsonable(dict(base_params or {}))},
+        spec=rel,
     )
 
 

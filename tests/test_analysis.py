@@ -122,3 +122,13 @@ def test_quoted_response_name_with_spaces_is_the_column():
     df["w kg"] = rng.normal(70, 10, len(df))
     with pytest.raises(ValueError, match=r"The response 'w kg' of a logit model must be binary"):
         analyse('Q("w kg") ~ age', "logit", original=df, synthetic=[df, df.copy()])
+
+
+def test_huge_interval_ends_are_printed_in_exponent_form():
+    # a full-synthesis interval with very few degrees of freedom can be astronomically
+    # wide: printed with three significant digits, never as a 150-digit number
+    from synthmi.evaluation.analysis import format_estimate
+
+    assert format_estimate(1.23456) == "1.235"
+    assert format_estimate(-3.8277835913228066e151) == "-3.83e+151"
+    assert format_estimate(float("inf")) == "inf"

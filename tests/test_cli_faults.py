@@ -405,3 +405,13 @@ def test_synthesize_with_a_spec_whose_levels_the_file_lacks(tmp_path, capsys):
     assert len(copy) == len(sub)
     # CART draws donors' values: only the levels present in the subset, each labelled as itself
     assert set(copy["region"]) <= {"north", "south"} and copy["region"].nunique() == 2
+
+
+def test_dpsyn_bounds_hint_quotes_names_with_spaces(tmp_path, capsys):
+    # the hint must be pasteable into a shell: a name with a space is quoted
+    path = tmp_path / "s.csv"
+    _survey().rename(columns={"age": "age in years"}).to_csv(path, index=False)
+    rc = main(["synthesize", "--data", str(path), "--qi", "age in years,sex", "--keep", "hours", "--method", "dpsyn",
+               "--param", "epsilon=1", "--m", "2", "--out", str(tmp_path / "dp"), "--quiet"])
+    err = _err(capsys)
+    assert rc == 1 and "--bounds 'age in years=LO:HI' --bounds hours=LO:HI" in err

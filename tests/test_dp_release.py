@@ -91,10 +91,10 @@ def cases(domain_path) -> dict[str, Case]:
             python=_dpsyn_python(domain_path),
             neighbour=remove_record(0),
             noised_json={"metadata.json": ["diagnostics.n_two_way", "diagnostics.suppressed_levels",
-                                           "diagnostics.pooled_levels"]},
+                                           "diagnostics.suppressed_missing", "diagnostics.pooled_levels"]},
             noised_text=[r"noisy record count [\d.]+", r"levels in the joint marginals: .*", r"\d+ accounted releases",
                          r"two-way marginals measured: \d+; three-way: \d+",
-                         r"rare levels: .*"],
+                         r"rare levels: .*", r"missing values: the noisy count .*"],
         ),
         "kmeans": Case(
             "kmeans",
@@ -207,6 +207,14 @@ def test_level_held_by_one_record(tmp_path, capsys):
     capsys.readouterr()
     meta = json.loads((tmp_path / "b2" / "metadata.json").read_text())
     assert "Atlantis" not in meta["dtypes"]["region"]["categories"]
+    assert meta["structure"]["out_of_domain"] == "other"
+    #    the evaluation verbs map the original's Atlantis to 'Other' the same public way,
+    #    instead of refusing copies that hold a level the original lacks
+    assert main(["utility", "--original", str(data), "--synthetic", str(tmp_path / "b2"), "--quiet"]) == 0
+    assert main(["analyse", "--original", str(data), "--synthetic", str(tmp_path / "b2"), "--formula",
+                 "income ~ age + region", "--family", "gaussian", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "region[T.Other]" in out and "Atlantis" not in out
     # 3. a declared domain that lists it: the release is made, with the declared level set
     full = tmp_path / "full.json"
     full.write_text(json.dumps(DOMAIN))
@@ -380,3 +388,56 @@ def test_suppressed_levels_are_recorded_and_printed_and_pooling_keeps_them(tmp_p
     assert len(s.suppressed_levels_.get("region", [])) < 3
     with pytest.raises(ValueError, match="'rare' parameter"):
         DPSynSynthesizer(rare="drop").fit(df, domain=RARE_DOMAIN)
+
+
+def test_missing_values_kept_or_their_suppression_said(tmp_path, capsys):
+    # A column with many missing values keeps them at their rate; a column whose missing
+    # cell falls below the noise threshold comes back complete, and the release says so
+    # (metadata and console) instead of dropping them silently.
+    rng = np.random.default_rng(5)
+    n = 1500
+    df = pd.DataFrame({"region": rng.choice(["North", "South", "East", "West"], n).astype(object),
+                       "sex": rng.choice(["F", "M"], n).astype(object)})
+    df.loc[rng.random(n) < 0.2, "region"] = np.nan  # ~300 missing
+    df.loc[:7, "sex"] = np.nan  # 8 missing: below the threshold max(4.5 sd, 20)
+    dom = {"columns": {"region": {"kind": "categorical", "levels": ["North", "South", "East", "West"]},
+                       "sex": {"kind": "binary", "levels": ["F", "M"]}}, "source": "test"}
+    data, domf = tmp_path / "m.csv", tmp_path / "m.json"
+    df.to_csv(data, index=False)
+    domf.write_text(json.dumps(dom))
+    argv = ["synthesize", "--data", str(data), "--qi", "region,sex", "--keep", "", "--method", "dpsyn",
+            "--param", "epsilon=4", "--domain", str(domf), "--m", "2", "--seed", "3", "--quiet",
+            "--out", str(tmp_path / "s")]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    meta = json.loads((tmp_path / "s" / "metadata.json").read_text())
+    # eps = 4: noise sd ~5 records; 8 records fall below a threshold >= 20 except with
+    # probability < 1e-3, and ~300 records clear it by > 50 sd
+    assert meta["diagnostics"]["suppressed_missing"] == ["sex"]
+    assert "missing values: the noisy count of missing values fell below the noise threshold in sex" in err
+    for f in ("copy_01.csv", "copy_02.csv"):
+        c = pd.read_csv(tmp_path / "s" / f)
+        assert c["sex"].notna().all()
+        # sampling sd of a share of 0.2 over 1500 records is 0.010; noise adds ~0.005
+        assert c["region"].isna().mean() == pytest.approx(df["region"].isna().mean(), abs=0.045)
+
+
+def test_pooled_rare_count_is_unbiased_with_recorded_variance():
+    # Pooling sums the raw noisy counts: E = true total, Var = (1 + |P|) sigma^2. Ten empty
+    # declared levels with sigma = 5: clipping each at 0 first would add 10 * 5 / sqrt(2 pi)
+    # = 19.9 records; over 4,000 draws the mean's MC sd is sqrt(11) * 5 / sqrt(4000) = 0.26.
+    from synthmi.privacy.discrete import sample_discrete_gaussian
+    from synthmi.privacy.dpsyn import _pool_rare
+
+    true = np.array([400, 300, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 60])  # 10 empty levels, 'other' last
+    rng = np.random.default_rng(7)
+    sigma, reps = 5.0, 4000
+    pooled_counts = np.empty(reps)
+    for r in range(reps):
+        noisy = true + sample_discrete_gaussian(sigma**2, size=true.size, rng=rng)
+        counts, pooled = _pool_rare(noisy, other=12, theta=22.5, n_levels=13)
+        assert pooled == list(range(2, 12))  # 400 and 300 clear the threshold by > 35 sd
+        pooled_counts[r] = counts[12]
+    assert abs(pooled_counts.mean() - 60) < 4 * np.sqrt(11) * sigma / np.sqrt(reps)
+    # the variance recorded for the pooled cell, 11 sigma^2 = 275 (sd of the sample variance ~ 6.1)
+    assert pooled_counts.var() == pytest.approx(11 * sigma**2, abs=4 * 11 * sigma**2 * np.sqrt(2 / reps))

@@ -159,39 +159,122 @@ def test_cart_density_smoothing():
         CartSynthesizer(smoothing="spline").fit(df, quasi_identifiers=["age"], keep=["y"])
 
 
-def test_cli_tune_meets_target_and_feeds_synthesize(tmp_path):
+def test_greedy_ascent_by_hand():
+    # Two coordinates with 4 levels each; risk = x0 + 2 x1 must stay <= 3; utility 0.1 x0 + 0.25 x1.
+    # From (0,0): raises (1,0) u=.1 r=1, (0,1) u=.25 r=2 -> (0,1). Then (1,1) u=.35 r=3 ok, (0,2) r=4
+    # infeasible (x1 blocked) -> (1,1). Then only x0: (2,1) r=4 infeasible -> boundary at (1,1).
+    from synthmi.tuning import greedy_ascent
+
+    seen = []
+
+    def ev(x):
+        seen.append(x)
+        r = x[0] + 2 * x[1]
+        return {"feasible": r <= 3, "mean_ci_overlap": 0.1 * x[0] + 0.25 * x[1], "risk_ratio": r / 3}
+
+    path, why = greedy_ascent([4, 4], ev)
+    assert path == [(0, 0), (0, 1), (1, 1)] and why == "boundary"
+    assert seen == [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (2, 1)]
+    # no constraint: climbs to the top level of every coordinate
+    path, why = greedy_ascent([2, 3], lambda x: {"feasible": True, "mean_ci_overlap": sum(x), "risk_ratio": 0})
+    assert path[-1] == (1, 2) and why == "top" and len(path) == 4
+    assert greedy_ascent([3], lambda x: {"feasible": False, "mean_ci_overlap": 0, "risk_ratio": 9}) == (
+        [], "origin infeasible")
+
+
+def test_s_pmse_is_ranked_by_its_distance_from_one():
+    # S_pMSE far below 1 (copies nearly the original) must not beat S_pMSE near 1 at equal risk.
+    from synthmi.evaluation.frontier import s_pmse_log_distance
+
+    assert s_pmse_log_distance(0.5) == pytest.approx(s_pmse_log_distance(2.0)) == pytest.approx(np.log(2))
+    assert s_pmse_log_distance(1.0) == 0.0 and np.isnan(s_pmse_log_distance(0.0))
+    pts = pd.DataFrame({"s_pmse": [0.05, 1.1, 3.0, 1.5], "expected_matches": [5.0, 5.0, 5.0, 4.0]})
+    front = pareto_front(pts, ["expected_matches"], utility="s_pmse")
+    # 1.1 (distance 0.095) beats 0.05 (3.0) and 3.0 (1.1) at equal risk; 1.5 (0.405) has less risk
+    assert list(front) == [False, True, False, True]
+
+
+def _tune_cli(tmp_path, *extra):
+    from synthmi.cli import main
+
+    return main(["tune", "--data", str(tmp_path / "d.csv"), "--qi", "age,sex,edu", "--keep", "hours,y",
+                 "--analysis", "y ~ age + sex + edu", "--tol", "age=1", "--alpha-grid", "1,5",
+                 "--continuous-grid", "1:10,1:1", "--m-search", "2", "--m", "2", "--replicates", "2", "--quiet",
+                 *extra])
+
+
+def test_cli_tune_writes_a_spec_synthesize_takes(tmp_path, capsys):
     import json
 
     from synthmi.cli import main
+    from synthmi.data import load_dataset
+    from synthmi.models import DAMISynthesizer
+    from synthmi.spec import ReleaseSpec
+    from synthmi.synthetic import SyntheticData
 
     df = _small(300)
     df.to_csv(tmp_path / "d.csv", index=False)
-    common = ["tune", "--data", str(tmp_path / "d.csv"), "--qi", "age,sex,edu", "--keep", "hours,y",
-              "--analysis", "y ~ age + sex + edu", "--tol", "age=1", "--alpha-grid", "0,2,5",
-              "--continuous-grid", "1:10,3:1", "--m-search", "2", "--m", "2", "--replicates", "2", "--quiet"]
-    # Unconstrained-ish target first: the strongest masks, to learn the range of expected matches.
-    out = tmp_path / "m.json"
-    assert main(common + ["--target", "expected_matches<=1000", "--out", str(out)]) == 0
-    loose = json.loads(out.read_text())
+    # A loose target first, to learn the range of expected matches.
+    out, tr = tmp_path / "loose.json", tmp_path / "loose_trace.json"
+    assert _tune_cli(tmp_path, "--target", "expected_matches<=1000", "--out", str(out), "--trace", str(tr)) == 0
+    loose = json.loads(tr.read_text())
+    assert loose["search"]["search_stopped_by"] == "top"  # nothing binds: every mask at its most informative
+    assert loose["masks"] == {"age": {"K": 1, "sigma_e": 1.0}, "sex": {"alpha": 5.0}, "edu": {"alpha": 5.0}}
     # A tighter target: at most half the loose choice's expected matches.
     cap = loose["confirmed"]["expected_matches"] / 2
-    out2 = tmp_path / "m2.json"
-    assert main(common + ["--target", f"expected_matches<={cap}", "--out", str(out2)]) == 0
-    tight = json.loads(out2.read_text())
+    out2, tr2 = tmp_path / "tight.json", tmp_path / "tight_trace.json"
+    assert _tune_cli(tmp_path, "--target", f"expected_matches<={cap}", "--out", str(out2), "--trace", str(tr2)) == 0
+    tight = json.loads(tr2.read_text())
     assert tight["confirmed"]["expected_matches"] <= cap
-    assert tight["confirmed"]["mean_ci_overlap"] <= loose["confirmed"]["mean_ci_overlap"] + 1e-9
-    assert tight["trace"] and {"grid", "confirm"} <= {r["stage"] for r in tight["trace"]}
-    # The chosen masks as --mask flags run through synthesize.
-    flags = [x for f in tight["mask_flags"] for x in ("--mask", f)]
-    assert main(["synthesize", "--data", str(tmp_path / "d.csv"), "--qi", "age,sex,edu", "--keep", "hours,y",
-                 "--method", "dami", "--m", "2", "--seed", "1", *flags, "--out", str(tmp_path / "syn"), "--quiet"]) == 0
-    # Impossible target -> exit status 2 and the trace is still written; existing --out is not overwritten.
-    out3 = tmp_path / "m3.json"
-    small = common + ["--alpha-grid", "0", "--continuous-grid", "1:10"]  # later flags win: a 1-point grid
-    assert main(small + ["--target", "expected_matches<=0", "--out", str(out3)]) == 2
-    assert json.loads(out3.read_text())["masks"] is None
-    assert main(small + ["--target", "expected_matches<=0", "--out", str(out3)]) == 1
-    assert main(common + ["--target", "disco<=0.1", "--out", str(tmp_path / "x.json")]) == 1  # needs --attribute-target
+    assert {r["stage"] for r in tight["trace"]} == {"search", "confirm"}
+    assert all(not r["feasible"] or r["expected_matches"] <= cap for r in tight["trace"])
+    # --out is a release spec carrying the chosen masks (drafted as 'synthmi spec' drafts: inferred
+    # levels and bounds marked undeclared, so no DP method may read them)
+    spec = ReleaseSpec.load(out2)
+    assert spec.masks == tight["masks"] and spec.quasi_identifiers == ["age", "sex", "edu"]
+    assert spec.keep == ["hours", "y"] and spec.analyses[0]["formula"] == "y ~ age + sex + edu"
+    assert not spec["age"].declared
+    # synthesize takes it and reproduces the chosen setting: the same copies as DA-MI with those masks
+    assert main(["synthesize", "--data", str(tmp_path / "d.csv"), "--spec", str(out2), "--method", "dami",
+                 "--m", "2", "--seed", "1", "--out", str(tmp_path / "syn"), "--quiet"]) == 0
+    assert "without --mask" not in capsys.readouterr().err  # the spec's masks are used
+    meta = json.loads((tmp_path / "syn" / "metadata.json").read_text())
+    assert meta["spec"]["masks"] == tight["masks"]
+    assert {c: {k: v for k, v in d.items() if v is not None and k != "type"} for c, d in meta["structure"]["masks"].items()} \
+        == tight["masks"]
+    got = SyntheticData.from_dir(tmp_path / "syn").copies
+    csv = load_dataset(str(tmp_path / "d.csv"))  # as the command line reads it (levels in file order)
+    ref = DAMISynthesizer(masks=tight["masks"], random_state=1, progressbar=False).fit(
+        csv, quasi_identifiers=["age", "sex", "edu"], keep=["hours", "y"]).sample(2, random_state=1).copies
+    for a, b in zip(got, ref):
+        for c in ["age", "sex", "edu"]:
+            assert list(a[c].astype(str)) == list(b[c].astype(str))
+    # No setting can meet 0 matches here: exit 2, no spec written, the named trace written.
+    out3, tr3 = tmp_path / "none.json", tmp_path / "none_trace.json"
+    assert _tune_cli(tmp_path, "--target", "expected_matches<=0", "--out", str(out3), "--trace", str(tr3)) == 2
+    assert not out3.exists() and json.loads(tr3.read_text())["masks"] is None
+    # existing outputs are not overwritten; bad targets fail before any work; nothing else is created
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert _tune_cli(tmp_path, "--target", "expected_matches<=1000", "--out", str(out2)) == 1
+    assert _tune_cli(tmp_path, "--target", "disco<=0.1", "--out", str(tmp_path / "x.json")) == 1  # needs --attribute-target
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_cli_tune_fails_closed_on_diagnostics(tmp_path, capsys):
+    import json
+
+    df = _small(300)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    # No sampler reaches a bulk ESS of 10^9: refused, naming a column and the option that accepts it.
+    out = tmp_path / "t.json"
+    assert _tune_cli(tmp_path, "--target", "expected_matches<=1000", "--ess-min", "1e9", "--out", str(out)) == 1
+    err = capsys.readouterr().err
+    assert "bulk ESS" in err and "--accept-diagnostics" in err and not out.exists()
+    tr = tmp_path / "tr.json"
+    assert _tune_cli(tmp_path, "--target", "expected_matches<=1000", "--ess-min", "1e9", "--accept-diagnostics",
+                     "--out", str(out), "--trace", str(tr)) == 0
+    check = json.loads(tr.read_text())["search"]["diagnostics_check"]
+    assert check["passed"] is False and check["accepted"] is True and check["ess_min"] == 1e9
 
 
 def test_at_reference_risk_by_hand():

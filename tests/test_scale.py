@@ -362,3 +362,46 @@ def test_attribute_disclosure_equals_in_memory(client, adult, target, tol, ttol)
     for k, v in ref.summary.items():
         assert got.summary[k] == pytest.approx(v, rel=1e-12, nan_ok=True), k
     assert ref.summary["DiSCO"] > 0 and ref.summary["expected_correct_attributions"] > 1
+
+
+def test_dask_release_fails_closed_like_in_memory(fitted, client, adult, tmp_path, capsys):
+    """A sampler that fails the convergence check gives no Dask copies (as in memory) unless accepted."""
+    import copy
+
+    from synthmi.cli import main
+    from synthmi.diagnostics import DiagnosticsFailed
+
+    mem, _, out, _ = fitted
+    # 2 chains x 100 draws: a bulk ESS of 2,000 is out of reach, so every column fails for certain
+    strict = {"accept_diagnostics": False, "ess_min": 2000.0}
+    mem_s, dask_s = copy.copy(mem).set_params(**strict), copy.copy(out[4][0]).set_params(**strict)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(DiagnosticsFailed) as e_mem:
+            mem_s.sample(2, random_state=11)
+        with pytest.raises(DiagnosticsFailed, match="ess_min=2000") as e_dask:
+            dask_s.sample(2, random_state=11)
+    # the MCMC-sampled conditionals fail (age's normal posterior is drawn exactly, with no chain to check)
+    assert list(e_dask.value.failures.index) == list(e_mem.value.failures.index) == ["sex", "race", "education"]
+    # accepted: the copies come with the failed check recorded, in memory and in metadata.json
+    dask_s.set_params(accept_diagnostics=True)
+    with pytest.warns(RuntimeWarning, match="flagged as unconverged"):
+        lazy = dask_s.sample(2, random_state=11)
+    assert lazy.diagnostics_check["passed"] is False and lazy.diagnostics_check["accepted"] is True
+    assert sorted(lazy.diagnostics_check["failures"]) == ["education", "race", "sex"]
+    meta = lazy.to_parquet(str(tmp_path / "accepted"))
+    assert meta["diagnostics_check"]["accepted"] is True and meta["diagnostics_check"]["ess_min"] == 2000.0
+    # the command line: non-zero exit, the figures named, nothing written
+    src = tmp_path / "in.parquet"
+    adult.iloc[:1200].to_parquet(src, index=False)
+    dest = tmp_path / "refused"
+    args = ["synthesize", "--data", str(src), "--engine", "dask", "--qi", "age,sex", "--keep", "income",
+            "--method", "rubin", "--m", "2", "--seed", "5", "--param", "draws=60", "--ess-min", "100000",
+            "--out", str(dest), "--quiet"]
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert main(args) != 0
+    err = capsys.readouterr().err
+    assert "--accept-diagnostics" in err and "'sex'" in err and "--ess-min 100000" in err
+    assert not dest.exists() or not any(dest.rglob("*.parquet"))

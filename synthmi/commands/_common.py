@@ -169,8 +169,11 @@ def declared_categories(original, syn):
 
     A CSV reader orders the categories it saw; a DP release's copies carry the declared
     levels in the declared order, so without this the reference levels differ and the
-    analysis terms do not line up. Columns whose values fall outside the declared domain
-    (a release that mapped them to 'other') are left as read.
+    analysis terms do not line up. When the release mapped out-of-domain values to a
+    column's declared 'other' level (``--map-other``, recorded as
+    ``structure["out_of_domain"]``), the original's are mapped the same public way, so
+    both sides hold the same variable; otherwise columns whose values fall outside the
+    declared domain are left as read.
     """
     from ..domain import DomainError, PublicDomain
 
@@ -178,11 +181,12 @@ def declared_categories(original, syn):
     if not dom:
         return original
     domain = PublicDomain.from_dict(dom)
+    mode = syn.structure.get("out_of_domain", "error")
     out = original.copy()
     for c in original.columns:
         if c in domain and domain[c].is_discrete:
             try:
-                out[c] = domain[c].conform(original[c])
+                out[c] = domain[c].conform(original[c], out_of_domain=mode)
             except DomainError:
                 pass
     return out

@@ -419,6 +419,8 @@ def _rule_of(method: str, params: dict[str, Any]) -> str:
 def _require_declared(domain, data) -> None:
     """Every released column declared public, or one error in command-line terms: numeric
     columns get ``--bounds COLUMN=LO:HI``, the others a ``--domain`` file."""
+    import shlex
+
     import pandas as pd
 
     missing = [c for c in data.columns if c not in domain]
@@ -429,7 +431,7 @@ def _require_declared(domain, data) -> None:
     how = []
     if numeric:
         how.append("their documented ranges (not the observed minimum and maximum) with "
-                    + " ".join(f"--bounds {c}=LO:HI" for c in numeric))
+                    + " ".join(f"--bounds {shlex.quote(f'{c}=LO:HI')}" for c in numeric))
     if other:
         how.append(f"the levels of {other} in a domain file, --domain domain.json (format: synthmi.domain)")
     which = f"Column '{missing[0]}' has" if len(missing) == 1 else f"Columns {missing} have"
@@ -449,6 +451,7 @@ def _report_rare_levels(synth) -> None:
     """
     suppressed = getattr(synth, "suppressed_levels_", {})
     pooled = getattr(synth, "pooled_levels_", {})
+    no_missing = getattr(synth, "suppressed_missing_", [])
     parts = [f"{col}: {', '.join(map(str, lv))}" for col, lv in suppressed.items()]
     parts += [f"{col}: {', '.join(map(str, p['levels']))} (pooled into '{p['into']}')" for col, p in pooled.items()]
     if not parts:
@@ -460,6 +463,13 @@ def _report_rare_levels(synth) -> None:
                     "(--param rare=pool) or lower the threshold at an accuracy cost (--param theta_scale=2 "
                     "--param theta_min=0).")
     print(f"synthmi synthesize: rare levels: {msg}", file=sys.stderr, flush=True)
+    if no_missing:
+        # The missing cell faces the same threshold; a column the domain lets hold missing
+        # values whose noisy missing count is below it comes back complete.
+        print(f"synthmi synthesize: missing values: the noisy count of missing values fell below the noise "
+              f"threshold in {', '.join(map(str, no_missing))}, so the copies hold no missing values there. "
+              "To keep them, lower the threshold at an accuracy cost (--param theta_scale=2 --param theta_min=0), "
+              "or declare \"missing\": false for columns that have none.", file=sys.stderr, flush=True)
 
 
 def _dp_data(args: argparse.Namespace, source: str, data, spec=None):
@@ -535,9 +545,6 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_dir(args.out, "--out", args.overwrite, owned=["copy_*.csv", "metadata.json"])
     old = sorted(out.glob("copy_*.csv")) if out.is_dir() else []
     _check_copies_combinable(args, cls, params)
-    if args.method == "dami" and not params.get("masks"):
-        print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
-              "add --mask COLUMN:SPEC (see --help) or use --method rubin.", file=sys.stderr, flush=True)
 
     spec = None
     if args.spec:
@@ -546,6 +553,10 @@ def run(args: argparse.Namespace) -> int:
         spec = ReleaseSpec.load(args.spec)
         if args.qi or args.keep is not None:
             spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
+    if args.method == "dami" and not params.get("masks") and not (spec is not None and spec.masks):
+        # (a spec's masks, e.g. written by 'synthmi tune', are used when --mask is not given)
+        print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
+              "add --mask COLUMN:SPEC (see --help) or use --method rubin.", file=sys.stderr, flush=True)
     qi = split_list(args.qi) if spec is None else spec.quasi_identifiers
     if not qi:
         raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
@@ -639,6 +650,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
     if dp_release:
         _report_rare_levels(synth)
+        if args.map_other:
+            # evaluation maps the original's out-of-domain values to 'other' the same way
+            syn.structure["out_of_domain"] = "other"
     for f in old:
         f.unlink()
     syn.to_dir(out)
@@ -704,7 +718,12 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
             warnings.simplefilter("always")
             synth.fit(data, quasi_identifiers=qi, keep=keep)
             _log(args, f"fitted in {time.perf_counter() - t0:.1f} s; drawing {args.m} copies (seed {seed})")
-            syn = synth.sample(args.m, random_state=seed)
+            from ..diagnostics import DiagnosticsFailed
+
+            try:
+                syn = synth.sample(args.m, random_state=seed)
+            except DiagnosticsFailed as exc:
+                raise exc.for_cli() from None
         for msg in dict.fromkeys(str(w.message) for w in caught):
             print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
         if out.exists():

@@ -19,28 +19,33 @@ from ._common import (
 EXAMPLES = """examples:
   synthmi tune --data adult --qi age,sex,race,education \\
       --analysis "income ~ age + sex + race + education" --tol age=1 \\
-      --target "expected_matches<=50" --out masks.json
-  synthmi tune --data adult --qi age,sex,race,education --analysis "income ~ age + sex + race + education" \\
-      --tol age=1 --attribute-target income --target "true_match_rate<=0.0005" --target "disco<=0.05" --out masks.json
-  # then synthesize with the chosen masks (the JSON lists them as --mask flags):
-  synthmi synthesize --data adult --qi age,sex,race,education --method dami --mask age:K=3,sigma=3 ... --out syn/
+      --target "expected_matches<=7" --out tuned.json
+  # then synthesize with the chosen masks (the spec carries them; --param as given to tune):
+  synthmi synthesize --data adult --spec tuned.json --method dami --m 5 --out syn/
+  synthmi tune --data survey.csv --spec spec.json --tol age=1 --attribute-target income \\
+      --target "true_match_rate<=0.0005" --target "disco<=0.05" --out tuned.json --trace search.json
 
 targets (repeatable, all must hold; MEASURE<=VALUE): expected_matches, true_match_rate,
 share_above_threshold, mean_risk, high_risk_mean_risk (needs --k0), disco, dcap,
 attribute_risk_mean, repU (these four need --attribute-target). Risk is measured as in
 'synthmi disclosure' (the intruder knows the true QIs; --tol sets closeness).
 
-search: the posterior is fitted once; masks act only in the predictive step. For each
-(K, sigma_e) of the continuous QIs, the largest alpha (shared by the categorical QIs)
-that meets the targets, by bisection with --m-search copies per point, then one-step
-moves of each categorical QI's alpha and of the continuous setting; the best few are
-confirmed with --m copies x --replicates replicates and the best confirmed setting
-whose mean risk meets every target is chosen. Utility: mean CI overlap of the
---analysis models (original vs combined copies, partial-synthesis rule).
+search: the posterior is fitted once and m x replicates posterior parameter sets are
+drawn once (refused like a release if R-hat / ESS fail, unless --accept-diagnostics);
+masks act only in the predictive step, so every candidate reuses them. Each QI's mask
+runs from none through --continuous-grid (K:sigma_e, normal masks) or --alpha-grid
+(categorical). From all masks off, each QI's mask is raised one step at a time, moving
+to the raise with the best mean CI overlap among those meeting every target (--m-search
+copies per candidate), until no raise meets them. The --n-confirm best candidates are
+re-run with --m copies x --replicates replicates; the best whose mean risk meets every
+target is chosen. Utility: mean CI overlap of the --analysis models (original vs
+combined copies, partial-synthesis rule).
 
-output (--out, JSON): the chosen masks, the same as --mask flags for 'synthmi
-synthesize', their confirmed utility and risk (mean and Monte Carlo SE), the search
-trace and the wall time. Exit status 2 if no setting meets the targets."""
+output: --out is a release spec (the --spec given, or one drafted from --qi/--keep
+without the data's levels or bounds) with the chosen masks; 'synthmi synthesize --spec'
+takes it. --trace (optional) records the confirmed utility and risk (mean and Monte
+Carlo SE), every candidate tried and the wall time. No other file is written. Exit
+status 2 (and no --out) if no setting meets the targets."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,11 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--data", required=True, help="'adult', 'nhanes' or a CSV path")
     add_sep_flag(p)
-    p.add_argument("--qi", required=True, help="comma-separated quasi-identifiers to synthesize")
+    p.add_argument("--spec", default=None, help="release spec (roles, kinds, analyses); the chosen masks are added to it")
+    p.add_argument("--qi", default=None, help="comma-separated quasi-identifiers to synthesize (default: the spec's)")
     p.add_argument("--keep", default=None, help="columns released unchanged (default as 'synthmi synthesize')")
-    p.add_argument("--analysis", action="append", required=True, metavar="FORMULA",
-                   help="an analysis the release must support, e.g. 'income ~ age + sex' (repeatable)")
-    p.add_argument("--family", default="probit", help="GLM family of the analyses (default probit)")
+    p.add_argument("--analysis", action="append", default=None, metavar="FORMULA",
+                   help="an analysis the release must support, e.g. 'income ~ age + sex' (repeatable; "
+                        "default: the spec's analyses)")
+    p.add_argument("--family", default="probit", help="GLM family of the --analysis models (default probit)")
     p.add_argument("--target", action="append", required=True, metavar="MEASURE<=VALUE",
                    help="a risk target, e.g. expected_matches<=50 (repeatable; all must hold)")
     p.add_argument("--tol", action="append", metavar="COLUMN=VALUE", help="intruder's closeness on a continuous QI")
@@ -65,15 +72,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--k0", type=int, default=None, help="risk-subgroup k0 (for high_risk_mean_risk)")
     p.add_argument("--m", type=int, default=5, help="copies per confirmation replicate (default 5)")
     p.add_argument("--replicates", type=int, default=3, help="confirmation replicates (default 3)")
-    p.add_argument("--m-search", type=int, default=2, help="copies per search point (default 2)")
-    p.add_argument("--alpha-grid", default="0,1,2,3,4,5", help="alphas tried for categorical QIs")
-    p.add_argument("--continuous-grid", default="1:10,1:5,2:4,3:3,3:2,5:1.5",
+    p.add_argument("--m-search", type=int, default=3, help="copies per search candidate (default 3)")
+    p.add_argument("--n-confirm", type=int, default=3, help="search candidates confirmed (default 3)")
+    p.add_argument("--alpha-grid", default="0.5,1,1.5,2,3,4,5", help="alphas tried for categorical QIs")
+    p.add_argument("--continuous-grid", default="1:20,1:10,1:6,1:4,1:3,1:2,1:1.5,1:1",
                    help="K:sigma_e pairs tried for continuous QIs")
+    p.add_argument("--max-search-seconds", type=float, default=None,
+                   help="stop the search (not the confirmation) after this many seconds")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
-                   help="DA-MI parameter, e.g. ordinal_link=multinomial (repeatable; passed on to synthesize too)")
+                   help="DA-MI parameter, e.g. ordinal_link=multinomial (repeatable; give it to synthesize too)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="JSON file for the chosen masks (created; not overwritten)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    p.add_argument("--out", required=True, help="release spec JSON with the chosen masks (created; not overwritten)")
+    p.add_argument("--trace", default=None, help="optional JSON file: confirmed figures, every candidate, timing")
+    p.add_argument("--overwrite", action="store_true", help="replace existing --out / --trace files")
+    p.add_argument("--accept-diagnostics", action="store_true",
+                   help="search even if the posterior sampler fails its convergence check (flagged in --trace)")
+    p.add_argument("--rhat-max", type=float, default=1.05, help="largest acceptable R-hat of any column (default 1.05)")
+    p.add_argument("--ess-min", type=float, default=100.0, help="smallest acceptable bulk ESS of any column (default 100)")
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -81,61 +96,118 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _grid(text: str, name: str):
     try:
         if name == "continuous-grid":
-            return tuple((int(a), float(b)) for a, b in (t.split(":") for t in split_list(text)))
-        return tuple(float(t) for t in split_list(text))
+            out = tuple((int(a), float(b)) for a, b in (t.split(":") for t in split_list(text)))
+            bad = [f"{k}:{s:g}" for k, s in out if k < 0 or s <= 0]
+        else:
+            out = tuple(float(t) for t in split_list(text))
+            bad = [f"{a:g}" for a in out if a < 0]
     except ValueError:
         raise ValueError(f"The '--{name}' option could not be read: {text!r}.") from None
+    if bad or not out:
+        what = "K:sigma_e pairs with K >= 0 and sigma_e > 0" if name == "continuous-grid" else "alphas >= 0"
+        raise ValueError(f"The '--{name}' option must list {what}. Got {text!r} instead.")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     from ..data import load_dataset
+    from ..diagnostics import DiagnosticsFailed
     from ..evaluation.frontier import Target
-    from ..tuning import tune
     from ..models import DAMISynthesizer
+    from ..tuning import tune
     from .synthesize import DEFAULT_KEEP, parse_params
 
+    # outputs first: a bad --out / --trace costs nothing
     out = check_output_file(args.out, "--out", args.overwrite)
+    trace_path = check_output_file(args.trace, "--trace", args.overwrite)
+    if trace_path is not None and trace_path.resolve() == out.resolve():
+        raise ValueError("The '--out' and '--trace' options name the same file; give two files.")
     targets = [Target.parse(t) for t in args.target]
     base_params = parse_params(args.param, DAMISynthesizer)
     if "masks" in base_params:
         raise ValueError("The '--param' option cannot set masks: tune chooses them.")
-    qi = split_list(args.qi)
+    for name in ("accept_diagnostics", "rhat_max", "ess_min"):
+        if name in base_params:
+            raise ValueError(f"Give {name} with --{name.replace('_', '-')}, not --param.")
+        base_params[name] = getattr(args, name)
+    for name in ("m", "replicates", "m_search", "n_confirm"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"The '--{name.replace('_', '-')}' option must be >= 1. Got {getattr(args, name)} instead.")
+    grids = dict(continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
+                 alpha_grid=_grid(args.alpha_grid, "alpha-grid"))
+    spec = None
+    if args.spec:
+        from ..spec import ReleaseSpec
+
+        spec = ReleaseSpec.load(args.spec)
+        if args.qi or args.keep is not None:
+            spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
+    qi = spec.quasi_identifiers if spec is not None else split_list(args.qi)
     if not qi:
-        raise ValueError("The '--qi' option must name at least one column.")
-    df = load_dataset(args.data, sep=sep_of(args), option="--data")
-    if args.keep is not None:
-        keep = split_list(args.keep)
-    elif str(args.data).lower() in DEFAULT_KEEP:
-        keep = [c for c in DEFAULT_KEEP[str(args.data).lower()] if c not in qi]
+        raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
+    if args.analysis:
+        analyses = [(a, args.family) for a in args.analysis]
+    elif spec is not None and spec.analyses:
+        analyses = [(a["formula"], a["family"]) for a in spec.analyses]
     else:
-        keep = [c for c in df.columns if c not in qi]
-    unknown = [c for c in qi + keep if c not in df.columns]
-    if unknown:
-        raise ValueError(f"The '--qi'/'--keep' options name columns not in the data: {unknown}.")
+        raise ValueError("The '--analysis' option is needed: give the analyses the release must support "
+                         "(or a --spec that lists them).")
     needs_target = {"disco", "dcap", "attribute_risk_mean", "repU"} & {t.measure for t in targets}
     if needs_target and not args.attribute_target:
         raise ValueError(f"The targets {sorted(needs_target)} need --attribute-target (the sensitive column).")
     if any(t.measure == "high_risk_mean_risk" for t in targets) and args.k0 is None:
         raise ValueError("The target high_risk_mean_risk needs --k0 (the risk-subgroup threshold).")
+    df = load_dataset(args.data, sep=sep_of(args), option="--data")
+    if spec is not None:
+        spec.check_data(df, "--data")
+        keep = None
+    elif args.keep is not None:
+        keep = split_list(args.keep)
+    elif str(args.data).lower() in DEFAULT_KEEP:
+        keep = [c for c in DEFAULT_KEEP[str(args.data).lower()] if c not in qi]
+    else:
+        keep = [c for c in df.columns if c not in qi]
+    unknown = [c for c in qi + (keep or []) if c not in df.columns]
+    if unknown:
+        raise ValueError(f"The '--qi'/'--keep' options name columns not in the data: {unknown}. "
+                         f"Available columns: {list(df.columns)}.")
+    if args.attribute_target and args.attribute_target not in df.columns:
+        raise ValueError(f"The '--attribute-target' option names '{args.attribute_target}', which is not a column "
+                         "of the data.")
     tol = {k: float(v) for k, v in parse_assignments(args.tol, "tol").items()} or None
     say = (lambda s: print(f"synthmi tune: {s}", file=sys.stderr, flush=True)) if progress_enabled(args) else None
-    res = tune(df, qi, keep, [(a, args.family) for a in args.analysis], targets,
-               continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
-               alpha_grid=_grid(args.alpha_grid, "alpha-grid"), m_search=args.m_search, m=args.m,
-               replicates=args.replicates, seed=args.seed, tolerance=tol, target=args.attribute_target,
-               k0=args.k0, subgroup_tolerance=tol, base_params=base_params, progress=say)
-    spec = res.to_spec()
-    spec["data"] = str(args.data)
-    spec["trace"] = json.loads(res.trace.to_json(orient="records"))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(spec, indent=2, sort_keys=True, default=str))
+    try:
+        res = tune(df, None if spec is not None else qi, keep, analyses, targets, m_search=args.m_search, m=args.m,
+                   replicates=args.replicates, n_confirm=args.n_confirm, seed=args.seed, tolerance=tol,
+                   target=args.attribute_target, k0=args.k0, subgroup_tolerance=tol, base_params=base_params,
+                   spec=spec, max_search_seconds=args.max_search_seconds, progress=say, **grids)
+    except DiagnosticsFailed as exc:
+        raise exc.for_cli() from None
+    extra = " ".join(f"--param {k}={v}" for k, v in base_params.items()
+                     if k not in ("accept_diagnostics", "rhat_max", "ess_min"))
+    if trace_path is not None:
+        record = res.to_dict()
+        record["data"] = str(args.data)
+        record["spec_file"] = str(out) if res.feasible else None
+        trace_path.parent.mkdir(parents=True, exist_ok=True)
+        trace_path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str))
     if not res.feasible:
-        print(f"No setting met {', '.join(map(str, targets))}; the search trace is in {out}.")
+        print(f"No setting met {', '.join(map(str, targets))}; no spec was written"
+              + (f" (the search is in {trace_path})." if trace_path is not None else "."))
         return 2
     c = res.confirmed
-    extra = " ".join(f"--param {k}={v}" for k, v in base_params.items())
-    print(f"chosen masks: {' '.join('--mask ' + f for f in spec['mask_flags'])} {extra}".rstrip())
+    d = res.to_spec().to_dict()
+    d["note"] = (f"masks chosen by 'synthmi tune' for {', '.join(map(str, targets))}: mean CI overlap "
+                 f"{c['mean_ci_overlap']:.3f}; synthesize with --spec THIS_FILE --method dami {extra}".rstrip())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(d, indent=2) + "\n")
+    print(f"chosen masks: {json.dumps(res.masks, sort_keys=True)}")
     print(f"mean CI overlap {c['mean_ci_overlap']:.3f} (se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
           + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t.op} {t.value:g})" for t in targets)
-          + f"; wall {res.wall_seconds:.0f} s -> {out}")
+          + f"; wall {res.wall_seconds:.0f} s")
+    print(f"spec with the masks -> {out}; synthesize with: synthmi synthesize --data {args.data} --spec {out} "
+          f"--method dami {extra}".rstrip())
+    if res.settings.get("diagnostics_check", {}).get("accepted"):
+        print("warning: the posterior sampler failed its convergence check (accepted with --accept-diagnostics).",
+              file=sys.stderr)
     return 0

@@ -245,16 +245,16 @@ class AnalysisResults:
         rows = []
         for t in f.index:
             r = f.loc[t]
-            orig_est = f"{r.est_orig:.3f}" if np.isfinite(r.est_orig) else "not estimable"
-            orig_ci = f"({r.ci_lower_orig:.3f}, {r.ci_upper_orig:.3f})" if np.isfinite(r.est_orig) else ""
+            orig_est = format_estimate(r.est_orig) if np.isfinite(r.est_orig) else "not estimable"
+            orig_ci = f"({format_estimate(r.ci_lower_orig)}, {format_estimate(r.ci_upper_orig)})" if np.isfinite(r.est_orig) else ""
             if not r.estimable:
                 k = int(r.copies_not_estimable)
                 why = f"not estimable ({k} of {self.M} copies)" if k else "not estimable"
                 rows.append((t, "Estimate", orig_est, why, "", ""))
                 rows.append((t, level, orig_ci, "", "", ""))
                 continue
-            rows.append((t, "Estimate", orig_est, f"{r.est_syn:.3f}", f"{r.std_diff:.3f}", f"{r.ci_overlap:.3f}"))
-            rows.append((t, level, orig_ci, f"({r.ci_lower_syn:.3f}, {r.ci_upper_syn:.3f})", "", ""))
+            rows.append((t, "Estimate", orig_est, format_estimate(r.est_syn), f"{r.std_diff:.3f}", f"{r.ci_overlap:.3f}"))
+            rows.append((t, level, orig_ci, f"({format_estimate(r.ci_lower_syn)}, {format_estimate(r.ci_upper_syn)})", "", ""))
         out = pd.DataFrame(rows, columns=["term", "", "original", f"synthetic (M={self.M})", "std. diff", "CI overlap"])
         return out.set_index(["term", ""])
 
@@ -277,6 +277,12 @@ class AnalysisResults:
 
     def __repr__(self) -> str:
         return self.summary()
+
+
+def format_estimate(x: float) -> str:
+    """Three decimals, or three significant digits in exponent form for huge values (a
+    full-synthesis interval with very few degrees of freedom can be astronomically wide)."""
+    return f"{x:.3f}" if abs(x) < 1e6 else f"{x:.3g}"
 
 
 def analyse(

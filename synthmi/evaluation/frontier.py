@@ -20,7 +20,13 @@ utility
     ``mean_std_diff``; ``s_pmse``: the logit S_pMSE (Snoke et al. 2018,
     :func:`~synthmi.evaluation.pmse`) averaged over the first
     ``pmse_copies`` copies. S_pMSE near 1 is the null of a copy drawn from the
-    correct model; far below 1 means the copies are nearly the original.
+    correct model; far below 1 means the copies are nearly the original
+    (a near-copy is not more *useful*, it is riskier), far above 1 that they
+    miss structure. So S_pMSE is not a lower-is-better utility: as a utility
+    it is read as its distance from 1 on the log scale,
+    ``s_pmse_log_distance`` :math:`= |\\log S_{pMSE}|` (0 is best; 0.5 and 2
+    are equally far), and :func:`pareto_front` ranks ``utility="s_pmse"`` by
+    that distance.
 identity risk
     :func:`~synthmi.evaluation.reidentification_risk`: ``expected_matches``
     (sum of I_i), ``true_match_rate``, ``share_above_threshold``,
@@ -56,6 +62,7 @@ __all__ = [
     "evaluate_release",
     "summarise",
     "pareto_front",
+    "s_pmse_log_distance",
     "RISK_MEASURES",
     "UTILITY_MEASURES",
     "HIGHER_IS_BETTER",
@@ -66,9 +73,24 @@ RISK_MEASURES = (
     "expected_matches", "true_match_rate", "share_above_threshold", "mean_risk", "high_risk_mean_risk",
     "disco", "dcap", "attribute_risk_mean", "repU",
 )
-#: Utility measures; ``mean_ci_overlap`` is higher-is-better, the others lower.
-UTILITY_MEASURES = ("mean_ci_overlap", "mean_std_diff", "s_pmse")
+#: Utility measures; ``mean_ci_overlap`` is higher-is-better, the others lower, except
+#: ``s_pmse``, whose best value is 1 (ranked by ``s_pmse_log_distance`` = |log S_pMSE|).
+UTILITY_MEASURES = ("mean_ci_overlap", "mean_std_diff", "s_pmse", "s_pmse_log_distance")
 HIGHER_IS_BETTER = {"mean_ci_overlap"}
+
+
+def s_pmse_log_distance(s_pmse: Any) -> Any:
+    r"""Distance of S_pMSE from its null value 1, :math:`|\log S_{pMSE}|` (NaN for S_pMSE <= 0 or NaN).
+
+    S_pMSE = 1 is what copies drawn from the correct model give (Snoke et al.
+    2018, Section 3); below 1 the copies are closer to the original than such
+    draws (near-copies, a disclosure risk), above 1 they miss structure. The
+    log makes a ratio below 1 count as much as its reciprocal above 1.
+    """
+    v = np.asarray(s_pmse, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(v > 0, np.abs(np.log(np.where(v > 0, v, 1.0))), np.nan)
+    return float(out) if out.ndim == 0 else out
 
 
 @dataclass(frozen=True)
@@ -173,6 +195,7 @@ def evaluate_release(
         out["s_pmse"] = float(res.mean_s_pmse)
     else:
         out["s_pmse"] = np.nan
+    out["s_pmse_log_distance"] = s_pmse_log_distance(out["s_pmse"])
     rr = reidentification_risk(original, copies, list(quasi_identifiers), tolerance=tolerance, threshold=threshold,
                                by=subgroups)
     s = rr.summary
@@ -227,8 +250,11 @@ def pareto_front(points: pd.DataFrame, risks: Sequence[str], utility: str = "mea
     Point a dominates b when a's utility is at least b's and each of a's
     ``risks`` is at most b's, with at least one strict inequality
     (``utility`` is maximised if in :data:`HIGHER_IS_BETTER`, else
-    minimised). Rows with a missing value in a used column are never on the
-    front. O(P^2) in the number of points P (a frontier has tens to hundreds).
+    minimised; ``"s_pmse"`` is ranked by its distance from 1,
+    :func:`s_pmse_log_distance`, so copies nearly identical to the original
+    (S_pMSE far below 1) are not rewarded). Rows with a missing value in a
+    used column are never on the front. O(P^2) in the number of points P (a
+    frontier has tens to hundreds).
     """
     cols = [utility, *risks]
     missing = [c for c in cols if c not in points.columns]
@@ -236,6 +262,8 @@ def pareto_front(points: pd.DataFrame, risks: Sequence[str], utility: str = "mea
         raise param_error("risks", "pareto_front", f"columns of the points table {list(points.columns)}", missing)
     sign = np.array([-1.0 if utility in HIGHER_IS_BETTER else 1.0] + [1.0] * len(risks))
     V = points[cols].to_numpy(dtype=float) * sign  # every column now lower-is-better
+    if utility == "s_pmse":
+        V[:, 0] = s_pmse_log_distance(V[:, 0])
     ok = np.isfinite(V).all(axis=1)
     front = ok.copy()
     for i in np.flatnonzero(ok):

@@ -174,6 +174,56 @@ def _rates(risk, n_unique, n_true_unique, n_no_match, n_copies, threshold) -> di
     }
 
 
+class MatchTally:
+    """Per-record tallies of the identity-risk terms over copies, added copy by copy.
+
+    The one kernel of :func:`reidentification_risk` and of its Dask version
+    (:mod:`synthmi.scale.risk`, which runs it per key bucket): after copies
+    ``m = 1..M`` with match counts :math:`s_{im}` and own-box indicators
+    :math:`1[i \in S_{im}]`,
+
+    .. math:: I_i = \frac{1}{M} \sum_{m=1}^{M} \frac{1[i \in S_{im}]}{s_{im}},
+
+    together with the mean number of matches and the counts of unique true,
+    unique false and empty matches per record. Copies are added in copy
+    order, so per-record values do not depend on how the records were split.
+    """
+
+    def __init__(self, n: int):
+        self.m = 0
+        self.risk_sum = np.zeros(n)
+        self.s_sum = np.zeros(n)
+        self.n_true_unique = np.zeros(n, dtype=np.int64)
+        self.n_unique = np.zeros(n, dtype=np.int64)
+        self.n_none = np.zeros(n, dtype=np.int64)
+
+    def add(self, s: np.ndarray, true_in: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Add one copy; returns its per-record terms ``1[i in S]/s`` and the unique-match flags."""
+        pr = np.where(true_in, 1.0 / np.maximum(s, 1), 0.0)
+        unique = s == 1
+        self.risk_sum += pr
+        self.s_sum += s
+        self.n_true_unique += unique & true_in
+        self.n_unique += unique
+        self.n_none += s == 0
+        self.m += 1
+        return pr, unique
+
+    @property
+    def risk(self) -> np.ndarray:
+        return self.risk_sum / self.m
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The per-record columns of ``RiskResult.records``."""
+        return {
+            "risk": self.risk,
+            "mean_n_matches": self.s_sum / self.m,
+            "true_unique_copies": self.n_true_unique,
+            "false_unique_copies": self.n_unique - self.n_true_unique,
+            "no_match_copies": self.n_none,
+        }
+
+
 def _align_copy(original: pd.DataFrame, copy: pd.DataFrame, j: int) -> pd.DataFrame:
     """Row i of the result is the released version of original row i."""
     if len(copy) != len(original):
@@ -327,24 +377,14 @@ def reidentification_risk(
     lo, hi = mt.box_bounds(t_vals, [tol[c] for c in continuous])
 
     n, m_copies = len(original), len(aligned)
-    risk_sum = np.zeros(n)
-    s_sum = np.zeros(n)
-    n_true_unique = np.zeros(n, dtype=np.int64)
-    n_unique = np.zeros(n, dtype=np.int64)
-    n_none = np.zeros(n, dtype=np.int64)
+    tally = MatchTally(n)
     per_copy = []
     for j, c in enumerate(aligned):
         p_codes, p_vals = enc.encode(c, f"synthetic[{j}]")
         t_key, p_key = mt.joint_keys(t_codes, p_codes, cards=enc.cards)
         s = mt.count_in_boxes(t_key, lo, hi, p_key, p_vals)
         true_in = mt.in_own_box(t_key, lo, hi, p_key, p_vals)
-        pr = np.where(true_in, 1.0 / np.maximum(s, 1), 0.0)
-        unique = s == 1
-        risk_sum += pr
-        s_sum += s
-        n_true_unique += unique & true_in
-        n_unique += unique
-        n_none += s == 0
+        pr, unique = tally.add(s, true_in)
         nu = int(unique.sum())
         ntu = int((unique & true_in).sum())
         per_copy.append(
@@ -356,17 +396,9 @@ def reidentification_risk(
             }
         )
 
-    risk = risk_sum / m_copies
-    records = pd.DataFrame(
-        {
-            "risk": risk,
-            "mean_n_matches": s_sum / m_copies,
-            "true_unique_copies": n_true_unique,
-            "false_unique_copies": n_unique - n_true_unique,
-            "no_match_copies": n_none,
-        },
-        index=original.index,
-    )
+    risk = tally.risk
+    records = pd.DataFrame(tally.columns(), index=original.index)
+    n_unique, n_true_unique, n_none = tally.n_unique, tally.n_true_unique, tally.n_none
     summary = _rates(risk, n_unique, n_true_unique, n_none, m_copies, threshold)
     summary["n_copies"] = m_copies
     summary["threshold"] = threshold

@@ -422,6 +422,27 @@ class _Curator:
 
 
 # --------------------------------------------------------------------------- compression
+def _pool_rare(noisy: np.ndarray, other: int, theta: float, n_levels: int) -> tuple[np.ndarray, list[int]]:
+    r"""Pool the declared levels whose noisy count is below ``theta`` into level ``other``
+    (post-processing of the noisy one-way counts).
+
+    Returns the new counts and the pooled level indices. The pooled count is the sum of
+    the raw noisy counts,
+
+    .. math:: \tilde c_o' = \tilde c_o + \sum_{v \in P} \tilde c_v ,
+
+    unbiased for :math:`c_o + \sum_{v\in P} c_v` (each noise has mean 0) with variance
+    :math:`(1 + |P|)\sigma^2`. Clipping each :math:`\tilde c_v` at 0 before summing would
+    add :math:`\sigma/\sqrt{2\pi}` per empty pooled level. The missing cell (index
+    ``n_levels`` when present) is never pooled.
+    """
+    counts = np.asarray(noisy).astype(np.int64).copy()
+    pooled = [v for v in range(n_levels) if v != other and counts[v] < theta]
+    counts[other] += int(counts[pooled].sum())
+    counts[pooled] = 0
+    return counts, pooled
+
+
 def _compress(col: _Column, noisy: np.ndarray, theta: float, target_mass: float, max_levels: int) -> tuple[np.ndarray, np.ndarray]:
     """Map fine codes to coarse groups from the noisy one-way counts (post-processing).
 
@@ -733,6 +754,9 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         ``suppressed_levels_`` lists them and the release records them. ``"pool"``: in
         columns that declare an ``other`` level their records are measured and
         synthesized as that level (``pooled_levels_``); columns without one suppress.
+        The same threshold applies to a column's "missing" cell: when its noisy
+        count falls below it the copies hold no missing values in that column, and
+        ``suppressed_missing_`` lists the column (either way).
     integer_levels : int
         An integer column whose declared range has at most this many values gets
         one fine cell per value (decoded exactly); wider ranges get ``bins``
@@ -902,6 +926,8 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         ddf = df[spec.released] if is_dask_frame(df) else None
         df = ddf._meta if ddf is not None else df[spec.released]
         check_option(out_of_domain, "out_of_domain", _OWNER, ["error", "other"])
+        # recorded with the release so evaluation maps the original the same public way
+        self.out_of_domain_ = out_of_domain
         # the values the spec DECLARES public (ReleaseSpec.public_domain), under any
         # explicitly given domain; inferred levels and bounds never reach this code
         declared = spec.public_domain()
@@ -974,19 +1000,16 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         else:
             max_levels = int(self.max_levels)
         groups, weights = [], []
+        # How many independent noisy fine counts each fine cell's count sums (its noise
+        # variance is this many sigma1^2): 1, except a declared 'other' level that pooled levels join.
+        n_noisy = [np.ones(col.size) for col in columns]
         self.pooled_levels_ = {}
         for a, col in enumerate(columns):
             pooled: list[int] = []
             if self.rare == "pool" and col.kind == "discrete" and col.domain is not None and col.domain.other is not None:
-                # Post-processing of the noisy one-way counts: declared levels below the
-                # threshold hand their (clipped) noisy mass to the declared "other" level and
-                # their records are measured and synthesized as "other".
                 o = col.levels.index(col.domain.other)
-                counts = one_way[a].astype(np.int64).copy()
-                pooled = [v for v in range(len(col.levels)) if v != o and counts[v] < thetas[a]]
-                counts[o] += int(np.clip(counts[pooled], 0, None).sum())
-                counts[pooled] = 0
-                one_way[a] = counts
+                one_way[a], pooled = _pool_rare(one_way[a], o, float(thetas[a]), len(col.levels))
+                n_noisy[a][o] += len(pooled)
                 if pooled:
                     self.pooled_levels_[col.name] = {"into": col.domain.other, "levels": [col.levels[v] for v in pooled]}
             g, w = _compress(col, one_way[a], float(thetas[a]), n_hat / max_levels, max_levels)
@@ -1000,6 +1023,12 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             weights.append(w)
         sizes = np.array([int(g.max()) + 1 for g in groups], dtype=np.int64)
         self.suppressed_levels_ = {}
+        # Columns whose "missing" cell fell below the threshold: the copies hold no missing
+        # values there. Decided from noisy counts only, so reporting it is post-processing.
+        self.suppressed_missing_ = [
+            col.name for a, col in enumerate(columns)
+            if col.has_missing_level and weights[a][col.size - 1] <= 0
+        ]
         for a, col in enumerate(columns):
             if col.kind != "discrete":
                 continue
@@ -1029,7 +1058,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
                 coarse = np.bincount(groups[a], weights=raw, minlength=sizes[a])
             else:
                 coarse = np.bincount(groups[a], weights=np.where(weights[a] > 0, one_way[a], 0.0), minlength=sizes[a])
-            nfine = np.bincount(groups[a], weights=(weights[a] > 0).astype(float), minlength=sizes[a])
+            nfine = np.bincount(groups[a], weights=(weights[a] > 0) * n_noisy[a], minlength=sizes[a])
             margs.append(_Marginal((a,), coarse.astype(float), np.maximum(nfine, 1.0) * sigma1s[a] ** 2))
 
         selected: list[tuple[int, int]] = []
@@ -1144,7 +1173,8 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         return self.public_params()
 
     def _structure(self, m: int) -> dict[str, Any]:
-        return {"rule": "full", "privacy": self.privacy_statement(), "domain": self.domain_.to_dict()}
+        return {"rule": "full", "privacy": self.privacy_statement(), "domain": self.domain_.to_dict(),
+                "out_of_domain": self.out_of_domain_}
 
     def _diagnostics(self) -> dict[str, Any]:
         return {
@@ -1156,6 +1186,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             "theta": self.theta_.to_dict(),
             # declared levels below the noise threshold (post-processing of noisy counts)
             "suppressed_levels": _to_json_levels(self.suppressed_levels_),
+            "suppressed_missing": list(self.suppressed_missing_),
             "pooled_levels": {c: {"into": _json_level(v["into"]), "levels": [_json_level(x) for x in v["levels"]]}
                               for c, v in self.pooled_levels_.items()},
         }

@@ -330,7 +330,10 @@ def frontier_plot(
         ax.set_xlabel(_RISK_LABELS.get(risk, risk), fontsize=9)
         ax.set_ylim(lo, hi)
         ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel({"mean_ci_overlap": "mean CI overlap (higher = more useful)"}.get(utility, utility), fontsize=9)
+    axes[0, 0].set_ylabel({"mean_ci_overlap": "mean CI overlap (higher = more useful)",
+                           "s_pmse": "S_pMSE (1 = as from the correct model; below 1: near-copies)",
+                           "s_pmse_log_distance": "|log S_pMSE| (lower = closer to the correct model)"}.get(utility, utility),
+                          fontsize=9)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     if front is not None:
         from matplotlib.lines import Line2D

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..evaluation.analysis import format_estimate
 from . import figures
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,7 +68,7 @@ def png_img(png: bytes, alt: str) -> str:
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
+def format_estimate(v: Any, digits: int = 3) -> str:
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return "&ndash;"
     if isinstance(v, (bool, np.bool_)):
@@ -91,7 +92,7 @@ def frame_to_html(df: pd.DataFrame, digits: int = 3, index: bool = True, caption
     values = [df[c].tolist() for c in cols]
     for i, idx in enumerate(df.index):
         cells = [f"<td>{html.escape(' / '.join(map(str, idx)) if isinstance(idx, tuple) else str(idx))}</td>"] if index else []
-        cells += [f"<td>{_fmt(v[i], digits)}</td>" for v in values]
+        cells += [f"<td>{format_estimate(v[i], digits)}</td>" for v in values]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
@@ -104,7 +105,7 @@ def _kv_table(d: dict[str, Any]) -> str:
             v = json.dumps(v, sort_keys=True, default=str)
             cell = f"<code>{html.escape(v)}</code>"
         else:
-            cell = _fmt(v)
+            cell = format_estimate(v)
         rows.append(f"<tr><td>{html.escape(str(k))}</td><td>{cell}</td></tr>")
     return f'<table class="kv"><tbody>{"".join(rows)}</tbody></table>'
 
@@ -118,11 +119,11 @@ def _analysis_table(coef: pd.DataFrame) -> str:
         t = pd.DataFrame(
             {
                 "original est.": sub["est_orig"].to_numpy(float),
-                "original 95% CI": [f"({a:.3f}, {b:.3f})" for a, b in zip(sub["ci_lower_orig"], sub["ci_upper_orig"])],
+                "original 95% CI": [f"({format_estimate(a)}, {format_estimate(b)})" for a, b in zip(sub["ci_lower_orig"], sub["ci_upper_orig"])],
                 # a term whose level is absent from a copy is not estimable: said so, never 0.000
                 "synthetic est.": [f"{e:.3f}" if good else (f"not estimable ({n} copies)" if n else "not estimable")
                                    for e, good, n in zip(sub["est_syn"].to_numpy(float), ok, k)],
-                "synthetic 95% CI": [f"({a:.3f}, {b:.3f})" if good else "" for a, b, good in
+                "synthetic 95% CI": [f"({format_estimate(a)}, {format_estimate(b)})" if good else "" for a, b, good in
                                      zip(sub["ci_lower_syn"], sub["ci_upper_syn"], ok)],
                 "std. diff": sub["std_diff"].to_numpy(float),
                 "CI overlap": sub["ci_overlap"].to_numpy(float),
@@ -179,7 +180,7 @@ def _provenance_table(prov: dict[str, Any]) -> str:
             v = ", ".join((x[:12] + "\u2026") if isinstance(x, str) and len(x) > 40 else str(x) for x in v)
         elif isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v):
             v = v[:16] + "\u2026"
-        rows.append(f"<tr><td>{html.escape(path)}</td><td>{_fmt(v) if not isinstance(v, str) else html.escape(v)}</td></tr>")
+        rows.append(f"<tr><td>{html.escape(path)}</td><td>{format_estimate(v) if not isinstance(v, str) else html.escape(v)}</td></tr>")
     return f'<table class="kv"><tbody>{"".join(rows)}</tbody></table>'
 
 
@@ -298,7 +299,7 @@ def render_report(data: "ReportData") -> str:
     flags = _release_flags(data.provenance.get("releases", {}))
     if above is not None and np.any(np.nan_to_num(above.to_numpy(float)) > 0):
         flags += (f"<p class='note flag'>Some records have I_i above the review threshold "
-                 f"({_fmt(s.get('risk_threshold'))}); see the risk section.</p>")
+                 f"({format_estimate(s.get('risk_threshold'))}); see the risk section.</p>")
     releases = getattr(data, "releases", {}) or {}
     for label, r in releases.items():
         if r.get("s_pmse_flag"):

@@ -153,3 +153,19 @@ def compute_many(objs: Sequence) -> list:
     import dask
 
     return list(dask.compute(*objs))
+
+
+def copies_of(synthetic: Any) -> list:
+    """The copies given to a Dask evaluation function, as a list of dask DataFrames."""
+    from .synthesis import DaskSyntheticData
+
+    if isinstance(synthetic, DaskSyntheticData):
+        return synthetic.copies
+    if is_dask_frame(synthetic):
+        return [synthetic]
+    if isinstance(synthetic, (list, tuple)) and synthetic and all(is_dask_frame(c) for c in synthetic):
+        return list(synthetic)
+    raise TypeError(
+        "The 'synthetic' parameter must be a DaskSyntheticData, a dask DataFrame or a list of dask DataFrames "
+        f"when 'original' is a dask DataFrame. Got {type(synthetic).__name__} instead."
+    )

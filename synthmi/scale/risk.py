@@ -27,9 +27,10 @@ import pandas as pd
 
 from .._validate import check_scalar, param_error
 from ..evaluation import _matching as mt
-from ..evaluation.risk import RiskResult, _rates
+from ..evaluation.risk import MatchTally, RiskResult, _rates
 from ..evaluation.subgroups import RISK_LEVELS, RiskSubgroups
-from ._frames import is_dask_frame, map_partitions_with_offset, partition_offsets
+from ._frames import copies_of as _copies_of
+from ._frames import map_partitions_with_offset, partition_offsets
 
 _OWNER = "reidentification_risk"
 ROWS_PER_BUCKET = 500_000
@@ -96,11 +97,7 @@ def _risk_bucket(orig_pieces: list, copy_pieces: list[list], cards: list[int], t
     pos, t_codes, t_vals = pos[order], t_codes[order], t_vals[order]
     lo, hi = mt.box_bounds(t_vals, tols)
     n = len(pos)
-    risk_sum = np.zeros(n)
-    s_sum = np.zeros(n)
-    n_true_unique = np.zeros(n, dtype=np.int64)
-    n_unique = np.zeros(n, dtype=np.int64)
-    n_none = np.zeros(n, dtype=np.int64)
+    tally = MatchTally(n)  # the in-memory function's kernel, run on this bucket's records
     per_copy = []
     for pieces in copy_pieces:
         p_pos, p_codes, p_vals, _ = _cat(pieces)
@@ -115,42 +112,13 @@ def _risk_bucket(orig_pieces: list, copy_pieces: list[list], cards: list[int], t
         if present.any():
             idx = o[where_c[present]]
             true_in[present] = mt.in_own_box(t_key[present], lo[present], hi[present], p_key[idx], p_vals[idx])
-        pr = np.where(true_in, 1.0 / np.maximum(s, 1), 0.0)
-        unique = s == 1
-        risk_sum += pr
-        s_sum += s
-        n_true_unique += unique & true_in
-        n_unique += unique
-        n_none += s == 0
+        _, unique = tally.add(s, true_in)
         # exact per-copy pieces: unique counts, and the histogram of s among true-in records
         hist_s, hist_c = np.unique(s[true_in], return_counts=True)
         per_copy.append({"nu": int(unique.sum()), "ntu": int((unique & true_in).sum()),
                          "hist": dict(zip(hist_s.tolist(), hist_c.tolist()))})
-    m = len(copy_pieces)
-    records = pd.DataFrame({
-        "position": pos,
-        "risk": risk_sum / m,
-        "mean_n_matches": s_sum / m,
-        "true_unique_copies": n_true_unique,
-        "false_unique_copies": n_unique - n_true_unique,
-        "no_match_copies": n_none,
-    })
+    records = pd.DataFrame({"position": pos, **tally.columns()})
     return records, per_copy
-
-
-def _copies_of(synthetic: Any) -> list:
-    from .synthesis import DaskSyntheticData
-
-    if isinstance(synthetic, DaskSyntheticData):
-        return synthetic.copies
-    if is_dask_frame(synthetic):
-        return [synthetic]
-    if isinstance(synthetic, (list, tuple)) and synthetic and all(is_dask_frame(c) for c in synthetic):
-        return list(synthetic)
-    raise TypeError(
-        "The 'synthetic' parameter must be a DaskSyntheticData, a dask DataFrame or a list of dask DataFrames "
-        f"when 'original' is a dask DataFrame. Got {type(synthetic).__name__} instead."
-    )
 
 
 def reidentification_risk(original, synthetic: Any, quasi_identifiers: Sequence[str], tolerance: Any = None,

@@ -65,6 +65,8 @@ from scipy import linalg
 
 from .._random import PositionalRNG, entropy_from
 from .._validate import check_random_state, check_scalar
+from ..diagnostics import ESS_MIN, RHAT_MAX
+from ..diagnostics import enforce as enforce_diagnostics
 from ..models.conjugate import NormalRegressionPosterior
 from ..models.glm import CategoricalModel, group_rows
 from ..models.masking import NormalMasking, TransitionMasking, make_masking
@@ -603,6 +605,8 @@ class DaskSyntheticData:
 
     ``copy(i)`` is a lazy dask DataFrame of copy ``i`` (1-based, index = the original's);
     :meth:`to_parquet` writes all copies partition by partition, never gathering them.
+    ``diagnostics_check`` is the record of the convergence check the copies passed (or, with
+    ``accept_diagnostics=True``, failed and were accepted), written to ``metadata.json``.
     """
 
     m: int
@@ -611,6 +615,7 @@ class DaskSyntheticData:
     seed: int | None
     quasi_identifiers: list[str]
     diagnostics: Any
+    diagnostics_check: dict
     _light: Any
     _thetas: list
     _entropy: tuple
@@ -656,6 +661,7 @@ class DaskSyntheticData:
             "method": self.method, "m": self.m, "seed": self.seed, "params": _jsonable(self.params),
             "quasi_identifiers": self.quasi_identifiers, "n_records": rows,
             "n_partitions": len(tasks), "engine": "dask", "diagnostics": _jsonable(self.diagnostics),
+            "diagnostics_check": _jsonable(self.diagnostics_check),
             "layout": "copy_XX/part.NNNNN.parquet, partition k of copy XX; index = original record labels",
         }
         with open(os.path.join(directory, "metadata.json"), "w") as fh:
@@ -684,6 +690,13 @@ def sample(synth, m: int = 1, random_state: Any = None) -> DaskSyntheticData:
     seed = random_state if isinstance(random_state, (int, np.integer)) else None
     rng = check_random_state(random_state)
     thetas, entropy = synth._sampling_plan(m, rng)
+    diagnostics = synth._diagnostics()
+    # fail closed, as the in-memory sample(): a sampler that failed the convergence check gives no
+    # copies, not even lazy ones, unless the user accepted the failure (then it is recorded)
+    check = enforce_diagnostics(
+        diagnostics, owner=type(synth).__name__, accept=getattr(synth, "accept_diagnostics", False),
+        rhat_max=getattr(synth, "rhat_max", RHAT_MAX), ess_min=getattr(synth, "ess_min", ESS_MIN),
+    )
     synth._check_diagnostics()
     light = _copy.copy(synth)
     light.retain_records()  # shipped to this job's workers, never published: pickled whole
@@ -697,6 +710,6 @@ def sample(synth, m: int = 1, random_state: Any = None) -> DaskSyntheticData:
     d = synth.dask_
     return DaskSyntheticData(
         m=m, method=synth.method, params=synth.get_params(), seed=None if seed is None else int(seed),
-        quasi_identifiers=list(synth.quasi_identifiers_), diagnostics=synth._diagnostics(),
+        quasi_identifiers=list(synth.quasi_identifiers_), diagnostics=diagnostics, diagnostics_check=check,
         _light=light, _thetas=thetas, _entropy=entropy, _frame=d["frame"], _offsets=d["offsets"],
     )

@@ -37,20 +37,7 @@ from .._random import PositionalRNG, entropy_from
 from .._validate import check_option, check_random_state, check_scalar
 from ..evaluation.pmse import PMSEResult, _binned, _non_aliased_gram
 from ..evaluation.pmse import pmse as _pmse_memory
-from ._frames import canonical_sum, is_dask_frame, map_partitions_with_offset, partition_offsets
-
-
-def _copies(synthetic: Any) -> list:
-    from .synthesis import DaskSyntheticData
-
-    if isinstance(synthetic, DaskSyntheticData):
-        return synthetic.copies
-    if is_dask_frame(synthetic):
-        return [synthetic]
-    if isinstance(synthetic, (list, tuple)) and synthetic and all(is_dask_frame(c) for c in synthetic):
-        return list(synthetic)
-    raise TypeError("The 'synthetic' parameter must be a DaskSyntheticData, a dask DataFrame or a list of them "
-                    f"when 'original' is a dask DataFrame. Got {type(synthetic).__name__} instead.")
+from ._frames import canonical_sum, copies_of, map_partitions_with_offset, partition_offsets
 
 
 def _variables(original, variables) -> list[str]:
@@ -150,7 +137,7 @@ def table_pmse_counts(n1: np.ndarray, n2: np.ndarray) -> tuple[float, float, int
 def utility_tables(original, synthetic: Any, variables: Sequence[str] | None = None, ways: Sequence[int] = (1, 2),
                    n_bins: int = 5) -> pd.DataFrame:
     """:func:`synthmi.evaluation.utility_tables` on dask DataFrames (same output, exact)."""
-    copies = _copies(synthetic)
+    copies = copies_of(synthetic)
     variables = _variables(original, variables)
     n_bins = check_scalar(n_bins, "n_bins", "utility_tables", kind="int", lower=2)
     for w in ways:
@@ -357,7 +344,7 @@ def pmse(original, synthetic: Any, method: str = "logit", variables: Sequence[st
     method = check_option(method, "method", "pmse", ("logit", "cart"))
     maxorder = check_scalar(maxorder, "maxorder", "pmse", kind="int", lower=0, upper=1)
     cart_rows = check_scalar(cart_rows, "cart_rows", "pmse", kind="int", lower=10)
-    copies = _copies(synthetic)
+    copies = copies_of(synthetic)
     variables = _variables(original, variables)
     if method == "logit":
         res = [_logit_pmse_one(original, s, variables, maxorder) for s in copies]
