@@ -149,6 +149,23 @@ def ess_bulk(draws: Any) -> np.ndarray:
     return np.atleast_1d(np.asarray(out, dtype=float))
 
 
+def ess_tail(draws: Any) -> np.ndarray:
+    r"""Tail effective sample size of each parameter (``arviz.ess(method="tail")``).
+
+    The smaller of the bulk ESS of the indicators :math:`1\{\theta \le q_{0.05}\}` and
+    :math:`1\{\theta \le q_{0.95}\}` on the split chains (Vehtari et al. 2021, Section 4.3).
+    """
+    import arviz as az
+
+    x = _as_chains(draws)
+    if x.shape[1] < 4:
+        return np.full(x.shape[2], np.nan)
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = az.ess(az.convert_to_dataset({"theta": x}), method="tail")["theta"].values
+    return np.atleast_1d(np.asarray(out, dtype=float))
+
+
 def summarize_draws(draws: Any) -> tuple[float, float]:
     """(max R-hat, min bulk ESS) over the parameters of one block of draws.
 

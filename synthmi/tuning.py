@@ -457,7 +457,9 @@ def tune(
        not to a mask shared by all columns.
     3. **Confirm** the ``n_confirm`` most useful feasible search points with
        ``m`` copies x ``replicates`` replicates (disjoint posterior parameter
-       sets, seeds ``seed + r``) and choose the one with the highest mean
+       sets, seeds ``seed + r``; none of them shared with the search copies,
+       which use the next ``m_search`` parameter sets and seed
+       ``seed + replicates``) and choose the one with the highest mean
        overlap whose mean risk meets every target; if none does, the next
        ``n_confirm``.
 
@@ -519,8 +521,11 @@ def tune(
     qi, keep = list(base.quasi_identifiers_), list(base.keep_)
     df = data[qi + keep]
     kinds = {c: ("continuous" if base.schema_[c].kind == "continuous" else "categorical") for c in qi}
-    # one posterior pool for every candidate: copies of replicate r take entries r*m ... r*m + m - 1
-    n_pool = max(m * replicates, m_search)
+    # one posterior pool for every candidate: confirming copies of replicate r take entries
+    # r*m ... r*m + m - 1 (seed + r); the search copies take the m_search entries after them
+    # (seed + replicates). The two sets of copies are disjoint, so the confirmed risk and
+    # utility are not measured on the copies that made a candidate look feasible and useful.
+    n_pool = m * replicates + m_search
     pool = base._posterior_draws(n_pool, np.random.default_rng([int(seed), 0x70CE]))
     pool_diag = getattr(base, "diagnostics_", None)
     with warnings.catch_warnings():
@@ -563,8 +568,11 @@ def tune(
             s._pool, s._pool_diagnostics = pool, pool_diag
             s._posterior_draws = MethodType(_pooled_draws, s)
             for r in range(reps):
-                s._pool_start = r * mm
-                syn = s.sample(mm, random_state=seed + r)
+                if stage == "confirm":
+                    s._pool_start, copy_seed = r * mm, seed + r
+                else:  # search: pool entries and record-level seed disjoint from every confirming copy
+                    s._pool_start, copy_seed = m * replicates + r * mm, seed + replicates + r
+                syn = s.sample(mm, random_state=copy_seed)
                 rows.append(evaluate_release(df, syn.copies, pmse_copies=1 if stage == "confirm" else 0, **ev))
         rep = pd.DataFrame(rows)
         row: dict[str, Any] = {c: float(rep[c].mean()) for c in rep.columns}

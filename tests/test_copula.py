@@ -304,6 +304,13 @@ def test_mnp_likelihood_quadrature_gradient_and_exact_draws():
         e2[:, k] += 1e-6
         np.testing.assert_allclose(g[:, k], (mnp_log_likelihood(e2, lev) - ll) / 1e-6, rtol=1e-4, atol=1e-6)
     assert np.all(mnp_log_likelihood(eta, np.array([-1, -1])) == 0.0)  # missing level: no information
+    # the compiled log Phi: erfc above -37, the asymptotic series below (scipy's log_ndtr as reference)
+    from scipy.special import log_ndtr
+
+    from synthmi.models.copula import _log_ndtr_scalar
+
+    for x in (-60.0, -37.5, -36.9, -5.0, 0.0, 3.0, 9.0):
+        assert np.isclose(_log_ndtr_scalar(x), log_ndtr(x), rtol=1e-12, atol=1e-300), x
     # exact conditional draws: levels drawn freely, then latents given those levels, reproduce
     # the free distribution N(eta, I + J)
     rng = np.random.default_rng(1)

@@ -300,3 +300,29 @@ def test_at_reference_risk_by_hand():
     assert both.loc["dami", "diff_se"] == pytest.approx(np.hypot(0.02, 0.01))
     assert at_reference_risk(pts, risks=("expected_matches",)).set_index("method").loc["dami", "setting"] == "d"
     assert "reference" not in set(both.index)
+
+
+def test_tune_confirms_on_copies_independent_of_the_search(monkeypatch):
+    # The confirmed figures (the risk checked against the targets, the utility reported) must come
+    # from copies the search did not use to pick the candidates: a confirm copy equal to a search
+    # copy re-uses the copies that made the candidate look feasible and useful (winner's curse).
+    import synthmi.tuning as tuning
+
+    seen = {"search": [], "confirm": []}
+    real = tuning.evaluate_release
+
+    def spy(df, copies, pmse_copies=1, **kw):
+        stage = "confirm" if pmse_copies else "search"
+        seen[stage] += [tuple(pd.util.hash_pandas_object(c[["age", "sex", "edu"]], index=False)) for c in copies]
+        return real(df, copies, pmse_copies=0, **kw)
+
+    monkeypatch.setattr(tuning, "evaluate_release", spy)
+    df = _small(300)
+    res = tuning.tune(df, ["age", "sex", "edu"], ["hours", "y"], ["y ~ age + sex + edu"],
+                      ["expected_matches<=1000"], continuous_grid=[(1, 10.0)], alpha_grid=[5.0],
+                      m_search=2, m=2, replicates=2, n_confirm=1, seed=3, tolerance={"age": 1},
+                      base_params={"random_state": 1})
+    assert res.feasible and seen["search"] and seen["confirm"]
+    # copies of one candidate differ from each other (a sanity check that the hashes see the QIs)
+    assert len(set(seen["confirm"])) == len(seen["confirm"])
+    assert not set(seen["search"]) & set(seen["confirm"])

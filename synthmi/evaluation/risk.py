@@ -175,7 +175,7 @@ def _rates(risk, n_unique, n_true_unique, n_no_match, n_copies, threshold) -> di
 
 
 class MatchTally:
-    """Per-record tallies of the identity-risk terms over copies, added copy by copy.
+    r"""Per-record tallies of the identity-risk terms over copies, added copy by copy.
 
     The one kernel of :func:`reidentification_risk` and of its Dask version
     (:mod:`synthmi.scale.risk`, which runs it per key bucket): after copies

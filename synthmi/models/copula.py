@@ -127,13 +127,15 @@ and methods. JASA 103(482), 790-796.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numba
 import numpy as np
 import pandas as pd
-from scipy.special import log_ndtr, ndtr, ndtri, ndtri_exp
+from scipy.special import log_ndtr, ndtr, ndtri
 from scipy.linalg import solve_triangular
 
 from .._validate import (
@@ -150,46 +152,14 @@ from .._validate import (
 )
 from ..schema import Schema
 from .base import ParamsMixin
+from .truncation import truncated_normal
 
 __all__ = ["GaussianCopulaImputer", "GaussianCopula", "copula_pymc_model", "truncated_normal", "log_interval_probability"]
 
 
 # --------------------------------------------------------------------------- numerics
-def truncated_normal(
-    mu: np.ndarray, sd: np.ndarray | float, lo: np.ndarray, hi: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    r"""Vectorised draws from :math:`N(\mu, sd^2)` truncated to ``(lo, hi)``.
-
-    Inverse-CDF sampling, :math:`x = \Phi^{-1}(\Phi(a) + U (\Phi(b) -
-    \Phi(a)))`, on the lower tail (intervals right of the mean are mirrored) so
-    that ``ndtr`` keeps full relative precision; entries whose :math:`\Phi(b)`
-    underflows (intervals beyond ~37 sd) are redone in log space
-    (``log_ndtr`` / ``ndtri_exp``).
-    """
-    mu = np.asarray(mu, dtype=float)
-    sd = np.broadcast_to(np.asarray(sd, dtype=float), mu.shape)
-    a = (np.broadcast_to(lo, mu.shape) - mu) / sd
-    b = (np.broadcast_to(hi, mu.shape) - mu) / sd
-    flip = a > 0
-    a2 = np.where(flip, -b, a)
-    b2 = np.where(flip, -a, b)
-    u = rng.random(mu.shape)
-    pa = ndtr(a2)
-    pb = ndtr(b2)
-    x = ndtri(pa + u * (pb - pa))
-    # Phi(b2) below ~1e-300: redo those entries in log space
-    tail = ~(pb > 1e-300)
-    if tail.any():
-        la = log_ndtr(a2[tail])
-        lb = log_ndtr(b2[tail])
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            ratio = np.exp(la - lb)
-            ratio = np.where(np.isfinite(ratio), ratio, 0.0)
-            logp = lb + np.log(ratio + u[tail] * (1.0 - ratio))
-            x[tail] = ndtri_exp(np.minimum(logp, 0.0))
-    x = np.clip(x, a2, b2)
-    x = np.where(flip, -x, x)
-    return mu + sd * x
+# one truncated-normal sampler for the package (inverse CDF on the lower tail, log space beyond
+# ~37 sd): synthmi.models.truncation.truncated_normal; re-exported here for the copula's callers
 
 
 def log_interval_probability(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -259,35 +229,76 @@ def mnp_log_likelihood(eta: np.ndarray, level: np.ndarray, grad: bool = False):
     sum for j = l, where :math:`E_r` averages over the quadrature nodes with
     weights proportional to the integrand.
     """
+    eta = np.ascontiguousarray(eta, dtype=float)
+    level = np.ascontiguousarray(level, dtype=np.int64)
+    ll, g = _mnp_kernel(eta, level, _GH_NODES, _GH_LOGW, bool(grad))
+    return (ll, g) if grad else ll
+
+
+@numba.njit(cache=True)
+def _log_ndtr_scalar(x: float) -> float:  # pragma: no cover - compiled
+    r""":math:`\log\Phi(x)`: ``log1p(-erfc)`` above 0, ``log(erfc)`` down to x = -37 (full relative
+    precision in both); below, the
+    asymptotic series :math:`-x^2/2 - \log(-x) - \log\sqrt{2\pi} + \log(1 - x^{-2} + 3x^{-4} - 15x^{-6})`
+    (Abramowitz & Stegun 26.2.12), whose relative error there is below :math:`105 x^{-8} < 10^{-10}`."""
+    if x > 0.0:  # upper half: log1p of the (small) upper tail keeps its relative precision
+        return math.log1p(-0.5 * math.erfc(x * 0.7071067811865476))
+    if x > -37.0:
+        return math.log(0.5 * math.erfc(-x * 0.7071067811865476))
+    x2 = x * x
+    return -0.5 * x2 - math.log(-x) - 0.9189385332046727 + math.log1p(-1.0 / x2 + 3.0 / (x2 * x2) - 15.0 / (x2 * x2 * x2))
+
+
+@numba.njit(cache=True)
+def _mnp_kernel(eta, level, nodes, logw, want_grad):  # pragma: no cover - compiled
+    """Compiled body of :func:`mnp_log_likelihood` (one pass per record; the NumPy version
+    materialised (n, nodes, levels) arrays and spent 80 % of an NHANES iteration there)."""
     n, d = eta.shape
+    K = nodes.size
     L = d + 1
-    obs = level >= 0
-    lv = np.where(obs, level, 0)
-    full = np.concatenate([np.zeros((n, 1)), eta], axis=1)
-    rows = np.arange(n)
-    delta = full[rows, lv][:, None] - full  # (n, L)
-    x = _GH_NODES[None, :, None] + delta[:, None, :]  # (n, K, L)
-    chosen = np.arange(L)[None, None, :] == lv[:, None, None]
-    x = np.where(chosen, 40.0, x)  # Phi(40) = 1: the chosen utility drops out of the product
-    # ndtr is 4x faster than log_ndtr; below -37 it underflows, where log_ndtr takes over
-    F = ndtr(x)
-    with np.errstate(divide="ignore"):
-        logF = np.log(F)
-    tail = x < -37.0
-    if tail.any():
-        logF[tail] = log_ndtr(x[tail])
-    a = logF.sum(axis=2) + _GH_LOGW[None, :]
-    amax = a.max(axis=1, keepdims=True)
-    pk = np.exp(a - amax)
-    tot = pk.sum(axis=1)
-    ll = np.where(obs, amax[:, 0] + np.log(tot), 0.0)
-    if not grad:
-        return ll
-    r = pk / tot[:, None]
-    mills = np.exp(-0.5 * x * x - _LOG_SQRT_2PI - logF)  # 0 where chosen (x = 40)
-    g = -np.einsum("nk,nkl->nl", r, mills)
-    g[rows, lv] = -g.sum(axis=1)  # the chosen entry of g was 0 before this line
-    g = np.where(obs[:, None], g[:, 1:], 0.0)
+    ll = np.zeros(n)
+    g = np.zeros((n, d))
+    full = np.zeros(L)
+    a = np.zeros(K)
+    lf = np.zeros((K, L))
+    gl = np.zeros(L)
+    for i in range(n):
+        lv = level[i]
+        if lv < 0:
+            continue
+        for j in range(d):
+            full[j + 1] = eta[i, j]
+        el = full[lv]
+        amax = -np.inf
+        for k in range(K):
+            s = logw[k]
+            for j in range(L):
+                if j != lv:
+                    v = _log_ndtr_scalar(nodes[k] + el - full[j])
+                    lf[k, j] = v
+                    s += v
+            a[k] = s
+            if s > amax:
+                amax = s
+        tot = 0.0
+        for k in range(K):
+            a[k] = math.exp(a[k] - amax)
+            tot += a[k]
+        ll[i] = amax + math.log(tot)
+        if want_grad:
+            sg = 0.0
+            for j in range(L):
+                gl[j] = 0.0
+                if j != lv:
+                    acc = 0.0
+                    for k in range(K):
+                        x = nodes[k] + el - full[j]
+                        acc += a[k] * math.exp(-0.5 * x * x - 0.9189385332046727 - lf[k, j])
+                    gl[j] = -acc / tot
+                    sg += gl[j]
+            gl[lv] = -sg
+            for j in range(d):
+                g[i, j] = gl[j + 1]
     return ll, g
 
 
@@ -529,6 +540,12 @@ def nominal_error_covariance(d: int) -> np.ndarray:
     return np.eye(d) + np.ones((d, d))
 
 
+#: a nominal block's joint collapsed move is stopped in burn-in when, after at least this many
+#: proposals, fewer than this share were accepted (see CopulaGibbs.stop_idle_moves)
+_STOP_MIN_PROPOSALS = 25
+_STOP_ACCEPTANCE = 0.02
+
+
 class CopulaGibbs:
     """Gibbs sampler for the copula given per-record levels (-1 = missing).
 
@@ -575,6 +592,34 @@ class CopulaGibbs:
         self.collapse_nominal = True
         # per block: [accepted, proposed] partially collapsed moves
         self.collapsed_counts = np.zeros((len(self.blocks), 2), dtype=np.int64)
+        # per block: whether its collapsed move is still proposed (see _run_chain: a nominal block's
+        # joint move is stopped during burn-in when it is (almost) never accepted)
+        self.block_active = np.ones(len(self.blocks), dtype=bool)
+
+    def stop_idle_moves(self) -> list[str]:
+        r"""Stop the joint collapsed move of nominal blocks that later blocks regress on, if idle.
+
+        That move (:meth:`_collapsed_block_move`) redraws the block's latents
+        from :math:`p(z_S \mid \theta', y)`, ignoring the later blocks, and lets
+        their density ratio decide; when a later nominal variable is strongly
+        tied to this one (Adult's relationship and marital_status: "Spouse" is
+        "Married") that ratio is a product of n near-zero terms and nothing is
+        accepted, so each iteration paid two likelihood evaluations for nothing
+        (the acceptance 0 a user saw in risk-dami reports). Called once, half
+        way through burn-in (an adaptation confined to burn-in leaves the
+        stationary distribution alone): a block with at least
+        ``_STOP_MIN_PROPOSALS`` proposals and acceptance below
+        ``_STOP_ACCEPTANCE`` keeps data augmentation and the scale move only.
+        Returns the names of the stopped blocks.
+        """
+        stopped = []
+        for b, (S, _) in enumerate(self.blocks):
+            acc, prop = self.collapsed_counts[b]
+            if S.size > 1 and self.later[b] and self.block_active[b] and prop >= _STOP_MIN_PROPOSALS \
+                    and acc < _STOP_ACCEPTANCE * prop:
+                self.block_active[b] = False
+                stopped.append(self.block_margins[b].name)
+        return stopped
 
     # -- initial state -----------------------------------------------------------
     def initial_state(self) -> CopulaState:
@@ -695,6 +740,8 @@ class CopulaGibbs:
             noise = solve_triangular(R.T, rng.standard_normal((X.shape[1], S.size)), lower=False)
             st.coef[b] = mean + noise @ L_om.T
         for b, (S, _) in enumerate(self.blocks):
+            if not self.block_active[b]:
+                continue
             if S.size == 1 and self.collapse_binary:
                 self._collapsed_binary_move(st, b, rng)
             elif S.size > 1 and self.collapse_nominal:
@@ -1042,6 +1089,10 @@ def _run_chain(sampler: "CopulaGibbs", n_iter: int, burn: int, rng: np.random.Ge
     """One chain: correlation draws after burn-in, the imputed-cell summaries, the end state."""
     q = sampler.q
     iu = np.triu_indices(q, 1)
+    # counts and switches are per chain (the sampler object is shared by sequential chains)
+    sampler.collapsed_counts[:] = 0
+    sampler.block_active[:] = True
+    check_at = burn // 2 if burn >= 2 * _STOP_MIN_PROPOSALS else -1
     st = sampler.initial_state()
     corr = np.empty((n_iter - burn, len(iu[0])))
     imp = np.empty((n_iter - burn, len(spec)))
@@ -1052,6 +1103,8 @@ def _run_chain(sampler: "CopulaGibbs", n_iter: int, burn: int, rng: np.random.Ge
         it = tqdm(it, desc="copula Gibbs", leave=False)
     for t in it:
         sampler.step(st, rng)
+        if t == check_at:
+            sampler.stop_idle_moves()
         if t >= burn:
             corr[t - burn] = st.correlation[iu]
             sd = np.sqrt(np.diag(st.sigma))
@@ -1059,7 +1112,7 @@ def _run_chain(sampler: "CopulaGibbs", n_iter: int, burn: int, rng: np.random.Ge
                 # where the imputed cells sit on the standardised latent scale
                 imp[t - burn, k] = (st.z[miss, j].mean() - st.mu[j]) / sd[j]
     acc = sampler.collapsed_counts.copy()
-    return corr, imp, st, acc
+    return corr, imp, st, (acc, sampler.block_active.copy())
 
 
 class GaussianCopulaImputer(ParamsMixin):
@@ -1222,8 +1275,11 @@ class GaussianCopulaImputer(ParamsMixin):
         draws[:, np.arange(q), np.arange(q)] = 1.0
         self.correlation_draws_ = draws
         self.correlation_ = pd.DataFrame(draws.mean(axis=0), index=self.latent_names_, columns=self.latent_names_)
-        acc = np.sum([r[3] for r in runs], axis=0)
-        self.diagnostics_ = _chain_diagnostics(corr, imp, self.margins_, self.latent_names_, spec, acc)
+        acc = np.sum([r[3][0] for r in runs], axis=0)
+        active = np.all([r[3][1] for r in runs], axis=0)
+        # the continuation (impute / states) proposes a block's joint move only if no chain stopped it
+        self.sampler_.block_active[:] = active
+        self.diagnostics_ = _chain_diagnostics(corr, imp, self.margins_, self.latent_names_, spec, acc, active)
         d = self.diagnostics_
         if d["max_r_hat"] is not None and (not d["max_r_hat"] <= 1.01 or not d["min_ess_bulk"] >= 400):
             warnings.warn(
@@ -1273,22 +1329,16 @@ GaussianCopula = GaussianCopulaImputer
 
 
 def _ess_rhat(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """ArviZ rank-normalised split R-hat, bulk and tail ESS of (chains, draws, k) draws."""
-    import arviz as az
+    """Rank-normalised split R-hat, bulk and tail ESS of (chains, draws, k) draws (:mod:`synthmi.diagnostics`)."""
+    from .. import diagnostics as dg
 
     if x.shape[2] == 0:
         e = np.empty(0)
         return e, e, e
-    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        ds = az.convert_to_dataset({"theta": x})
-        r = np.atleast_1d(az.rhat(ds, method="rank")["theta"].values).astype(float)
-        eb = np.atleast_1d(az.ess(ds, method="bulk")["theta"].values).astype(float)
-        et = np.atleast_1d(az.ess(ds, method="tail")["theta"].values).astype(float)
-    return r, eb, et
+    return dg.rhat(x), dg.ess_bulk(x), dg.ess_tail(x)
 
 
-def _chain_diagnostics(corr, imp, margins, names, spec, acc) -> dict[str, Any]:
+def _chain_diagnostics(corr, imp, margins, names, spec, acc, active=None) -> dict[str, Any]:
     """R-hat and ESS of every correlation and imputed-cell summary, worst values, per-column table.
 
     A column's row in ``table`` holds the worst figures over the correlations
@@ -1327,12 +1377,20 @@ def _chain_diagnostics(corr, imp, margins, names, spec, acc) -> dict[str, Any]:
         _add(f"{col} (imputed cells)", ri[k], ebi[k], eti[k])
     block_names = [mg.name for mg in margins if mg.kind == "binary"] + [mg.name for mg in margins if mg.kind == "nominal"]
     rates = {}
-    for name, (a, p) in zip(block_names, np.asarray(acc).reshape(-1, 2)):
+    stopped = []
+    active = np.ones(len(block_names), dtype=bool) if active is None else np.asarray(active)
+    for name, (a, p), on in zip(block_names, np.asarray(acc).reshape(-1, 2), active):
+        if not on:
+            # its joint move was stopped in burn-in (idle): the block mixed by data augmentation,
+            # judged by its R-hat / ESS like every other; no acceptance rate to report
+            stopped.append(name)
+            continue
         if p:
             rates[name] = float(a / p)
             if name in rows:
                 rows[name]["acceptance"] = rates[name]
     out["collapsed_acceptance"] = rates
+    out["collapsed_moves_stopped"] = stopped
     allr = np.concatenate([r, ri])
     alle = np.concatenate([eb, ebi])
     allt = np.concatenate([et, eti])

@@ -112,7 +112,7 @@ class DAMISynthesizer(RubinSynthesizer):
         Largest product of numbers of levels for which all-categorical
         quasi-identifiers are drawn by exact enumeration instead of Gibbs.
     order, transforms, binary_link, ordinal_link, sampler, chains, draws, tune, prior_sd, progressbar, models, visit_sequence, predictor_matrix, bounds, grid,
-        accept_diagnostics, rhat_max, ess_min
+        accept_diagnostics, rhat_max, ess_min, n_jobs
         As in :class:`~synthmi.models.rubin.RubinSynthesizer`.
     """
 
@@ -155,12 +155,13 @@ class DAMISynthesizer(RubinSynthesizer):
         accept_diagnostics: bool = False,
         rhat_max: float = 1.05,
         ess_min: float = 100.0,
+        n_jobs: int = 1,
     ):
         super().__init__(
             order=order, transforms=transforms, binary_link=binary_link, ordinal_link=ordinal_link,
             sampler=sampler, chains=chains, draws=draws, tune=tune, prior_sd=prior_sd, progressbar=progressbar,
             models=models, visit_sequence=visit_sequence, predictor_matrix=predictor_matrix, bounds=bounds, grid=grid,
-            accept_diagnostics=accept_diagnostics, rhat_max=rhat_max, ess_min=ess_min,
+            accept_diagnostics=accept_diagnostics, rhat_max=rhat_max, ess_min=ess_min, n_jobs=n_jobs,
         )
         self.masks = masks
         self.w_tilde = w_tilde

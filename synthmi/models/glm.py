@@ -128,6 +128,13 @@ class CategoricalModel:
             mk = np.arange(1, self.C - 1)
             self._mid_counts = (mk, np.array([self.Y[:, j].sum() for j in mk], dtype=float))
 
+    @property
+    def xty(self) -> np.ndarray:
+        """X' Y[:, 1:] (p, C-1), the data part of the logit score; computed once."""
+        if getattr(self, "_xty", None) is None:
+            self._xty = self.xtmul(self.Y[:, 1:])
+        return self._xty
+
     def xmul(self, M: np.ndarray) -> np.ndarray:
         """X @ M (sparse when the design is mostly zeros)."""
         return self.X @ M if self._Xs is None else np.asarray(self._Xs @ M)
@@ -536,28 +543,34 @@ def logit_logp_grad(model: CategoricalModel, theta: np.ndarray, grad: bool = Tru
     Bm = theta.reshape(S, p, K).transpose(1, 0, 2).reshape(p, S * K)
     E = model.xmul(Bm)
     n = model.n_
-    Y1 = model.Y[:, 1:]
+    # the linear part of the log-likelihood, sum_g sum_k Y_gk eta_gk = <B, X'Y>, and of the
+    # gradient, X'Y, do not depend on B beyond a p*K product: X'Y is computed once per model
+    xty = model.xty.reshape(-1)
+    s2 = model.prior_sd**2
     if K == 1:
         sp = np.log1p(np.exp(-np.abs(E))) + np.maximum(E, 0.0)  # softplus, (G, S)
-        ll = model.Y[:, 1] @ E - n @ sp
-        P = np.exp(E - sp)
+        ll = theta @ xty - n @ sp
+        if not grad:
+            return ll - 0.5 * (theta**2).sum(axis=1) / s2, None
+        nP = np.exp(E - sp)
+        nP *= n[:, None]
     else:
         mx = np.zeros((model.G, S))
         for k in range(K):
             np.maximum(mx, E[:, k::K], out=mx)
-        ex = np.exp(E - np.repeat(mx, K, axis=1))
+        ex = np.subtract(E, np.repeat(mx, K, axis=1), out=E)
+        np.exp(ex, out=ex)
         denom = np.exp(-mx)
         for k in range(K):
             denom += ex[:, k::K]
-        ll = (E * np.tile(Y1, (1, S))).sum(axis=0).reshape(S, K).sum(axis=1) - n @ (mx + np.log(denom))
-        P = ex / np.repeat(denom, K, axis=1)
-    s2 = model.prior_sd**2
+        ll = theta @ xty - n @ (mx + np.log(denom))
+        if not grad:
+            return ll - 0.5 * (theta**2).sum(axis=1) / s2, None
+        nP = ex
+        nP *= np.repeat(n[:, None] / denom, K, axis=1)  # n_g P_gk, (G, S*K)
     lp = ll - 0.5 * (theta**2).sum(axis=1) / s2
-    if not grad:
-        return lp, None
-    R = np.tile(Y1, (1, S)) - n[:, None] * P  # (G, S*K)
-    gr = model.xtmul(R).reshape(p, S, K).transpose(1, 0, 2)
-    g = gr.reshape(S, p * K) - theta / s2
+    gr = model.xtmul(nP).reshape(p, S, K).transpose(1, 0, 2).reshape(S, p * K)
+    g = xty[None, :] - gr - theta / s2
     return lp, g
 
 

@@ -406,6 +406,7 @@ class RiskTargetedSynthesizer(Synthesizer):
             sampler = CopulaGibbs(comp_margins, cop.q_, cop.prior_df)
             sampler.collapse_binary = cop.sampler_.collapse_binary
             sampler.collapse_nominal = cop.sampler_.collapse_nominal
+            sampler.block_active[:] = cop.sampler_.block_active
             st2 = st.copy()
             for _ in range(int(self.r)):
                 for _ in range(cop.thin):

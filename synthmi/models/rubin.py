@@ -69,18 +69,12 @@ from .conditional import (
     z_frame,
 )
 from .conjugate import NormalRegressionPosterior
-from .glm import CategoricalModel, group_rows, importance_ess_fraction, independence_mh, whitened_hmc
+from .column_posterior import HMC_INITIAL_DRAWS, IMH_MIN_ESS_FRACTION, draw_columns  # noqa: F401 (re-exported)
+from .glm import CategoricalModel, group_rows
 from .predictive import Prepared, draw_categorical, sequential_draw
 from .truncation import Support, detect_grid
 
 TRANSFORMS = (None, "log", "log1p", "rank")
-#: below this Kish ESS fraction of a 200-draw pilot, independence MH is replaced by HMC
-#: (measured: fractions 0.005-0.08 gave acceptance 0.01-0.1 and R-hat 1.9-5.8 on the agency
-#: file with its 51-level state; Adult's race given sex and age, 20 coefficients, has 0.25-0.77)
-IMH_MIN_ESS_FRACTION = 0.1
-#: initial kept draws per chain of the HMC sampler (near-independent draws; extended until
-#: split-R-hat <= 1.01 and bulk ESS >= 400)
-HMC_INITIAL_DRAWS = 400
 
 # kept for callers of the old private names
 _Encoder = Encoder
@@ -159,6 +153,11 @@ class RubinSynthesizer(Synthesizer):
         :class:`~synthmi.diagnostics.DiagnosticsFailed` instead.
     rhat_max, ess_min : float, default 1.05 and 100
         Thresholds of that check (largest R-hat, smallest bulk ESS of any column).
+    n_jobs : int, default 1
+        Worker processes for the fast sampler's posterior draws, one column per
+        process at a time (the columns' posteriors are independent given the
+        data; :mod:`synthmi.models.column_posterior`); -1 uses every core. The
+        draws are identical for every value.
 
     Notes
     -----
@@ -192,6 +191,7 @@ class RubinSynthesizer(Synthesizer):
         "accept_diagnostics": ["boolean"],
         "rhat_max": [Interval("real", 1.0, None, closed="neither")],
         "ess_min": [Interval("real", 0.0, None)],
+        "n_jobs": [Interval("int", None, None)],
     }
 
     def __init__(
@@ -214,6 +214,7 @@ class RubinSynthesizer(Synthesizer):
         accept_diagnostics: bool = False,
         rhat_max: float = 1.05,
         ess_min: float = 100.0,
+        n_jobs: int = 1,
     ):
         self.order = order
         self.transforms = transforms
@@ -233,6 +234,7 @@ class RubinSynthesizer(Synthesizer):
         self.accept_diagnostics = accept_diagnostics
         self.rhat_max = rhat_max
         self.ess_min = ess_min
+        self.n_jobs = n_jobs
 
     # ---- parameters --------------------------------------------------------
     def _needs_records_to_sample(self) -> bool:
@@ -522,66 +524,28 @@ class RubinSynthesizer(Synthesizer):
             draws, idata = sample_conditionals(self, m, rng)
             self.diagnostics_ = idata
             return draws
-        out = []
         diag: dict[str, Any] = {"sampler": "fast", "columns": {}}
+        # one child stream per conditional, split before anything is drawn: the draws are the
+        # same whether the columns run here or in n_jobs worker processes
+        streams = rng.spawn(len(self.conditionals_))
+        tasks = [{"family": c.family, "method": c.method, "fast": c.fast, "m": m, "rng": streams[j],
+                  "chains": self.chains, "draws": self.draws, "sampler": self.sampler}
+                 for j, c in enumerate(self.conditionals_)]
+
+        def done(j: int, d: dict[str, Any]) -> None:
+            if self._progress is not None and "r_hat" in d and d.get("method", "").startswith(("HMC", "indep")):
+                self._progress(f"posterior of '{self.conditionals_[j].column}': {d['method']}, "
+                               f"r_hat {d['r_hat']:.3f}, ESS {d['ess_bulk']:.0f}")
+
+        results = draw_columns(tasks, n_jobs=getattr(self, "n_jobs", 1), on_done=done)
+        out = []
         r_hats, esss = [], []
-        for cond in self.conditionals_:
-            if cond.family == "cart":
-                out.append([None] * m)
-                diag["columns"][cond.column] = {"family": "cart", "method": "tree donors (no parameters)"}
-                continue
-            if cond.method == "hierarchical":
-                sets, d = cond.fast.draw(m, rng, chains=max(int(self.chains), 2), draws=int(self.draws))
-                out.append(sets)
-                diag["columns"][cond.column] = {"family": "normal", "method": "Gibbs (random intercepts)", **d}
+        for cond, (sets, d) in zip(self.conditionals_, results):
+            out.append(sets)
+            diag["columns"][cond.column] = d
+            if "r_hat" in d:
                 r_hats.append(d["r_hat"])
                 esss.append(d["ess_bulk"])
-                continue
-            if cond.family == "normal":
-                beta, sigma = cond.fast.draw(m, rng)
-                out.append([{"beta": beta[i], "sigma": sigma[i]} for i in range(m)])
-                diag["columns"][cond.column] = {"family": "normal", "method": "closed-form conjugate draws", "independent_draws": m}
-                continue
-            chains = int(self.chains)
-            n_keep = max(int(self.draws), -(-m // chains))
-            mode_cov = cond.fast.mode()
-            # pilot: the Kish ESS fraction of the independence proposal's importance weights;
-            # when it is small (many skewed directions, e.g. a 51-level predictor with empty
-            # cells) independence MH stalls and the gradient sampler is used instead. Models
-            # split over Dask partitions (no design in memory) and sampler="imh" keep IMH.
-            frac = importance_ess_fraction(cond.fast, mode_cov, rng) if cond.family == "logit" else 1.0
-            can_hmc = cond.family == "logit" and hasattr(cond.fast, "xmul") and self.sampler == "fast"
-            if frac < IMH_MIN_ESS_FRACTION and can_hmc:
-                chains = max(chains, 2)
-                n_keep = max(min(int(self.draws), HMC_INITIAL_DRAWS), -(-m // chains))
-                res = whitened_hmc(cond.fast, n_keep, rng, chains=chains, mode_cov=mode_cov)
-                how = "HMC whitened by the Laplace fit"
-            else:
-                res = independence_mh(cond.fast, n_keep, rng, chains=max(chains, 1), warn=False, mode_cov=mode_cov)
-                how = "independence Metropolis-Hastings"
-                if can_hmc and (res.r_hat > 1.01 or res.ess_bulk < 400):
-                    # the pilot passed but the chains did not converge after their extensions: HMC
-                    chains = max(chains, 2)
-                    n_keep = max(min(int(self.draws), HMC_INITIAL_DRAWS), -(-m // chains))
-                    res = whitened_hmc(cond.fast, n_keep, rng, chains=chains, mode_cov=mode_cov)
-                    how = "HMC whitened by the Laplace fit (independence MH did not converge)"
-            n_keep = res.draws.shape[1]
-            pooled = res.draws.reshape(-1, res.draws.shape[-1])
-            # evenly spaced draws across the pooled chains: far apart, hence nearly independent
-            idx = np.linspace(0, pooled.shape[0] - 1, m).round().astype(int) if m > 1 else np.array([pooled.shape[0] - 1])
-            params = cond.fast.unpack(pooled[idx])
-            out.append([{k: v[i] for k, v in params.items()} for i in range(m)])
-            diag["columns"][cond.column] = {
-                "family": cond.family, "method": how, "importance_ess_fraction": frac,
-                "chains": chains, "draws_per_chain": n_keep, "acceptance_rate": res.acceptance,
-                "r_hat": res.r_hat, "ess_bulk": res.ess_bulk,
-            }
-            if "step_size" in res.info:
-                diag["columns"][cond.column].update(step_size=res.info["step_size"], n_leapfrog=res.info["n_leapfrog"])
-            if self._progress is not None:
-                self._progress(f"posterior of '{cond.column}': {how}, r_hat {res.r_hat:.3f}, ESS {res.ess_bulk:.0f}")
-            r_hats.append(res.r_hat)
-            esss.append(res.ess_bulk)
         diag["max_r_hat"] = float(np.nanmax(r_hats)) if r_hats else None
         diag["min_ess_bulk"] = float(np.nanmin(esss)) if esss else None
         self.diagnostics_ = diag

@@ -432,9 +432,16 @@ def _pool_rare(noisy: np.ndarray, other: int, theta: float, n_levels: int) -> tu
     .. math:: \tilde c_o' = \tilde c_o + \sum_{v \in P} \tilde c_v ,
 
     unbiased for :math:`c_o + \sum_{v\in P} c_v` (each noise has mean 0) with variance
-    :math:`(1 + |P|)\sigma^2`. Clipping each :math:`\tilde c_v` at 0 before summing would
-    add :math:`\sigma/\sqrt{2\pi}` per empty pooled level. The missing cell (index
-    ``n_levels`` when present) is never pooled.
+    :math:`(1 + |P|)\sigma^2` for a given set :math:`P`. Clipping each :math:`\tilde c_v`
+    at 0 before summing would add :math:`\sigma/\sqrt{2\pi}` per empty pooled level.
+    :math:`P` is chosen from the same noisy counts, so a level whose true count is near
+    the threshold joins :math:`P` when its noise is low: averaged over that choice the
+    pooled count is biased by :math:`E[e_v 1\{c_v + e_v < \theta\}] =
+    -\sigma\,\phi((\theta - c_v)/\sigma)` per level (Gaussian noise), at most
+    :math:`-\sigma/\sqrt{2\pi}` (at :math:`c_v = \theta`) and negligible for the levels
+    pooling is meant for (:math:`c_v \ll \theta = 4.5\sigma`: below :math:`2\times
+    10^{-5}\sigma` for an empty level). The missing cell (index ``n_levels`` when
+    present) is never pooled.
     """
     counts = np.asarray(noisy).astype(np.int64).copy()
     pooled = [v for v in range(n_levels) if v != other and counts[v] < theta]
