@@ -263,11 +263,15 @@ class DAMISynthesizer(RubinSynthesizer):
             mask = self.masks_.get(cond.column)
             if mask is None or mask.is_null:
                 continue
-            W = self._w_tilde(cond.column, rng)
             if isinstance(mask, NormalMasking):
-                w_bar, v = mask.posterior_normal(W)
+                if self.w_tilde == "fresh":
+                    # only the mean of the K replicates enters the normal predictive: draw it directly
+                    w_bar, v = mask.draw_mean(self._x_conf_[cond.column], rng)
+                else:
+                    w_bar, v = mask.posterior_normal(self.W_[cond.column])
                 ev[cond.column] = ("normal", w_bar, v)
             else:
+                W = self._w_tilde(cond.column, rng)
                 ev[cond.column] = ("table", mask.loglik_table(W, cond.n_categories))
         return ev
 

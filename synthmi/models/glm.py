@@ -192,8 +192,13 @@ class CategoricalModel:
 
 
     # ---- posterior density on the unconstrained scale ----------------------
-    def log_post(self, theta: np.ndarray, chunk: int = 64) -> np.ndarray:
-        """Unnormalised log posterior of (S, d) unconstrained parameters, shape (S,)."""
+    def log_post(self, theta: np.ndarray, chunk: int = 32) -> np.ndarray:
+        """Unnormalised log posterior of (S, d) unconstrained parameters, shape (S,).
+
+        Evaluated ``chunk`` parameter sets at a time: 32 keeps the (chunk, G) work arrays of
+        Adult's designs (G ~ 15,000-19,000 distinct rows) near the cache size (measured per
+        512 sets on Adult's sex / race models: 72 / 86 ms at 32 against 115 / 94 ms at 64).
+        """
         theta = np.atleast_2d(theta)
         out = np.empty(theta.shape[0])
         for s0 in range(0, theta.shape[0], chunk):
