@@ -25,7 +25,7 @@ Exhibits (the slides' names):
     (sigma_e, K), M = 3 and 20. Replications share their seeds across
     settings (common random numbers) so the curves compare settings, not
     noise; the Monte Carlo standard error is in the CSV and drawn as a band.
-``frontier_adult``, ``frontier_nhanes``
+``frontier_adult``, ``frontier_nhanes``, ``frontier_adult_full``
     The risk-utility frontier (benchmarks/frontier.py): utility against
     expected matches and true-match rate for every method and setting, with
     Monte Carlo error bars, and each method's best utility at CART's risk.
@@ -520,7 +520,7 @@ def _read_frontier(src: Path, out: Path) -> dict[str, Any]:
     from synthmi.evaluation.frontier import pareto_front
 
     name = src.stem  # frontier_adult / frontier_nhanes
-    data = name.split("_", 1)[1]
+    data = name.split("_")[1]
     pts = pd.read_csv(src)
     risks = ["expected_matches", "true_match_rate"]
     methods = pts[pts["method"] != "reference"]
@@ -576,6 +576,7 @@ def _read_frontier(src: Path, out: Path) -> dict[str, Any]:
 RESULT_READERS: dict[str, dict[str, Any]] = {
     "frontier_adult": {"files": ["frontier_adult.csv"], "read": _read_frontier},
     "frontier_nhanes": {"files": ["frontier_nhanes.csv"], "read": _read_frontier},
+    "frontier_adult_full": {"files": ["frontier_adult_full.csv"], "read": _read_frontier},
     "nhanes": {"files": ["copula_table.csv", "nhanes_table.csv", "copula.csv"], "read": _read_nhanes},
     "dp_bayes": {"files": ["dp_bayes.csv", "dp_bayes_accuracy.csv", "dp_bayes.json"], "read": _read_dp_bayes},
     "dpsyn": {"files": ["dpsyn.csv", "dpsyn_benchmark.csv", "dpsyn.json"], "read": _read_dpsyn},
@@ -685,6 +686,7 @@ TITLES = {
     "dpsyn": "DPSyn: marginal TVD vs epsilon (Adult, discretized)",
     "frontier_adult": "Risk-utility frontier: Adult (DA-MI, risk-targeted DA-MI, CART, norm+logit)",
     "frontier_nhanes": "Risk-utility frontier: NHANES (DA-MI, risk-targeted DA-MI, CART, norm+logit)",
+    "frontier_adult_full": "Risk-utility frontier: all 48,842 Adult records (DA-MI joint predictive, CART, norm+logit)",
     "screenshot": "The disclosure review report (first screen)",
 }
 

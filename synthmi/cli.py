@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
 
 from . import commands
@@ -62,6 +63,61 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Python parameter names whose command-line option is spelt differently
+#: (a name not listed maps to ``--name-with-dashes`` when the verb has that option)
+OPTION_OF_PARAMETER = {
+    "tolerance": "--tol",
+    "target_tolerance": "--target-tol",
+    "quasi_identifiers": "--qi",
+    "transforms": "--transform",
+    "masks": "--mask",
+    "rules": "--rule",
+    "random_state": "--seed",
+    "epsilon": "--eps",
+}
+_PARAMETER_PHRASE = re.compile(r"\b([Tt])he '([A-Za-z_]\w*)' parameter(?: of [A-Za-z_][\w.]*)?(?! \(--param)")
+
+
+def _verb_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser | None:
+    """The parser of the (sub-)verb that ran, e.g. ``dp audit``'s."""
+    found = None
+    while True:
+        # (a stand-in parser without argparse internals: no rewriting)
+        sub = next((a for a in getattr(parser, "_actions", ()) if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None:
+            return found
+        parser = sub.choices.get(getattr(args, sub.dest, None) or "")
+        if parser is None:
+            return found
+        found = parser
+
+
+def cli_message(message: str, verb_parser: argparse.ArgumentParser | None, given_as_param: set[str] = frozenset()) -> str:
+    """An error message in command-line terms: "The 'tolerance' parameter of
+    risk_subgroups must be >= 0" -> "The '--tol' option must be >= 0".
+
+    Only names the verb has an option for are rewritten; a synthesizer parameter the
+    user gave with ``--param NAME=VALUE`` (``given_as_param``) keeps its name, which is
+    what the user typed.
+    """
+    if verb_parser is None:
+        return message
+    options = {o for a in verb_parser._actions for o in a.option_strings}
+
+    def repl(m: re.Match) -> str:
+        name = m.group(2)
+        if name in given_as_param:
+            return m.group(0)
+        flag = OPTION_OF_PARAMETER.get(name, "--" + name.replace("_", "-"))
+        if flag not in options:
+            return m.group(0)
+        return f"{m.group(1)}he '{flag}' option"
+
+    out = _PARAMETER_PHRASE.sub(repl, message)
+    # the data frame argument of the Python functions is the file the verb read
+    return re.sub(r"(?:in|of) '?(?:df|original)'?(?=[ .,:;)]|$)", lambda m: m.group(0).split()[0] + " the data", out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -77,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "debug", False):
             raise
         msg = " ".join(str(exc).split()) or type(exc).__name__
+        given = {item.split("=", 1)[0].strip() for item in (getattr(args, "param", None) or [])}
+        msg = cli_message(msg, _verb_parser(parser, args), given)
         if not isinstance(exc, (ValueError, TypeError, FileNotFoundError, KeyError)):
             msg = f"{type(exc).__name__}: {msg}"
         print(f"synthmi: error: {msg} (run with --debug for a traceback)", file=sys.stderr)

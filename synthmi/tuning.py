@@ -351,6 +351,29 @@ def _pooled_draws(self, m: int, rng: np.random.Generator):
     return [list(col[start:start + m]) for col in pool]
 
 
+#: what a forked worker of :func:`tune` needs (set in the parent just before the fork, so the
+#: fitted synthesizer and the posterior pool are inherited, not pickled)
+_TUNE_STATE: dict[str, Any] = {}
+
+
+def _measure_candidate(masks: dict[str, Any], mm: int, reps: int, pmse_copies: int, pool_start: int,
+                       copy_seed: int) -> list[dict[str, float]]:
+    """Utility and risk of one candidate: ``reps`` replicates of ``mm`` copies drawn with the
+    shared posterior pool (replicate r: pool entries ``pool_start + r*mm ...`` and seed ``copy_seed + r``)."""
+    st = _TUNE_STATE
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = remask(st["base"], masks or None)
+        s._pool, s._pool_diagnostics = st["pool"], st["pool_diagnostics"]
+        s._posterior_draws = MethodType(_pooled_draws, s)
+        for r in range(reps):
+            s._pool_start = pool_start + r * mm
+            syn = s.sample(mm, random_state=copy_seed + r)
+            rows.append(evaluate_release(st["df"], syn.copies, pmse_copies=pmse_copies, **st["ev"]))
+    return rows
+
+
 def _coordinates(kinds: Mapping[str, str], continuous_grid, alpha_grid) -> list[tuple[str, list[dict | None]]]:
     """Per QI, its mask levels from none (index 0) to the most informative."""
     conts = sorted(((int(k), float(s)) for k, s in continuous_grid), key=lambda ks: ks[1] ** 2 / max(ks[0], 1),
@@ -369,7 +392,9 @@ def _coordinates(kinds: Mapping[str, str], continuous_grid, alpha_grid) -> list[
 
 
 def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]], Mapping[str, Any]],
-                  deadline: float | None = None) -> tuple[list[tuple[int, ...]], str]:
+                  deadline: float | None = None,
+                  evaluate_many: Callable[[list[tuple[int, ...]]], list[Mapping[str, Any]]] | None = None,
+                  ) -> tuple[list[tuple[int, ...]], str]:
     """Greedy ascent on a lattice to the boundary of a monotone constraint (the search of :func:`tune`).
 
     Coordinate j takes levels ``0 .. n_levels[j] - 1``; ``evaluate(x)`` returns
@@ -385,7 +410,8 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
 
     Returns the path (points moved to, origin first) and why it stopped.
     At most ``sum(n_levels - 1)`` moves, each evaluating at most
-    ``len(n_levels)`` points.
+    ``len(n_levels)`` points; ``evaluate_many`` (same results, e.g. in
+    parallel) evaluates the raises of one move together.
     """
     x = tuple(0 for _ in n_levels)
     if not evaluate(x)["feasible"]:
@@ -398,7 +424,9 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
         moves = [j for j, n in enumerate(n_levels) if j not in blocked and x[j] < n - 1]
         if not moves:
             return path, "top" if all(x[j] == n - 1 for j, n in enumerate(n_levels)) else "boundary"
-        res = {j: evaluate(tuple(v + (i == j) for i, v in enumerate(x))) for j in moves}
+        pts = [tuple(v + (i == j) for i, v in enumerate(x)) for j in moves]
+        rows = evaluate_many(pts) if evaluate_many is not None else [evaluate(p) for p in pts]
+        res = dict(zip(moves, rows))
         blocked |= {j for j, r in res.items() if not r["feasible"]}
         ok = [j for j, r in res.items() if r["feasible"]]
         if not ok:
@@ -428,6 +456,7 @@ def tune(
     base_params: Mapping[str, Any] | None = None,
     spec: Any = None,
     max_search_seconds: float | None = None,
+    n_jobs: int = 1,
     progress: Any = None,
 ) -> TuneResult:
     """Masks for DA-MI that maximise mean CI overlap subject to risk ``targets``.
@@ -486,6 +515,11 @@ def tune(
         Roles and kinds of the columns; the chosen masks are written into it.
     max_search_seconds : float, optional
         Stop the search (not the confirmation) after this many seconds.
+    n_jobs : int, default 1
+        Worker processes (forked after the fit, so they share the fitted
+        model and the posterior pool) measuring the candidates of one search
+        step, or the confirmation candidates, side by side. The results do not
+        depend on it: every candidate has its own seeds and pool entries.
 
     Returns
     -------
@@ -500,7 +534,9 @@ def tune(
     targets = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
     if not targets:
         raise ValueError("tune needs at least one target such as 'expected_matches<=50'.")
-    for name, v, lo in (("m_search", m_search, 1), ("m", m, 1), ("replicates", replicates, 1), ("n_confirm", n_confirm, 1)):
+    # m, m_search >= 2: the partial-synthesis rule needs the between-copy variance of the analyses
+    for name, v, lo in (("m_search", m_search, 2), ("m", m, 2), ("replicates", replicates, 1), ("n_confirm", n_confirm, 1),
+                        ("n_jobs", n_jobs, 1)):
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise ValueError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
     analyses = [Analysis.coerce(a) for a in analyses]
@@ -556,24 +592,35 @@ def tune(
     def risk_ratio(row) -> float:
         return max(float(row[t.measure]) / t.value if t.value > 0 else float(row[t.measure] > 0) for t in targets)
 
+    _TUNE_STATE.clear()
+    _TUNE_STATE.update(base=base, pool=pool, pool_diagnostics=pool_diag, df=df, ev=ev)
+    executor = None
+    if int(n_jobs) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        executor = ProcessPoolExecutor(int(n_jobs), mp_context=multiprocessing.get_context("fork"))
+
+    def run_many(xs: list[tuple[int, ...]], stage: str, mm: int, reps: int) -> list[dict[str, Any]]:
+        todo = [x for x in dict.fromkeys(xs) if (x, mm, reps) not in seen]
+        # confirming copies: pool entries r*m ..., seeds seed + r; search copies: the entries after
+        # them and seed + replicates (disjoint from every confirming copy)
+        start, seed0 = (0, int(seed)) if stage == "confirm" else (m * replicates, int(seed) + replicates)
+        args = [(masks_at(x), mm, reps, 1 if stage == "confirm" else 0, start, seed0) for x in todo]
+        if executor is not None and len(todo) > 1:
+            results = list(executor.map(_measure_candidate, *zip(*args)))
+        else:
+            results = [_measure_candidate(*a) for a in args]
+        for x, rows in zip(todo, results):
+            record(x, stage, mm, reps, rows)
+        return [seen[(x, mm, reps)] for x in xs]
+
     def run(x: tuple[int, ...], stage: str, mm: int, reps: int) -> dict[str, Any]:
+        return run_many([x], stage, mm, reps)[0]
+
+    def record(x: tuple[int, ...], stage: str, mm: int, reps: int, rows: list[dict[str, float]]) -> None:
         key = (x, mm, reps)
-        if key in seen:
-            return seen[key]
         masks = masks_at(x)
-        rows = []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            s = remask(base, masks or None)
-            s._pool, s._pool_diagnostics = pool, pool_diag
-            s._posterior_draws = MethodType(_pooled_draws, s)
-            for r in range(reps):
-                if stage == "confirm":
-                    s._pool_start, copy_seed = r * mm, seed + r
-                else:  # search: pool entries and record-level seed disjoint from every confirming copy
-                    s._pool_start, copy_seed = m * replicates + r * mm, seed + replicates + r
-                syn = s.sample(mm, random_state=copy_seed)
-                rows.append(evaluate_release(df, syn.copies, pmse_copies=1 if stage == "confirm" else 0, **ev))
         rep = pd.DataFrame(rows)
         row: dict[str, Any] = {c: float(rep[c].mean()) for c in rep.columns}
         if reps > 1:
@@ -585,22 +632,26 @@ def tune(
         seen[key] = row
         say(f"[{stage:>7}] {json.dumps(masks, sort_keys=True)[:100]:<100} overlap {row['mean_ci_overlap']:.3f} "
             + " ".join(f"{t.measure} {row[t.measure]:.4g}" for t in targets) + (" ok" if row["feasible"] else ""))
-        return row
 
     # (2) greedy ascent from all masks off to the risk boundary
     deadline = None if max_search_seconds is None else t_start + float(max_search_seconds)
-    _, stopped = greedy_ascent([len(levels) for _, levels in coords], lambda x: run(x, "search", m_search, 1),
-                               deadline=deadline)
-    # (3) confirm the most useful feasible points with m copies x replicates
-    pts = sorted([r for r in trace if r["feasible"] and r["stage"] == "search"],
-                 key=lambda r: (-r["mean_ci_overlap"], r["risk_ratio"]))
-    chosen = None
-    for k in range(0, len(pts), n_confirm):
-        conf = [run(tuple(r["levels"]), "confirm", m, replicates) for r in pts[k:k + n_confirm]]
-        ok = [r for r in conf if r["feasible"]]
-        if ok:
-            chosen = max(ok, key=lambda r: (r["mean_ci_overlap"], -r["risk_ratio"]))
-            break
+    try:
+        _, stopped = greedy_ascent([len(levels) for _, levels in coords], lambda x: run(x, "search", m_search, 1),
+                                   deadline=deadline, evaluate_many=lambda xs: run_many(xs, "search", m_search, 1))
+        # (3) confirm the most useful feasible points with m copies x replicates
+        pts = sorted([r for r in trace if r["feasible"] and r["stage"] == "search"],
+                     key=lambda r: (-r["mean_ci_overlap"], r["risk_ratio"]))
+        chosen = None
+        for k in range(0, len(pts), n_confirm):
+            conf = run_many([tuple(r["levels"]) for r in pts[k:k + n_confirm]], "confirm", m, replicates)
+            ok = [r for r in conf if r["feasible"]]
+            if ok:
+                chosen = max(ok, key=lambda r: (r["mean_ci_overlap"], -r["risk_ratio"]))
+                break
+    finally:
+        if executor is not None:
+            executor.shutdown()
+        _TUNE_STATE.clear()
     wall = time.perf_counter() - t_start
     from dataclasses import replace
 
@@ -617,7 +668,7 @@ def tune(
                   "tolerance": _jsonable(tolerance), "target": target,
                   "continuous_grid": [list(c) for c in continuous_grid], "alpha_grid": list(alpha_grid),
                   "fit_seconds": fit_s, "posterior_pool": n_pool, "search_stopped_by": stopped,
-                  "search_points": sum(r["stage"] == "search" for r in trace),
+                  "search_points": sum(r["stage"] == "search" for r in trace), "n_jobs": int(n_jobs),
                   "diagnostics_check": _jsonable(check), "base_params": _jsonable(dict(base_params or {}))},
         spec=rel,
     )

@@ -199,3 +199,29 @@ def test_risk_targeted_short_chain_refused():
     # 30 correlation draws of one chain cannot have a bulk ESS of 100
     with pytest.raises(DiagnosticsFailed, match=r"'a' \(.*bulk ESS [0-9.]+ < 100"):
         s.sample(2, random_state=0)
+
+
+def test_metadata_summary_shows_the_checked_figures():
+    # The r_hat / ESS written to metadata.json and the report are those the release check applied:
+    # one chain split in two (az.summary gave NaN there, so a drifting single chain showed no R-hat),
+    # a constant parameter left out, values not rounded.
+    import arviz as az
+
+    from synthmi.diagnostics import diagnostics_table
+    from synthmi.synthetic import diagnostics_summary
+
+    rng = np.random.default_rng(0)
+    drift = np.cumsum(rng.normal(size=(1, 400)), axis=1) * 0.1 + rng.normal(size=(1, 400))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = az.from_dict(posterior={"a_beta": drift, "b_beta": rng.normal(size=(1, 400))})
+        summ = diagnostics_summary(idata)
+        tab = diagnostics_table(idata)
+    assert summ["max_r_hat"] == pytest.approx(tab["r_hat"].max(), rel=1e-12) and summ["max_r_hat"] > 1.1
+    assert summ["min_ess_bulk"] == pytest.approx(tab["ess_bulk"].min(), rel=1e-12)
+    # the split-chain figure by hand: the drifting chain's halves have different means
+    h = drift[0]
+    assert summ["max_r_hat"] == pytest.approx(float(rhat(np.stack([h[:200], h[200:]]))[0]), rel=1e-12)
+    from synthmi.diagnostics import ess_tail
+
+    assert summ["min_ess_tail"] == pytest.approx(min(ess_tail(drift)[0], ess_tail(idata.posterior["b_beta"].values)[0]))

@@ -194,6 +194,21 @@ def test_s_pmse_is_ranked_by_its_distance_from_one():
     assert list(front) == [False, True, False, True]
 
 
+def test_tune_in_two_processes_gives_the_same_choice():
+    # Candidates have their own seeds and posterior-pool entries: n_jobs changes only the wall time.
+    from synthmi.tuning import tune
+
+    df = _small(300)
+    kw = dict(quasi_identifiers=["age", "sex", "edu"], keep=["hours", "y"], analyses=["y ~ age + sex + edu"],
+              targets=["expected_matches<=25"], continuous_grid=[(1, 10.0), (1, 1.0)], alpha_grid=[1.0, 5.0],
+              m_search=2, m=2, replicates=2, tolerance={"age": 1})
+    one, two = tune(df, **kw), tune(df, n_jobs=2, **kw)
+    assert one.masks == two.masks and one.confirmed["expected_matches"] <= 25
+    cols = ["stage", "masks", "mean_ci_overlap", "expected_matches", "feasible"]
+    pd.testing.assert_frame_equal(one.trace[cols], two.trace[cols])
+    assert two.settings["n_jobs"] == 2 and not one.trace.empty
+
+
 def _tune_cli(tmp_path, *extra):
     from synthmi.cli import main
 
@@ -257,7 +272,29 @@ def test_cli_tune_writes_a_spec_synthesize_takes(tmp_path, capsys):
     before = sorted(p.name for p in tmp_path.iterdir())
     assert _tune_cli(tmp_path, "--target", "expected_matches<=1000", "--out", str(out2)) == 1
     assert _tune_cli(tmp_path, "--target", "disco<=0.1", "--out", str(tmp_path / "x.json")) == 1  # needs --attribute-target
+    assert _tune_cli(tmp_path, "--target", "expected_matches<=9", "--m-search", "1", "--out", str(tmp_path / "x.json")) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_cli_tune_takes_a_spec(tmp_path):
+    # Roles and analyses from --spec; the spec's own masks are replaced by the chosen ones.
+    from dataclasses import replace
+
+    from synthmi.cli import main
+    from synthmi.spec import ReleaseSpec
+
+    df = _small(300)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    spec = ReleaseSpec.from_roles(df, ["age", "sex", "edu"], ["hours", "y"])
+    spec = replace(spec, masks={"sex": {"alpha": 9.0}}, analyses=[{"formula": "y ~ age + sex + edu", "family": "probit"}])
+    spec.save(tmp_path / "spec.json")
+    out = tmp_path / "tuned.json"
+    assert main(["tune", "--data", str(tmp_path / "d.csv"), "--spec", str(tmp_path / "spec.json"), "--tol", "age=1",
+                 "--alpha-grid", "1,5", "--continuous-grid", "1:10", "--m-search", "2", "--m", "2", "--replicates", "2",
+                 "--jobs", "1", "--target", "expected_matches<=1000", "--out", str(out), "--quiet"]) == 0
+    got = ReleaseSpec.load(out)
+    assert got.masks == {"age": {"K": 1, "sigma_e": 10.0}, "sex": {"alpha": 5.0}, "edu": {"alpha": 5.0}}
+    assert got.analyses == spec.analyses and got.quasi_identifiers == spec.quasi_identifiers
 
 
 def test_cli_tune_fails_closed_on_diagnostics(tmp_path, capsys):

@@ -26,9 +26,9 @@ def test_dp_bayes_and_audit(tmp_path, capsys):
     [
         (["dp", "bayes", "--n", "10", "--k", "11", "--eps", "1"], "'--k' option"),
         (["dp", "bayes", "--n", "0", "--k", "0", "--eps", "1"], "'--n' option"),
-        (["dp", "bayes", "--n", "10", "--k", "5", "--eps", "0"], "'epsilon' parameter"),
+        (["dp", "bayes", "--n", "10", "--k", "5", "--eps", "0"], "The '--eps' option"),
         (["dp", "bayes", "--n", "10", "--k", "5", "--eps", "1", "--mechanism", "local"], "NOT differentially private"),
-        (["dp", "audit", "--n", "10", "--eps", "1", "--mechanism", "smooth", "--delta", "2"], "'delta' parameter"),
+        (["dp", "audit", "--n", "10", "--eps", "1", "--mechanism", "smooth", "--delta", "2"], "The '--delta' option"),
     ],
 )
 def test_dp_cli_errors(argv, msg, capsys):

@@ -619,10 +619,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.bounds or args.domain or args.map_other:
         flag = "--bounds" if args.bounds else "--domain" if args.domain else "--map-other"
         raise ValueError(f"The '{flag}' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
-    elif spec is not None:
-        fit_kwargs = {"spec": spec}
     else:
-        fit_kwargs = {"quasi_identifiers": qi, "keep": keep}
+        fit_kwargs = {"spec": spec} if spec is not None else {"quasi_identifiers": qi, "keep": keep}
+        # the per-variable options apply with a --spec too (they were dropped silently before)
         for name, value in (("weights", args.weights), ("semicont", semicont or None), ("rules", rules or None)):
             if value is not None:
                 fit_kwargs[name] = value

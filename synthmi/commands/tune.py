@@ -77,6 +77,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha-grid", default="0.5,1,1.5,2,3,4,5", help="alphas tried for categorical QIs")
     p.add_argument("--continuous-grid", default="1:20,1:10,1:6,1:4,1:3,1:2,1:1.5,1:1",
                    help="K:sigma_e pairs tried for continuous QIs")
+    p.add_argument("--jobs", type=int, default=2,
+                   help="worker processes measuring candidates side by side (default 2; results do not depend on it)")
     p.add_argument("--max-search-seconds", type=float, default=None,
                    help="stop the search (not the confirmation) after this many seconds")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
@@ -130,9 +132,10 @@ def run(args: argparse.Namespace) -> int:
         if name in base_params:
             raise ValueError(f"Give {name} with --{name.replace('_', '-')}, not --param.")
         base_params[name] = getattr(args, name)
-    for name in ("m", "replicates", "m_search", "n_confirm"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"The '--{name.replace('_', '-')}' option must be >= 1. Got {getattr(args, name)} instead.")
+    for name in ("m", "replicates", "m_search", "n_confirm", "jobs"):
+        lo = 2 if name in ("m", "m_search") else 1  # the partial-synthesis rule needs >= 2 copies
+        if getattr(args, name) < lo:
+            raise ValueError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
     grids = dict(continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
                  alpha_grid=_grid(args.alpha_grid, "alpha-grid"))
     spec = None
@@ -180,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         res = tune(df, None if spec is not None else qi, keep, analyses, targets, m_search=args.m_search, m=args.m,
                    replicates=args.replicates, n_confirm=args.n_confirm, seed=args.seed, tolerance=tol,
                    target=args.attribute_target, k0=args.k0, subgroup_tolerance=tol, base_params=base_params,
-                   spec=spec, max_search_seconds=args.max_search_seconds, progress=say, **grids)
+                   spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say, **grids)
     except DiagnosticsFailed as exc:
         raise exc.for_cli() from None
     extra = " ".join(f"--param {k}={v}" for k, v in base_params.items()

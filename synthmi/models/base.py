@@ -316,7 +316,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
             )
         ]
         self.n_ = len(df)
-        self.semicont_ = self._check_semicont(df, semicont, qi, released_schema, owner)
+        self.semicont_ = self._check_semicont(df, self._semicont(semicont, qi, owner), qi, released_schema, owner)
         self.rules_ = self._check_rules(df, rules, owner)
         self.released_qi_ = list(qi)
         # A private copy of the released columns: later changes to the caller's
@@ -362,6 +362,24 @@ class Synthesizer(ParamsMixin, abc.ABC):
         if np.isnan(x).any() or np.any(x <= 0) or not np.all(np.isfinite(x)):
             raise ValueError(f"The weight column '{weights}' must hold positive finite values with none missing.")
         return weights
+
+    def _semicont(self, semicont, qi, owner):
+        """Point masses from ``semicont=`` (--semicont) merged with the 'semicont' entries of
+        ``models`` (the synthesizer's parameter or the spec's): one per-variable mechanism
+        (:func:`synthmi.models.conditional.per_variable_setting`)."""
+        from .conditional import parse_models, per_variable_setting
+
+        models = getattr(self, "models", None) if "models" in self._get_param_names() else None
+        if models is None and getattr(self, "spec_", None) is not None and self.spec_.models:
+            # the spec may carry models of columns another release synthesizes
+            models = {c: v for c, v in self.spec_.models.items() if c in qi}
+        if models is None:
+            return semicont
+        if semicont is not None and not isinstance(semicont, dict):
+            return semicont  # refused with its own message by _check_semicont
+        specs = parse_models(models, qi, owner)
+        merged = per_variable_setting(specs, "semicont", semicont, "semicont", owner)
+        return merged or semicont
 
     def _check_semicont(self, df, semicont, qi, schema, owner) -> dict[str, list[float]]:
         if semicont is None:

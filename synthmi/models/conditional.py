@@ -25,6 +25,15 @@ Dibben 2016, J. Stat. Softw. 74(11)). This module holds what one factor is:
     ``cart``; not allowed for a masked column), ``hierarchical`` (normal
     regression with random intercepts for a grouping column: partial pooling,
     :mod:`synthmi.models.hierarchical`).
+``transform`` / ``semicont``
+    Per-variable settings of a continuous column: its modelling scale
+    (``"log"``, ``"log1p"``, ``"rank"``; the same as ``transforms={column: t}``
+    and the CLI's ``--transform column=t``) and its point masses (a number or a
+    list, e.g. ``0`` for the zeros of an income: the two-part model of
+    :mod:`synthmi.models.base`; the same as ``semicont={column: [0]}`` and
+    ``--semicont column=0``). :func:`per_variable_setting` merges the two
+    spellings, so a setting reaches the model the same way from Python, the
+    spec's ``models`` and the command line.
 ``formula`` / ``predictors``
     The default design is an intercept, every kept column and every earlier
     quasi-identifier (continuous ones standardised, categorical ones as
@@ -58,13 +67,17 @@ __all__ = [
     "parse_models",
     "resolve_visit_sequence",
     "predictors_from_matrix",
+    "per_variable_setting",
+    "TRANSFORMS",
     "Encoder",
     "AdditiveDesign",
     "FormulaDesign",
 ]
 
 METHODS = ("normal", "logit", "probit", "ordered", "multinomial", "cart", "hierarchical")
-_KEYS = ("method", "formula", "predictors", "group")
+_KEYS = ("method", "formula", "predictors", "group", "transform", "semicont")
+#: modelling scales of a continuous column (``transform``)
+TRANSFORMS = ("log", "log1p", "rank")
 # which response kinds each method can model
 _METHOD_KINDS = {
     "normal": ("continuous",),
@@ -85,6 +98,8 @@ class VariableSpec:
     formula: str | None = None
     predictors: list[str] | None = None
     group: str | None = None
+    transform: str | None = None
+    semicont: list[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in _KEYS if getattr(self, k) is not None}
@@ -135,7 +150,49 @@ def parse_models(models: Any, qi: Sequence[str], owner: str) -> dict[str, Variab
                 f"Column '{col}': the 'hierarchical' method needs a 'group' (the grouping column of the random "
                 "intercepts), and 'group' is only used by that method."
             )
-        out[col] = VariableSpec(method=method, formula=formula, predictors=preds, group=group)
+        transform = spec.get("transform")
+        if transform is not None and transform not in TRANSFORMS:
+            raise ValueError(f"The transform of column '{col}' in the 'models' parameter of {owner} must be one of "
+                             f"{list(TRANSFORMS)} or None. Got {transform!r} instead.")
+        semicont = spec.get("semicont")
+        if semicont is not None:
+            pts = [semicont] if np.isscalar(semicont) else semicont
+            try:
+                semicont = [float(p) for p in pts]
+            except (TypeError, ValueError):
+                raise ValueError(f"The point masses ('semicont') of column '{col}' in the 'models' parameter of {owner} "
+                                 f"must be a number or a list of numbers. Got {semicont!r} instead.") from None
+            if not semicont or not np.all(np.isfinite(semicont)):
+                raise ValueError(f"The point masses ('semicont') of column '{col}' in the 'models' parameter of {owner} "
+                                 f"must be finite numbers, at least one. Got {pts!r} instead.")
+        out[col] = VariableSpec(method=method, formula=formula, predictors=preds, group=group, transform=transform,
+                                semicont=semicont)
+    return out
+
+
+def per_variable_setting(specs: Mapping[str, VariableSpec], key: str, given: Mapping[str, Any] | None,
+                         param: str, owner: str) -> dict[str, Any]:
+    """One per-variable setting (``"transform"`` or ``"semicont"``) from both of its spellings.
+
+    ``given`` is the flat parameter (``transforms={col: t}``, ``semicont={col: [v]}``;
+    the CLI's ``--transform`` / ``--semicont`` set these), ``specs`` the parsed
+    ``models`` entries (the Python parameter or the spec's ``models``). A column
+    may get its setting from either; from both only if they agree.
+    """
+    out = dict(given or {})
+    for col, vs in specs.items():
+        value = getattr(vs, key)
+        if value is None:
+            continue
+        if col in out and out[col] is not None:
+            mine = out[col]
+            same = (list(np.atleast_1d(np.asarray(mine, dtype=float))) == list(value)) if key == "semicont" else mine == value
+            if not same:
+                raise ValueError(
+                    f"Column '{col}' has the {key} {mine!r} from the '{param}' parameter of {owner} and {value!r} "
+                    f"from its 'models' entry; give it once."
+                )
+        out[col] = value
     return out
 
 

@@ -533,6 +533,8 @@ def _inverse_wishart(df: float, scale: np.ndarray, rng: np.random.Generator) -> 
 #: it keeps the posterior proper when a level is separated by the other variables (small n)
 PRIOR_SD_INTERCEPT = 5.0
 PRIOR_SD_SLOPE = 2.5
+#: prior precision of a coefficient held at zero (CopulaGibbs.fix_zero_coefficients)
+ZERO_COEF_PRECISION = 1e10
 
 
 def nominal_error_covariance(d: int) -> np.ndarray:
@@ -592,9 +594,44 @@ class CopulaGibbs:
         self.collapse_nominal = True
         # per block: [accepted, proposed] partially collapsed moves
         self.collapsed_counts = np.zeros((len(self.blocks), 2), dtype=np.int64)
+        # per block: positions in W_b of coefficients held at zero (fix_zero_coefficients)
+        self.zero_coef: dict[int, np.ndarray] = {}
         # per block: whether its collapsed move is still proposed (see _run_chain: a nominal block's
         # joint move is stopped during burn-in when it is (almost) never accepted)
         self.block_active = np.ones(len(self.blocks), dtype=bool)
+
+
+    def fix_zero_coefficients(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+        r"""Hold at zero the coefficients linking the latents of each pair of columns.
+
+        For a pair (a, b) the probit block that comes later regresses on the other
+        column's latents (:math:`z_{S_b} = c_b + B_b z_{W_b} + e`); those entries of
+        :math:`B_b` get prior precision :data:`ZERO_COEF_PRECISION` (prior sd
+        :math:`10^{-5}` on the probit scale: zero for every practical purpose), i.e.
+        the conditional independence of the later block and the other column given
+        the remaining earlier latents. Used for a column's missing-value indicator
+        and its values (MAR: missingness does not depend on the missing value) and
+        for a skip pattern (a value that does not exist where the condition holds
+        has no association with the condition to estimate); without it that
+        coefficient is identified by the normal form alone and the chain crawls.
+        A pair of two ranked columns (one covariance block) cannot be constrained
+        and is skipped; returns the pairs constrained.
+        """
+        by_name = {mg.name: mg for mg in self.margins}
+        block_of = {mg.name: b for b, mg in enumerate(self.block_margins)}
+        done = []
+        for a, c in pairs:
+            for later, other in ((a, c), (c, a)):
+                b = block_of.get(later)
+                if b is None or other not in by_name:
+                    continue
+                W = self.blocks[b][1]
+                pos = np.flatnonzero(np.isin(W, by_name[other].cols))
+                if pos.size:
+                    self.zero_coef[b] = np.union1d(self.zero_coef.get(b, np.empty(0, dtype=np.int64)), pos)
+                    done.append((a, c))
+                    break
+        return done
 
     def stop_idle_moves(self) -> list[str]:
         r"""Stop the joint collapsed move of nominal blocks that later blocks regress on, if idle.
@@ -765,6 +802,9 @@ class CopulaGibbs:
             pos = np.searchsorted(self.ranked_cols, W)
             is_a = (pos < self.ranked_cols.size) & (self.ranked_cols[np.minimum(pos, self.ranked_cols.size - 1)] == W)
             lam[1:][is_a] = np.diag(sa)[pos[is_a]] / PRIOR_SD_SLOPE**2
+        fixed = self.zero_coef.get(b)
+        if fixed is not None:
+            lam[1 + fixed] = ZERO_COEF_PRECISION
         return lam
 
     def _coef_log_prior(self, st: CopulaState, sigma_a: np.ndarray) -> float:
@@ -1211,6 +1251,7 @@ class GaussianCopulaImputer(ParamsMixin):
         df: pd.DataFrame,
         schema: Schema | dict | None = None,
         complete: Sequence[str] | None = None,
+        zero_coefficients: Sequence[tuple[str, str]] | None = None,
     ) -> "GaussianCopulaImputer":
         """Run the sampler on ``df`` (missing values allowed anywhere).
 
@@ -1222,6 +1263,10 @@ class GaussianCopulaImputer(ParamsMixin):
             Column kinds (a dict overrides inference per column).
         complete : list of str, optional
             Columns declared complete: a missing value in one of them is an error.
+        zero_coefficients : list of (column, column), optional
+            Pairs whose linking probit coefficients are held at zero
+            (:meth:`CopulaGibbs.fix_zero_coefficients`); the pairs applied are in
+            ``zero_coefficients_``.
         """
         self._validate_params()
         check_dataframe(df, "df", min_rows=3)
@@ -1248,6 +1293,7 @@ class GaussianCopulaImputer(ParamsMixin):
         self.sampler_ = CopulaGibbs(self.margins_, q, self.prior_df)
         self.sampler_.collapse_binary = self.collapsed in ("binary", "all")
         self.sampler_.collapse_nominal = self.collapsed == "all"
+        self.zero_coefficients_ = self.sampler_.fix_zero_coefficients(list(zero_coefficients or []))
         rng = check_random_state(self.random_state)
         burn = self.n_iter // 2 if self.burn is None else self.burn
         rngs = rng.spawn(self.chains)

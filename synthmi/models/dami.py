@@ -204,7 +204,7 @@ class DAMISynthesizer(RubinSynthesizer):
                 UserWarning,
                 stacklevel=3,
             )
-        transforms = dict(self.transforms or {})
+        transforms = self._transforms()
         self.masks_: dict[str, MaskingModel] = {}
         self._x_conf_: dict[str, np.ndarray] = {}
         for c in qi:
@@ -284,15 +284,16 @@ class DAMISynthesizer(RubinSynthesizer):
 
     def _draw_copy(self, conds: list, preps: list[Prepared], rng: np.random.Generator) -> dict[str, np.ndarray]:
         ev = self._evidence(rng)
-        two_part = bool(getattr(self, "parts_", None))
-        if not ev or self.predictive == "sequential" or two_part:
-            # without masking evidence the sequential draw is the joint predictive (Rubin's MI); a
-            # two-part column's value model holds only where its part says "value", which the
-            # joint Gibbs sweeps do not condition on, so those releases are drawn sequentially
+        # a two-part column (missing values / point masses) is in the joint predictive: its indicator
+        # is updated with the value column's later likelihoods (predictive._two_part_indicator_update);
+        # only a cart value column, which has no latent to carry, keeps the sequential draw
+        cart_two_part = any(cd.part is not None and cd.family == "cart" for cd in conds)
+        if not ev or self.predictive == "sequential" or cart_two_part:
+            # without masking evidence the sequential draw is the joint predictive (Rubin's MI)
             values, _, _ = sequential_draw(conds, preps, ev, rng)
             scheme = "sequential" if ev else "sequential (exact: no masking evidence)"
-            if two_part and ev and self.predictive == "joint":
-                scheme = "sequential (two-part columns: the joint predictive is not available)"
+            if cart_two_part and ev and self.predictive == "joint":
+                scheme = "sequential (a two-part column modelled by cart: no latent for the joint sweeps)"
             self.predictive_info_ = {"scheme": scheme}
             return values
         if can_enumerate(conds, int(self.max_enumeration)):

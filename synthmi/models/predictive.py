@@ -320,6 +320,67 @@ def enumerate_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping
     return {cond.column: combos[idx, j] for j, cond in enumerate(conds)}
 
 
+def _two_part_value(cond, values: Mapping[str, np.ndarray], y: np.ndarray) -> np.ndarray:
+    """A value column's raw values from its latent: the fill where its synthetic part is not "value"."""
+    x = cond.to_raw(y)
+    if cond.part is None:
+        return x
+    return np.where(values[cond.part[0]] != 0, cond.part[1], x)
+
+
+def _two_part_indicator_update(j: int, conds: Sequence, preps: Sequence, values: dict, latent: dict, etas: dict,
+                               deps: list[list[int]], kv: int, ev: Any, rng: np.random.Generator) -> None:
+    r"""Exact Gibbs update of a two-part column's indicator P (levels: ``value``, point masses, missing).
+
+    The value column V is modelled only where P = ``value`` (its fit used those rows;
+    elsewhere later models see the fill f_l of level l). The sweeps run on the joint
+    augmented by an auxiliary latent :math:`\tilde y` of V on the other rows drawn from
+    V's own model (its pseudo-prior, Carlin & Chib 1995), which integrates to one, so
+    the joint of the released values is eq. 3 unchanged:
+
+    .. math:: p(P = l \mid \cdot) \propto p(P = l \mid \text{pred}_P)\, p(\tilde W_P \mid l)
+        \prod_{k \text{ later}} p(x_k \mid \ldots, P = l, V = v_l),
+        \qquad v_l = \begin{cases} g(\tilde y) & l = \text{value} \\ f_l & \text{else,}\end{cases}
+
+    where V's own density :math:`N(\tilde y; \eta_V, \sigma)` is the same for every l
+    and cancels (g maps the latent to the raw scale and grid). V's later models are
+    re-evaluated for each level together with P's.
+    """
+    cond, p = conds[j], preps[j]
+    c = cond.column
+    vcond = conds[kv]
+    v = vcond.column
+    n_rows = values[c].shape[0]
+    raw_v = vcond.to_raw(latent[v]) if v in latent else values[v]
+    fills = np.asarray(vcond.part[1], dtype=float)
+    later_p = {k for k in deps[j] if conds[k].family != "cart"}
+    later_v = {k for k in deps[kv] if conds[k].family != "cart"}
+    touched = sorted(later_p | later_v)
+    lw = p.log_probs(etas[c])
+    if ev is not None:
+        lw = lw + ev[1]
+    cand: dict[str, list[np.ndarray]] = {conds[k].column: [] for k in touched}
+    for level in range(cond.n_categories):
+        lev = np.full(n_rows, level, dtype=np.int64)
+        v_l = raw_v if level == 0 else np.full(n_rows, float(fills))
+        vals_l = {**values, c: lev}
+        for k in touched:
+            ck = conds[k].column
+            e = etas[ck]
+            lin = preps[k].lin
+            if k in later_p:
+                e = lin.replace(e, values, c, lev)
+            if k in later_v:
+                e = lin.replace(e, vals_l, v, v_l)
+            cand[ck].append(e)
+            lw[:, level] += preps[k].loglik(e, values[ck], latent.get(ck))
+    new = draw_categorical(lw, rng)
+    for ck, lst in cand.items():
+        etas[ck] = np.stack(lst)[new, np.arange(n_rows)]
+    values[c] = new
+    values[v] = np.where(new == 0, raw_v, fills)
+
+
 def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any], rng: np.random.Generator,
                n_sweeps: int, trace: list | None = None) -> tuple[dict, dict[str, float]]:
     """Within-record Gibbs sweeps over all quasi-identifiers, started from the sequential draw.
@@ -358,6 +419,9 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
                for cond in conds if cond.column in evidence and cond.n_categories == 2
                and evidence[cond.column][0] == "table"}
 
+    # two-part columns (synthmi.models.base): part indicator -> index of its value column
+    value_of_part = {cd.part[0]: k for k, cd in enumerate(conds) if cd.part is not None}
+
     def own_ll(k: int) -> np.ndarray:
         ck = conds[k].column
         if ck not in own:
@@ -371,6 +435,13 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
                 continue
             ev = evidence.get(c)
             later = [k for k in deps[j] if conds[k].family != "cart"]
+            if c in value_of_part:
+                kv = value_of_part[c]
+                _two_part_indicator_update(j, conds, preps, values, latent, etas, deps, kv, ev, rng)
+                # the update changed the part, the value column and the touched later models' predictors
+                for k in [j, kv] + deps[j] + deps[kv]:
+                    own.pop(conds[k].column, None)
+                continue
             if cond.family == "normal":
                 _normal_update(cond, p, c, ev, later, conds, preps, values, latent, etas, own, own_ll,
                                accepted, rng, n_rows)
@@ -459,10 +530,12 @@ def _normal_update(cond, p, c, ev, later, conds, preps, values, latent, etas, ow
     if not later and not on_grid:
         # no later likelihood: the proposal is the full conditional, draw it directly
         y = truncated_normal(mean, sd, p.lo, p.hi, rng)
-        latent[c], values[c] = y, cond.to_raw(y)
+        latent[c], values[c] = y, _two_part_value(cond, values, y)
         return
     y_new = truncated_normal(mean, sd, p.lo, p.hi, rng)
-    x_new = cond.to_raw(y_new)
+    # rows whose part is not "value" keep the fill: later models see no change there, so the
+    # move of the auxiliary latent is accepted (its proposal is its pseudo-prior)
+    x_new = _two_part_value(cond, values, y_new)
     log_r = np.zeros(n_rows)
     if on_grid:
         # the proposal used p(W | latent); the target uses p(W | value on the grid)

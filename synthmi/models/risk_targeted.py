@@ -36,6 +36,38 @@ Jiang, Mitra, Gao & Wang 2022 for DA-MI):
   conditional. Since the Z latents are resampled too, the result does not
   depend on the latent values of record i's confidential X.
 
+Agency microdata (column roles the copula sees)
+------------------------------------------------
+:meth:`RiskTargetedSynthesizer._copula_frame` builds the frame the copula is
+fitted on from the released columns; the copies are assembled from it as
+follows.
+
+* **Survey weight** (``weights``): released unchanged and left out of the
+  copula unless ``weight_as_predictor=True`` (:mod:`synthmi.models.base`).
+* **Missing values of a synthesized column** (item non-response): a 0/1
+  indicator ``<col>_NA`` enters the copula as one more synthesized (binary)
+  column, its coefficient on the column's own latent held at zero (MAR: the
+  missingness does not depend on the missing value given everything else;
+  :meth:`~synthmi.models.copula.CopulaGibbs.fix_zero_coefficients`). A copy
+  carries a missing value where its synthetic indicator is 1, so the copies'
+  missingness rate follows the original's instead of being imputed away.
+* **Skip patterns** (``rules``: hours worked missing when ``employed ==
+  'No'``): those cells do not exist, so they are left missing inside the
+  copula (imputed there, never released: the rule blanks them in every copy),
+  the indicator above is modelled on the other rows only, and the coefficients
+  linking the column and the condition's columns are held at zero (the
+  association of a value that does not exist with the condition that removes
+  it has nothing to be estimated from, and left free it made the chain crawl:
+  split R-hat 2.3 on the agency file).
+* **High-cardinality kept columns**: a kept nominal column with more than
+  ``max_kept_levels`` observed levels (51 states) is conditioned on through
+  its ``max_kept_levels - 1`` most frequent levels, the others pooled into one
+  level ``<other>`` (ties by level order). A nominal column with L levels is
+  L - 1 latent columns whose probit block regresses on every earlier latent;
+  50 of them made the sampler fail (R-hat 3.6). The column itself is released
+  unchanged; ``structure["copula_columns"]`` records what was pooled (level
+  counts only).
+
 Output and inference
 --------------------
 ``masks=None``
@@ -147,6 +179,10 @@ class RiskTargetedSynthesizer(Synthesizer):
         :class:`~synthmi.diagnostics.DiagnosticsFailed` instead.
     rhat_max, ess_min : float, default 1.05 and 100
         Thresholds of that check (largest R-hat, smallest bulk ESS of any column).
+    max_kept_levels : int, default 8
+        A kept nominal column with more observed levels enters the copula with
+        its ``max_kept_levels - 1`` most frequent levels and the rest pooled
+        (module docstring, "Agency microdata"); it is released unchanged.
     """
 
     method = "risk-dami"
@@ -172,10 +208,11 @@ class RiskTargetedSynthesizer(Synthesizer):
         "accept_diagnostics": ["boolean"],
         "rhat_max": [Interval("real", 1.0, None, closed="neither")],
         "ess_min": [Interval("real", 0.0, None)],
+        "max_kept_levels": [Interval("int", 2, None)],
     }
     # the copula chain is conditional on the records (completed levels, latents,
     # risk labels), and the synthesizer keeps the data it imputes
-    _confidential_attributes = ("copula_", "subgroup_labels_", "group_")
+    _confidential_attributes = ("copula_", "subgroup_labels_", "group_", "copula_data_")
 
     def _needs_records_to_sample(self) -> bool:
         return True
@@ -201,6 +238,7 @@ class RiskTargetedSynthesizer(Synthesizer):
         accept_diagnostics: bool = False,
         rhat_max: float = 1.05,
         ess_min: float = 100.0,
+        max_kept_levels: int = 8,
     ):
         self.masks = masks
         self.subgroups = subgroups
@@ -221,6 +259,7 @@ class RiskTargetedSynthesizer(Synthesizer):
         self.accept_diagnostics = accept_diagnostics
         self.rhat_max = rhat_max
         self.ess_min = ess_min
+        self.max_kept_levels = max_kept_levels
 
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:
@@ -275,6 +314,9 @@ class RiskTargetedSynthesizer(Synthesizer):
             cols = check_columns_exist(data, self.complete, "complete", "df")
             check_no_missing(data, cols, "df")
         self._prepare_masks(X, data)
+        frame, schema, zero_pairs = self._copula_frame(X, Z)
+        self.copula_data_ = frame
+        self._qi_set = set(X.columns) | set(self.missing_indicators_.values())
         self.copula_ = GaussianCopulaImputer(
             n_iter=self.n_iter,
             burn=self.burn,
@@ -284,7 +326,75 @@ class RiskTargetedSynthesizer(Synthesizer):
             progress=self.progressbar,
             chains=self.chains,
             n_jobs=self.n_jobs,
-        ).fit(data, schema=_sub_schema(self.schema_, list(data.columns)))
+        ).fit(frame, schema=schema, zero_coefficients=zero_pairs)
+
+    def _copula_frame(self, X: pd.DataFrame, Z: pd.DataFrame):
+        """The frame, schema and zero-coefficient pairs of the copula (module docstring,
+        "Agency microdata"): kept columns first (so that the synthesized nominal blocks
+        come last and have no later block to carry), high-cardinality kept columns
+        pooled, a missing-value indicator per synthesized column with item non-response,
+        skip patterns from ``rules``."""
+        import re
+
+        from ..schema import Schema, Variable
+
+        cols: dict[str, Any] = {}
+        variables: dict[str, Variable] = {}
+        zero_pairs: list[tuple[str, str]] = []
+        self.pooled_: dict[str, dict[str, int]] = {}
+        self.missing_indicators_: dict[str, str] = {}
+        taken = set(X.columns) | set(Z.columns)
+        for c in Z.columns:
+            v = self.schema_[c]
+            s = Z[c]
+            seen = s.dropna()
+            if v.kind == "nominal" and seen.nunique() > self.max_kept_levels:
+                counts = seen.astype(object).value_counts(sort=False)
+                order = sorted(range(len(counts)), key=lambda k: -counts.iloc[k])  # stable: level order on ties
+                top = [counts.index[k] for k in order[: self.max_kept_levels - 1]]
+                top = [lev for lev in v.categories if lev in set(top)]
+                other = "<other>"
+                while other in set(v.categories):
+                    other += "_"
+                vals = s.astype(object).where(s.isna() | s.isin(top), other)
+                cats = top + [other]
+                cols[c] = pd.Categorical(vals, categories=cats)
+                variables[c] = Variable(c, "nominal", tuple(cats))
+                self.pooled_[c] = {"levels": int(seen.nunique()), "modelled": len(cats)}
+            else:
+                cols[c] = s
+                variables[c] = v
+        # rules: rows where a skip condition holds; the condition's columns
+        rule_rows: dict[str, np.ndarray] = {}
+        frame_cols = list(Z.columns) + list(X.columns)
+        for c, (cond, value) in getattr(self, "rules_", {}).items():
+            if value is not None or c not in frame_cols:
+                continue
+            rule_rows[c] = self.released_.eval(cond).to_numpy(dtype=bool)
+            for other in frame_cols:
+                if other != c and re.search(r"(?<![\w`])`?" + re.escape(other) + r"`?(?![\w`])", cond):
+                    zero_pairs.append((c, other))
+        for c in X.columns:
+            s = X[c]
+            cols[c] = s
+            variables[c] = self.schema_[c]
+            miss = s.isna().to_numpy()
+            structural = rule_rows.get(c, np.zeros(len(s), dtype=bool))
+            item = miss & ~structural
+            if not item.any():
+                continue
+            ind = f"{c}_NA"
+            while ind in taken:
+                ind += "_"
+            taken.add(ind)
+            # 1 = item non-response, 0 = observed; not modelled (missing) where the skip rule holds
+            cols[ind] = pd.Categorical(np.where(structural, None, np.where(item, "yes", "no")).astype(object),
+                                       categories=["no", "yes"])
+            variables[ind] = Variable(ind, "binary", ("no", "yes"))
+            self.missing_indicators_[c] = ind
+            zero_pairs.append((ind, c))
+        frame = pd.DataFrame(cols, index=X.index)
+        return frame, Schema(variables), zero_pairs
 
     def _prepare_masks(self, X: pd.DataFrame, data: pd.DataFrame) -> None:
         """Subgroup labels and resolved masks (everything of the fit that depends on
@@ -351,21 +461,41 @@ class RiskTargetedSynthesizer(Synthesizer):
                         mk = mk.bind(var.n_levels)
                     resolved[g][c] = mk
             self.masks_ = resolved
-        self._qi_set = set(X.columns)
+        self._qi_set = set(X.columns) | set(getattr(self, "missing_indicators_", {}).values())
 
     # ------------------------------------------------------------------ sample
     def _structure(self, m: int) -> dict[str, Any]:
         if self._masks() is None:
-            return {"output": "imputation", "rule": "rubin"}
-        if self.r is None:
-            return {"output": "one-stage", "rule": "rubin"}
-        return {"m": m, "r": int(self.r), "output": "nested", "rule": "nested"}
+            out = {"output": "imputation", "rule": "rubin"}
+        elif self.r is None:
+            out = {"output": "one-stage", "rule": "rubin"}
+        else:
+            out = {"m": m, "r": int(self.r), "output": "nested", "rule": "nested"}
+        cc = self._copula_columns()
+        if cc:
+            out["copula_columns"] = cc
+        return out
+
+    def _copula_columns(self) -> dict[str, Any]:
+        """What the copula saw instead of the released columns (names and level counts only)."""
+        out: dict[str, Any] = {}
+        if getattr(self, "pooled_", None):
+            out["pooled"] = {c: dict(v, rule=f"the {v['modelled'] - 1} most frequent levels kept, the rest "
+                                                 "pooled as '<other>'") for c, v in self.pooled_.items()}
+        if getattr(self, "missing_indicators_", None):
+            out["missing_indicators"] = dict(self.missing_indicators_)
+        zc = getattr(getattr(self, "copula_", None), "zero_coefficients_", None)
+        if zc:
+            out["zero_coefficients"] = [list(p) for p in zc]
+        return out
 
     def _imputed_cells(self) -> dict[str, Any]:
         """Per column: missing cells imputed in the model, and what the copies carry there."""
         released, internal = {}, {}
         for c in self.copula_.columns_:
-            k = int(self.data_[c].isna().sum())
+            if c in self.missing_indicators_.values():
+                continue
+            k = int(self.copula_data_[c].isna().sum()) if c in self.copula_data_ else 0
             if not k:
                 continue
             if c in self._qi_set:
@@ -379,7 +509,9 @@ class RiskTargetedSynthesizer(Synthesizer):
             "released": released,
             "internal_only": internal,
             "note": "counts of missing cells per column; 'released': the copies carry imputed (or synthetic) "
-                    "values there; 'internal_only': imputed inside the model, released as missing",
+                    "values there; 'internal_only': imputed inside the model, released as missing; a "
+                    "synthesized column with a missing-value indicator has synthetic missing values where "
+                    "its synthetic indicator says so",
         }
 
     def _diagnostics(self) -> Any:
@@ -406,6 +538,7 @@ class RiskTargetedSynthesizer(Synthesizer):
             sampler = CopulaGibbs(comp_margins, cop.q_, cop.prior_df)
             sampler.collapse_binary = cop.sampler_.collapse_binary
             sampler.collapse_nominal = cop.sampler_.collapse_nominal
+            sampler.zero_coef = dict(cop.sampler_.zero_coef)
             sampler.block_active[:] = cop.sampler_.block_active
             st2 = st.copy()
             for _ in range(int(self.r)):
@@ -417,8 +550,16 @@ class RiskTargetedSynthesizer(Synthesizer):
     def _frame(self, levels: list[np.ndarray]) -> pd.DataFrame:
         """The columns a copy replaces: the quasi-identifiers, and the imputed kept columns if asked."""
         cop = self.copula_
-        like = self.data_[[mg.name for mg in cop.margins_]]
+        like = self.copula_data_[[mg.name for mg in cop.margins_]]
         out = levels_to_frame(cop.margins_, levels, cop.schema_, like)
+        for c, ind in self.missing_indicators_.items():
+            # a synthetic missing value where the synthetic indicator says so
+            gone = (out[ind].astype(object) == "yes").to_numpy()
+            out[c] = out[c].where(~gone, None if isinstance(out[c].dtype, pd.CategoricalDtype) else np.nan)
+            out = out.drop(columns=ind)
+        for c in self.pooled_:
+            # a pooled kept column is released as given (its pooled imputations are not values)
+            out[c] = self.copula_data_[c] if c not in self.released_ else self.released_[c]
         if self.impute_keep:
             return out
         return out[[c for c in out.columns if c in self._qi_set]]

@@ -64,6 +64,7 @@ from .conditional import (
     VariableSpec,
     _METHOD_KINDS,
     parse_models,
+    per_variable_setting,
     predictors_from_matrix,
     resolve_visit_sequence,
     z_frame,
@@ -354,6 +355,13 @@ class RubinSynthesizer(Synthesizer):
             grid = (0.0, step)
         return Support(lo, hi, source, grid)
 
+    def _transforms(self, specs: dict[str, VariableSpec] | None = None) -> dict[str, str | None]:
+        """Per-column transforms: the 'transforms' parameter (--transform) merged with the
+        'transform' entries of ``models`` (the parameter's or the spec's); one mechanism."""
+        if specs is None:
+            specs = parse_models(self._from_spec("models", "models"), list(self.quasi_identifiers_), type(self).__name__)
+        return per_variable_setting(specs, "transform", self.transforms, "transforms", type(self).__name__)
+
     def _fit(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
         owner = type(self).__name__
         qi = list(X.columns)
@@ -363,7 +371,7 @@ class RubinSynthesizer(Synthesizer):
         for c in pm_preds:
             if c in specs and (specs[c].formula or specs[c].predictors is not None):
                 raise ValueError(f"Column '{c}' has predictors both in 'predictor_matrix' and in 'models'; give one.")
-        transforms = dict(self.transforms or {})
+        transforms = self._transforms(specs)
         unknown = [c for c in transforms if c not in qi]
         if unknown:
             raise ValueError(f"The 'transforms' parameter of {owner} names columns that are not quasi-identifiers: {unknown}.")
