@@ -367,10 +367,10 @@ def main() -> None:
                 "note": "one run per job, each alone under the bench lock on the shared 2-core machine (load average "
                         "12-20 from other agents' work, per job below). Linux autogroup scheduling is on, so per-process "
                         "nice does not act across sessions; the jobs ran in a session of their own (field 'autogroup'), "
-                        "given autogroup priority by hand for the 3M runs; for the 10M run a machine-wide script that "
-                        "favours only the lock holder's own session set the job's group back to nice 19 part of the "
-                        "time, so its wall time is an upper bound. The runner now keeps jobs in the lock holder's "
-                        "session (the 1M runs, scale_1m_c, ran that way). Left out (runs_left_out): the 1M runs of "
+                        "given autogroup priority by hand for the 3M runs; for the first 10M run (scale_10m_dask) a "
+                        "machine-wide script that favours only the lock holder's own session set the job's group back "
+                        "to nice 19 part of the time. The runner now keeps jobs in the lock holder's session (the 1M "
+                        "runs, scale_1m_c, and the second 10M run, scale_10m_dask_b, ran that way). Left out (runs_left_out): the 1M runs of "
                         "scale_1m3m (no priority; each process got ~15% of a core) and scale_1m_b (priority contested)"}
     if a.merge:
         runs, left_out = [], []

@@ -292,3 +292,104 @@ def write_summary_and_records(args: argparse.Namespace, verb: str, result, extra
     print(result.report())
     if progress_enabled(args):
         print(f"synthmi {verb}: wrote {out} and {records}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- analysis formulas
+#: names a formula may use that are not columns: patsy's built-ins and the numpy module
+#: (statsmodels evaluates the formula with numpy in scope)
+_FORMULA_NAMES = frozenset({
+    "Q", "C", "I", "np", "numpy", "bs", "cr", "cc", "te", "center", "standardize", "scale",
+    "Treatment", "Sum", "Poly", "Diff", "Helmert", "log", "log1p", "exp", "sqrt", "abs",
+})
+
+
+def check_formula(formula: str, columns, option: str, what: str = "the data") -> None:
+    """Refuse, in one sentence naming ``option``, an analysis formula that cannot be read or
+    that names a column ``what`` lacks, before anything is fitted.
+
+    Without this the formula first meets patsy inside the model fit (after minutes of
+    synthesis in ``tune``) and fails as ``SyntaxError: invalid syntax`` (a column named
+    ``class`` or ``Age in years`` written bare) or ``PatsyError ... NameError``. Only the
+    formula text and column names are quoted, never a data value.
+    """
+    import ast
+    import builtins
+    import keyword
+
+    from patsy import PatsyError
+    from patsy.desc import ModelDesc
+
+    cols = [str(c) for c in columns]
+    if not isinstance(formula, str) or "~" not in formula:
+        raise ValueError(f"The '{option}' option must be a formula such as 'y ~ x1 + x2'. Got {formula!r} instead.")
+    # awkward names written bare (not already inside Q("..."))
+    awkward = [c for c in cols if (not c.isidentifier() or keyword.iskeyword(c)) and c in formula
+               and f'Q("{c}")' not in formula and f"Q('{c}')" not in formula]
+    example = awkward[0] if awkward else "age in years"
+    hint = (f' A column whose name is not a plain name (spaces, hyphens, brackets, or a Python keyword such as '
+            f'"class") goes in Q("..."), e.g. Q("{example}").')
+    try:
+        desc = ModelDesc.from_formula(formula)
+    except PatsyError as exc:
+        reason = str(exc).splitlines()[0].strip()
+        raise ValueError(f"The formula {formula!r} ({option}) cannot be read ({reason}).{hint}") from None
+    unknown: list[str] = []
+    for term in desc.lhs_termlist + desc.rhs_termlist:
+        for factor in term.factors:
+            code = factor.code
+            try:
+                tree = ast.parse(code, mode="eval")
+            except SyntaxError:
+                raise ValueError(f"The formula {formula!r} ({option}) cannot be read at '{code}'.{hint}") from None
+            called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Q"
+                        and node.args and isinstance(node.args[0], ast.Constant)):
+                    name = str(node.args[0].value)
+                elif isinstance(node, ast.Name) and id(node) not in called:
+                    name = node.id
+                    if name in _FORMULA_NAMES or hasattr(builtins, name):
+                        continue
+                else:
+                    continue
+                if name not in cols and name not in unknown:
+                    unknown.append(name)
+    if unknown:
+        names = ", ".join(repr(u) for u in unknown)
+        are = "is not a column" if len(unknown) == 1 else "are not columns"
+        raise ValueError(
+            f"The formula {formula!r} ({option}) names {names}, which {are} of {what}."
+            + (hint if awkward else f" Columns: {cols}.")
+        )
+
+
+# ---------------------------------------------------------------- identifiers
+def identifier_columns(df, columns) -> list[str]:
+    """Columns among ``columns`` that look like record identifiers: whole-number or text
+    values, complete, and a different value in every row (at least 20 rows).
+
+    Released unchanged beside synthesized quasi-identifiers, such a column links every
+    synthetic row to its person, and as a predictor it lets CART split on individuals.
+    Floats are not flagged (a weight or an income may be distinct in every row too).
+    """
+    import pandas as pd
+
+    out = []
+    for c in columns:
+        s = df[c]
+        whole = pd.api.types.is_integer_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        text = pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s)
+        if len(s) >= 20 and (whole or text) and s.notna().all() and s.nunique() == len(s):
+            out.append(c)
+    return out
+
+
+def warn_identifiers(verb: str, ids: list[str], how: str) -> None:
+    """One warning line naming identifier-like columns (names only, never values)."""
+    import sys
+
+    if ids:
+        names = ", ".join(f"'{c}'" for c in ids)
+        print(f"synthmi {verb}: warning: {names} {'has' if len(ids) == 1 else 'have'} a different value in every "
+              f"row, like a record identifier; released unchanged it links each synthetic row to its person, and "
+              f"as a predictor it lets the model single people out. {how}", file=sys.stderr, flush=True)

@@ -10,6 +10,7 @@ from ._common import (
     add_common_flags,
     add_overwrite_flag,
     add_release_arguments,
+    check_formula,
     check_output_file,
     load_release,
     load_spec_option,
@@ -69,6 +70,7 @@ def run(args) -> int:
         if not analyses:
             raise ValueError("The '--formula' option is needed: the spec lists no analyses.")
         formula, family = analyses[0]["formula"], family or analyses[0]["family"]
+    check_formula(formula, original.columns, "--formula" if args.formula is not None else "--spec", "the copies")
     with warnings.catch_warnings():
         # a separated fit is reported once, in the summary below
         warnings.filterwarnings("ignore", message=".*separated fit", category=RuntimeWarning)

@@ -11,6 +11,7 @@ from ._common import (
     add_common_flags,
     add_overwrite_flag,
     add_sep_flag,
+    check_formula,
     check_output_file,
     sep_of,
     align_original,
@@ -164,6 +165,7 @@ def run(args) -> int:
     first = next(iter(releases.values()))
     original = align_original(original, first)
     qi, formula, family, spec = report_defaults(args, first)
+    check_formula(formula, original.columns, "--analysis" if args.analysis is not None else "--spec", "the copies")
     holdout = None
     if args.holdout:
         holdout, _ = load_original(args.holdout, sep_of(args))

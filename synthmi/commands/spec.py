@@ -5,7 +5,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, add_sep_flag, progress_enabled, sep_of, split_list
+from ._common import (
+    EXAMPLES_FMT,
+    add_common_flags,
+    add_sep_flag,
+    check_formula,
+    identifier_columns,
+    progress_enabled,
+    sep_of,
+    split_list,
+    warn_identifiers,
+)
 
 EXAMPLES = """examples:
   synthmi spec --data survey.csv --qi age,sex,region > spec.json
@@ -60,10 +70,14 @@ def run(args: argparse.Namespace) -> int:
     unknown = [c for c in keep or [] if c not in df.columns]
     if unknown:
         raise ValueError(f"The '--keep' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
+    for formula in args.analysis or []:
+        check_formula(formula, df.columns, "--analysis")
     spec = ReleaseSpec.draft(df, quasi_identifiers=qi, keep=keep, source=f"drafted by 'synthmi spec' from {args.data}")
     if args.analysis:
         spec = ReleaseSpec(spec.columns, analyses=[{"formula": f, "family": args.family} for f in args.analysis],
                            source=spec.source)
+    # a warning, shown with --quiet too
+    warn_identifiers("spec", identifier_columns(df, spec.keep), "Set its role to \"excluded\" in the spec.")
     text = spec.to_json() + "\n"
     if args.out:
         Path(args.out).write_text(text)

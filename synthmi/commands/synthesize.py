@@ -17,9 +17,11 @@ from ._common import (
     add_common_flags,
     add_sep_flag,
     check_output_dir,
+    identifier_columns,
     progress_enabled,
     sep_of,
     split_list,
+    warn_identifiers,
 )
 
 # name -> synthesizer class, as "module:Class" so that `synthmi --help` does not
@@ -595,6 +597,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"Columns {both} are in both --qi and --keep; a column is either synthesized or released unchanged.")
     # Only the named columns are released: the rest are dropped before fitting.
     data = df[[c for c in df.columns if c in qi or c in keep]]
+    if args.method not in FULLY_SYNTHETIC:
+        warn_identifiers("synthesize", identifier_columns(data, [c for c in keep if c != args.weights]),
+                         "Leave it out of --keep (or set its role to 'excluded' in the --spec) unless it is public.")
 
     if dp_release:
         # The privacy noise comes from OS entropy unless the user gives --seed; the

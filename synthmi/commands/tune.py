@@ -9,6 +9,7 @@ from ._common import (
     EXAMPLES_FMT,
     add_common_flags,
     add_sep_flag,
+    check_formula,
     check_output_file,
     parse_assignments,
     progress_enabled,
@@ -177,6 +178,9 @@ def run(args: argparse.Namespace) -> int:
     if args.attribute_target and args.attribute_target not in df.columns:
         raise ValueError(f"The '--attribute-target' option names '{args.attribute_target}', which is not a column "
                          "of the data.")
+    released = (spec.quasi_identifiers + spec.keep) if spec is not None else qi + keep
+    for formula, _ in analyses:
+        check_formula(formula, released, "--analysis" if args.analysis else "--spec", "the release (--qi and --keep)")
     tol = {k: float(v) for k, v in parse_assignments(args.tol, "tol").items()} or None
     say = (lambda s: print(f"synthmi tune: {s}", file=sys.stderr, flush=True)) if progress_enabled(args) else None
     try:

@@ -55,10 +55,13 @@ follows.
   'No'``): those cells do not exist, so they are left missing inside the
   copula (imputed there, never released: the rule blanks them in every copy),
   the indicator above is modelled on the other rows only, and the coefficients
-  linking the column and the condition's columns are held at zero (the
-  association of a value that does not exist with the condition that removes
-  it has nothing to be estimated from, and left free it made the chain crawl:
-  split R-hat 2.3 on the agency file).
+  linking the column and a categorical condition column that takes a single
+  level where the value exists are held at zero (the association of a value
+  that does not exist with the condition that removes it has nothing to be
+  estimated from, and left free it made the chain crawl: split R-hat 2.3 on
+  the agency file). A condition column with two or more levels (or a
+  continuous one) on those rows keeps its coefficient: the association is in
+  the data.
 * **High-cardinality kept columns**: a kept nominal column with more than
   ``max_kept_levels`` observed levels (51 states) is conditioned on through
   its ``max_kept_levels - 1`` most frequent levels, the others pooled into one
@@ -371,9 +374,17 @@ class RiskTargetedSynthesizer(Synthesizer):
             if value is not None or c not in frame_cols:
                 continue
             rule_rows[c] = self.released_.eval(cond).to_numpy(dtype=bool)
+            present = ~rule_rows[c]
             for other in frame_cols:
                 if other != c and re.search(r"(?<![\w`])`?" + re.escape(other) + r"`?(?![\w`])", cond):
-                    zero_pairs.append((c, other))
+                    # held at zero only where nothing identifies it: a categorical condition column
+                    # with one level on the rows where the value exists (employed == 'No' -> 'Yes').
+                    # With two or more levels there (hours given full- vs part-time when the rule
+                    # removes 'none') the association is in the data, and zeroing it erased it
+                    # (copies' mean hours 33 and 33 where the data have 42 and 20).
+                    v = self.released_[other][present].dropna()
+                    if self.schema_[other].is_categorical and v.nunique() <= 1:
+                        zero_pairs.append((c, other))
         for c in X.columns:
             s = X[c]
             cols[c] = s
