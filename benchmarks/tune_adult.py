@@ -132,6 +132,10 @@ def main() -> None:
             "params": first.get("params"),
             "confirmed": {k: c.get(k) for k in (*MEASURES, *(f"{m}_se" for m in MEASURES), "M", "risk_ratio")},
             "confirmed_per_repeat": [{k: (r["record"].get("confirmed") or {}).get(k) for k in MEASURES} for r in reps],
+            # the chosen masks on fresh copies (not the ones that chose among the candidates)
+            "validated": {k: (first.get("validated") or {}).get(k)
+                          for k in (*MEASURES, *(f"{m}_se" for m in MEASURES), "feasible")},
+            "validated_per_repeat": [{k: (r["record"].get("validated") or {}).get(k) for k in MEASURES} for r in reps],
             "overlap_minus_cart": (c["mean_ci_overlap"] - cart["mean_ci_overlap"]) if c else None,
             "search": {k: first["search"].get(k) for k in ("fit_seconds", "posterior_pool", "search_points",
                                                            "search_stopped_by", "m_search", "n_confirm",

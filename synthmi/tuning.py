@@ -312,6 +312,7 @@ class TuneResult:
     wall_seconds: float
     settings: dict[str, Any] = field(default_factory=dict)
     spec: Any = None
+    validated: dict[str, Any] | None = None
 
     @property
     def feasible(self) -> bool:
@@ -336,6 +337,7 @@ class TuneResult:
             "params": self.settings.get("base_params") or {},
             "targets": [str(t) for t in self.targets],
             "confirmed": _jsonable(self.confirmed),
+            "validated": _jsonable(self.validated),
             "wall_seconds": self.wall_seconds,
             "search": self.settings,
             "trace": json.loads(self.trace.to_json(orient="records")),
@@ -491,6 +493,11 @@ def tune(
        ``seed + replicates``) and choose the one with the highest mean
        overlap whose mean risk meets every target; if none does, the next
        ``n_confirm``.
+    4. **Validate** the chosen masks on fresh copies (the next ``m x replicates``
+       parameter sets, seeds ``seed + replicates + 1 + r``): the confirmed
+       figures are the best of ``n_confirm`` candidates measured on the copies
+       that chose among them (optimistic by selection); ``validated`` holds the
+       figures to report and says whether the targets hold on them.
 
     Parameters
     ----------
@@ -561,7 +568,11 @@ def tune(
     # r*m ... r*m + m - 1 (seed + r); the search copies take the m_search entries after them
     # (seed + replicates). The two sets of copies are disjoint, so the confirmed risk and
     # utility are not measured on the copies that made a candidate look feasible and useful.
-    n_pool = m * replicates + m_search
+    # The chosen masks are then measured once more on fresh copies (the m*replicates entries
+    # after the search's, seeds seed + replicates + 1 + r): the confirmed figures are the best
+    # of n_confirm candidates on the copies that chose among them (a winner's curse), the
+    # validated ones are not.
+    n_pool = 2 * m * replicates + m_search
     pool = base._posterior_draws(n_pool, np.random.default_rng([int(seed), 0x70CE]))
     pool_diag = getattr(base, "diagnostics_", None)
     with warnings.catch_warnings():
@@ -602,24 +613,26 @@ def tune(
         executor = ProcessPoolExecutor(int(n_jobs), mp_context=multiprocessing.get_context("fork"))
 
     def run_many(xs: list[tuple[int, ...]], stage: str, mm: int, reps: int) -> list[dict[str, Any]]:
-        todo = [x for x in dict.fromkeys(xs) if (x, mm, reps) not in seen]
+        todo = [x for x in dict.fromkeys(xs) if (x, mm, reps, stage == "validate") not in seen]
         # confirming copies: pool entries r*m ..., seeds seed + r; search copies: the entries after
         # them and seed + replicates (disjoint from every confirming copy)
-        start, seed0 = (0, int(seed)) if stage == "confirm" else (m * replicates, int(seed) + replicates)
-        args = [(masks_at(x), mm, reps, 1 if stage == "confirm" else 0, start, seed0) for x in todo]
+        start, seed0 = {"confirm": (0, int(seed)),
+                        "search": (m * replicates, int(seed) + replicates),
+                        "validate": (m * replicates + m_search, int(seed) + replicates + 1)}[stage]
+        args = [(masks_at(x), mm, reps, 0 if stage == "search" else 1, start, seed0) for x in todo]
         if executor is not None and len(todo) > 1:
             results = list(executor.map(_measure_candidate, *zip(*args)))
         else:
             results = [_measure_candidate(*a) for a in args]
         for x, rows in zip(todo, results):
             record(x, stage, mm, reps, rows)
-        return [seen[(x, mm, reps)] for x in xs]
+        return [seen[(x, mm, reps, stage == "validate")] for x in xs]
 
     def run(x: tuple[int, ...], stage: str, mm: int, reps: int) -> dict[str, Any]:
         return run_many([x], stage, mm, reps)[0]
 
     def record(x: tuple[int, ...], stage: str, mm: int, reps: int, rows: list[dict[str, float]]) -> None:
-        key = (x, mm, reps)
+        key = (x, mm, reps, stage == "validate")
         masks = masks_at(x)
         rep = pd.DataFrame(rows)
         row: dict[str, Any] = {c: float(rep[c].mean()) for c in rep.columns}
@@ -648,6 +661,10 @@ def tune(
             if ok:
                 chosen = max(ok, key=lambda r: (r["mean_ci_overlap"], -r["risk_ratio"]))
                 break
+        validated = None
+        if chosen is not None:
+            # (4) the chosen masks on fresh copies: figures free of the selection among candidates
+            validated = run_many([tuple(chosen["levels"])], "validate", m, replicates)[0]
     finally:
         if executor is not None:
             executor.shutdown()
@@ -671,6 +688,7 @@ def tune(
                   "search_points": sum(r["stage"] == "search" for r in trace), "n_jobs": int(n_jobs),
                   "diagnostics_check": _jsonable(check), "base_params": _jsonable(dict(base_params or {}))},
         spec=rel,
+        validated={k: v for k, v in validated.items() if k != "levels"} if validated else None,
     )
 
 

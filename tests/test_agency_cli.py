@@ -254,7 +254,10 @@ def test_risk_dami_copula_frame_pools_geography_and_models_item_nonresponse(agen
     assert ((ind == "yes") == df["income"].isna()).all()
     # the indicator's coefficient on income, and employed's on hours (the skip pattern), are held at 0
     pairs = {tuple(p) for p in s.copula_.zero_coefficients_}
-    assert pairs == {("hours_per_week", "employed"), ("income_NA", "income")}
+    # the rule's pair, the indicator's, and the detected skip patterns (occupation and hours are
+    # missing exactly when employed is 'No'; nothing else is)
+    assert s.skip_patterns_ == [("occupation", "employed"), ("hours_per_week", "employed")]
+    assert pairs == {("hours_per_week", "employed"), ("income_NA", "income"), ("occupation", "employed")}
     sampler = s.copula_.sampler_
     for st in s.copula_.chain_states_:
         for b, pos in sampler.zero_coef.items():
@@ -274,6 +277,9 @@ def test_risk_dami_copies_carry_synthetic_missingness_and_kept_columns_unchanged
         assert c["income"].isna().sum() > 0
         assert (c["income"].dropna() >= 0).all() and c["age"].between(df["age"].min(), df["age"].max()).all()
     assert out.diagnostics_check["passed"] is False  # a 10-step chain: flagged, not passed
+    cells = out.diagnostics["imputed_cells"]
+    assert cells["missingness_synthesized"] == {c: int(df[c].isna().sum()) for c in ("hours_per_week", "income")}
+    assert cells["internal_only"] == {c: int(df[c].isna().sum()) for c in ("occupation", "bmi")}
 
 
 def test_fix_zero_coefficients_sets_the_prior_precision():
@@ -291,3 +297,47 @@ def test_fix_zero_coefficients_sets_the_prior_precision():
     assert lam_b[1] == ZERO_COEF_PRECISION and lam_b[2] < 1.0
     lam_n = g.prior_precision(st, 1)  # block n regresses on x, y, b
     assert lam_n[3] == ZERO_COEF_PRECISION and np.all(lam_n[1:3] < 1.0)
+
+
+def test_risk_dami_without_masks_still_imputes_the_missing_values():
+    """masks=None is plain copula multiple imputation: no missing-value indicator, income imputed."""
+    import warnings
+
+    from synthmi.models.risk_targeted import RiskTargetedSynthesizer
+
+    df = make_agency_data(200, seed=4)[["age", "sex", "income", "employed"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        s = RiskTargetedSynthesizer(n_iter=8, accept_diagnostics=True).fit(df, ["age", "income"], keep=["sex", "employed"])
+        out = s.sample(1, random_state=1)
+    assert s.missing_indicators_ == {} and "income_NA" not in s.copula_data_
+    assert out.copies[0]["income"].notna().all() and df["income"].isna().any()
+    assert out.diagnostics["imputed_cells"]["released"] == {"income": int(df["income"].isna().sum())}
+
+
+def test_risk_dami_runs_on_the_agency_csv_through_the_cli(tmp_path, capsys):
+    """As a user would: the agency frame as CSV, every quirk, risk-dami; a deliberately short chain
+    is refused by the release check, and written flagged only with --accept-diagnostics."""
+    df = make_agency_data(200, seed=6)
+    data = tmp_path / "agency.csv"
+    df.to_csv(data, index=False)
+    base = ["synthesize", "--data", str(data), "--qi", "age,sex,race,hours_per_week,income",
+            "--keep", "state,employed,occupation,bmi,weight", "--weights", "weight",
+            "--rule", "hours_per_week:employed == 'No'", "--method", "risk-dami", "--mask", "age:K=2,sigma=3",
+            "--param", "n_iter=6,max_kept_levels=4", "--m", "2", "--seed", "1", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "refused")]) == 1
+    assert "did not converge" in capsys.readouterr().err and not (tmp_path / "refused").exists()
+    out = tmp_path / "syn"
+    assert main([*base, "--accept-diagnostics", "--out", str(out)]) == 0
+    meta = json.loads((out / "metadata.json").read_text())
+    cc = meta["structure"]["copula_columns"]
+    assert cc["pooled"]["state"]["levels"] == df["state"].nunique() and cc["pooled"]["state"]["modelled"] == 4
+    assert cc["missing_indicators"] == {"income": "income_NA"}
+    assert ["occupation", "employed"] in cc["skip_patterns"]
+    orig = pd.read_csv(data)
+    for f in sorted(out.glob("copy_*.csv")):
+        c = pd.read_csv(f)
+        pd.testing.assert_series_equal(c["state"], orig["state"])
+        pd.testing.assert_series_equal(c["weight"], orig["weight"])
+        assert c.loc[c["employed"] == "No", "hours_per_week"].isna().all()
+        assert (c["income"].dropna() >= 0).all()

@@ -241,7 +241,7 @@ def test_cli_tune_writes_a_spec_synthesize_takes(tmp_path, capsys):
     assert _tune_cli(tmp_path, "--target", f"expected_matches<={cap}", "--out", str(out2), "--trace", str(tr2)) == 0
     tight = json.loads(tr2.read_text())
     assert tight["confirmed"]["expected_matches"] <= cap
-    assert {r["stage"] for r in tight["trace"]} == {"search", "confirm"}
+    assert {r["stage"] for r in tight["trace"]} == {"search", "confirm", "validate"}
     assert all(not r["feasible"] or r["expected_matches"] <= cap for r in tight["trace"])
     # --out is a release spec carrying the chosen masks (drafted as 'synthmi spec' drafts: inferred
     # levels and bounds marked undeclared, so no DP method may read them)
@@ -349,6 +349,8 @@ def test_tune_confirms_on_copies_independent_of_the_search(monkeypatch):
     real = tuning.evaluate_release
 
     def spy(df, copies, pmse_copies=1, **kw):
+        # confirmation and validation both measure S_pMSE; together they must not share a copy
+        # with the search, and (validation being fresh) every one of them is distinct
         stage = "confirm" if pmse_copies else "search"
         seen[stage] += [tuple(pd.util.hash_pandas_object(c[["age", "sex", "edu"]], index=False)) for c in copies]
         return real(df, copies, pmse_copies=0, **kw)
@@ -360,6 +362,8 @@ def test_tune_confirms_on_copies_independent_of_the_search(monkeypatch):
                       m_search=2, m=2, replicates=2, n_confirm=1, seed=3, tolerance={"age": 1},
                       base_params={"random_state": 1})
     assert res.feasible and seen["search"] and seen["confirm"]
+    # one confirmation of 2 x 2 copies and one validation of 2 x 2 fresh copies
+    assert len(seen["confirm"]) == 8 and res.validated is not None and res.validated["stage"] == "validate"
     # copies of one candidate differ from each other (a sanity check that the hashes see the QIs)
     assert len(set(seen["confirm"])) == len(seen["confirm"])
     assert not set(seen["search"]) & set(seen["confirm"])

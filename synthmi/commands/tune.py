@@ -202,7 +202,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"No setting met {', '.join(map(str, targets))}; no spec was written"
               + (f" (the search is in {trace_path})." if trace_path is not None else "."))
         return 2
-    c = res.confirmed
+    # the validated figures (fresh copies) are reported; the confirmed ones chose the masks
+    c = res.validated or res.confirmed
     d = res.to_spec().to_dict()
     d["note"] = (f"masks chosen by 'synthmi tune' for {', '.join(map(str, targets))}: mean CI overlap "
                  f"{c['mean_ci_overlap']:.3f}; synthesize with --spec THIS_FILE --method dami {extra}".rstrip())
@@ -211,7 +212,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"chosen masks: {json.dumps(res.masks, sort_keys=True)}")
     print(f"mean CI overlap {c['mean_ci_overlap']:.3f} (se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
           + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t.op} {t.value:g})" for t in targets)
-          + f"; wall {res.wall_seconds:.0f} s")
+          + f"; on fresh copies, after the choice; wall {res.wall_seconds:.0f} s")
+    if res.validated is not None and not res.validated.get("feasible", True):
+        print("warning: on fresh copies the chosen masks miss "
+              + ", ".join(str(t) for t in targets if not t.met(res.validated))
+              + " (the search and confirmation met them): tighten the target or raise --m.", file=sys.stderr)
     print(f"spec with the masks -> {out}; synthesize with: synthmi synthesize --data {args.data} --spec {out} "
           f"--method dami {extra}".rstrip())
     if res.settings.get("diagnostics_check", {}).get("accepted"):

@@ -1481,7 +1481,14 @@ def _chain_diagnostics(corr, imp, margins, names, spec, acc, active=None) -> dic
     chains, n_draws, n_pairs = corr.shape
     out: dict[str, Any] = {"n_chains": int(chains), "n_draws": int(n_draws), "max_r_hat": None,
                            "min_ess_bulk": None, "min_ess_tail": None, "min_ess": None, "table": {}, "worst": None}
-    if n_pairs == 0 or n_draws < 4:
+    if n_pairs and n_draws < 4:
+        # too few kept draws to compute R-hat: fail closed on the ESS, which cannot exceed the
+        # number of draws (an empty table would pass the release check)
+        k = float(chains * n_draws)
+        out.update(min_ess_bulk=k, min_ess_tail=k, min_ess=k, worst="copula (too few draws to diagnose)")
+        out["table"] = {"copula (too few draws to diagnose)": {"ess_bulk": k, "ess_tail": k}}
+        return out
+    if n_pairs == 0:
         return out
     single = chains == 1
     if single:  # one chain: judged as two halves

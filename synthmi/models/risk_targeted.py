@@ -44,7 +44,8 @@ follows.
 
 * **Survey weight** (``weights``): released unchanged and left out of the
   copula unless ``weight_as_predictor=True`` (:mod:`synthmi.models.base`).
-* **Missing values of a synthesized column** (item non-response): a 0/1
+* **Missing values of a synthesized column** (item non-response; with
+  ``masks`` given, i.e. when the copies are synthetic, not imputations): a 0/1
   indicator ``<col>_NA`` enters the copula as one more synthesized (binary)
   column, its coefficient on the column's own latent held at zero (MAR: the
   missingness does not depend on the missing value given everything else;
@@ -52,7 +53,9 @@ follows.
   carries a missing value where its synthetic indicator is 1, so the copies'
   missingness rate follows the original's instead of being imputed away.
 * **Skip patterns** (``rules``: hours worked missing when ``employed ==
-  'No'``): those cells do not exist, so they are left missing inside the
+  'No'``; also detected: a column missing exactly on the rows where a complete
+  categorical column takes some of its levels, :func:`_skip_patterns`, e.g.
+  a kept occupation): those cells do not exist, so they are left missing inside the
   copula (imputed there, never released: the rule blanks them in every copy),
   the indicator above is modelled on the other rows only, and the coefficients
   linking the column and a categorical condition column that takes a single
@@ -392,7 +395,8 @@ class RiskTargetedSynthesizer(Synthesizer):
             miss = s.isna().to_numpy()
             structural = rule_rows.get(c, np.zeros(len(s), dtype=bool))
             item = miss & ~structural
-            if not item.any():
+            if not item.any() or self.masks_ is None:
+                # (masks=None is plain multiple imputation: the missing values are to be imputed)
                 continue
             ind = f"{c}_NA"
             while ind in taken:
@@ -405,6 +409,10 @@ class RiskTargetedSynthesizer(Synthesizer):
             self.missing_indicators_[c] = ind
             zero_pairs.append((ind, c))
         frame = pd.DataFrame(cols, index=X.index)
+        self.skip_patterns_ = _skip_patterns(frame, Schema(variables), set(self.missing_indicators_.values()))
+        for pair in self.skip_patterns_:
+            if pair not in zero_pairs and pair[::-1] not in zero_pairs:
+                zero_pairs.append(pair)
         return frame, Schema(variables), zero_pairs
 
     def _prepare_masks(self, X: pd.DataFrame, data: pd.DataFrame) -> None:
@@ -495,6 +503,8 @@ class RiskTargetedSynthesizer(Synthesizer):
                                                  "pooled as '<other>'") for c, v in self.pooled_.items()}
         if getattr(self, "missing_indicators_", None):
             out["missing_indicators"] = dict(self.missing_indicators_)
+        if getattr(self, "skip_patterns_", None):
+            out["skip_patterns"] = [list(p) for p in self.skip_patterns_]
         zc = getattr(getattr(self, "copula_", None), "zero_coefficients_", None)
         if zc:
             out["zero_coefficients"] = [list(p) for p in zc]
@@ -502,27 +512,34 @@ class RiskTargetedSynthesizer(Synthesizer):
 
     def _imputed_cells(self) -> dict[str, Any]:
         """Per column: missing cells imputed in the model, and what the copies carry there."""
-        released, internal = {}, {}
+        released, internal, kept_missing = {}, {}, {}
+        skip = {c for c, (_, v) in getattr(self, "rules_", {}).items() if v is None}
         for c in self.copula_.columns_:
             if c in self.missing_indicators_.values():
                 continue
             k = int(self.copula_data_[c].isna().sum()) if c in self.copula_data_ else 0
             if not k:
                 continue
-            if c in self._qi_set:
+            if c in self._qi_set and (c in self.missing_indicators_ or c in skip) and self.masks_ is not None:
+                # synthesized with its missingness (indicator and / or skip rule): the copies have
+                # missing values of their own, not these cells imputed
+                kept_missing[c] = k
+            elif c in self._qi_set:
                 # a quasi-identifier is synthesized (masks) or imputed (masks=None) in every cell
                 released[c] = k
-            elif self.impute_keep:
+            elif self.impute_keep and c not in getattr(self, "pooled_", {}):
                 released[c] = k
             else:
+                # (a pooled kept column is released as given: its pooled imputations are not values)
                 internal[c] = k
         return {
             "released": released,
             "internal_only": internal,
+            "missingness_synthesized": kept_missing,
             "note": "counts of missing cells per column; 'released': the copies carry imputed (or synthetic) "
-                    "values there; 'internal_only': imputed inside the model, released as missing; a "
-                    "synthesized column with a missing-value indicator has synthetic missing values where "
-                    "its synthetic indicator says so",
+                    "values there; 'internal_only': imputed inside the model, released as missing; "
+                    "'missingness_synthesized': a synthesized column whose copies have synthetic missing "
+                    "values (its missing-value indicator, its skip rule)",
         }
 
     def _diagnostics(self) -> Any:
@@ -681,6 +698,36 @@ class RiskTargetedSynthesizer(Synthesizer):
         z[np.ix_(accept, S)] = prop[accept]
         E[np.ix_(accept, S)] = prop[accept] - mu[S]
         syn[mg.name] = np.where(accept, new_level, syn[mg.name])
+
+
+def _skip_patterns(frame: pd.DataFrame, schema, exclude: set) -> list[tuple[str, str]]:
+    """Detected skip patterns: (x, y) when x is missing exactly on the rows where the complete
+    categorical column y takes some of its levels (occupation missing exactly when employed is
+    'No'), whether or not a rule says so. Every level of y then has x all missing or all
+    present, the levels with it all missing hold at least 3 records each, and x exists on one
+    level of y only (so the coefficient held at zero is one nothing in the data identifies)."""
+    out = []
+    for x in frame.columns:
+        if x in exclude:
+            continue
+        mx = frame[x].isna().to_numpy()
+        if not mx.any() or mx.all():
+            continue
+        for y in frame.columns:
+            if y == x or y in exclude or not schema[y].is_categorical or frame[y].isna().any():
+                continue
+            codes = schema.codes(frame[y])
+            per_level = np.bincount(codes, weights=mx, minlength=schema[y].n_levels)
+            size = np.bincount(codes, minlength=schema[y].n_levels)
+            seen = size > 0
+            full = seen & (per_level == size)
+            # (a level of one or two records all missing is no pattern)
+            present = seen & (per_level == 0)
+            # only where nothing identifies the association: y has one level where x exists (with
+            # two or more there, the association is in the data and zeroing it would erase it)
+            if np.all(present | full) and np.all(size[full] >= 3) and int(present.sum()) == 1:
+                out.append((x, y))
+    return out
 
 
 def _sub_schema(schema, columns):

@@ -548,8 +548,12 @@ class RubinSynthesizer(Synthesizer):
         results = draw_columns(tasks, n_jobs=getattr(self, "n_jobs", 1), on_done=done)
         out = []
         r_hats, esss = [], []
+        # CPU seconds per column: work, not part of the release's diagnostics (same seed ->
+        # identical release metadata)
+        self.posterior_cpu_seconds_ = {}
         for cond, (sets, d) in zip(self.conditionals_, results):
             out.append(sets)
+            self.posterior_cpu_seconds_[cond.column] = d.pop("cpu_seconds", None)
             diag["columns"][cond.column] = d
             if "r_hat" in d:
                 r_hats.append(d["r_hat"])
