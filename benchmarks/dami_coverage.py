@@ -31,9 +31,10 @@ E[X1 | X2 = 0] and P(X3 = 2 | X2 = 1) - P(X3 = 2 | X2 = 0) (true values by
 Monte Carlo on 4 million draws); analyses are sample means / proportions /
 OLS with their usual variances, combined by the partial rule.
 
-Run: ``python benchmarks/dami_coverage.py [--reps 1000] [--multi]``; writes
-``benchmarks/results/dami_coverage.json`` (one QI) or
-``benchmarks/results/dami_coverage_multi.json`` (three QIs).
+Run: ``python benchmarks/dami_coverage.py [--reps 1000] [--multi [--n-sweeps S] [--predictives joint]
+[--name NAME]]``; writes ``benchmarks/results/dami_coverage.json`` (one QI) or
+``benchmarks/results/dami_coverage_multi.json`` (three QIs; 10 sweeps, joint and sequential) and
+``dami_coverage_multi_sweeps3.json`` (3 sweeps, the default since the timing work of issue 13, joint only).
 """
 from __future__ import annotations
 
@@ -164,9 +165,14 @@ MULTI_MASKS = {"x1": NormalMasking(1, sigma_e=1.0), "x2": LinearCategoricalMaski
 
 
 def simulate_multi(reps: int, n: int = 300, M: int = 5, seed: int = 20251123, masks=None,
-                   predictives=("joint", "sequential"), n_sweeps: int = 10, truth_n: int = 4_000_000) -> dict:
-    """Coverage, bias and RMSE of partial-rule 95% CIs for joint and sequential DA-MI (one fit per replication)."""
+                   predictives=("joint", "sequential"), n_sweeps: int | None = None, truth_n: int = 4_000_000) -> dict:
+    """Coverage, bias and RMSE of partial-rule 95% CIs for joint and sequential DA-MI (one fit per replication).
+
+    ``n_sweeps`` None: the synthesizer's default number of Gibbs sweeps.
+    """
     masks = MULTI_MASKS if masks is None else masks
+    if n_sweeps is None:
+        n_sweeps = DAMISynthesizer().get_params()["n_sweeps"]
     truth = multi_truth(truth_n)
     ss = np.random.SeedSequence(seed)
     covered = {p: np.zeros((reps, 6), dtype=bool) for p in predictives}
@@ -212,15 +218,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--multi", action="store_true", help="three dependent masked QIs, joint vs sequential")
+    ap.add_argument("--n-sweeps", type=int, default=None,
+                    help="--multi: Gibbs sweeps of the joint predictive (default: the synthesizer's default)")
+    ap.add_argument("--predictives", default="joint,sequential", help="--multi: comma-separated predictives")
+    ap.add_argument("--name", default="dami_coverage_multi", help="--multi: results file name (without .json)")
     args = ap.parse_args(argv)
     if args.multi:
         t0 = time.perf_counter()
-        res = simulate_multi(args.reps)
+        res = simulate_multi(args.reps, predictives=tuple(args.predictives.split(",")), n_sweeps=args.n_sweeps)
         res["wall_seconds"] = time.perf_counter() - t0
         for p, r in res["results"].items():
             print(f"{p:>10}: coverage " + ", ".join(f"{k}={v:.3f}" for k, v in r["coverage"].items()))
             print(f"{'':>10}  bias     " + ", ".join(f"{k}={v:+.4f}" for k, v in r["bias"].items()))
-        write_json("dami_coverage_multi", res)
+        write_json(args.name, res)
         return 0
     out = {}
     for K, sigma_e in ((2, 0.5), (1, 1.0)):

@@ -8,7 +8,8 @@ quasi-identifiers (intercept excluded) for the copies of the last repeat.
 Targets (issue 3, 2 cores): CART <= 30 s, DA-MI fast path <= 10 s, PyMC NUTS
 path <= 3 min; issue 13: the joint predictive (``dami_fast``, the default
 since then; ``dami_fast_sequential`` is the earlier approximation) within 2x
-of the sequential fast path's 2.7 s median, i.e. <= 5.4 s. CPU seconds are
+of the sequential fast path's 2.7 s median, i.e. <= 5.4 s (measured 4.86 s with the default 5 sweeps,
+``benchmarks/results/synthesis_partial.json``, load average 15). CPU seconds are
 recorded beside wall seconds: the work is single-threaded, so on a loaded
 machine they are the better estimate of the unloaded time. The JSON records the load average at the start: the machine
 is shared, so timings are upper bounds.

@@ -39,6 +39,21 @@ def test_normal_draw_moments():
     assert abs(np.corrcoef(e[:, 0], e[:, 1])[0, 1]) < 0.02  # se 1/sqrt(2e4) = 0.007
 
 
+def test_normal_draw_mean_has_the_law_of_the_mean_of_k_replicates():
+    """draw_mean: W-bar ~ N(x, sigma_e^2 / K), against the mean of K draws (KS) and the exact variance."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=20000)
+    m = NormalMasking(3, sigma_e=0.5)
+    w_bar, v = m.draw_mean(x, rng)
+    assert v == pytest.approx(0.25 / 3)
+    e = w_bar - x
+    # variance 1/12 of 20,000 draws: se = v sqrt(2/n) = 0.00083 -> 5 se bound
+    assert abs(e.var() - 0.25 / 3) < 0.0042
+    assert abs(e.mean()) < 5 * np.sqrt(v / 20000)
+    # same law as the mean of the K replicates that draw() gives
+    assert stats.ks_2samp(e, (m.draw(x, rng) - x[:, None]).mean(axis=1)).pvalue > 1e-3
+
+
 def test_normal_reliability_conversion():
     x = np.arange(10.0)
     m = NormalMasking(4, reliability=0.8).calibrate(x)

@@ -134,6 +134,38 @@ def test_ordered_sparse_loglik_equals_dense(family, C):
     np.testing.assert_allclose(m._ordered_loglik(pr), dense, rtol=1e-12, atol=1e-9)
 
 
+def test_group_rows_pools_identical_rows_in_lexicographic_order():
+    """Hand case, and the same rows and counts as np.unique(axis=0) on a larger random design."""
+    X = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 0.0], [0.0, 1.0], [0.0, 2.0]])
+    Xg, Y = group_rows(X, np.array([1, 0, 1, 2, 1]), 3)
+    np.testing.assert_array_equal(Xg, [[0.0, 1.0], [0.0, 2.0], [1.0, 0.0]])
+    np.testing.assert_array_equal(Y, [[0, 0, 1], [1, 1, 0], [0, 2, 0]])
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.integers(0, 3, 5000), rng.normal(size=5000).round(1), rng.integers(0, 2, 5000)])
+    y = rng.integers(0, 4, 5000)
+    Xg, Y = group_rows(X, y, 4)
+    uniq, inv = np.unique(X, axis=0, return_inverse=True)
+    ref = np.zeros((uniq.shape[0], 4))
+    np.add.at(ref, (inv.reshape(-1), y), 1.0)
+    np.testing.assert_array_equal(Xg, uniq)
+    np.testing.assert_array_equal(Y, ref)
+
+
+def test_independence_mh_doubling_extends_the_chains():
+    """A doubling continues each chain with new proposals: the first kept states are the shorter run's."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([np.ones(300), rng.normal(size=300)])
+    Xg, Y = group_rows(X, (rng.random(300) < expit(0.3 + X[:, 1])).astype(int), 2)
+    m = CategoricalModel("logit", Xg, Y)
+    short = independence_mh(m, 200, np.random.default_rng(1), chains=2, max_doublings=0, warn=False)
+    # an unreachable ESS forces one doubling
+    long = independence_mh(m, 200, np.random.default_rng(1), chains=2, max_doublings=1, min_ess=1e9, warn=False)
+    assert long.draws.shape == (2, 400, 2) and long.info["doublings"] == 1
+    np.testing.assert_array_equal(long.draws[:, :200], short.draws)
+    # proposals scored once: 2 chains x (100 burn-in + 400 kept), not 2 x (300 + 500)
+    assert long.info["n_proposals"] == 2 * (100 + 400)
+
+
 def test_independence_mh_matches_quadrature_posterior():
     # intercept-only logit, 30 successes of 40, prior N(0, 10^2): posterior by 1-d quadrature
     Y = np.array([[10.0, 30.0]])

@@ -152,6 +152,17 @@ class NormalMasking(MaskingModel):
             return np.empty((x.shape[0], 0))
         return x[:, None] + self._sigma() * rng.standard_normal((x.shape[0], self.K))
 
+    def draw_mean(self, x: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+        r"""The mean of K fresh replicates, drawn directly, and its variance: :math:`\bar W_i \sim N(X_i, \sigma_e^2/K)`.
+
+        The mean of K independent :math:`N(X_i, \sigma_e^2)` replicates has
+        exactly this law, and it is all of W that the normal predictive uses
+        (:meth:`posterior_normal`), so one normal per record replaces K.
+        """
+        x = np.asarray(x, dtype=float)
+        v = self._sigma() ** 2 / self.K
+        return x + np.sqrt(v) * rng.standard_normal(x.shape[0]), v
+
     def posterior_normal(self, w: np.ndarray) -> tuple[np.ndarray, float]:
         r"""The Gaussian likelihood of X carried by W: (:math:`\bar W_i`, :math:`\sigma_e^2/K`).
 

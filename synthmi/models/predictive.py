@@ -58,7 +58,7 @@ import numpy as np
 
 from scipy.special import log_ndtr
 
-from .glm import log_probs_eta
+from .glm import _softplus, log_probs_eta
 from .truncation import log_truncation_mass, truncated_normal
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -86,7 +86,16 @@ class Prepared:
         return self.lin.eta(values)
 
     def log_probs(self, eta: np.ndarray) -> np.ndarray:
+        if self.cond.family == "ologit" and eta.ndim == 1:
+            return ordered_logit_table(eta, self.cut)
         return log_probs_eta(self.cond.family, eta, self.cut)
+
+    def log_odds(self, eta: np.ndarray) -> np.ndarray:
+        """log P(x = 1) - log P(x = 0) of a binary model (for a logit model, the linear predictor itself)."""
+        if self.cond.family == "logit" and eta.ndim == 2 and eta.shape[1] == 1:
+            return eta[:, 0]
+        lp = self.log_probs(eta)
+        return lp[:, 1] - lp[:, 0]
 
     def loglik(self, eta: np.ndarray, x: np.ndarray, latent: np.ndarray | None) -> np.ndarray:
         """Per-record log density of the current value under this model (latent for a continuous one)."""
@@ -106,9 +115,9 @@ def log_prob_of(family: str, eta: np.ndarray, x: np.ndarray, cut: np.ndarray | N
     """
     if family == "logit":
         if eta.shape[-1] == 1:
-            e = eta[:, 0]
-            s = np.where(x == 1, e, -e)
-            # log sigmoid(s) = -softplus(-s)
+            # s = e for x = 1 and -e for x = 0 (a product by +-1 is exact, and branch-free
+            # unlike np.where on a random pattern); log sigmoid(s) = -softplus(-s)
+            s = eta[:, 0] * (2.0 * x - 1.0)
             return -(np.log1p(np.exp(-np.abs(s))) + np.maximum(-s, 0.0))
         full = np.concatenate([np.zeros((eta.shape[0], 1)), eta], axis=1)
         mx = full.max(axis=1)
@@ -116,21 +125,56 @@ def log_prob_of(family: str, eta: np.ndarray, x: np.ndarray, cut: np.ndarray | N
         return np.take_along_axis(full, x[:, None], axis=1)[:, 0] - lse
     if family == "probit":
         return log_ndtr(np.where(x == 1, eta, -eta))
-    # ordered: log(F(kappa_x - eta) - F(kappa_{x-1} - eta)), kappa_{-1} = -inf, kappa_{C-1} = +inf
-    ext = np.concatenate([[-np.inf], np.asarray(cut, dtype=float), [np.inf]])
+    cut = np.asarray(cut, dtype=float)
+    ext = np.concatenate([[-np.inf], cut, [np.inf]])
     up = ext[x + 1] - eta
     lo = ext[x] - eta
+    if family == "ologit":
+        # log(F(up) - F(lo)) = c_x - softplus(lo) - softplus(-up): see ordered_logit_table
+        return _ordered_logit_gap(cut)[x] - _softplus(lo) - _softplus(-up)
+    # oprobit: log(Phi(up) - Phi(lo)), kappa_{-1} = -inf, kappa_{C-1} = +inf
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        if family == "oprobit":
-            # mirror intervals above 0 so that both CDFs are taken in the accurate lower tail
-            flip = lo > 0
-            up, lo = np.where(flip, -lo, up), np.where(flip, -up, lo)
-            lu, ll = log_ndtr(up), log_ndtr(lo)
-        else:
-            lu, ll = -np.logaddexp(0.0, -up), -np.logaddexp(0.0, -lo)
+        # mirror intervals above 0 so that both CDFs are taken in the accurate lower tail
+        flip = lo > 0
+        up, lo = np.where(flip, -lo, up), np.where(flip, -up, lo)
+        lu, ll = log_ndtr(up), log_ndtr(lo)
         d = np.minimum(ll - lu, 0.0)
         l1m = np.where(d > -0.6931471805599453, np.log(-np.expm1(d)), np.log1p(-np.exp(d)))
     return lu + l1m
+
+
+def _ordered_logit_gap(cut: np.ndarray) -> np.ndarray:
+    """:math:`c_x = \\log(1 - e^{\\kappa_{x-1} - \\kappa_x})` per category (0 for the two end categories)."""
+    with np.errstate(divide="ignore"):
+        mid = np.log(-np.expm1(cut[:-1] - cut[1:]))
+    return np.concatenate([[0.0], mid, [0.0]])
+
+
+def ordered_logit_table(eta: np.ndarray, cut: np.ndarray) -> np.ndarray:
+    r"""log P(y = x) of the ordered logit for every category, shape (n, C), from 2(C-1) softplus terms.
+
+    With :math:`F` the logistic CDF, :math:`a = \kappa_{x-1} - \eta` and :math:`b = \kappa_x - \eta`,
+
+    .. math:: F(b) - F(a) = \frac{e^b - e^a}{(1 + e^a)(1 + e^b)}, \qquad
+        \log(F(b) - F(a)) = \log(1 - e^{\kappa_{x-1} - \kappa_x})
+        - \operatorname{softplus}(a) - \operatorname{softplus}(-b),
+
+    since :math:`b - \operatorname{softplus}(b) = -\operatorname{softplus}(-b)`. The first
+    term depends on the category only, and both softplus terms are evaluated stably, so
+    every probability keeps full relative accuracy in both tails (the end categories are
+    :math:`-\operatorname{softplus}(-b)` and :math:`-\operatorname{softplus}(a)`). Same values
+    as :func:`~synthmi.models.glm.log_probs_eta` (a test checks it), with fewer passes over the records.
+    """
+    cut = np.asarray(cut, dtype=float)
+    C = cut.size + 1
+    t = cut[None, :] - eta[:, None]  # (n, C-1): kappa_k - eta
+    s_pos, s_neg = _softplus(t), _softplus(-t)
+    out = np.empty((eta.shape[0], C))
+    out[:, 0] = -s_neg[:, 0]
+    out[:, -1] = -s_pos[:, -1]
+    if C > 2:
+        out[:, 1:-1] = _ordered_logit_gap(cut)[1:-1] - s_pos[:, :-1] - s_neg[:, 1:]
+    return out
 
 
 def _normal_proposal(p: Prepared, eta: np.ndarray, ev: Any) -> tuple[np.ndarray, np.ndarray | float]:
@@ -143,11 +187,41 @@ def _normal_proposal(p: Prepared, eta: np.ndarray, ev: Any) -> tuple[np.ndarray,
 
 
 def draw_categorical(logp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One category per row from (n, C) log-probabilities (inverse CDF, one uniform per row)."""
-    p = np.exp(logp - logp.max(axis=1, keepdims=True))
-    cdf = np.cumsum(p, axis=1)
-    u = rng.random(p.shape[0]) * cdf[:, -1]
-    return np.minimum((u[:, None] >= cdf).sum(axis=1), p.shape[1] - 1).astype(np.int64)
+    """One category per row from (n, C) log-probabilities (inverse CDF, one uniform per row).
+
+    With few categories the row maximum, the cumulative sums and the count of
+    cumulative sums below the uniform are taken column by column (NumPy's
+    reductions along a short trailing axis are slow); the arithmetic and its
+    order are those of ``max`` / ``cumsum`` along the rows, so the draws are
+    the same.
+    """
+    n, C = logp.shape
+    if C > _FEW_CATEGORIES:
+        p = np.exp(logp - logp.max(axis=1, keepdims=True))
+        cdf = np.cumsum(p, axis=1)
+        u = rng.random(n) * cdf[:, -1]
+        return np.minimum((u[:, None] >= cdf).sum(axis=1), C - 1).astype(np.int64)
+    return _draw_from_columns([logp[:, c] for c in range(C)], rng)
+
+
+_FEW_CATEGORIES = 8
+
+
+def _draw_from_columns(cols: Sequence[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    """:func:`draw_categorical` given the C columns of log-probabilities as 1-D arrays."""
+    mx = cols[0]
+    for col in cols[1:]:
+        mx = np.maximum(mx, col)
+    acc = np.exp(cols[0] - mx)
+    cdf = [acc]
+    for col in cols[1:]:
+        acc = acc + np.exp(col - mx)
+        cdf.append(acc)
+    u = rng.random(mx.shape[0]) * acc
+    k = (u >= cdf[0]).astype(np.int64)
+    for c in cdf[1:]:
+        k += u >= c
+    return np.minimum(k, len(cols) - 1)
 
 
 def _cart_draw(cond, values: Mapping[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
@@ -314,13 +388,46 @@ def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str
     Returns the values and, per continuous column, the Metropolis-Hastings
     acceptance rate over the sweeps. ``trace`` (a list) receives a copy of the
     values after every sweep (for checking how many sweeps suffice).
+
+    Work is shared across the updates of a sweep: each model's linear
+    predictor is updated when one of its predictors changes (additive
+    designs), and each model's log-likelihood of the current state is kept
+    and carried over from the candidate that was drawn, so an update of
+    :math:`X_j` evaluates the later models only at the proposed value (MH) or
+    at the other level (a binary :math:`X_j`: one evaluation per later model).
     """
     values, latent, etas = sequential_draw(conds, preps, evidence, rng)
+    n_rows = next(iter(values.values())).shape[0]
+    accepted: dict[str, float] = {}
+    _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepted, trace)
+    # cart columns: drawn last, given the final state of the others (no parametric model uses them)
+    for cond in conds:
+        if cond.family == "cart":
+            values[cond.column] = _cart_draw(cond, values, rng)
+    rates = {c: (a / (n_sweeps * n_rows) if n_sweeps else float("nan")) for c, a in accepted.items()}
+    return values, rates
+
+
+def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepted, trace) -> None:
+    """``n_sweeps`` Gibbs sweeps over the records in ``values`` (updated in place, as the dicts are)."""
     deps = dependents(conds)
+    n_rows = next(iter(values.values())).shape[0]
+    # per-record log-likelihood of each model's current value given its current predictors
+    own: dict[str, np.ndarray] = {}
+    # the masking evidence is fixed for the copy: a binary column's log-likelihood ratio once
+    ev_odds = {cond.column: evidence[cond.column][1][:, 1] - evidence[cond.column][1][:, 0]
+               for cond in conds if cond.column in evidence and cond.n_categories == 2
+               and evidence[cond.column][0] == "table"}
+
     # two-part columns (synthmi.models.base): part indicator -> index of its value column
     value_of_part = {cd.part[0]: k for k, cd in enumerate(conds) if cd.part is not None}
-    accepted: dict[str, float] = {}
-    n_rows = next(iter(values.values())).shape[0]
+
+    def own_ll(k: int) -> np.ndarray:
+        ck = conds[k].column
+        if ck not in own:
+            own[ck] = preps[k].loglik(etas[ck], values[ck], latent.get(ck))
+        return own[ck]
+
     for _ in range(n_sweeps):
         for j, (cond, p) in enumerate(zip(conds, preps)):
             c = cond.column
@@ -329,49 +436,25 @@ def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str
             ev = evidence.get(c)
             later = [k for k in deps[j] if conds[k].family != "cart"]
             if c in value_of_part:
-                _two_part_indicator_update(j, conds, preps, values, latent, etas, deps, value_of_part[c], ev, rng)
+                kv = value_of_part[c]
+                _two_part_indicator_update(j, conds, preps, values, latent, etas, deps, kv, ev, rng)
+                # the update changed the part, the value column and the touched later models' predictors
+                for k in [j, kv] + deps[j] + deps[kv]:
+                    own.pop(conds[k].column, None)
                 continue
             if cond.family == "normal":
-                on_grid = ev is not None and cond.support is not None and cond.support.grid is not None
-                if not later and not on_grid:
-                    # no later likelihood: the proposal is the full conditional, draw it directly
-                    mean, sd = _normal_proposal(p, etas[c], ev)
-                    y = truncated_normal(mean, sd, p.lo, p.hi, rng)
-                    latent[c], values[c] = y, _two_part_value(cond, values, y)
-                    continue
-                mean, sd = _normal_proposal(p, etas[c], ev)
-                y_new = truncated_normal(mean, sd, p.lo, p.hi, rng)
-                # rows whose part is not "value" keep the fill: later models see no change there, so the
-                # move of the auxiliary latent is accepted (its proposal is its pseudo-prior)
-                x_new = _two_part_value(cond, values, y_new)
-                log_r = np.zeros(n_rows)
-                if on_grid:
-                    # the proposal used p(W | latent); the target uses p(W | value on the grid)
-                    w_bar, v = ev[1], ev[2]
-                    log_r += (-0.5 * ((w_bar - x_new) ** 2 - (w_bar - y_new) ** 2)
-                              + 0.5 * ((w_bar - values[c]) ** 2 - (w_bar - latent[c]) ** 2)) / v
-                new_etas = {}
-                for k in later:
-                    ck = conds[k].column
-                    e_new = preps[k].lin.replace(etas[ck], values, c, x_new)
-                    new_etas[ck] = e_new
-                    log_r += (preps[k].loglik(e_new, values[ck], latent.get(ck))
-                              - preps[k].loglik(etas[ck], values[ck], latent.get(ck)))
-                acc = np.log(rng.random(n_rows)) < log_r
-                accepted[c] = accepted.get(c, 0.0) + float(acc.mean())
-                latent[c] = np.where(acc, y_new, latent[c])
-                values[c] = np.where(acc, x_new, values[c])
-                for ck, e_new in new_etas.items():
-                    etas[ck] = np.where(acc if e_new.ndim == 1 else acc[:, None], e_new, etas[ck])
+                _normal_update(cond, p, c, ev, later, conds, preps, values, latent, etas, own, own_ll,
+                               accepted, rng, n_rows)
                 continue
-            # categorical: the exact finite full conditional
-            lw = p.log_probs(etas[c])
-            if ev is not None:
-                lw = lw + ev[1]
-            cand: dict[str, list[np.ndarray]] = {}
+            if cond.n_categories == 2 and later:
+                _binary_update(p, c, ev_odds.get(c), later, conds, preps, values, latent, etas, own, own_ll, rng)
+                continue
+            lp = p.log_probs(etas[c])
+            lw = lp + ev[1] if ev is not None else lp.copy()
+            cand: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
             for k in later:
                 ck = conds[k].column
-                cand[ck] = []
+                cand[ck] = ([], [])
                 lin = preps[k].lin
                 additive = hasattr(lin, "level_contrib")
                 if additive:
@@ -382,18 +465,94 @@ def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str
                         e_l = rest + lin.level_contrib(c, level)
                     else:
                         e_l = lin.replace(etas[ck], values, c, np.full(n_rows, level, dtype=np.int64))
-                    cand[ck].append(e_l)
-                    lw[:, level] += preps[k].loglik(e_l, values[ck], latent.get(ck))
+                    ll_l = preps[k].loglik(e_l, values[ck], latent.get(ck))
+                    cand[ck][0].append(e_l)
+                    cand[ck][1].append(ll_l)
+                    lw[:, level] += ll_l
             new = draw_categorical(lw, rng)
-            for ck, lst in cand.items():
-                stacked = np.stack(lst)  # (C, n) or (C, n, d)
-                etas[ck] = stacked[new, np.arange(n_rows)]
+            rows = np.arange(n_rows)
+            for ck, (e_list, ll_list) in cand.items():
+                etas[ck] = np.stack(e_list)[new, rows]  # (C, n) or (C, n, d)
+                own[ck] = np.stack(ll_list)[new, rows]
+            own[c] = lp[rows, new]
             values[c] = new
         if trace is not None:
             trace.append({k: v.copy() for k, v in values.items()})
-    # cart columns: drawn last, given the final state of the others (no parametric model uses them)
-    for cond in conds:
-        if cond.family == "cart":
-            values[cond.column] = _cart_draw(cond, values, rng)
-    rates = {c: (a / n_sweeps if n_sweeps else float("nan")) for c, a in accepted.items()}
-    return values, rates
+
+
+def _binary_update(p, c, ev_odds, later, conds, preps, values, latent, etas, own, own_ll, rng) -> None:
+    r"""Gibbs update of a binary X_j from its log-odds.
+
+    With :math:`s_i = 1 - 2x_i` (+1 when the other level is 1), the full
+    conditional's log-odds are
+
+    .. math:: D_i = \log\frac{p(1 \mid \text{pred}_{ij})}{p(0 \mid \text{pred}_{ij})}
+        + \log\frac{p(\tilde W_{ij} \mid 1)}{p(\tilde W_{ij} \mid 0)}
+        + \sum_{k > j} s_i \left[\ell_k(1 - x_i) - \ell_k(x_i)\right],
+
+    where :math:`\ell_k` is the later model k's log-likelihood: at the current
+    level it is the kept ``own`` value, so each later model is evaluated once,
+    at the other level. The new level is 1 when :math:`u \ge 1/(1 + e^{D})`,
+    which is the inverse-CDF rule of :func:`draw_categorical` (level 1 when
+    :math:`u (p_0 + p_1) \ge p_0`) with the same single uniform per record.
+    """
+    cur = np.asarray(values[c], dtype=np.int64)
+    other = 1 - cur
+    d = p.log_odds(etas[c])
+    if ev_odds is not None:
+        d = d + ev_odds
+    sign = 1.0 - 2.0 * cur
+    cand = {}
+    for k in later:
+        ck = conds[k].column
+        e_o = preps[k].lin.replace(etas[ck], values, c, other)
+        ll_o = preps[k].loglik(e_o, values[ck], latent.get(ck))
+        d = d + sign * (ll_o - own_ll(k))
+        cand[ck] = (e_o, ll_o)
+    u = rng.random(cur.shape[0])
+    with np.errstate(over="ignore"):
+        new = (u * (1.0 + np.exp(d)) >= 1.0).astype(np.int64)
+    switched = new != cur
+    if switched.any():
+        for ck, (e_o, ll_o) in cand.items():
+            etas[ck] = np.where(switched if e_o.ndim == 1 else switched[:, None], e_o, etas[ck])
+            own[ck] = np.where(switched, ll_o, own[ck])
+        own.pop(c, None)
+    values[c] = new
+
+
+def _normal_update(cond, p, c, ev, later, conds, preps, values, latent, etas, own, own_ll, accepted, rng,
+                   n_rows) -> None:
+    """Update of a continuous X_j: a direct draw, or independence MH against the later models' likelihoods."""
+    on_grid = ev is not None and cond.support is not None and cond.support.grid is not None
+    mean, sd = _normal_proposal(p, etas[c], ev)
+    own.pop(c, None)
+    if not later and not on_grid:
+        # no later likelihood: the proposal is the full conditional, draw it directly
+        y = truncated_normal(mean, sd, p.lo, p.hi, rng)
+        latent[c], values[c] = y, _two_part_value(cond, values, y)
+        return
+    y_new = truncated_normal(mean, sd, p.lo, p.hi, rng)
+    # rows whose part is not "value" keep the fill: later models see no change there, so the
+    # move of the auxiliary latent is accepted (its proposal is its pseudo-prior)
+    x_new = _two_part_value(cond, values, y_new)
+    log_r = np.zeros(n_rows)
+    if on_grid:
+        # the proposal used p(W | latent); the target uses p(W | value on the grid)
+        w_bar, v = ev[1], ev[2]
+        log_r += (-0.5 * ((w_bar - x_new) ** 2 - (w_bar - y_new) ** 2)
+                  + 0.5 * ((w_bar - values[c]) ** 2 - (w_bar - latent[c]) ** 2)) / v
+    new = {}
+    for k in later:
+        ck = conds[k].column
+        e_new = preps[k].lin.replace(etas[ck], values, c, x_new)
+        ll_new = preps[k].loglik(e_new, values[ck], latent.get(ck))
+        new[ck] = (e_new, ll_new)
+        log_r += ll_new - own_ll(k)
+    acc = np.log(rng.random(n_rows)) < log_r
+    accepted[c] = accepted.get(c, 0.0) + float(np.count_nonzero(acc))
+    latent[c] = np.where(acc, y_new, latent[c])
+    values[c] = np.where(acc, x_new, values[c])
+    for ck, (e_new, ll_new) in new.items():
+        etas[ck] = np.where(acc if e_new.ndim == 1 else acc[:, None], e_new, etas[ck])
+        own[ck] = np.where(acc, ll_new, own[ck])
