@@ -121,12 +121,7 @@ def rhat(draws: Any) -> np.ndarray:
     if x.shape[0] == 1:
         h = x.shape[1] // 2
         x = np.stack([x[0, :h], x[0, h : 2 * h]])
-    if x.shape[1] < 4:
-        return np.full(x.shape[2], np.nan)
-    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        out = az.rhat(az.convert_to_dataset({"theta": x}), method="rank")["theta"].values
-    return np.atleast_1d(np.asarray(out, dtype=float))
+    return _per_parameter(az.rhat, x, method="rank")
 
 
 def ess_bulk(draws: Any) -> np.ndarray:
@@ -140,13 +135,7 @@ def ess_bulk(draws: Any) -> np.ndarray:
     """
     import arviz as az
 
-    x = _as_chains(draws)
-    if x.shape[1] < 4:
-        return np.full(x.shape[2], np.nan)
-    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        out = az.ess(az.convert_to_dataset({"theta": x}), method="bulk")["theta"].values
-    return np.atleast_1d(np.asarray(out, dtype=float))
+    return _per_parameter(az.ess, _as_chains(draws), method="bulk")
 
 
 def ess_tail(draws: Any) -> np.ndarray:
@@ -157,12 +146,19 @@ def ess_tail(draws: Any) -> np.ndarray:
     """
     import arviz as az
 
-    x = _as_chains(draws)
+    return _per_parameter(az.ess, _as_chains(draws), method="tail")
+
+
+def _per_parameter(fn: Any, x: np.ndarray, **kw: Any) -> np.ndarray:
+    """``fn`` (an ArviZ diagnostic) of each parameter of ``x`` (chains, draws, parameters);
+    NaN for chains shorter than 4 draws, where none of them is defined."""
+    import arviz as az
+
     if x.shape[1] < 4:
         return np.full(x.shape[2], np.nan)
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        out = az.ess(az.convert_to_dataset({"theta": x}), method="tail")["theta"].values
+        out = fn(az.convert_to_dataset({"theta": x}), **kw)["theta"].values
     return np.atleast_1d(np.asarray(out, dtype=float))
 
 
