@@ -53,6 +53,32 @@ def dtype_spec(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return spec
 
 
+def whole_number_columns(copies: list[pd.DataFrame]) -> list[str]:
+    """Float columns holding only whole numbers (and missing values) in every copy.
+
+    A whole-number column with missing values (a count, a 1/2 code, a year) is read by
+    pandas as float64, so a CSV writer would print its values as ``3.0``. Such columns
+    are written as integers instead; values of magnitude 2**53 and above, where a float
+    no longer holds every integer, keep the float form.
+    """
+    if not copies:
+        return []
+    out = []
+    for c in copies[0].columns:
+        if not all(c in d.columns and pd.api.types.is_float_dtype(d[c].dtype) for d in copies):
+            continue
+        ok = True
+        for d in copies:
+            x = d[c].to_numpy(dtype=float, na_value=np.nan)
+            x = x[~np.isnan(x)]
+            if not (np.all(np.isfinite(x)) and np.all(np.abs(x) < 2.0**53) and np.all(np.mod(x, 1.0) == 0.0)):
+                ok = False
+                break
+        if ok:
+            out.append(c)
+    return out
+
+
 def apply_dtype_spec(df: pd.DataFrame, spec: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """Inverse of :func:`dtype_spec` for a frame read back from CSV."""
     out = {}
@@ -217,7 +243,12 @@ class SyntheticData:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         width = max(2, len(str(self.m)))
+        whole = whole_number_columns(self.copies)
         for j, c in enumerate(self.copies, start=1):
+            if whole:
+                # written as integers ("3", not "3.0"; a missing value stays empty); read
+                # back, the recorded dtype restores the copy exactly
+                c = c.assign(**{k: c[k].astype("Int64") for k in whole})
             c.to_csv(path / f"copy_{j:0{width}d}.csv", index=False)
         (path / "metadata.json").write_text(json.dumps(self.metadata(), indent=2, sort_keys=True))
         return path
