@@ -53,28 +53,36 @@ def dtype_spec(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return spec
 
 
-def whole_number_columns(copies: list[pd.DataFrame]) -> list[str]:
-    """Float columns holding only whole numbers (and missing values) in every copy.
+def whole_number_columns(copies: list[pd.DataFrame], integer: Any = ()) -> list[str]:
+    """Float columns to write as integers: whole numbers in every copy, and either missing
+    in some copy or named in ``integer`` (columns a release declared of kind integer).
 
-    A whole-number column with missing values (a count, a 1/2 code, a year) is read by
-    pandas as float64, so a CSV writer would print its values as ``3.0``. Such columns
-    are written as integers instead; values of magnitude 2**53 and above, where a float
-    no longer holds every integer, keep the float form.
+    A whole-number column with missing values (a count, a 1/2 code) is float64 in pandas
+    only because of its missing values, so a CSV writer would print ``3.0``; it is written
+    as ``3`` (missing stays empty), which any reader takes back as the same float column.
+    A complete float column of whole numbers (a weight written ``1234.0``) keeps its float
+    form, so a plain ``read_csv`` of a copy gives the original's dtype; a DP release's
+    declared integer columns (float after conforming to the domain) are integers.
+    Values of magnitude 2**53 and above, where a float no longer holds every integer,
+    keep the float form.
     """
     if not copies:
         return []
+    integer = set(integer)
     out = []
     for c in copies[0].columns:
         if not all(c in d.columns and pd.api.types.is_float_dtype(d[c].dtype) for d in copies):
             continue
-        ok = True
+        ok, missing = True, False
         for d in copies:
             x = d[c].to_numpy(dtype=float, na_value=np.nan)
-            x = x[~np.isnan(x)]
+            nan = np.isnan(x)
+            missing = missing or bool(nan.any())
+            x = x[~nan]
             if not (np.all(np.isfinite(x)) and np.all(np.abs(x) < 2.0**53) and np.all(np.mod(x, 1.0) == 0.0)):
                 ok = False
                 break
-        if ok:
+        if ok and (missing or c in integer):
             out.append(c)
     return out
 
@@ -243,7 +251,10 @@ class SyntheticData:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         width = max(2, len(str(self.m)))
-        whole = whole_number_columns(self.copies)
+        domain = (self.structure or {}).get("domain") or {}
+        declared = [c for c, d in (domain.get("columns", domain) or {}).items()
+                    if isinstance(d, dict) and d.get("kind") == "integer"]
+        whole = whole_number_columns(self.copies, declared)
         for j, c in enumerate(self.copies, start=1):
             if whole:
                 # written as integers ("3", not "3.0"; a missing value stays empty); read
