@@ -91,3 +91,68 @@ def test_integer_columns_with_missing_values_come_back_as_integers(agency_csv, t
         assert "" in _column_text(out / "copy_01.csv", "kids")
         assert _column_text(out / "copy_01.csv", "hours") == _column_text(agency_csv, "hours")
 
+
+# ---- integer-coded categories: a warning, and --categorical ------------------------------
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "only a few whole numbers" in line]
+
+
+def test_coded_columns_warn_once_naming_the_columns_and_the_option(agency_csv, tmp_path, capsys):
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+               "--method", "rubin", "--m", "2", "--seed", "1", "--out", str(tmp_path / "r"), "--quiet"])
+    assert rc == 0
+    lines = _warnings(capsys.readouterr().err)
+    assert len(lines) == 1
+    assert "'sex', 'region' hold only a few whole numbers" in lines[0]
+    assert "--categorical sex,region" in lines[0]
+    # a number with many values (age), a 0/1 column or a declared one is not named
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex", "--keep", "income,region",
+               "--categorical", "sex", "--method", "rubin", "--m", "2", "--seed", "1",
+               "--out", str(tmp_path / "r2"), "--quiet"])
+    assert rc == 0
+    lines = _warnings(capsys.readouterr().err)
+    assert len(lines) == 1 and "'region' holds" in lines[0] and "'sex'" not in lines[0]
+    assert "'age'" not in lines[0] and "'income'" not in lines[0]
+
+
+def test_cart_keeps_codes_without_a_warning(agency_csv, tmp_path, capsys):
+    # cart draws observed values: a code stays a code, so nothing to warn about
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+               "--method", "cart", "--m", "2", "--seed", "1", "--out", str(tmp_path / "c"), "--quiet"])
+    assert rc == 0
+    assert _warnings(capsys.readouterr().err) == []
+
+
+def test_categorical_option_declares_the_kind(agency_csv, tmp_path, capsys):
+    out = tmp_path / "r"
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+               "--categorical", "sex,region", "--method", "rubin", "--m", "2", "--seed", "1",
+               "--out", str(out), "--quiet"])
+    assert rc == 0
+    assert _warnings(capsys.readouterr().err) == []
+    spec = json.loads((out / "metadata.json").read_text())["spec"]["columns"]
+    assert spec["sex"]["kind"] == "binary" and spec["region"]["kind"] == "nominal"
+    for copy in SyntheticData.from_dir(out).copies:
+        assert set(copy["region"]) <= {1, 2, 3, 4, 5} and set(copy["sex"]) <= {1, 2}
+        assert copy["region"].dtype == np.int64
+    # the same through a drafted spec
+    spec_file = tmp_path / "spec.json"
+    assert main(["spec", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+                 "--categorical", "sex,region", "--out", str(spec_file)]) == 0
+    drafted = json.loads(spec_file.read_text())["columns"]
+    assert drafted["sex"]["kind"] == "binary" and drafted["region"]["kind"] == "nominal"
+    assert drafted["region"]["levels"] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--categorical", "nope"], "The '--categorical' option names columns not in the data: ['nope']"),
+    (["--categorical", "kids"], "The '--categorical' option names columns that are not released"),
+    (["--method", "dpsyn", "--categorical", "sex"], "The '--categorical' option is not for method 'dpsyn'"),
+])
+def test_categorical_option_errors(agency_csv, tmp_path, capsys, argv, message):
+    base = ["synthesize", "--data", str(agency_csv), "--qi", "age,sex", "--keep", "income", "--method", "rubin",
+            "--m", "2", "--out", str(tmp_path / "x"), "--quiet"]
+    # later options win in argparse: the method given in argv replaces rubin
+    assert main(base + argv) == 1
+    err = capsys.readouterr().err
+    assert message in err, err
