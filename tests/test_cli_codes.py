@@ -228,3 +228,46 @@ def test_a_marker_read_as_a_category_is_named(coded_csv, tmp_path, capsys):
     assert rc == 0
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "missing value" in ln]
     assert len(lines) == 1 and "'kids' holds the value '?'" in lines[0] and "--na-values '?'" in lines[0]
+
+
+# ---- errors in command-line terms: masks that do not fit a column, a 1/2 response ----------
+@pytest.mark.parametrize("method", ["dami", "risk-dami"])
+def test_mask_of_the_wrong_kind_names_the_options(agency_csv, tmp_path, capsys, method):
+    base = ["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income", "--method", method,
+            "--m", "2", "--seed", "1", "--quiet"]
+    assert main(base + ["--mask", "sex:alpha=2", "--out", str(tmp_path / "a")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "Column 'sex' is modelled as a number (continuous)" in err
+    assert "--mask sex:K=3,sigma=5" in err and "--categorical sex" in err
+    assert "Masking" not in err and "Synthesizer" not in err
+    assert main(base + ["--categorical", "region", "--mask", "region:K=2,sigma=1", "--out", str(tmp_path / "b")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "Column 'region' is categorical (nominal)" in err and "--mask region:alpha=2" in err
+    assert "Masking" not in err and "Synthesizer" not in err
+
+
+def test_probit_on_a_one_two_response_says_how_to_declare_it(agency_csv, tmp_path, capsys):
+    out = tmp_path / "c"
+    assert main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex", "--keep", "income", "--method", "cart",
+                 "--m", "2", "--seed", "1", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["analyse", "--original", str(agency_csv), "--synthetic", str(out), "--formula", "sex ~ age",
+                 "--family", "probit"]) == 1
+    err = capsys.readouterr().err
+    assert "The response 'sex' of a probit model must be binary (--family probit)" in err
+    assert "in the original it holds two numbers other than 0/1" in err and "--categorical sex" in err
+    # declared binary in a spec, it is modelled as 1 = its second level
+    spec = tmp_path / "spec.json"
+    assert main(["spec", "--data", str(agency_csv), "--qi", "age,sex", "--keep", "income", "--categorical", "sex",
+                 "--out", str(spec)]) == 0
+    assert main(["analyse", "--original", str(agency_csv), "--synthetic", str(out), "--spec", str(spec),
+                 "--formula", "sex ~ age", "--family", "probit"]) == 0
+
+
+def test_class_names_become_method_names():
+    from synthmi.commands.synthesize import method_terms
+
+    assert method_terms("The posterior sampler of RiskTargetedSynthesizer did not converge") == (
+        "The posterior sampler of method 'risk-dami' did not converge")
+    assert method_terms("RubinSynthesizer.fit needs a spec") == "method 'rubin' needs a spec"
+    assert method_terms("DAMISynthesizer and DPSynSynthesizer") == "method 'dami' and method 'dpsyn'"
