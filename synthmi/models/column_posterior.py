@@ -29,8 +29,9 @@ offered both): measured by bulk ESS per CPU second on the agency file at
 same over-dispersed starts), whitened HMC gave 36 vs 1.7 for Polya-Gamma
 Gibbs (Polson, Scott & Windle 2013) on ``sex`` (76 coefficients) and 5.2 vs
 0.14 on the missingness indicator of hours (81 coefficients, completely
-separated by ``employed``); independence MH stalls on both (acceptance
-< 0.01 on race). Each Gibbs sweep needs :math:`X^\top\Omega X` per
+separated by ``employed``, when it was fitted on every row; the structural
+rule now fits it on the employed rows, where it has one level and no model);
+independence MH stalls on both (acceptance < 0.01 on race). Each Gibbs sweep needs :math:`X^\top\Omega X` per
 category, and the chain moves slowly where the Polya-Gamma weights are
 small: rare categories and separated levels (Johndrow, Smith, Pillai &
 Dunson 2019, JASA 114:1394-1403), which a 51-level geography has many of.
