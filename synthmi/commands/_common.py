@@ -393,3 +393,66 @@ def warn_identifiers(verb: str, ids: list[str], how: str) -> None:
         print(f"synthmi {verb}: warning: {names} {'has' if len(ids) == 1 else 'have'} a different value in every "
               f"row, like a record identifier; released unchanged it links each synthetic row to its person, and "
               f"as a predictor it lets the model single people out. {how}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- integer-coded categories
+#: at most this many distinct whole numbers make a numeric column look like codes of
+#: categories (the same limit the CSV reader uses for numerically coded categoricals)
+MAX_CODES = 10
+
+
+def coded_columns(df, columns, max_codes: int = MAX_CODES) -> list[str]:
+    """Numeric columns among ``columns`` that look like integer codes of categories: only
+    whole numbers, 2 to ``max_codes`` distinct values, and not 0/1 (a 0/1 column is already
+    read as binary, see :func:`synthmi.schema._infer_variable`).
+
+    Such a column (sex coded 1/2, a region coded 1..5) is a number to the models unless it
+    is declared categorical: a normal model, linear in its predictors. That follows
+    synthpop, which models a numeric column as numeric unless it is made a factor; the
+    warning built on this says so instead of guessing.
+    """
+    import numpy as np
+    import pandas as pd
+
+    out = []
+    for c in columns:
+        s = df[c]
+        if (isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(s.dtype)
+                or not pd.api.types.is_numeric_dtype(s.dtype)):
+            continue
+        x = pd.unique(s.dropna().to_numpy(dtype=float))
+        if 2 <= x.size <= max_codes and np.all(np.mod(x, 1.0) == 0.0) and not set(x.tolist()) <= {0.0, 1.0}:
+            out.append(c)
+    return out
+
+
+def categorical_kinds(df, columns: list[str], option: str = "--categorical") -> dict[str, str]:
+    """``--categorical`` columns -> their kind: binary with 2 distinct values, else nominal."""
+    unknown = [c for c in columns if c not in df.columns]
+    if unknown:
+        raise ValueError(f"The '{option}' option names columns not in the data: {unknown}. "
+                         f"Available columns: {list(df.columns)}.")
+    kinds = {}
+    for c in columns:
+        n = int(df[c].nunique(dropna=True))
+        if n < 2:
+            raise ValueError(f"The '{option}' option names column '{c}', which holds fewer than 2 distinct values.")
+        kinds[c] = "binary" if n == 2 else "nominal"
+    return kinds
+
+
+def warn_coded(verb: str, cols: list[str], where: str = "in a spec ('synthmi spec')") -> None:
+    """One warning line naming integer-coded columns modelled as numbers, and the option
+    that declares them categorical (names and never a value)."""
+    import sys
+
+    if not cols:
+        return
+    one = len(cols) == 1
+    names = ", ".join(f"'{c}'" for c in cols)
+    listed = ",".join(f'"{c}"' if "," in c else c for c in cols)
+    print(f"synthmi {verb}: warning: {names} {'holds' if one else 'hold'} only a few whole numbers and "
+          f"{'is' if one else 'are'} modelled as {'a number' if one else 'numbers'}, as synthpop does with a numeric "
+          f"column. If {'its' if one else 'their'} numbers are codes of categories (1/2 for sex, 1..5 for a "
+          f"region), declare {'it' if one else 'them'} with --categorical {listed} (or kind \"nominal\" {where}); "
+          f"counts and scores can stay numeric.", file=sys.stderr, flush=True)

@@ -16,11 +16,14 @@ from ._common import (
     EXAMPLES_FMT,
     add_common_flags,
     add_sep_flag,
+    categorical_kinds,
     check_output_dir,
+    coded_columns,
     identifier_columns,
     progress_enabled,
     sep_of,
     split_list,
+    warn_coded,
     warn_identifiers,
 )
 
@@ -227,6 +230,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="comma-separated columns released unchanged (repeatable; default for adult/nhanes: a complete "
         "non-identifying set; for a CSV: every other column)",
     )
+    p.add_argument(
+        "--categorical", action="append", metavar="COLUMNS",
+        help="comma-separated numeric columns holding codes of categories (1/2 for sex, 1..5 for a region): "
+        "modelled as categories, not numbers (cart, rubin, dami, risk-dami; repeatable). Without it a numeric "
+        "column is a number, as in synthpop; with --spec, this sets the columns' kind",
+    )
     p.add_argument("--method", default="dami", help=f"one of {', '.join(sorted(METHODS))} (default dami)")
     p.add_argument("--m", type=int, default=20, help="number of synthetic copies (default 20)")
     p.add_argument("--seed", type=int, default=None,
@@ -290,6 +299,19 @@ def _param_names(cls: type) -> list[str]:
 
     sig = inspect.signature(cls.__init__)
     return [n for n, p in sig.parameters.items() if n != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD]
+
+
+def _with_kinds(spec, data, kinds: dict[str, str]):
+    """``spec`` with the ``--categorical`` columns redrafted as categorical (levels as observed,
+    marked inferred)."""
+    import dataclasses
+
+    from ..spec import _draft_column
+
+    cols = dict(spec.columns)
+    for c, kind in kinds.items():
+        cols[c] = _draft_column(c, data[c], cols[c].role, kind)
+    return dataclasses.replace(spec, columns=cols)
 
 
 def parse_bounds(items: list[str] | None) -> dict[str, tuple[float, float]]:
@@ -598,6 +620,26 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"Columns {both} are in both --qi and --keep; a column is either synthesized or released unchanged.")
     # Only the named columns are released: the rest are dropped before fitting.
     data = df[[c for c in df.columns if c in qi or c in keep]]
+    categorical = split_list(args.categorical)
+    kinds = {}
+    if categorical:
+        if args.method in FULLY_SYNTHETIC:
+            raise ValueError(f"The '--categorical' option is not for method {args.method!r}: a DP release takes "
+                             "its kinds from the declared public domain (--domain, kind \"categorical\").")
+        outside = [c for c in categorical if c in df.columns and c not in data.columns]
+        if outside:
+            raise ValueError(f"The '--categorical' option names columns that are not released (not in --qi or "
+                             f"--keep): {outside}.")
+        kinds = categorical_kinds(data, categorical)
+        if spec is not None:
+            spec = _with_kinds(spec, data, kinds)
+    if args.method not in FULLY_SYNTHETIC and args.method != "cart":
+        # cart draws observed values, so codes stay codes; the parametric models would fit
+        # a normal model to them: say so once (a spec column the user declared is left alone)
+        modelled = [c for c in data.columns if c != args.weights and c not in kinds
+                    and not (spec is not None and c in spec and (spec[c].is_categorical or spec[c].declared))]
+        warn_coded("synthesize", coded_columns(data, modelled),
+                   "in the --spec" if spec is not None else "in a spec ('synthmi spec')")
     if args.method not in FULLY_SYNTHETIC:
         warn_identifiers("synthesize", identifier_columns(data, [c for c in keep if c != args.weights]),
                          "Leave it out of --keep (or set its role to 'excluded' in the --spec) unless it is public.")
@@ -627,6 +669,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"The '{flag}' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
     else:
         fit_kwargs = {"spec": spec} if spec is not None else {"quasi_identifiers": qi, "keep": keep}
+        if kinds and spec is None:
+            fit_kwargs["schema"] = kinds
         # the per-variable options apply with a --spec too (they were dropped silently before)
         for name, value in (("weights", args.weights), ("semicont", semicont or None), ("rules", rules or None)):
             if value is not None:

@@ -1,0 +1,158 @@
+"""Agency files through the CLI: whole-number columns with missing values, integer-coded
+categories, missing-value markers (issue 17, item 3)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthmi.cli import main
+from synthmi.synthetic import SyntheticData
+
+
+def _agency_frame(n: int = 240, seed: int = 0) -> pd.DataFrame:
+    """Age, a 1/2-coded sex, a region coded 1..5, a count with missing values (skip
+    pattern), hours missing for the over-65s, an income."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(18, 80, n)
+    kids = rng.poisson(1.2, n).astype(float)
+    kids[rng.random(n) < 0.15] = np.nan
+    hours = np.where(age > 65, np.nan, rng.integers(10, 60, n).astype(float))
+    income = np.round(np.exp(rng.normal(10, 0.5, n)))
+    return pd.DataFrame({"age": age, "sex": rng.integers(1, 3, n), "kids": kids, "hours": hours,
+                         "income": income, "region": rng.integers(1, 6, n)})
+
+
+@pytest.fixture(scope="module")
+def agency_csv(tmp_path_factory):
+    """The frame written as an agency writes it: whole numbers without '.0', missing empty."""
+    path = tmp_path_factory.mktemp("agency") / "survey.csv"
+    df = _agency_frame()
+    df.astype({c: "Int64" for c in ("kids", "hours", "income")}).to_csv(path, index=False)
+    return path
+
+
+def _column_text(path, column: str) -> list[str]:
+    import csv
+
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return [r[column] for r in rows]
+
+
+# ---- whole-number columns with missing values stay whole numbers -------------------------
+def test_to_dir_writes_whole_number_floats_as_integers(tmp_path):
+    a = pd.DataFrame({"kids": [1.0, np.nan, 3.0], "x": [0.5, 1.0, np.nan], "big": [1e300, 2.0, np.nan],
+                      "w": [1234.0, 20.0, 3.0]})
+    b = pd.DataFrame({"kids": [4.0, 2.0, 0.0], "x": [1.0, 2.0, 3.0], "big": [1.0, 2.0, 3.0],
+                      "w": [1.0, 2.0, 3.0]})
+    syn = SyntheticData(copies=[a, b], method="cart", params={}, seed=1, quasi_identifiers=["kids"])
+    syn.to_dir(tmp_path)
+    # missing in one copy: written as integers in every copy
+    assert _column_text(tmp_path / "copy_01.csv", "kids") == ["1", "", "3"]
+    assert _column_text(tmp_path / "copy_02.csv", "kids") == ["4", "2", "0"]
+    # a column fractional in one copy keeps the float form in every copy
+    assert _column_text(tmp_path / "copy_02.csv", "x") == ["1.0", "2.0", "3.0"]
+    # beyond 2**53 a float is no integer we can vouch for
+    assert _column_text(tmp_path / "copy_01.csv", "big")[0] == "1e+300"
+    # a complete float column (a weight written 1234.0) keeps its float form: a plain
+    # read_csv of a copy gives the dtype a plain read_csv of the original gives
+    assert _column_text(tmp_path / "copy_01.csv", "w") == ["1234.0", "20.0", "3.0"]
+    back = SyntheticData.from_dir(tmp_path)
+    for orig, read in zip((a, b), back.copies):
+        pd.testing.assert_frame_equal(read, orig)
+    # the copies in memory are untouched
+    assert a["kids"].dtype == np.float64
+
+
+@pytest.mark.parametrize("method,extra", [
+    ("cart", []),
+    ("dpsyn", ["--param", "epsilon=1", "--param", "theta_scale=0.2", "--param", "theta_min=0"]),
+])
+def test_integer_columns_with_missing_values_come_back_as_integers(agency_csv, tmp_path, method, extra):
+    out = tmp_path / method
+    if method == "dpsyn":
+        domain = {"columns": {
+            "age": {"kind": "integer", "bounds": [18, 80]}, "sex": {"kind": "integer", "bounds": [1, 2]},
+            "kids": {"kind": "integer", "bounds": [0, 9]}, "hours": {"kind": "integer", "bounds": [0, 99]},
+            "income": {"kind": "continuous", "bounds": [0, 500000]}, "region": {"kind": "integer", "bounds": [1, 5]}}}
+        (tmp_path / "domain.json").write_text(json.dumps(domain))
+        extra = extra + ["--domain", str(tmp_path / "domain.json")]
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,kids", "--keep", "hours,income",
+               "--method", method, "--m", "2", "--seed", "3", "--out", str(out), "--quiet", *extra])
+    assert rc == 0
+    for column in ("age", "sex", "kids", "hours"):
+        cells = _column_text(out / "copy_01.csv", column)
+        assert all(c == "" or c.lstrip("-").isdigit() for c in cells), (column, sorted(set(cells))[:5])
+    if method == "cart":
+        # missing values kept: the count is synthesized with its missingness, hours released unchanged
+        assert "" in _column_text(out / "copy_01.csv", "kids")
+        assert _column_text(out / "copy_01.csv", "hours") == _column_text(agency_csv, "hours")
+
+
+# ---- integer-coded categories: a warning, and --categorical ------------------------------
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "only a few whole numbers" in line]
+
+
+def test_coded_columns_warn_once_naming_the_columns_and_the_option(agency_csv, tmp_path, capsys):
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+               "--method", "rubin", "--m", "2", "--seed", "1", "--out", str(tmp_path / "r"), "--quiet"])
+    assert rc == 0
+    lines = _warnings(capsys.readouterr().err)
+    assert len(lines) == 1
+    assert "'sex', 'region' hold only a few whole numbers" in lines[0]
+    assert "--categorical sex,region" in lines[0]
+    # a number with many values (age), a 0/1 column or a declared one is not named
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex", "--keep", "income,region",
+               "--categorical", "sex", "--method", "rubin", "--m", "2", "--seed", "1",
+               "--out", str(tmp_path / "r2"), "--quiet"])
+    assert rc == 0
+    lines = _warnings(capsys.readouterr().err)
+    assert len(lines) == 1 and "'region' holds" in lines[0] and "'sex'" not in lines[0]
+    assert "'age'" not in lines[0] and "'income'" not in lines[0]
+
+
+def test_cart_keeps_codes_without_a_warning(agency_csv, tmp_path, capsys):
+    # cart draws observed values: a code stays a code, so nothing to warn about
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+               "--method", "cart", "--m", "2", "--seed", "1", "--out", str(tmp_path / "c"), "--quiet"])
+    assert rc == 0
+    assert _warnings(capsys.readouterr().err) == []
+
+
+def test_categorical_option_declares_the_kind(agency_csv, tmp_path, capsys):
+    out = tmp_path / "r"
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+               "--categorical", "sex,region", "--method", "rubin", "--m", "2", "--seed", "1",
+               "--out", str(out), "--quiet"])
+    assert rc == 0
+    assert _warnings(capsys.readouterr().err) == []
+    spec = json.loads((out / "metadata.json").read_text())["spec"]["columns"]
+    assert spec["sex"]["kind"] == "binary" and spec["region"]["kind"] == "nominal"
+    for copy in SyntheticData.from_dir(out).copies:
+        assert set(copy["region"]) <= {1, 2, 3, 4, 5} and set(copy["sex"]) <= {1, 2}
+        assert copy["region"].dtype == np.int64
+    # the same through a drafted spec
+    spec_file = tmp_path / "spec.json"
+    assert main(["spec", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+                 "--categorical", "sex,region", "--out", str(spec_file)]) == 0
+    drafted = json.loads(spec_file.read_text())["columns"]
+    assert drafted["sex"]["kind"] == "binary" and drafted["region"]["kind"] == "nominal"
+    assert drafted["region"]["levels"] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--categorical", "nope"], "The '--categorical' option names columns not in the data: ['nope']"),
+    (["--categorical", "kids"], "The '--categorical' option names columns that are not released"),
+    (["--method", "dpsyn", "--categorical", "sex"], "The '--categorical' option is not for method 'dpsyn'"),
+])
+def test_categorical_option_errors(agency_csv, tmp_path, capsys, argv, message):
+    base = ["synthesize", "--data", str(agency_csv), "--qi", "age,sex", "--keep", "income", "--method", "rubin",
+            "--m", "2", "--out", str(tmp_path / "x"), "--quiet"]
+    # later options win in argparse: the method given in argv replaces rubin
+    assert main(base + argv) == 1
+    err = capsys.readouterr().err
+    assert message in err, err
