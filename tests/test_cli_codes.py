@@ -156,3 +156,75 @@ def test_categorical_option_errors(agency_csv, tmp_path, capsys, argv, message):
     assert main(base + argv) == 1
     err = capsys.readouterr().err
     assert message in err, err
+
+
+# ---- missing-value markers: --na-values, the spec's na_values, recorded in metadata.json ---
+@pytest.fixture(scope="module")
+def coded_csv(tmp_path_factory):
+    """The agency file with missing kids coded '?' and missing hours coded -9."""
+    df = _agency_frame().astype({c: "Int64" for c in ("kids", "hours", "income")}).astype(object)
+    df["kids"] = df["kids"].where(df["kids"].notna(), "?")
+    df["hours"] = df["hours"].where(df["hours"].notna(), -9)
+    path = tmp_path_factory.mktemp("coded") / "coded.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_load_dataset_reads_markers_as_missing(coded_csv):
+    from synthmi.data import load_dataset
+
+    plain = load_dataset(str(coded_csv))
+    assert isinstance(plain["kids"].dtype, pd.CategoricalDtype) and "?" in plain["kids"].cat.categories
+    assert (plain["hours"] == -9).sum() > 0
+    read = load_dataset(str(coded_csv), na_values=["?", "-9"])
+    truth = _agency_frame()
+    pd.testing.assert_series_equal(read["kids"], truth["kids"])
+    pd.testing.assert_series_equal(read["hours"], truth["hours"])
+
+
+def test_na_values_option_is_used_recorded_and_reused(coded_csv, tmp_path, capsys):
+    import argparse
+
+    from synthmi.commands._common import load_release
+
+    out = tmp_path / "syn"
+    rc = main(["synthesize", "--data", str(coded_csv), "--qi", "age,sex,kids", "--keep", "hours,income",
+               "--na-values", "?,-9", "--method", "cart", "--m", "2", "--seed", "4", "--out", str(out), "--quiet"])
+    assert rc == 0
+    assert "missing value" not in capsys.readouterr().err
+    assert json.loads((out / "metadata.json").read_text())["source"]["na_values"] == ["?", "-9"]
+    truth = _agency_frame()
+    for copy in SyntheticData.from_dir(out).copies:
+        assert copy["kids"].dtype == np.float64 and copy["kids"].isna().any()
+        pd.testing.assert_series_equal(copy["hours"], truth["hours"])  # kept: released unchanged, -9 now missing
+    # the evaluation verbs read the original with the recorded markers unless told otherwise
+    args = argparse.Namespace(synthetic=str(out), original=str(coded_csv), sep=",", na_values=None, spec=None)
+    original, _, _ = load_release(args)
+    pd.testing.assert_series_equal(original["hours"], truth["hours"])
+    assert main(["analyse", "--original", str(coded_csv), "--synthetic", str(out), "--formula", "hours ~ age",
+                 "--family", "gaussian", "--quiet"]) == 0
+
+
+def test_spec_carries_na_values(coded_csv, tmp_path, capsys):
+    from synthmi.spec import ReleaseSpec
+
+    spec_file = tmp_path / "spec.json"
+    assert main(["spec", "--data", str(coded_csv), "--qi", "age,sex,kids", "--keep", "hours,income",
+                 "--na-values", "?,-9", "--out", str(spec_file)]) == 0
+    spec = ReleaseSpec.load(spec_file)
+    assert spec.na_values == ["?", "-9"] and spec.kind("kids") == "integer"
+    assert spec.with_roles(["age", "sex"]).na_values == ["?", "-9"]
+    out = tmp_path / "syn"
+    assert main(["synthesize", "--data", str(coded_csv), "--spec", str(spec_file), "--method", "cart", "--m", "2",
+                 "--seed", "4", "--out", str(out), "--quiet"]) == 0
+    assert SyntheticData.from_dir(out).copies[0]["kids"].dtype == np.float64
+    with pytest.raises(ValueError, match="The 'na_values' of the spec must be a list"):
+        ReleaseSpec.from_dict({"columns": {}, "na_values": "?"})
+
+
+def test_a_marker_read_as_a_category_is_named(coded_csv, tmp_path, capsys):
+    rc = main(["synthesize", "--data", str(coded_csv), "--qi", "age,sex,kids", "--keep", "hours", "--method",
+               "cart", "--m", "2", "--seed", "4", "--out", str(tmp_path / "x"), "--quiet"])
+    assert rc == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "missing value" in ln]
+    assert len(lines) == 1 and "'kids' holds the value '?'" in lines[0] and "--na-values '?'" in lines[0]

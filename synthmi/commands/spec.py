@@ -13,10 +13,12 @@ from ._common import (
     check_formula,
     coded_columns,
     identifier_columns,
+    na_values_of,
     progress_enabled,
     sep_of,
     split_list,
     warn_coded,
+    warn_markers,
     warn_identifiers,
 )
 
@@ -67,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out and Path(args.out).exists() and not args.overwrite:
         raise ValueError(f"The '--out' file '{args.out}' already exists; add --overwrite to replace it.")
-    df = load_dataset(str(args.data), sep=sep_of(args), option="--data")
+    na_values = na_values_of(args)
+    df = load_dataset(str(args.data), sep=sep_of(args), option="--data", na_values=na_values)
+    if na_values is None:
+        warn_markers("spec", df)
     qi = split_list(args.qi)
     unknown = [c for c in qi if c not in df.columns]
     if unknown:
@@ -81,9 +86,9 @@ def run(args: argparse.Namespace) -> int:
     kinds = categorical_kinds(df, split_list(args.categorical))
     spec = ReleaseSpec.draft(df, quasi_identifiers=qi, keep=keep, kinds=kinds,
                              source=f"drafted by 'synthmi spec' from {args.data}")
-    if args.analysis:
-        spec = ReleaseSpec(spec.columns, analyses=[{"formula": f, "family": args.family} for f in args.analysis],
-                           source=spec.source)
+    if args.analysis or na_values:
+        analyses = [{"formula": f, "family": args.family} for f in args.analysis or []]
+        spec = ReleaseSpec(spec.columns, analyses=analyses, source=spec.source, na_values=na_values)
     # a warning, shown with --quiet too
     warn_identifiers("spec", identifier_columns(df, spec.keep), "Set its role to \"excluded\" in the spec.")
     warn_coded("spec", coded_columns(df, [c for c in spec.released if c not in kinds]), "in this spec")

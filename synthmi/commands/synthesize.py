@@ -20,10 +20,12 @@ from ._common import (
     check_output_dir,
     coded_columns,
     identifier_columns,
+    na_values_of,
     progress_enabled,
     sep_of,
     split_list,
     warn_coded,
+    warn_markers,
     warn_identifiers,
 )
 
@@ -77,6 +79,9 @@ EXAMPLES = """examples:
       --domain survey.domain.json --map-other --m 5 --out syn_dp/
   # your own CSV; the columns named in --keep are released unchanged, the others dropped
   synthmi synthesize --data survey.csv --qi age,sex --keep income,region --method rubin --m 5 --out syn/
+  # an agency file coding missing values as '?' or -9, a region coded 1..5
+  synthmi synthesize --data survey.csv --qi age,sex,region --na-values '?,-9' --categorical region \
+      --method rubin --m 5 --out syn/
   # agency microdata: a survey weight, a zero-heavy income with missing values, a skip pattern
   synthmi synthesize --data person.csv --qi age,sex,race,hours_per_week,income \
       --keep state,employed,occupation,bmi --weights weight --semicont income=0 \
@@ -590,7 +595,8 @@ def run(args: argparse.Namespace) -> int:
     if args.engine == "dask":
         return _run_dask(args, cls, params, qi, out, t0)
     source = str(args.data)
-    df = load_dataset(source, sep=sep_of(args), option="--data")
+    na_values = na_values_of(args, spec)
+    df = load_dataset(source, sep=sep_of(args), option="--data", na_values=na_values)
     # Under add/remove-one DP the number of records is itself private: a DP
     # release must not print or record it (DPSyn keeps only a noisy estimate).
     dp_release = args.method in FULLY_SYNTHETIC
@@ -620,6 +626,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"Columns {both} are in both --qi and --keep; a column is either synthesized or released unchanged.")
     # Only the named columns are released: the rest are dropped before fitting.
     data = df[[c for c in df.columns if c in qi or c in keep]]
+    if na_values is None:
+        warn_markers("synthesize", data)
     categorical = split_list(args.categorical)
     kinds = {}
     if categorical:
@@ -714,6 +722,9 @@ def run(args: argparse.Namespace) -> int:
             for c, m in params[mask_param].items()
         }
     meta["source"] = {"data": source, "keep": keep, "columns": list(data.columns)}
+    if na_values:
+        # the evaluation verbs read the original with the same markers (their default)
+        meta["source"]["na_values"] = na_values
     if dp_release:
         meta["source"]["domain"] = args.domain or ("bundled" if source.lower() in BUNDLED_DOMAINS else None)
     else:
