@@ -91,8 +91,9 @@ missing values (cart, rubin, dami): kept columns are released unchanged; a synth
 with missing values is synthesized with them (a categorical one with <NA> as a level, a numeric
 one by a two-part model: which part, then the value given it), --semicont COLUMN=0 adds point
 masses to that first part; --rule COLUMN[=VALUE]:CONDITION sets COLUMN (missing by default)
-where CONDITION holds in the copy (synthpop's rules / rvalues). risk-dami imputes missing values
-and releases the observed missingness pattern.
+where CONDITION holds in the copy (synthpop's rules / rvalues); when CONDITION reads only kept
+columns, COLUMN's models are fitted on the rows the rule leaves free (rubin, dami). risk-dami
+imputes missing values and releases the observed missingness pattern.
 
 masks (--mask COLUMN:SPEC, repeatable; dami and risk-dami; for risk-dami COLUMN@GROUP:SPEC
 with GROUP low, medium or high sets subgroup-specific tuning):
