@@ -53,6 +53,40 @@ def dtype_spec(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
     return spec
 
 
+def whole_number_columns(copies: list[pd.DataFrame], integer: Any = ()) -> list[str]:
+    """Float columns to write as integers: whole numbers in every copy, and either missing
+    in some copy or named in ``integer`` (columns a release declared of kind integer).
+
+    A whole-number column with missing values (a count, a 1/2 code) is float64 in pandas
+    only because of its missing values, so a CSV writer would print ``3.0``; it is written
+    as ``3`` (missing stays empty), which any reader takes back as the same float column.
+    A complete float column of whole numbers (a weight written ``1234.0``) keeps its float
+    form, so a plain ``read_csv`` of a copy gives the original's dtype; a DP release's
+    declared integer columns (float after conforming to the domain) are integers.
+    Values of magnitude 2**53 and above, where a float no longer holds every integer,
+    keep the float form.
+    """
+    if not copies:
+        return []
+    integer = set(integer)
+    out = []
+    for c in copies[0].columns:
+        if not all(c in d.columns and pd.api.types.is_float_dtype(d[c].dtype) for d in copies):
+            continue
+        ok, missing = True, False
+        for d in copies:
+            x = d[c].to_numpy(dtype=float, na_value=np.nan)
+            nan = np.isnan(x)
+            missing = missing or bool(nan.any())
+            x = x[~nan]
+            if not (np.all(np.isfinite(x)) and np.all(np.abs(x) < 2.0**53) and np.all(np.mod(x, 1.0) == 0.0)):
+                ok = False
+                break
+        if ok and (missing or c in integer):
+            out.append(c)
+    return out
+
+
 def apply_dtype_spec(df: pd.DataFrame, spec: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """Inverse of :func:`dtype_spec` for a frame read back from CSV."""
     out = {}
@@ -217,7 +251,15 @@ class SyntheticData:
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         width = max(2, len(str(self.m)))
+        domain = (self.structure or {}).get("domain") or {}
+        declared = [c for c, d in (domain.get("columns", domain) or {}).items()
+                    if isinstance(d, dict) and d.get("kind") == "integer"]
+        whole = whole_number_columns(self.copies, declared)
         for j, c in enumerate(self.copies, start=1):
+            if whole:
+                # written as integers ("3", not "3.0"; a missing value stays empty); read
+                # back, the recorded dtype restores the copy exactly
+                c = c.assign(**{k: c[k].astype("Int64") for k in whole})
             c.to_csv(path / f"copy_{j:0{width}d}.csv", index=False)
         (path / "metadata.json").write_text(json.dumps(self.metadata(), indent=2, sort_keys=True))
         return path

@@ -120,6 +120,8 @@ McCulloch, R. and Rossi, P. E. (1994). An exact likelihood analysis of the
 multinomial probit model. Journal of Econometrics 64, 207-240.
 Keane, M. P. (1992). A note on identification in the multinomial probit model.
 Journal of Business & Economic Statistics 10(2), 193-200.
+Liu, Q. and Pierce, D. A. (1994). A note on Gauss-Hermite quadrature. Biometrika
+81(3), 624-629.
 Liu, J. S. and Sabatti, C. (2000). Generalised Gibbs sampler and multigrid
 Monte Carlo for Bayesian computation. Biometrika 87(2), 353-369.
 van Dyk, D. A. and Park, T. (2008). Partially collapsed Gibbs samplers: theory
@@ -205,8 +207,15 @@ def _gumbel_argmax(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- multinomial probit with iid utilities
-_GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(20)
+#: base rule of the adaptive Gauss-Hermite quadrature in :func:`mnp_log_likelihood` and the Newton
+#: steps that place it: 12 nodes, 2 steps. Against a 100-node adaptive reference on 20,000 records
+#: with d = 5 and eta ~ N(-1, 1.5^2) (levels often very unlikely) the largest error of a record's
+#: log-likelihood was 8.5e-6 (mean 2.3e-7), where the plain 20-node rule used before erred by up to
+#: 1.1e-2; with eta ~ N(0, 0.7^2) 9.6e-6. Curvature scaling matters: the same nodes shifted only
+#: (scale 1) erred by up to 7e-3
+_GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(12)
 _GH_LOGW = np.log(_GH_WEIGHTS / np.sqrt(2.0 * np.pi))
+_MNP_NEWTON = 2
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
@@ -222,8 +231,11 @@ def mnp_log_likelihood(eta: np.ndarray, level: np.ndarray, grad: bool = False, h
 
         \Pr(y = l \mid \eta) = \int \phi(s) \prod_{j \ne l} \Phi(s + \eta_l - \eta_j)\, ds,
 
-    evaluated by 20-point Gauss-Hermite quadrature (the integrand is a smooth
-    bounded product of normal CDFs). Missing levels (-1) contribute 0. With
+    evaluated by adaptive Gauss-Hermite quadrature (Liu & Pierce 1994): a
+    12-point rule centred and scaled by two Newton steps towards the mode of the
+    (log-concave) integrand, whose mass moves far from 0 when the level is
+    unlikely (a fixed 20-point rule erred by up to 0.01 in the log there).
+    Missing levels (-1) contribute 0. With
     ``grad`` also returns :math:`\partial \log \Pr / \partial \eta_{i1..d}` (n, d):
     :math:`-E_r[\phi/\Phi(s + \eta_l - \eta_j)]` for :math:`j \ne l` and minus their
     sum for j = l, where :math:`E_r` averages over the quadrature nodes with
@@ -264,10 +276,30 @@ def _log_ndtr_scalar(x: float) -> float:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
+def _ndtr_mills(x: float) -> tuple:  # pragma: no cover - compiled
+    r""":math:`(\Phi(x), \phi(x)/\Phi(x))`; below x = -37 :math:`\Phi` is returned as 0 and the
+    Mills ratio from the asymptotic series :math:`-x / (1 - x^{-2} + 3x^{-4} - 15x^{-6})`
+    (Abramowitz & Stegun 26.2.12)."""
+    if x > -37.0:
+        p = 0.5 * math.erfc(-x * 0.7071067811865476)
+        return p, math.exp(-0.5 * x * x - 0.9189385332046727) / p
+    x2 = x * x
+    return 0.0, -x / (1.0 - 1.0 / x2 + 3.0 / (x2 * x2) - 15.0 / (x2 * x2 * x2))
+
+
+@numba.njit(cache=True)
 def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
     """Compiled body of :func:`mnp_log_likelihood` (one pass per record; the NumPy version
     materialised (n, nodes, levels) arrays and spent 80 % of an NHANES iteration there).
-    ``want``: 0 log-likelihood, 1 and its gradient, 2 and its Hessian."""
+    ``want``: 0 log-likelihood, 1 and its gradient, 2 and its Hessian.
+
+    Adaptive Gauss-Hermite (Liu & Pierce 1994): the base rule (``nodes``, ``logw``: probabilists'
+    nodes, log weights summing to one) is moved to :math:`\\hat s` and scaled by :math:`\\sigma`,
+    the point and curvature reached by ``_MNP_NEWTON`` Newton steps from s = 0 on the (concave)
+    log integrand; :math:`\\int f = \\sigma \\sum_k w_k f(\\hat s + \\sigma x_k) / \\phi(x_k)`.
+    Any such (deterministic) centre and scale is a valid rule; near the mode few nodes suffice.
+    The log of a node's product of normal CDFs is taken once per node (per factor only when the
+    product underflows)."""
     n, d = eta.shape
     K = nodes.size
     L = d + 1
@@ -275,12 +307,19 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
     g = np.zeros((n, d))
     h = np.zeros((n, d, d)) if want >= 2 else np.zeros((0, d, d))
     full = np.zeros(L)
+    dl = np.zeros(L)
     a = np.zeros(K)
-    lf = np.zeros((K, L))
+    sk = np.zeros(K)
+    pf = np.zeros((K, L))  # Phi at the node (fast path) or log Phi (underflow path)
+    fast = np.zeros(K, dtype=np.bool_)
     mk = np.zeros((K, L))
     G = np.zeros(L)
     M = np.zeros((L, L))
     Hf = np.zeros((L, L))
+    base = np.zeros(K)
+    for k in range(K):
+        # log w_k - log phi(x_k)
+        base[k] = logw[k] + 0.5 * nodes[k] * nodes[k] + 0.9189385332046727
     for i in range(n):
         lv = level[i]
         if lv < 0:
@@ -288,17 +327,49 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
         for j in range(d):
             full[j + 1] = eta[i, j]
         el = full[lv]
-        amax = -np.inf
-        for k in range(K):
-            s = logw[k]
+        for j in range(L):
+            dl[j] = el - full[j]
+        # centre and scale: Newton on log f(s) = log phi(s) + sum_j log Phi(s + dl_j) from s = 0;
+        # gradient -s + sum_j m_j, minus the second derivative 1 + sum_j m_j (x_j + m_j)
+        s = 0.0
+        hs = 1.0
+        for _ in range(_MNP_NEWTON):
+            gs = -s
+            hs = 1.0
             for j in range(L):
                 if j != lv:
-                    v = _log_ndtr_scalar(nodes[k] + el - full[j])
-                    lf[k, j] = v
-                    s += v
-            a[k] = s
-            if s > amax:
-                amax = s
+                    x = s + dl[j]
+                    p, m = _ndtr_mills(x)
+                    gs += m
+                    hs += m * (x + m)
+            s += gs / hs
+        sig = 1.0 / math.sqrt(hs)
+        lsig = math.log(sig)
+        amax = -np.inf
+        for k in range(K):
+            sv = s + sig * nodes[k]
+            sk[k] = sv
+            acc = base[k] + lsig - 0.5 * sv * sv - 0.9189385332046727
+            prod = 1.0
+            for j in range(L):
+                if j != lv:
+                    x = sv + dl[j]
+                    p = 0.5 * math.erfc(-x * 0.7071067811865476) if x > -37.0 else 0.0
+                    pf[k, j] = p
+                    prod *= p
+            if prod > 1e-280:
+                fast[k] = True
+                acc += math.log(prod)
+            else:  # a factor far in its lower tail: sum the logs, each from the stable log Phi
+                fast[k] = False
+                for j in range(L):
+                    if j != lv:
+                        v = _log_ndtr_scalar(sv + dl[j])
+                        pf[k, j] = v
+                        acc += v
+            a[k] = acc
+            if acc > amax:
+                amax = acc
         tot = 0.0
         for k in range(K):
             a[k] = math.exp(a[k] - amax)
@@ -311,8 +382,11 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
             G[j] = 0.0
             if j != lv:
                 for k in range(K):
-                    x = nodes[k] + el - full[j]
-                    m = math.exp(-0.5 * x * x - 0.9189385332046727 - lf[k, j])
+                    x = sk[k] + dl[j]
+                    if fast[k]:
+                        m = math.exp(-0.5 * x * x - 0.9189385332046727) / pf[k, j]
+                    else:
+                        m = math.exp(-0.5 * x * x - 0.9189385332046727 - pf[k, j])
                     mk[k, j] = m
                     G[j] += a[k] * m
                 G[j] /= tot
@@ -334,7 +408,7 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
             for j in range(L):
                 if j == lv:
                     continue
-                x = nodes[k] + el - full[j]
+                x = sk[k] + dl[j]
                 M[j, j] -= rk * x * mk[k, j]
                 for jj in range(j + 1, L):
                     if jj != lv:
