@@ -271,3 +271,44 @@ def test_class_names_become_method_names():
         "The posterior sampler of method 'risk-dami' did not converge")
     assert method_terms("RubinSynthesizer.fit needs a spec") == "method 'rubin' needs a spec"
     assert method_terms("DAMISynthesizer and DPSynSynthesizer") == "method 'dami' and method 'dpsyn'"
+
+
+# ---- progress: lines, not carriage returns, off a terminal; no raw ArviZ notice ------------
+def test_progress_off_a_terminal_is_one_line_per_step(agency_csv, tmp_path, capsys):
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,kids", "--keep", "income",
+               "--method", "cart", "--m", "2", "--seed", "1", "--out", str(tmp_path / "c")])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    # the fit moves per column
+    for j, c in enumerate(["age", "sex", "kids"], start=1):
+        assert f"fitting '{c}' ({j}/3)" in err, err
+
+    from synthmi._progress import progress_bar
+
+    bar = progress_bar(["a", "b"], desc="evaluating", enabled=True)
+    for item in bar:
+        bar.set_postfix_str(f"{item}: pMSE")
+        bar.update()
+    bar.close()
+    assert capsys.readouterr().err.splitlines() == ["evaluating: a: pMSE", "evaluating: b: pMSE"]
+    quiet = progress_bar(["a"], desc="evaluating", enabled=False)
+    for item in quiet:
+        quiet.set_postfix_str(item)
+    assert capsys.readouterr().err == ""
+
+
+def test_arviz_refactor_notice_is_hidden_and_only_it(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    # ArviZ warns once a day, stamped in the user cache: a fresh cache makes it speak
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONWARNINGS="default")
+    code = "import synthmi, warnings; import arviz; warnings.warn('other FutureWarning', FutureWarning)"
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "major refactor" not in run.stderr and "other FutureWarning" in run.stderr
+    bare = subprocess.run([sys.executable, "-c", "import arviz"], env=dict(env, XDG_CACHE_HOME=str(tmp_path / "c2")),
+                          capture_output=True, text=True, timeout=300)
+    assert "major refactor" in bare.stderr  # the notice exists: the test above can fail

@@ -560,7 +560,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"Give the masks either with --mask or with --param {MASK_PARAMETER[args.method]}=..., not both.")
         params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()))
     if "progressbar" in _param_names(cls) and "progressbar" not in params:
-        params["progressbar"] = progress_enabled(args)
+        # a sampler's live bar (tqdm) only on a terminal: redirected, its carriage returns
+        # fill the log; the step lines below say the same
+        params["progressbar"] = progress_enabled(args) and sys.stderr.isatty()
     transforms = parse_transforms(args.transform)
     if transforms:
         if "transforms" not in _param_names(cls):
