@@ -139,7 +139,7 @@ _BINARY_CUT = np.zeros(1)
 
 
 class RiskTargetedSynthesizer(Synthesizer):
-    """Risk-subgroup targeted DA-MI synthesis on a Gaussian copula with missing data.
+    r"""Risk-subgroup targeted DA-MI synthesis on a Gaussian copula with missing data.
 
     Parameters
     ----------
