@@ -143,6 +143,11 @@ def test_nested_structure_and_rule(data):
     # takes any frame) rather than SyntheticData.analyse (which checks the fingerprint)
     res = analyse(FORMULA, family="probit", original=df.dropna(), synthetic=syn, rule=syn.rule)
     assert res.rule == "nested"
+    # the nests have their own random streams: drawn in two processes, the copies are the same
+    s.n_jobs = 2
+    syn2 = s.sample(3, random_state=4)
+    for a, b in zip(syn.copies, syn2.copies):
+        pd.testing.assert_frame_equal(a, b)
     assert np.isfinite(res.to_frame()["se_syn"]).all()
     # the nested rule by hand on the (3, 3, p) estimates equals combine(rule="nested")
     import statsmodels.formula.api as smf

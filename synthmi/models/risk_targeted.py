@@ -175,7 +175,8 @@ class RiskTargetedSynthesizer(Synthesizer):
     progressbar : bool, default False
         Progress bar while fitting.
     chains, n_jobs : int, default 2 and 1
-        Chains of the copula sampler and how many run in parallel processes.
+        Chains of the copula sampler and how many run in parallel processes;
+        ``n_jobs`` processes also draw the nests of the two-stage output.
     impute_keep : bool, default False
         Missing values of the kept (Z) columns are imputed inside the model in
         any case (the copula needs complete latents), but by default the copies
@@ -582,26 +583,52 @@ class RiskTargetedSynthesizer(Synthesizer):
         cop = self.copula_
         states = cop.states(m, rng)
         out: list[pd.DataFrame] = []
+        if self.masks_ is not None and self.r is not None:
+            # two stages: nest k continues the chain given completed data set k and draws r copies
+            # from it. Each nest has its own random stream (spawned in nest order), so the copies are
+            # the same whether the nests run in turn or in n_jobs processes
+            nest_rngs = rng.spawn(len(states))
+            if self.n_jobs > 1 and len(states) > 1:
+                import multiprocessing as mp
+                from concurrent.futures import ProcessPoolExecutor
+
+                # the model holds the records (it is not pickled: _confidential_attributes); forked
+                # workers inherit it through a module global, and only the nest index is sent
+                global _FORKED
+                _FORKED = (self, states, nest_rngs)
+                try:
+                    with ProcessPoolExecutor(max_workers=min(self.n_jobs, len(states)),
+                                             mp_context=mp.get_context("fork")) as ex:
+                        nests = list(ex.map(_forked_nest, range(len(states))))
+                finally:
+                    _FORKED = None
+            else:
+                nests = [self._nest(st, r) for st, r in zip(states, nest_rngs)]
+            return [f for nest in nests for f in nest]
         for st in states:
             levels = cop.sampler_.completed_levels(st)
             if self.masks_ is None:
                 out.append(self._frame(levels))
-                continue
-            if self.r is None:
+            else:
                 out.append(self._frame(self._synthesize(st, levels, cop.sampler_, rng), rng))
-                continue
-            # two stages: the chain given this completed data set, r copies from it
-            comp_margins = [_replace_level(mg, lv) for mg, lv in zip(cop.margins_, levels)]
-            sampler = CopulaGibbs(comp_margins, cop.q_, cop.prior_df)
-            sampler.collapse_binary = cop.sampler_.collapse_binary
-            sampler.collapse_nominal = cop.sampler_.collapse_nominal
-            sampler.zero_coef = dict(cop.sampler_.zero_coef)
-            sampler.block_active[:] = cop.sampler_.block_active
-            st2 = st.copy()
-            for _ in range(int(self.r)):
-                for _ in range(cop.thin):
-                    sampler.step(st2, rng)
-                out.append(self._frame(self._synthesize(st2, levels, sampler, rng), rng))
+        return out
+
+    def _nest(self, st: CopulaState, rng: np.random.Generator) -> list[pd.DataFrame]:
+        """The r synthetic copies of one completed data set (the chain continued given it)."""
+        cop = self.copula_
+        levels = cop.sampler_.completed_levels(st)
+        comp_margins = [_replace_level(mg, lv) for mg, lv in zip(cop.margins_, levels)]
+        sampler = CopulaGibbs(comp_margins, cop.q_, cop.prior_df)
+        sampler.collapse_binary = cop.sampler_.collapse_binary
+        sampler.collapse_nominal = cop.sampler_.collapse_nominal
+        sampler.zero_coef = dict(cop.sampler_.zero_coef)
+        sampler.block_active[:] = cop.sampler_.block_active
+        st2 = st.copy()
+        out = []
+        for _ in range(int(self.r)):
+            for _ in range(cop.thin):
+                sampler.step(st2, rng)
+            out.append(self._frame(self._synthesize(st2, levels, sampler, rng), rng))
         return out
 
     def _frame(self, levels: list[np.ndarray], rng: np.random.Generator | None = None) -> pd.DataFrame:
@@ -735,6 +762,15 @@ class RiskTargetedSynthesizer(Synthesizer):
         z[np.ix_(accept, S)] = prop[accept]
         E[np.ix_(accept, S)] = prop[accept] - mu[S]
         syn[mg.name] = np.where(accept, new_level, syn[mg.name])
+
+
+#: (model, states, random streams) of the nests being drawn in forked processes (RiskTargetedSynthesizer._sample)
+_FORKED: Any = None
+
+
+def _forked_nest(k: int) -> list[pd.DataFrame]:
+    model, states, rngs = _FORKED
+    return model._nest(states[k], rngs[k])
 
 
 def _skip_patterns(frame: pd.DataFrame, schema, exclude: set) -> list[tuple[str, str]]:
