@@ -9,8 +9,20 @@ M = 5 copies. Target (issue 17): max R-hat <= 1.01, wall <= 2 min on 2 cores.
 The columns' posteriors are independent given the data, so ``--n-jobs 2``
 (the default here) samples two columns at a time in two processes
 (:mod:`synthmi.models.column_posterior`; the draws do not depend on it).
+Hours' skip rule (missing when not employed) is structural: hours' models are
+fitted on the employed rows only, where its missingness indicator has a single
+level and needs no model (:mod:`synthmi.models.base`).
 Wall seconds are the median of ``--repeats`` runs of fit + sample; the load
 average before and after each run is recorded (the machine is shared).
+
+With ``--separation`` it instead writes, per logit conditional, the empty cells
+of its response by each kept categorical predictor (a level of a predictor
+with no record in a category: quasi-separation, the likelihood one-sided along
+that coefficient), the coefficients whose Laplace mode exceeds 5 in absolute
+value or whose Laplace sd exceeds 3 (prior-dominated directions), and the
+importance ESS fraction of the independence proposal, under the default
+N(0, 10^2) prior and under N(0, 2.5^2) (the scale of Gelman, Jakulin, Pittau
+& Su 2008, Ann. Appl. Stat. 2:1360-1383) for comparison.
 
 With ``--compare-samplers`` it instead compares the exact samplers of every
 logit conditional by bulk ESS per CPU second: independence MH, whitened HMC
@@ -41,11 +53,11 @@ def run_dami(df, m, n_jobs):
         masks={"age": {"K": 2, "sigma_e": 3.0}}, transforms={"income": "log", "hours_per_week": "rank"},
         random_state=SEED, progressbar=False, n_jobs=n_jobs,
     )
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     syn.fit(df, AGENCY_QI, keep=AGENCY_KEEP, weights="weight", semicont={"income": [0]}, rules=AGENCY_RULES)
-    t_fit = time.perf_counter() - t0
+    t_fit, c_fit = time.perf_counter() - t0, time.process_time() - c0
     out = syn.sample(m, random_state=SEED)
-    return syn, out, t_fit
+    return syn, out, t_fit, c_fit
 
 
 def main() -> None:
@@ -55,35 +67,46 @@ def main() -> None:
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--compare-samplers", action="store_true")
+    ap.add_argument("--separation", action="store_true")
     args = ap.parse_args()
     df = make_agency_data(args.n, seed=1)[AGENCY_QI + AGENCY_KEEP]
+    if args.separation:
+        separation(df, args.n)
+        return
     if args.compare_samplers:
         syn = DAMISynthesizer(masks={"age": {"K": 2, "sigma_e": 3.0}},
                               transforms={"income": "log", "hours_per_week": "rank"}, random_state=SEED)
         syn.fit(df, AGENCY_QI, keep=AGENCY_KEEP, weights="weight", semicont={"income": [0]}, rules=AGENCY_RULES)
         compare_samplers(syn, args.n)
         return
-    walls, cpus, loads, fits = [], [], [], []
+    walls, cpus, loads, fits, fit_cpus = [], [], [], [], []
     for _ in range(args.repeats):
         load0 = os.getloadavg()
-        c0 = time.process_time() + resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+        ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+        c0 = time.process_time() + ch.ru_utime + ch.ru_stime
         res = measure(lambda: run_dami(df, args.m, args.n_jobs), repeats=1)
-        # CPU seconds of this process and its worker processes
-        cpus.append(time.process_time() + resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - c0)
+        # CPU seconds (user + system) of this process and its worker processes
+        ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(time.process_time() + ch.ru_utime + ch.ru_stime - c0)
         walls.append(res["wall_seconds_median"])
         loads.append({"before": load0, "after": os.getloadavg()})
         fits.append(res["result"][2])
-        print(f"  run {len(walls)}: {walls[-1]:.1f} s wall, {cpus[-1]:.1f} CPU-s, load {load0[0]:.1f} -> {loads[-1]['after'][0]:.1f}")
-    syn, out, t_fit = res["result"]
+        fit_cpus.append(res["result"][3])
+        print(f"  run {len(walls)}: {walls[-1]:.1f} s wall, {cpus[-1]:.1f} CPU-s, load {load0[0]:.1f} -> {loads[-1]['after'][0]:.1f}",
+              flush=True)
+    syn, out, t_fit, _ = res["result"]
     diag = out.diagnostics
     col_cpu = dict(syn.posterior_cpu_seconds_)
     heavy = sorted((v for c, v in col_cpu.items() if v and cols_is_mcmc(diag, c)), reverse=True)
     loads_w = [0.0] * max(args.n_jobs, 1)
     for v in heavy:  # longest processing time first
         loads_w[loads_w.index(min(loads_w))] += v
-    parent_cpu = cpus[-1] - sum(heavy)  # the last run, whose per-column figures these are
-    est_wall = {"parent_cpu_seconds": parent_cpu, "worker_cpu_seconds": loads_w,
-                "estimate": parent_cpu + (max(loads_w) if args.n_jobs > 1 else sum(heavy))}
+    # the last run, whose per-column figures these are: the fit, the MCMC columns (longest first
+    # on n_jobs workers) and the rest (copies' predictive draws, closed-form columns), all serial
+    rest_cpu = cpus[-1] - fit_cpus[-1] - sum(heavy)
+    est_wall = {"fit_cpu_seconds": fit_cpus[-1], "worker_cpu_seconds": loads_w,
+                "predictive_and_other_cpu_seconds": rest_cpu,
+                "estimate": fit_cpus[-1] + (max(loads_w) if args.n_jobs > 1 else sum(heavy)) + rest_cpu}
     cols = {c: {k: v for k, v in d.items() if k not in ("mode", "cov")} for c, d in diag["columns"].items()}
     copy = out.copies[0]
     quality = {
@@ -104,9 +127,11 @@ def main() -> None:
         "cpu_seconds_fit_and_sample": statistics.median(cpus), "cpu_seconds_all": cpus,
         "loadavg_per_run": loads,
         "peak_traced_mib": res["peak_traced_mib"], "max_rss_mib": res["max_rss_mib"],
+        # the largest worker process (posterior columns)
+        "max_rss_worker_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         "max_r_hat": diag["max_r_hat"], "min_ess_bulk": diag["min_ess_bulk"],
         "target": {"max_r_hat": 1.01, "wall_seconds": 120},
-        "columns": cols, "quality": quality,
+        "columns": cols, "quality": quality, "predictive_scheme": out.structure.get("predictive_scheme"),
         # CPU seconds of each column's posterior sampling (in its worker) and the longest-first
         # schedule of those on n_jobs idle cores plus the parent's own CPU: what the wall time
         # would be on an otherwise idle machine (the shared machine's wall is inflated by load)
@@ -126,6 +151,43 @@ def main() -> None:
 def cols_is_mcmc(diag, c) -> bool:
     """True for the columns whose posterior is sampled by MCMC (these go to worker processes)."""
     return "r_hat" in diag["columns"].get(c, {})
+
+
+def separation(df, n) -> None:
+    """Empty response-by-predictor cells and prior-dominated coefficients of each logit conditional."""
+    import pandas as pd
+
+    payload = {"n": n, "seed": SEED, "prior_sd": {}, "empty_cells": {}}
+    for psd in (10.0, 2.5):
+        syn = DAMISynthesizer(masks={"age": {"K": 2, "sigma_e": 3.0}},
+                              transforms={"income": "log", "hours_per_week": "rank"}, random_state=SEED,
+                              progressbar=False, prior_sd=psd)
+        syn.fit(df, AGENCY_QI, keep=AGENCY_KEEP, weights="weight", semicont={"income": [0]}, rules=AGENCY_RULES)
+        rows = {}
+        for cond in syn.conditionals_:
+            model = cond.fast
+            if cond.family != "logit":
+                continue
+            mode, cov = model.mode()
+            sd = np.sqrt(np.diag(cov))
+            K = model.C - 1
+            flagged = [{"coef": cond.coef_names[i], "category": k, "mode": float(mode[i * K + k]),
+                        "sd": float(sd[i * K + k])}
+                       for i in range(model.p) for k in range(K)
+                       if abs(mode[i * K + k]) > 5 or sd[i * K + k] > 3]
+            frac = importance_ess_fraction(model, (mode, cov), np.random.default_rng(SEED))
+            rows[cond.column] = {"coefficients": model.dim, "importance_ess_fraction": frac,
+                                 "prior_dominated": len(flagged), "examples": flagged[:8]}
+            print(f"prior sd {psd}: {cond.column}: {model.dim} coefficients, importance ESS fraction {frac:.3f}, "
+                  f"{len(flagged)} with |mode| > 5 or sd > 3", flush=True)
+            if psd == 10.0 and cond.column in df.columns:
+                y = df[cond.column].astype(str)
+                payload["empty_cells"][cond.column] = {
+                    z: int((pd.crosstab(df[z].astype(str), y) == 0).sum().sum())
+                    for z in AGENCY_KEEP if isinstance(df[z].dtype, pd.CategoricalDtype)}
+        payload["prior_sd"][str(psd)] = rows
+    print("empty cells:", payload["empty_cells"])
+    write_json(f"agency_separation_n{n}", payload)
 
 
 def polya_gamma_gibbs(model, n_iter, rng, start):

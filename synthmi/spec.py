@@ -190,6 +190,9 @@ class ReleaseSpec:
         checks; the first is the default of ``analyse`` and ``report``.
     source : str
         Where the declared public values come from (code book, documentation).
+    na_values : list of str, optional
+        Cell values of the data file that mean missing (``["?", ".", "-9"]``), as
+        pandas ``read_csv``'s ``na_values``; the CLI reads the file with them.
     """
 
     columns: dict[str, ColumnSpec] = field(default_factory=dict)
@@ -198,9 +201,14 @@ class ReleaseSpec:
     visit_sequence: list[str] | None = None
     analyses: list[dict[str, str]] = field(default_factory=list)
     source: str = ""
+    na_values: list[str] | None = None
 
     def __post_init__(self) -> None:
         self.columns = dict(self.columns)
+        if self.na_values is not None:
+            if isinstance(self.na_values, str) or not all(isinstance(v, (str, int, float)) for v in self.na_values):
+                raise _err("The 'na_values' of the spec", 'a list of markers such as ["?", ".", "-9"]', self.na_values)
+            self.na_values = [str(v) for v in self.na_values] or None
         for name, col in self.columns.items():
             if not isinstance(col, ColumnSpec) or col.name != name:
                 raise ValueError(f"The 'columns' of a ReleaseSpec must map each name to its ColumnSpec; '{name}' does not.")
@@ -465,7 +473,7 @@ class ReleaseSpec:
         if masks and qi is not None:
             masks = None if any(c not in qi for c in _mask_columns(masks)) else masks
         return ReleaseSpec(cols, masks, self.models, None if qi is not None else self.visit_sequence,
-                           list(self.analyses), self.source)
+                           list(self.analyses), self.source, self.na_values)
 
     def public_view(self) -> "ReleaseSpec":
         """A copy without the inferred (confidential) levels and bounds: what a release may publish."""
@@ -473,7 +481,8 @@ class ReleaseSpec:
             c: v if v.declared else replace(v, levels=None, bounds=None, point_masses=None)
             for c, v in self.columns.items()
         }
-        return ReleaseSpec(cols, self.masks, self.models, self.visit_sequence, list(self.analyses), self.source)
+        return ReleaseSpec(cols, self.masks, self.models, self.visit_sequence, list(self.analyses), self.source,
+                           self.na_values)
 
     # ---- JSON --------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -489,6 +498,8 @@ class ReleaseSpec:
             d["models"] = _jsonify(self.models)
         if self.visit_sequence is not None:
             d["visit_sequence"] = list(self.visit_sequence)
+        if self.na_values:
+            d["na_values"] = list(self.na_values)
         return d
 
     @classmethod
@@ -499,11 +510,11 @@ class ReleaseSpec:
         if version != FORMAT:
             raise ValueError(f"This release spec has format version {version!r}; this synthmi reads version {FORMAT}.")
         unknown = sorted(set(d) - {"synthmi_spec", "source", "columns", "analyses", "masks", "models",
-                                   "visit_sequence", "note", "notes"})
+                                   "visit_sequence", "na_values", "note", "notes"})
         if unknown:
             raise ValueError(
                 f"The release spec has unknown keys {unknown}; allowed: columns, masks, models, visit_sequence, "
-                "analyses, source, note."
+                "analyses, na_values, source, note."
             )
         cols = {str(c): ColumnSpec.from_dict(str(c), v) for c, v in d["columns"].items()}
         return cls(
@@ -513,6 +524,7 @@ class ReleaseSpec:
             visit_sequence=d.get("visit_sequence"),
             analyses=list(d.get("analyses") or []),
             source=str(d.get("source") or ""),
+            na_values=d.get("na_values"),
         )
 
     def to_json(self, indent: int = 2) -> str:

@@ -91,3 +91,140 @@ def test_integer_columns_with_missing_values_come_back_as_integers(agency_csv, t
         assert "" in _column_text(out / "copy_01.csv", "kids")
         assert _column_text(out / "copy_01.csv", "hours") == _column_text(agency_csv, "hours")
 
+
+# ---- integer-coded categories: a warning, and --categorical ------------------------------
+def _warnings(err: str) -> list[str]:
+    return [line for line in err.splitlines() if "only a few whole numbers" in line]
+
+
+def test_coded_columns_warn_once_naming_the_columns_and_the_option(agency_csv, tmp_path, capsys):
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+               "--method", "rubin", "--m", "2", "--seed", "1", "--out", str(tmp_path / "r"), "--quiet"])
+    assert rc == 0
+    lines = _warnings(capsys.readouterr().err)
+    assert len(lines) == 1
+    assert "'sex', 'region' hold only a few whole numbers" in lines[0]
+    assert "--categorical sex,region" in lines[0]
+    # a number with many values (age), a 0/1 column or a declared one is not named
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex", "--keep", "income,region",
+               "--categorical", "sex", "--method", "rubin", "--m", "2", "--seed", "1",
+               "--out", str(tmp_path / "r2"), "--quiet"])
+    assert rc == 0
+    lines = _warnings(capsys.readouterr().err)
+    assert len(lines) == 1 and "'region' holds" in lines[0] and "'sex'" not in lines[0]
+    assert "'age'" not in lines[0] and "'income'" not in lines[0]
+
+
+def test_cart_keeps_codes_without_a_warning(agency_csv, tmp_path, capsys):
+    # cart draws observed values: a code stays a code, so nothing to warn about
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+               "--method", "cart", "--m", "2", "--seed", "1", "--out", str(tmp_path / "c"), "--quiet"])
+    assert rc == 0
+    assert _warnings(capsys.readouterr().err) == []
+
+
+def test_categorical_option_declares_the_kind(agency_csv, tmp_path, capsys):
+    out = tmp_path / "r"
+    rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+               "--categorical", "sex,region", "--method", "rubin", "--m", "2", "--seed", "1",
+               "--out", str(out), "--quiet"])
+    assert rc == 0
+    assert _warnings(capsys.readouterr().err) == []
+    spec = json.loads((out / "metadata.json").read_text())["spec"]["columns"]
+    assert spec["sex"]["kind"] == "binary" and spec["region"]["kind"] == "nominal"
+    for copy in SyntheticData.from_dir(out).copies:
+        assert set(copy["region"]) <= {1, 2, 3, 4, 5} and set(copy["sex"]) <= {1, 2}
+        assert copy["region"].dtype == np.int64
+    # the same through a drafted spec
+    spec_file = tmp_path / "spec.json"
+    assert main(["spec", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
+                 "--categorical", "sex,region", "--out", str(spec_file)]) == 0
+    drafted = json.loads(spec_file.read_text())["columns"]
+    assert drafted["sex"]["kind"] == "binary" and drafted["region"]["kind"] == "nominal"
+    assert drafted["region"]["levels"] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--categorical", "nope"], "The '--categorical' option names columns not in the data: ['nope']"),
+    (["--categorical", "kids"], "The '--categorical' option names columns that are not released"),
+    (["--method", "dpsyn", "--categorical", "sex"], "The '--categorical' option is not for method 'dpsyn'"),
+])
+def test_categorical_option_errors(agency_csv, tmp_path, capsys, argv, message):
+    base = ["synthesize", "--data", str(agency_csv), "--qi", "age,sex", "--keep", "income", "--method", "rubin",
+            "--m", "2", "--out", str(tmp_path / "x"), "--quiet"]
+    # later options win in argparse: the method given in argv replaces rubin
+    assert main(base + argv) == 1
+    err = capsys.readouterr().err
+    assert message in err, err
+
+
+# ---- missing-value markers: --na-values, the spec's na_values, recorded in metadata.json ---
+@pytest.fixture(scope="module")
+def coded_csv(tmp_path_factory):
+    """The agency file with missing kids coded '?' and missing hours coded -9."""
+    df = _agency_frame().astype({c: "Int64" for c in ("kids", "hours", "income")}).astype(object)
+    df["kids"] = df["kids"].where(df["kids"].notna(), "?")
+    df["hours"] = df["hours"].where(df["hours"].notna(), -9)
+    path = tmp_path_factory.mktemp("coded") / "coded.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_load_dataset_reads_markers_as_missing(coded_csv):
+    from synthmi.data import load_dataset
+
+    plain = load_dataset(str(coded_csv))
+    assert isinstance(plain["kids"].dtype, pd.CategoricalDtype) and "?" in plain["kids"].cat.categories
+    assert (plain["hours"] == -9).sum() > 0
+    read = load_dataset(str(coded_csv), na_values=["?", "-9"])
+    truth = _agency_frame()
+    pd.testing.assert_series_equal(read["kids"], truth["kids"])
+    pd.testing.assert_series_equal(read["hours"], truth["hours"])
+
+
+def test_na_values_option_is_used_recorded_and_reused(coded_csv, tmp_path, capsys):
+    import argparse
+
+    from synthmi.commands._common import load_release
+
+    out = tmp_path / "syn"
+    rc = main(["synthesize", "--data", str(coded_csv), "--qi", "age,sex,kids", "--keep", "hours,income",
+               "--na-values", "?,-9", "--method", "cart", "--m", "2", "--seed", "4", "--out", str(out), "--quiet"])
+    assert rc == 0
+    assert "missing value" not in capsys.readouterr().err
+    assert json.loads((out / "metadata.json").read_text())["source"]["na_values"] == ["?", "-9"]
+    truth = _agency_frame()
+    for copy in SyntheticData.from_dir(out).copies:
+        assert copy["kids"].dtype == np.float64 and copy["kids"].isna().any()
+        pd.testing.assert_series_equal(copy["hours"], truth["hours"])  # kept: released unchanged, -9 now missing
+    # the evaluation verbs read the original with the recorded markers unless told otherwise
+    args = argparse.Namespace(synthetic=str(out), original=str(coded_csv), sep=",", na_values=None, spec=None)
+    original, _, _ = load_release(args)
+    pd.testing.assert_series_equal(original["hours"], truth["hours"])
+    assert main(["analyse", "--original", str(coded_csv), "--synthetic", str(out), "--formula", "hours ~ age",
+                 "--family", "gaussian", "--quiet"]) == 0
+
+
+def test_spec_carries_na_values(coded_csv, tmp_path, capsys):
+    from synthmi.spec import ReleaseSpec
+
+    spec_file = tmp_path / "spec.json"
+    assert main(["spec", "--data", str(coded_csv), "--qi", "age,sex,kids", "--keep", "hours,income",
+                 "--na-values", "?,-9", "--out", str(spec_file)]) == 0
+    spec = ReleaseSpec.load(spec_file)
+    assert spec.na_values == ["?", "-9"] and spec.kind("kids") == "integer"
+    assert spec.with_roles(["age", "sex"]).na_values == ["?", "-9"]
+    out = tmp_path / "syn"
+    assert main(["synthesize", "--data", str(coded_csv), "--spec", str(spec_file), "--method", "cart", "--m", "2",
+                 "--seed", "4", "--out", str(out), "--quiet"]) == 0
+    assert SyntheticData.from_dir(out).copies[0]["kids"].dtype == np.float64
+    with pytest.raises(ValueError, match="The 'na_values' of the spec must be a list"):
+        ReleaseSpec.from_dict({"columns": {}, "na_values": "?"})
+
+
+def test_a_marker_read_as_a_category_is_named(coded_csv, tmp_path, capsys):
+    rc = main(["synthesize", "--data", str(coded_csv), "--qi", "age,sex,kids", "--keep", "hours", "--method",
+               "cart", "--m", "2", "--seed", "4", "--out", str(tmp_path / "x"), "--quiet"])
+    assert rc == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "missing value" in ln]
+    assert len(lines) == 1 and "'kids' holds the value '?'" in lines[0] and "--na-values '?'" in lines[0]

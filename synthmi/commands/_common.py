@@ -100,7 +100,40 @@ def add_overwrite_flag(p: argparse.ArgumentParser) -> None:
 
 
 def add_sep_flag(p: argparse.ArgumentParser) -> None:
+    """``--sep`` and ``--na-values``: how to read a CSV."""
     p.add_argument("--sep", default=",", help="field separator of CSV input, e.g. ';' or '\\t' (default: ',')")
+    p.add_argument(
+        "--na-values", default=None, metavar="MARKERS",
+        help="comma-separated cell values of CSV input that mean missing, e.g. '?,.,-9' (as pandas read_csv's "
+        "na_values, for every column; empty cells and NA already are). Default: a --spec's \"na_values\", "
+        "else the markers recorded with the copies",
+    )
+
+
+def na_values_of(args: argparse.Namespace, spec=None, recorded=None) -> list[str] | None:
+    """The missing-value markers: ``--na-values``, else the spec's ``na_values``, else
+    ``recorded`` (those written to metadata.json when the copies were made)."""
+    given = getattr(args, "na_values", None)
+    if given is not None:
+        markers = split_list(given)
+        if not markers:
+            raise ValueError("The '--na-values' option must list at least one marker, e.g. --na-values '?,-9'.")
+        return markers
+    if spec is not None and getattr(spec, "na_values", None):
+        return list(spec.na_values)
+    return list(recorded) if recorded else None
+
+
+def recorded_na_values(directory) -> list[str] | None:
+    """The markers recorded in ``directory``/metadata.json by 'synthmi synthesize' (or None)."""
+    import json
+
+    meta = Path(directory) / "metadata.json"
+    try:
+        source = json.loads(meta.read_text()).get("source") or {}
+    except (OSError, ValueError):
+        return None
+    return source.get("na_values") or None
 
 
 def sep_of(args: argparse.Namespace) -> str:
@@ -131,7 +164,7 @@ def add_common_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress output")
 
 
-def load_original(spec: str, sep: str = ",", option: str = "--original"):
+def load_original(spec: str, sep: str = ",", option: str = "--original", na_values: list[str] | None = None):
     """The original frame and a digest of its source.
 
     Bundled public data get a plain SHA-256; a user's (confidential) file only a
@@ -144,7 +177,7 @@ def load_original(spec: str, sep: str = ",", option: str = "--original"):
     public = is_bundled(spec)
     if not public and not path.exists():
         raise FileNotFoundError(f"The '{option}' file '{spec}' does not exist.")
-    df = load_dataset(spec, sep=sep, option=option)
+    df = load_dataset(spec, sep=sep, option=option, na_values=na_values)
     digest = ("sha256:" + frame_sha256(df)) if public else confidential_digest(path=path)
     return df, digest
 
@@ -232,8 +265,12 @@ def load_release(args: argparse.Namespace):
     """
     from ..synthetic import SyntheticData
 
+    from ..spec import ReleaseSpec
+
     syn = SyntheticData.from_dir(synthetic_dir(args.synthetic))
-    original_full, _ = load_original(args.original, sep_of(args))
+    spec = ReleaseSpec.load(args.spec) if getattr(args, "spec", None) else None
+    na = na_values_of(args, spec, recorded_na_values(args.synthetic))
+    original_full, _ = load_original(args.original, sep_of(args), na_values=na)
     syn.check_original(original_full, "--original")
     return original_full, align_original(original_full, syn), syn
 
@@ -393,3 +430,101 @@ def warn_identifiers(verb: str, ids: list[str], how: str) -> None:
         print(f"synthmi {verb}: warning: {names} {'has' if len(ids) == 1 else 'have'} a different value in every "
               f"row, like a record identifier; released unchanged it links each synthetic row to its person, and "
               f"as a predictor it lets the model single people out. {how}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- integer-coded categories
+#: at most this many distinct whole numbers make a numeric column look like codes of
+#: categories (the same limit the CSV reader uses for numerically coded categoricals)
+MAX_CODES = 10
+
+
+def coded_columns(df, columns, max_codes: int = MAX_CODES) -> list[str]:
+    """Numeric columns among ``columns`` that look like integer codes of categories: only
+    whole numbers, 2 to ``max_codes`` distinct values, and not 0/1 (a 0/1 column is already
+    read as binary, see :func:`synthmi.schema._infer_variable`).
+
+    Such a column (sex coded 1/2, a region coded 1..5) is a number to the models unless it
+    is declared categorical: a normal model, linear in its predictors. That follows
+    synthpop, which models a numeric column as numeric unless it is made a factor; the
+    warning built on this says so instead of guessing.
+    """
+    import numpy as np
+    import pandas as pd
+
+    out = []
+    for c in columns:
+        s = df[c]
+        if (isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(s.dtype)
+                or not pd.api.types.is_numeric_dtype(s.dtype)):
+            continue
+        x = pd.unique(s.dropna().to_numpy(dtype=float))
+        if 2 <= x.size <= max_codes and np.all(np.mod(x, 1.0) == 0.0) and not set(x.tolist()) <= {0.0, 1.0}:
+            out.append(c)
+    return out
+
+
+def categorical_kinds(df, columns: list[str], option: str = "--categorical") -> dict[str, str]:
+    """``--categorical`` columns -> their kind: binary with 2 distinct values, else nominal."""
+    unknown = [c for c in columns if c not in df.columns]
+    if unknown:
+        raise ValueError(f"The '{option}' option names columns not in the data: {unknown}. "
+                         f"Available columns: {list(df.columns)}.")
+    kinds = {}
+    for c in columns:
+        n = int(df[c].nunique(dropna=True))
+        if n < 2:
+            raise ValueError(f"The '{option}' option names column '{c}', which holds fewer than 2 distinct values.")
+        kinds[c] = "binary" if n == 2 else "nominal"
+    return kinds
+
+
+def warn_coded(verb: str, cols: list[str], where: str = "in a spec ('synthmi spec')") -> None:
+    """One warning line naming integer-coded columns modelled as numbers, and the option
+    that declares them categorical (names and never a value)."""
+    import sys
+
+    if not cols:
+        return
+    one = len(cols) == 1
+    names = ", ".join(f"'{c}'" for c in cols)
+    listed = ",".join(f'"{c}"' if "," in c else c for c in cols)
+    print(f"synthmi {verb}: warning: {names} {'holds' if one else 'hold'} only a few whole numbers and "
+          f"{'is' if one else 'are'} modelled as {'a number' if one else 'numbers'}, as synthpop does with a numeric "
+          f"column. If {'its' if one else 'their'} numbers are codes of categories (1/2 for sex, 1..5 for a "
+          f"region), declare {'it' if one else 'them'} with --categorical {listed} (or kind \"nominal\" {where}); "
+          f"counts and scores can stay numeric.", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- missing-value markers
+#: cell values agency files use for a missing value that pandas does not read as missing
+MISSING_MARKERS = ("?", ".", "-", "*", "..", "--")
+
+
+def warn_markers(verb: str, df) -> None:
+    """One warning line naming the text columns whose levels include a common missing-value
+    marker (``?``, ``.``, ...), with the ``--na-values`` that would read them as missing.
+
+    Without it a ``?`` among numbers makes the column a coded categorical with a ``?``
+    level (see :func:`synthmi.data.check_csv_frame`), silently. The markers are fixed
+    symbols, not data values; numeric codes such as ``-9`` cannot be told from data and
+    are left to the user.
+    """
+    import sys
+
+    import pandas as pd
+
+    found: dict[str, list[str]] = {}
+    for c in df.columns:
+        s = df[c]
+        levels = s.cat.categories if isinstance(s.dtype, pd.CategoricalDtype) else (
+            s.dropna().unique() if pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)
+            else [])
+        hits = [m for m in MISSING_MARKERS if m in {str(v).strip() for v in levels}]
+        if hits:
+            found[str(c)] = hits
+    if found:
+        markers = sorted({m for h in found.values() for m in h}, key=MISSING_MARKERS.index)
+        names = ", ".join(f"'{c}'" for c in found)
+        print(f"synthmi {verb}: warning: {names} {'holds' if len(found) == 1 else 'hold'} the value "
+              f"{' / '.join(repr(m) for m in markers)}, which many files use for a missing value; it is read as a "
+              f"category. If it means missing, add --na-values '{','.join(markers)}'.", file=sys.stderr, flush=True)

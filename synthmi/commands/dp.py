@@ -146,7 +146,7 @@ def _declared_domain(data: str, domain_path: str | None):
 
 
 def _binary_column(data: str, column: str, positive: str | None, n_declared: int | None, domain_path: str | None = None,
-                   sep: str = ","):
+                   sep: str = ",", na_values: list[str] | None = None):
     """0/1 indicator of ``column == positive`` and the public n.
 
     The coding comes only from the command line or the column's declared public
@@ -163,7 +163,7 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     from ..domain import _level_key
     from ._common import load_original
 
-    df, _ = load_original(data, sep, option="--data")
+    df, _ = load_original(data, sep, option="--data", na_values=na_values)
     if column not in df.columns:
         raise ValueError(f"The '--column' option names a column not in the data: {column!r}.")
     s = df[column]
@@ -244,7 +244,10 @@ def run_bayes(args: argparse.Namespace) -> int:
             raise ValueError("The '--data' option needs '--column'.")
         if args.k is not None:
             raise ValueError("The '--k' option cannot be combined with '--data' (k is counted privately).")
-        x, _ = _binary_column(args.data, args.column, args.positive, args.n, args.domain, sep_of(args))
+        from ._common import na_values_of
+
+        x, _ = _binary_column(args.data, args.column, args.positive, args.n, args.domain, sep_of(args),
+                              na_values_of(args))
     else:
         if args.n is None or args.k is None:
             raise ValueError("Give either '--n' and '--k' or '--data' and '--column'.")

@@ -148,8 +148,14 @@ def run(args) -> int:
     from ..report.html import write_report
     from ..synthetic import SyntheticData
 
+    from ..spec import ReleaseSpec
+    from ._common import na_values_of, recorded_na_values
+
     check_output_file(args.out, "--out", args.overwrite)
-    original, digest = load_original(args.original, sep_of(args))
+    first_dir = args.synthetic[0].rpartition("=")[2] if "=" in args.synthetic[0] else args.synthetic[0]
+    na = na_values_of(args, ReleaseSpec.load(args.spec) if getattr(args, "spec", None) else None,
+                      recorded_na_values(first_dir))
+    original, digest = load_original(args.original, sep_of(args), na_values=na)
     releases, hashes = {}, {"original": digest}
     for item in args.synthetic:
         label, _, d = item.rpartition("=") if "=" in item else ("", "", item)
@@ -168,7 +174,7 @@ def run(args) -> int:
     check_formula(formula, original.columns, "--analysis" if args.analysis is not None else "--spec", "the copies")
     holdout = None
     if args.holdout:
-        holdout, _ = load_original(args.holdout, sep_of(args))
+        holdout, _ = load_original(args.holdout, sep_of(args), option="--holdout", na_values=na)
     data = evaluate_release(
         original, releases, qi, formula, family=family, rule=args.rule, spec=spec,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,

@@ -9,11 +9,16 @@ from ._common import (
     EXAMPLES_FMT,
     add_common_flags,
     add_sep_flag,
+    categorical_kinds,
     check_formula,
+    coded_columns,
     identifier_columns,
+    na_values_of,
     progress_enabled,
     sep_of,
     split_list,
+    warn_coded,
+    warn_markers,
     warn_identifiers,
 )
 
@@ -46,6 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", default=None,
                    help="comma-separated columns released unchanged (default: every column not in --qi); "
                    "the others are marked excluded")
+    p.add_argument("--categorical", action="append", metavar="COLUMNS",
+                   help="comma-separated numeric columns holding codes of categories (1/2 for sex, 1..5 for a "
+                   "region): drafted as binary or nominal, not integer (repeatable)")
     p.add_argument("--analysis", action="append", metavar="FORMULA", help="an analysis formula (repeatable)")
     p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"],
                    help="family of the --analysis models (default probit)")
@@ -61,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.out and Path(args.out).exists() and not args.overwrite:
         raise ValueError(f"The '--out' file '{args.out}' already exists; add --overwrite to replace it.")
-    df = load_dataset(str(args.data), sep=sep_of(args), option="--data")
+    na_values = na_values_of(args)
+    df = load_dataset(str(args.data), sep=sep_of(args), option="--data", na_values=na_values)
+    if na_values is None:
+        warn_markers("spec", df)
     qi = split_list(args.qi)
     unknown = [c for c in qi if c not in df.columns]
     if unknown:
@@ -72,12 +83,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"The '--keep' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
     for formula in args.analysis or []:
         check_formula(formula, df.columns, "--analysis")
-    spec = ReleaseSpec.draft(df, quasi_identifiers=qi, keep=keep, source=f"drafted by 'synthmi spec' from {args.data}")
-    if args.analysis:
-        spec = ReleaseSpec(spec.columns, analyses=[{"formula": f, "family": args.family} for f in args.analysis],
-                           source=spec.source)
+    kinds = categorical_kinds(df, split_list(args.categorical))
+    spec = ReleaseSpec.draft(df, quasi_identifiers=qi, keep=keep, kinds=kinds,
+                             source=f"drafted by 'synthmi spec' from {args.data}")
+    if args.analysis or na_values:
+        analyses = [{"formula": f, "family": args.family} for f in args.analysis or []]
+        spec = ReleaseSpec(spec.columns, analyses=analyses, source=spec.source, na_values=na_values)
     # a warning, shown with --quiet too
     warn_identifiers("spec", identifier_columns(df, spec.keep), "Set its role to \"excluded\" in the spec.")
+    warn_coded("spec", coded_columns(df, [c for c in spec.released if c not in kinds]), "in this spec")
     text = spec.to_json() + "\n"
     if args.out:
         Path(args.out).write_text(text)

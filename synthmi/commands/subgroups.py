@@ -49,10 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..evaluation.subgroups import risk_subgroups
-    from ._common import load_original
+    from ._common import load_original, na_values_of
 
     check_summary_outputs(args)
-    df, _ = load_original(args.data, sep_of(args), option="--data")
+    df, _ = load_original(args.data, sep_of(args), option="--data", na_values=na_values_of(args))
     qi = split_list(args.qi)
     if not qi:
         raise ValueError("The '--qi' option must name at least one column.")

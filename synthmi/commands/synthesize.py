@@ -16,11 +16,16 @@ from ._common import (
     EXAMPLES_FMT,
     add_common_flags,
     add_sep_flag,
+    categorical_kinds,
     check_output_dir,
+    coded_columns,
     identifier_columns,
+    na_values_of,
     progress_enabled,
     sep_of,
     split_list,
+    warn_coded,
+    warn_markers,
     warn_identifiers,
 )
 
@@ -74,6 +79,9 @@ EXAMPLES = """examples:
       --domain survey.domain.json --map-other --m 5 --out syn_dp/
   # your own CSV; the columns named in --keep are released unchanged, the others dropped
   synthmi synthesize --data survey.csv --qi age,sex --keep income,region --method rubin --m 5 --out syn/
+  # an agency file coding missing values as '?' or -9, a region coded 1..5
+  synthmi synthesize --data survey.csv --qi age,sex,region --na-values '?,-9' --categorical region \
+      --method rubin --m 5 --out syn/
   # agency microdata: a survey weight, a zero-heavy income with missing values, a skip pattern
   synthmi synthesize --data person.csv --qi age,sex,race,hours_per_week,income \
       --keep state,employed,occupation,bmi --weights weight --semicont income=0 \
@@ -83,8 +91,9 @@ missing values (cart, rubin, dami): kept columns are released unchanged; a synth
 with missing values is synthesized with them (a categorical one with <NA> as a level, a numeric
 one by a two-part model: which part, then the value given it), --semicont COLUMN=0 adds point
 masses to that first part; --rule COLUMN[=VALUE]:CONDITION sets COLUMN (missing by default)
-where CONDITION holds in the copy (synthpop's rules / rvalues). risk-dami imputes missing values
-and releases the observed missingness pattern.
+where CONDITION holds in the copy (synthpop's rules / rvalues); when CONDITION reads only kept
+columns, COLUMN's models are fitted on the rows the rule leaves free (rubin, dami). risk-dami
+imputes missing values and releases the observed missingness pattern.
 
 masks (--mask COLUMN:SPEC, repeatable; dami and risk-dami; for risk-dami COLUMN@GROUP:SPEC
 with GROUP low, medium or high sets subgroup-specific tuning):
@@ -226,6 +235,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="comma-separated columns released unchanged (repeatable; default for adult/nhanes: a complete "
         "non-identifying set; for a CSV: every other column)",
     )
+    p.add_argument(
+        "--categorical", action="append", metavar="COLUMNS",
+        help="comma-separated numeric columns holding codes of categories (1/2 for sex, 1..5 for a region): "
+        "modelled as categories, not numbers (cart, rubin, dami, risk-dami; repeatable). Without it a numeric "
+        "column is a number, as in synthpop; with --spec, this sets the columns' kind",
+    )
     p.add_argument("--method", default="dami", help=f"one of {', '.join(sorted(METHODS))} (default dami)")
     p.add_argument("--m", type=int, default=20, help="number of synthetic copies (default 20)")
     p.add_argument("--seed", type=int, default=None,
@@ -289,6 +304,19 @@ def _param_names(cls: type) -> list[str]:
 
     sig = inspect.signature(cls.__init__)
     return [n for n, p in sig.parameters.items() if n != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD]
+
+
+def _with_kinds(spec, data, kinds: dict[str, str]):
+    """``spec`` with the ``--categorical`` columns redrafted as categorical (levels as observed,
+    marked inferred)."""
+    import dataclasses
+
+    from ..spec import _draft_column
+
+    cols = dict(spec.columns)
+    for c, kind in kinds.items():
+        cols[c] = _draft_column(c, data[c], cols[c].role, kind)
+    return dataclasses.replace(spec, columns=cols)
 
 
 def parse_bounds(items: list[str] | None) -> dict[str, tuple[float, float]]:
@@ -567,7 +595,8 @@ def run(args: argparse.Namespace) -> int:
     if args.engine == "dask":
         return _run_dask(args, cls, params, qi, out, t0)
     source = str(args.data)
-    df = load_dataset(source, sep=sep_of(args), option="--data")
+    na_values = na_values_of(args, spec)
+    df = load_dataset(source, sep=sep_of(args), option="--data", na_values=na_values)
     # Under add/remove-one DP the number of records is itself private: a DP
     # release must not print or record it (DPSyn keeps only a noisy estimate).
     dp_release = args.method in FULLY_SYNTHETIC
@@ -597,6 +626,28 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"Columns {both} are in both --qi and --keep; a column is either synthesized or released unchanged.")
     # Only the named columns are released: the rest are dropped before fitting.
     data = df[[c for c in df.columns if c in qi or c in keep]]
+    if na_values is None:
+        warn_markers("synthesize", data)
+    categorical = split_list(args.categorical)
+    kinds = {}
+    if categorical:
+        if args.method in FULLY_SYNTHETIC:
+            raise ValueError(f"The '--categorical' option is not for method {args.method!r}: a DP release takes "
+                             "its kinds from the declared public domain (--domain, kind \"categorical\").")
+        outside = [c for c in categorical if c in df.columns and c not in data.columns]
+        if outside:
+            raise ValueError(f"The '--categorical' option names columns that are not released (not in --qi or "
+                             f"--keep): {outside}.")
+        kinds = categorical_kinds(data, categorical)
+        if spec is not None:
+            spec = _with_kinds(spec, data, kinds)
+    if args.method not in FULLY_SYNTHETIC and args.method != "cart":
+        # cart draws observed values, so codes stay codes; the parametric models would fit
+        # a normal model to them: say so once (a spec column the user declared is left alone)
+        modelled = [c for c in data.columns if c != args.weights and c not in kinds
+                    and not (spec is not None and c in spec and (spec[c].is_categorical or spec[c].declared))]
+        warn_coded("synthesize", coded_columns(data, modelled),
+                   "in the --spec" if spec is not None else "in a spec ('synthmi spec')")
     if args.method not in FULLY_SYNTHETIC:
         warn_identifiers("synthesize", identifier_columns(data, [c for c in keep if c != args.weights]),
                          "Leave it out of --keep (or set its role to 'excluded' in the --spec) unless it is public.")
@@ -626,6 +677,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"The '{flag}' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
     else:
         fit_kwargs = {"spec": spec} if spec is not None else {"quasi_identifiers": qi, "keep": keep}
+        if kinds and spec is None:
+            fit_kwargs["schema"] = kinds
         # the per-variable options apply with a --spec too (they were dropped silently before)
         for name, value in (("weights", args.weights), ("semicont", semicont or None), ("rules", rules or None)):
             if value is not None:
@@ -669,6 +722,9 @@ def run(args: argparse.Namespace) -> int:
             for c, m in params[mask_param].items()
         }
     meta["source"] = {"data": source, "keep": keep, "columns": list(data.columns)}
+    if na_values:
+        # the evaluation verbs read the original with the same markers (their default)
+        meta["source"]["na_values"] = na_values
     if dp_release:
         meta["source"]["domain"] = args.domain or ("bundled" if source.lower() in BUNDLED_DOMAINS else None)
     else:

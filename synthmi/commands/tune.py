@@ -11,6 +11,7 @@ from ._common import (
     add_sep_flag,
     check_formula,
     check_output_file,
+    na_values_of,
     parse_assignments,
     progress_enabled,
     sep_of,
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"The targets {sorted(needs_target)} need --attribute-target (the sensitive column).")
     if any(t.measure == "high_risk_mean_risk" for t in targets) and args.k0 is None:
         raise ValueError("The target high_risk_mean_risk needs --k0 (the risk-subgroup threshold).")
-    df = load_dataset(args.data, sep=sep_of(args), option="--data")
+    df = load_dataset(args.data, sep=sep_of(args), option="--data", na_values=na_values_of(args, spec))
     if spec is not None:
         spec.check_data(df, "--data")
         keep = None

@@ -209,7 +209,8 @@ def load_adult_discretized() -> tuple[pd.DataFrame, dict[str, int]]:
     return df, domain
 
 
-def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option: str | None = None) -> pd.DataFrame:
+def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option: str | None = None,
+                 na_values: list[str] | str | None = None) -> pd.DataFrame:
     """``"adult"`` / ``"nhanes"`` (bundled, recoded by default) or a CSV path.
 
     A CSV's text columns become unordered Categoricals; numbers stay numeric.
@@ -221,13 +222,21 @@ def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option:
     with a few cells that are not numbers, infinite values and a separator
     other than ``sep`` are errors, not silent recodings. ``option`` names the
     command-line option the path came from, so the errors can speak it.
+
+    ``na_values``: cell values of the CSV that mean missing, besides an empty cell and
+    pandas' defaults (``NA``, ``NaN``, ...): agency files code missing as ``?``, ``.`` or
+    ``-9`` (pandas ``read_csv``'s ``na_values``, for every column; a number such as
+    ``-9`` also matches ``-9.0``). Without it such a marker is a level of a categorical
+    column or a number of a numeric one. The bundled data have no markers.
     """
     key = str(name_or_path).lower()
     if key == "adult":
         return load_adult(recode=recode)
     if key == "nhanes":
         return load_nhanes(recode=recode)
-    df = pd.read_csv(name_or_path, sep=sep)
+    if isinstance(na_values, str):
+        na_values = [na_values]
+    df = pd.read_csv(name_or_path, sep=sep, na_values=list(na_values) if na_values else None)
     check_csv_frame(df, str(name_or_path), sep=sep, option=option)
     for c in df.columns:
         if _is_text(df[c]):

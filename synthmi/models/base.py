@@ -1,4 +1,4 @@
-"""The one contract every synthesizer keeps.
+r"""The one contract every synthesizer keeps.
 
 ``__init__(**tuning)`` stores parameters unchanged and does no work; the
 parameters are declared once, as data, in ``_parameter_constraints``
@@ -41,13 +41,33 @@ Dibben 2016, J. Stat. Softw. 74(11), sections 3.4-3.5, arguments ``semicont``,
   only and drawn for every row, the point mass or missing value replacing the
   draw where the synthetic part says so;
 * ``rules`` (``{col: {"rule": "employed == 'No'", "value": None}}``) are
-  applied to every copy after synthesis, evaluated on the copy;
+  structural: where the condition holds the value is fixed (``None``: missing).
+  When the condition reads only released non-synthesized columns (kept
+  columns, the weight), as synthpop does with ``rules``/``rvalues``, the
+  column's models (its ``<col>_part`` indicator and its value model) are
+  fitted only on the rows the rule leaves free, and in the copies the rule
+  sets the value of the other rows before any later column is drawn
+  (:mod:`synthmi.models.predictive`). The fit is the conditional model given
+  the rule: with :math:`R_i` the rule's indicator, a function of the released
+  columns alone,
+
+  .. math:: p(x_i \mid z_i, \theta) = \mathbb 1[R_i]\, \delta_{v}(x_i)
+      + \mathbb 1[\neg R_i]\, p(x_i \mid z_i, \theta, \neg R_i),
+
+  so the rule rows carry no information about :math:`\theta` and the free
+  rows are the whole likelihood. Fitting on all rows instead lets the rule's
+  columns separate the response perfectly (hours missing exactly when not
+  employed), an improper-looking logit posterior that the fast sampler
+  needs thousands of gradient evaluations to explore. A rule that reads a
+  synthesized column is applied to every copy after synthesis, evaluated on
+  the copy (the models are then fitted on every row);
 * a survey weight column (``weights``) is released unchanged and is not a
   predictor unless ``weight_as_predictor=True``.
 """
 from __future__ import annotations
 
 import abc
+import warnings
 import inspect
 from typing import Any, Sequence
 
@@ -205,7 +225,17 @@ class Synthesizer(ParamsMixin, abc.ABC):
                 schema = s.schema()
             elif spec is not None:
                 quasi_identifiers = spec
-            return _dask_synthesis.fit(self, df, quasi_identifiers, keep, schema)
+            rules = fit_params.pop("rules", None)
+            given = [k for k, v in fit_params.items() if v not in (None, False, {}, [])]
+            if given:
+                # these were dropped silently before: refuse rather than synthesize without them
+                from ..scale._frames import refuse_dask
+
+                refuse_dask(f"{type(self).__name__}.fit with '{given[0]}'",
+                            "the partition-wise fit models complete data with the default main-effects models "
+                            "(no survey weights or point masses)",
+                            "Fit in memory (a pandas DataFrame), where they are modelled.")
+            return _dask_synthesis.fit(self, df, quasi_identifiers, keep, schema, rules=rules)
         self.dask_ = None
         self._validate_params()
         check_dataframe(df, "df")
@@ -318,6 +348,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
         self.n_ = len(df)
         self.semicont_ = self._check_semicont(df, self._semicont(semicont, qi, owner), qi, released_schema, owner)
         self.rules_ = self._check_rules(df, rules, owner)
+        self.rule_rows_ = self._structural_rules(df, qi, used)
         self.released_qi_ = list(qi)
         # A private copy of the released columns: later changes to the caller's
         # frame cannot leak into copies, and excluded columns are not held at all.
@@ -325,6 +356,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
         if self.allows_missing:
             self.schema_ = released_schema
             self.parts_, self.na_level_columns_, self.value_rows_, self.na_indicators_ = {}, [], {}, {}
+            self.ruled_, self.rule_altered_ = {}, False
             self.data_ = self.released_
             model_keep = keep_cols
         else:
@@ -338,7 +370,8 @@ class Synthesizer(ParamsMixin, abc.ABC):
                 for c in self.data_.columns
             })
         self.model_keep_ = model_keep
-        self.model_frame_recoded_ = bool(self.parts_ or self.na_level_columns_ or self.na_indicators_)
+        self.model_frame_recoded_ = bool(self.parts_ or self.na_level_columns_ or self.na_indicators_
+                                         or self.rule_altered_)
         if not self.model_frame_recoded_:
             # nothing recoded: one frame (synthmi.scale swaps data_ for a partition and assembles from it)
             self.data_ = self.released_
@@ -429,6 +462,24 @@ class Synthesizer(ParamsMixin, abc.ABC):
             out[c] = (cond, value)
         return out
 
+    def _structural_rules(self, df: pd.DataFrame, qi: list[str], used: list[str]) -> dict[str, np.ndarray]:
+        """Rows fixed by each rule on a quasi-identifier whose condition reads only released,
+        non-synthesized columns (module docstring): column -> boolean rows where the rule holds.
+
+        These rows are a function of columns released unchanged, so they are not confidential.
+        Rules that read a synthesized column (or whose names cannot be read) are left out: they
+        are applied to each copy after synthesis.
+        """
+        fixed_by = set(used) - set(qi)
+        out = {}
+        for c, (cond, _) in getattr(self, "rules_", {}).items():
+            if c not in qi:
+                continue
+            refs = _rule_columns(cond, list(df.columns))
+            if refs and refs <= fixed_by:
+                out[c] = df.eval(cond).to_numpy(dtype=bool)
+        return out
+
     def _model_frame(self, df, qi, keep_cols, schema) -> tuple[pd.DataFrame, list[str], list[str]]:
         """The frame the models see: missing values and point masses recoded (module docstring)."""
         cols: dict[str, Any] = {}
@@ -438,6 +489,10 @@ class Synthesizer(ParamsMixin, abc.ABC):
         self.na_level_columns_: list[str] = []
         self.value_rows_: dict[str, np.ndarray] = {}
         self.na_indicators_: dict[str, str] = {}
+        # model-frame column -> (released column, value the structural rule fixes, in the model's coding)
+        self.ruled_: dict[str, tuple[str, Any]] = {}
+        self.rule_altered_ = False
+        rule_rows = getattr(self, "rule_rows_", {})
         taken = set(df.columns)
 
         def fresh(name: str) -> str:
@@ -446,11 +501,44 @@ class Synthesizer(ParamsMixin, abc.ABC):
             taken.add(name)
             return name
 
-        def na_level(c: str) -> pd.Categorical:
-            s = df[c]
+        def na_level(c: str, s: pd.Series | None = None, miss: np.ndarray | None = None) -> pd.Categorical:
+            s = df[c] if s is None else s
             v = schema[c]
-            vals = s.astype(object).where(s.notna(), NA_LEVEL)
+            keep = s.notna() if miss is None else ~pd.Series(miss, index=s.index)
+            vals = s.astype(object).where(keep, NA_LEVEL)
             return pd.Categorical(vals, categories=list(v.categories) + [NA_LEVEL])
+
+        def apply_rule(c: str, s: pd.Series, miss: np.ndarray) -> tuple[pd.Series, np.ndarray, Any]:
+            """The column as its structural rule says (the models see what the copies will have)."""
+            hit = rule_rows[c]
+            value = self.rules_[c][1]
+            if value is None:
+                broken = int(np.sum(hit & ~miss))
+                miss = miss | hit
+            elif schema[c].is_categorical:
+                if value not in list(schema[c].categories):
+                    raise ValueError(f"The rule for column '{c}' sets the value {value!r}, which is not one of the "
+                                     "column's levels.")
+                broken = int(np.sum(hit & (miss | (s.astype(object) != value).to_numpy())))
+                s = s.astype(object).where(~pd.Series(hit, index=s.index), value)
+                miss = miss & ~hit
+            else:
+                try:
+                    value = float(value)
+                except (TypeError, ValueError):
+                    raise ValueError(f"The rule for column '{c}' must set a number or None (missing). "
+                                     f"Got {value!r} instead.") from None
+                x = s.to_numpy(dtype=float)
+                broken = int(np.sum(hit & (miss | (x != value))))
+                s = pd.Series(np.where(hit, value, x), index=s.index)
+                miss = miss & ~hit
+            if broken:
+                # counts only: the values are confidential
+                warnings.warn(
+                    f"Column '{c}' breaks its rule on {broken} rows of df; the models of '{c}' are fitted on the "
+                    "rows the rule leaves free and the copies follow the rule.", UserWarning, stacklevel=5)
+                self.rule_altered_ = True
+            return s, miss, value
 
         for c in keep_cols:
             s = df[c]
@@ -472,12 +560,18 @@ class Synthesizer(ParamsMixin, abc.ABC):
         for c in qi:
             s = df[c]
             miss = s.isna().to_numpy()
+            ruled = c in rule_rows
+            if ruled:
+                s, miss, rvalue = apply_rule(c, s, miss)
             if schema[c].is_categorical:
                 if miss.any():
-                    cols[c] = na_level(c)
+                    cols[c] = na_level(c, s, miss)
                     self.na_level_columns_.append(c)
                 else:
-                    cols[c] = s
+                    cols[c] = pd.Categorical(s, categories=list(schema[c].categories),
+                                             ordered=schema[c].kind == "ordinal") if ruled else s
+                if ruled:
+                    self.ruled_[c] = (c, NA_LEVEL if rvalue is None else rvalue)
                 model_qi.append(c)
                 continue
             x = s.to_numpy(dtype=float)
@@ -495,6 +589,8 @@ class Synthesizer(ParamsMixin, abc.ABC):
             value = labels == VALUE_LEVEL
             if len(levels) == 1:
                 cols[c] = s
+                if ruled:
+                    self.ruled_[c] = (c, rvalue)
                 model_qi.append(c)
                 continue
             if value.sum() < max(self.min_rows, 3) or np.unique(x[value]).size < 2:
@@ -508,6 +604,16 @@ class Synthesizer(ParamsMixin, abc.ABC):
             self.parts_[c] = {"column": part, "levels": levels, "fill": float(np.mean(x[value])),
                               "values": [None if lev == NA_LEVEL else float(lev) for lev in levels[1:]]}
             self.value_rows_[c] = value
+            if ruled:
+                # the rule fixes the indicator (missing, a point mass or "value") and, for a value
+                # that is no point mass, the value column too
+                if rvalue is None:
+                    self.ruled_[part] = (c, NA_LEVEL)
+                elif rvalue in points:
+                    self.ruled_[part] = (c, repr(rvalue))
+                else:
+                    self.ruled_[part] = (c, VALUE_LEVEL)
+                    self.ruled_[c] = (c, rvalue)
             model_qi += [part, c]
         for c in df.columns:
             if c not in cols:
@@ -776,3 +882,22 @@ def _blank_like(s: pd.Series) -> pd.Series:
     if pd.api.types.is_bool_dtype(s.dtype):
         return pd.Series(np.zeros(len(s), dtype=bool), index=s.index, name=s.name)
     return pd.Series([None] * len(s), index=s.index, name=s.name, dtype=s.dtype if s.dtype != object else object)
+
+
+def _rule_columns(cond: str, columns: list[str]) -> set[str] | None:
+    """The columns a rule's condition reads (pandas ``eval`` syntax); None when it cannot be parsed.
+
+    Backtick-quoted names are pandas' way of naming columns that are not identifiers; ``@name``
+    (a local variable) is not a column.
+    """
+    import ast
+    import re
+
+    quoted = set(re.findall(r"`([^`]*)`", cond))
+    plain = re.sub(r"`[^`]*`", "_q_", cond).replace("@", "_local_")
+    try:
+        tree = ast.parse(plain, mode="eval")
+    except SyntaxError:
+        return None
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | quoted
+    return {c for c in columns if c in names}

@@ -29,8 +29,9 @@ offered both): measured by bulk ESS per CPU second on the agency file at
 same over-dispersed starts), whitened HMC gave 36 vs 1.7 for Polya-Gamma
 Gibbs (Polson, Scott & Windle 2013) on ``sex`` (76 coefficients) and 5.2 vs
 0.14 on the missingness indicator of hours (81 coefficients, completely
-separated by ``employed``); independence MH stalls on both (acceptance
-< 0.01 on race). Each Gibbs sweep needs :math:`X^\top\Omega X` per
+separated by ``employed``, when it was fitted on every row; the structural
+rule now fits it on the employed rows, where it has one level and no model);
+independence MH stalls on both (acceptance < 0.01 on race). Each Gibbs sweep needs :math:`X^\top\Omega X` per
 category, and the chain moves slowly where the Polya-Gamma weights are
 small: rare categories and separated levels (Johndrow, Smith, Pillai &
 Dunson 2019, JASA 114:1394-1403), which a 51-level geography has many of.
@@ -74,6 +75,8 @@ def _column_draws(task: dict[str, Any]) -> tuple[list[dict[str, np.ndarray] | No
     family, method, fast, m, rng = task["family"], task["method"], task["fast"], task["m"], task["rng"]
     if family == "cart":
         return [None] * m, {"family": "cart", "method": "tree donors (no parameters)"}
+    if family == "fixed":
+        return [None] * m, {"family": "fixed", "method": "fixed by a structural rule (one level on the free rows)"}
     if method == "hierarchical":
         sets, d = fast.draw(m, rng, chains=max(int(task["chains"]), 2), draws=int(task["draws"]))
         return sets, {"family": "normal", "method": "Gibbs (random intercepts)", **d}
@@ -124,7 +127,7 @@ def _cost(task: dict[str, Any]) -> float:
     fast = task["fast"]
     if task["method"] == "hierarchical":
         return 1.0  # an MCMC too (blocked Gibbs), worth a worker; scheduled after the categorical ones
-    if task["family"] in ("cart", "normal"):
+    if task["family"] in ("cart", "normal", "fixed"):
         return 0.0  # closed form or nothing to draw
     # models reduced over Dask partitions have no grouped rows in memory (G is None)
     rows = getattr(fast, "G", None) or 1

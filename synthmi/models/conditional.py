@@ -473,6 +473,14 @@ class Conditional:
     #: (indicator column, fill) of a two-part column (synthmi.models.base): where the synthetic
     #: indicator is not "value", later models see the fill, as in the fit
     part: tuple | None = None
+    #: (released column, fixed value in the model's coding, its label) of a structural rule
+    #: (synthmi.models.base): the model is fitted on the rows the rule leaves free and the
+    #: predictive sets the fixed value on the others. Family "fixed": the free rows have a
+    #: single level ``free_level``, so there is no model at all.
+    rule: tuple | None = None
+    free_level: int | None = None
+    #: the rows of the current frame where the rule holds (set by the synthesizer's _bound)
+    rule_rows: np.ndarray | None = None
 
     @property
     def intercept(self) -> bool:
@@ -523,4 +531,13 @@ class Conditional:
             d["group"] = self.group
         if self.transform:
             d["transform"] = self.transform
+        if self.rule is not None:
+            d["rule"] = {"column": self.rule[0], "fitted_on": "rows the rule leaves free",
+                         "fixed_elsewhere": None if self.rule[2] is None else str(self.rule[2])}
         return d
+
+    def fix(self, x: np.ndarray) -> np.ndarray:
+        """Draws with the structural rule's value on the rows where the rule holds."""
+        if self.rule is None or self.rule_rows is None:
+            return x
+        return np.where(self.rule_rows, self.rule[1], x).astype(x.dtype, copy=False)

@@ -48,6 +48,17 @@ predictive (Jiang, Mitra, Gao & Wang 2022, JASA 117:52-66, eq. 3, for fixed
 A ``cart`` variable has no likelihood: it is drawn after the others from its
 tree, and may not be a predictor of a parametric model under the joint
 predictive.
+
+Structural rules (:mod:`synthmi.models.base`): a column governed by a rule
+whose condition reads only released columns has, on the rows where the rule
+holds, the rule's value with probability one, whatever the other
+quasi-identifiers; its model is the conditional model of the free rows. Every
+draw here sets the rule's value on those rows (``Conditional.fix``) after
+drawing all rows (so the record-keyed random streams are consumed alike on
+every row), and the column's likelihood as a later model is 1 there
+(:meth:`Prepared.loglik`), so it does not enter the full conditionals of the
+columns it depends on. A column with a single level on the free rows has no
+model at all (family ``"fixed"``): it is set, never updated.
 """
 from __future__ import annotations
 
@@ -70,7 +81,7 @@ class Prepared:
     def __init__(self, cond, theta: Mapping[str, np.ndarray] | None):
         self.cond = cond
         self.theta = theta
-        if cond.family == "cart":
+        if cond.family in ("cart", "fixed"):
             self.lin = None
             return
         offset = None
@@ -98,14 +109,22 @@ class Prepared:
         return lp[:, 1] - lp[:, 0]
 
     def loglik(self, eta: np.ndarray, x: np.ndarray, latent: np.ndarray | None) -> np.ndarray:
-        """Per-record log density of the current value under this model (latent for a continuous one)."""
+        """Per-record log density of the current value under this model (latent for a continuous one);
+        0 where a structural rule fixes the value (its probability there is one)."""
         if self.cond.family == "normal":
             r = (latent - eta) / self.sigma
             out = -0.5 * r**2 - np.log(self.sigma) - 0.5 * _LOG_2PI
             if np.isfinite(self.lo) or np.isfinite(self.hi):
                 out = out - log_truncation_mass(eta, self.sigma, self.lo, self.hi)
-            return out
-        return log_prob_of(self.cond.family, eta, np.asarray(x, dtype=np.int64), self.cut)
+            return self.free(out)
+        return self.free(log_prob_of(self.cond.family, eta, np.asarray(x, dtype=np.int64), self.cut))
+
+    def free(self, ll: np.ndarray) -> np.ndarray:
+        """A per-record log-likelihood set to 0 on the rows a structural rule fixes."""
+        rows = self.cond.rule_rows
+        if self.cond.rule is None or rows is None:
+            return ll
+        return np.where(rows, 0.0, ll)
 
 
 def log_prob_of(family: str, eta: np.ndarray, x: np.ndarray, cut: np.ndarray | None = None) -> np.ndarray:
@@ -245,8 +264,11 @@ def sequential_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mappin
     for cond, p in zip(conds, preps):
         c = cond.column
         ev = evidence.get(c)
+        if cond.family == "fixed":
+            values[c] = fixed_values(cond)
+            continue
         if cond.family == "cart":
-            values[c] = _cart_draw(cond, values, rng)
+            values[c] = cond.fix(_cart_draw(cond, values, rng))
             continue
         eta = p.eta(values)
         etas[c] = eta
@@ -254,15 +276,18 @@ def sequential_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mappin
             mean, sd = _normal_proposal(p, eta, ev)
             y = truncated_normal(mean, sd, p.lo, p.hi, rng)
             latent[c] = y
-            values[c] = cond.to_raw(y)
-            if cond.part is not None:
-                values[c] = np.where(values[cond.part[0]] != 0, cond.part[1], values[c])
+            values[c] = _two_part_value(cond, values, y)
         else:
             lp = p.log_probs(eta)
             if ev is not None:
                 lp = lp + ev[1]
-            values[c] = draw_categorical(lp, rng)
+            values[c] = cond.fix(draw_categorical(lp, rng))
     return values, latent, etas
+
+
+def fixed_values(cond) -> np.ndarray:
+    """A family-"fixed" column: the rule's value where the rule holds, the free rows' one level elsewhere."""
+    return np.where(cond.rule_rows, cond.rule[1], cond.free_level).astype(np.int64)
 
 
 def dependents(conds: Sequence) -> list[list[int]]:
@@ -286,7 +311,8 @@ def check_joint(conds: Sequence) -> None:
 
 
 def can_enumerate(conds: Sequence, max_combinations: int) -> bool:
-    if any(c.family in ("normal", "cart") for c in conds):
+    # a structural rule fixes some rows: the Gibbs sweeps honour it (module docstring)
+    if any(c.family in ("normal", "cart", "fixed") or c.rule is not None for c in conds):
         return False
     return int(np.prod([c.n_categories for c in conds], dtype=float)) <= max_combinations
 
@@ -323,9 +349,9 @@ def enumerate_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping
 def _two_part_value(cond, values: Mapping[str, np.ndarray], y: np.ndarray) -> np.ndarray:
     """A value column's raw values from its latent: the fill where its synthetic part is not "value"."""
     x = cond.to_raw(y)
-    if cond.part is None:
-        return x
-    return np.where(values[cond.part[0]] != 0, cond.part[1], x)
+    if cond.part is not None:
+        x = np.where(values[cond.part[0]] != 0, cond.part[1], x)
+    return cond.fix(x)
 
 
 def _two_part_indicator_update(j: int, conds: Sequence, preps: Sequence, values: dict, latent: dict, etas: dict,
@@ -353,8 +379,8 @@ def _two_part_indicator_update(j: int, conds: Sequence, preps: Sequence, values:
     n_rows = values[c].shape[0]
     raw_v = vcond.to_raw(latent[v]) if v in latent else values[v]
     fills = np.asarray(vcond.part[1], dtype=float)
-    later_p = {k for k in deps[j] if conds[k].family != "cart"}
-    later_v = {k for k in deps[kv] if conds[k].family != "cart"}
+    later_p = {k for k in deps[j] if conds[k].family not in ("cart", "fixed")}
+    later_v = {k for k in deps[kv] if conds[k].family not in ("cart", "fixed")}
     touched = sorted(later_p | later_v)
     lw = p.log_probs(etas[c])
     if ev is not None:
@@ -374,11 +400,11 @@ def _two_part_indicator_update(j: int, conds: Sequence, preps: Sequence, values:
                 e = lin.replace(e, vals_l, v, v_l)
             cand[ck].append(e)
             lw[:, level] += preps[k].loglik(e, values[ck], latent.get(ck))
-    new = draw_categorical(lw, rng)
+    new = cond.fix(draw_categorical(lw, rng))
     for ck, lst in cand.items():
         etas[ck] = np.stack(lst)[new, np.arange(n_rows)]
     values[c] = new
-    values[v] = np.where(new == 0, raw_v, fills)
+    values[v] = vcond.fix(np.where(new == 0, raw_v, fills))
 
 
 def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any], rng: np.random.Generator,
@@ -403,7 +429,7 @@ def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str
     # cart columns: drawn last, given the final state of the others (no parametric model uses them)
     for cond in conds:
         if cond.family == "cart":
-            values[cond.column] = _cart_draw(cond, values, rng)
+            values[cond.column] = cond.fix(_cart_draw(cond, values, rng))
     rates = {c: (a / (n_sweeps * n_rows) if n_sweeps else float("nan")) for c, a in accepted.items()}
     return values, rates
 
@@ -431,10 +457,10 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
     for _ in range(n_sweeps):
         for j, (cond, p) in enumerate(zip(conds, preps)):
             c = cond.column
-            if cond.family == "cart":
+            if cond.family in ("cart", "fixed"):
                 continue
             ev = evidence.get(c)
-            later = [k for k in deps[j] if conds[k].family != "cart"]
+            later = [k for k in deps[j] if conds[k].family not in ("cart", "fixed")]
             if c in value_of_part:
                 kv = value_of_part[c]
                 _two_part_indicator_update(j, conds, preps, values, latent, etas, deps, kv, ev, rng)
@@ -469,12 +495,12 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
                     cand[ck][0].append(e_l)
                     cand[ck][1].append(ll_l)
                     lw[:, level] += ll_l
-            new = draw_categorical(lw, rng)
+            new = cond.fix(draw_categorical(lw, rng))
             rows = np.arange(n_rows)
             for ck, (e_list, ll_list) in cand.items():
                 etas[ck] = np.stack(e_list)[new, rows]  # (C, n) or (C, n, d)
                 own[ck] = np.stack(ll_list)[new, rows]
-            own[c] = lp[rows, new]
+            own[c] = p.free(lp[rows, new])
             values[c] = new
         if trace is not None:
             trace.append({k: v.copy() for k, v in values.items()})
@@ -511,7 +537,7 @@ def _binary_update(p, c, ev_odds, later, conds, preps, values, latent, etas, own
         cand[ck] = (e_o, ll_o)
     u = rng.random(cur.shape[0])
     with np.errstate(over="ignore"):
-        new = (u * (1.0 + np.exp(d)) >= 1.0).astype(np.int64)
+        new = p.cond.fix((u * (1.0 + np.exp(d)) >= 1.0).astype(np.int64))
     switched = new != cur
     if switched.any():
         for ck, (e_o, ll_o) in cand.items():

@@ -226,13 +226,17 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
     all_draws, posts, stats = [], [], []
     diverging = None
     for cond in synth.conditionals_:
-        if cond.family == "cart":
-            # a tree has no parameters: nothing to sample
+        if cond.family in ("cart", "fixed"):
+            # a tree, or a column a structural rule fixes: no parameters, nothing to sample
             all_draws.append([None] * m)
             continue
         if cond.family == "normal":
-            # the model is fitted on the design rebuilt from the data kept by the synthesizer
+            # the model is fitted on the design rebuilt from the data kept by the synthesizer,
+            # on its rows (a value model's rows with a value, the rows no structural rule fixes)
             D = synth._design(cond, {c: synth._values(c) for c in cond.predictors})
+            rows = synth._fit_rows(cond.column, "normal")
+            if rows is not None:
+                D = D[rows]
             y = cond.y_model
             data = {"XtX": D.T @ D, "Xty": D.T @ y, "yty": np.array([y @ y]), "n_obs": np.array([float(len(y))])}
         else:

@@ -425,10 +425,20 @@ class RubinSynthesizer(Synthesizer):
                         f"quasi-identifiers earlier in the visit sequence ({earlier})."
                     )
             fam = self._method_family(method)
-            rows = getattr(self, "value_rows_", {}).get(c) if fam == "normal" else None
+            value_rows = getattr(self, "value_rows_", {}).get(c) if fam == "normal" else None
+            rule = self._rule_of(c)
+            # the rows the model is fitted on: a value model's rows with a value, and for a column
+            # governed by a structural rule only the rows the rule leaves free (synthmi.models.base)
+            rows = self._fit_rows(c, fam)
             cond = Conditional(column=c, kind=v.kind, family=fam, method=method, predictors=[],
                                n_categories=v.n_levels, transform=transforms.get(c), formula=spec.formula,
-                               support=self.supports_.get(c))
+                               support=self.supports_.get(c), rule=rule)
+            if rule is not None and v.kind != "continuous" and np.unique(obs[c][rows]).size == 1:
+                # one level on the free rows: the column is a function of the rule's (released)
+                # columns, with no parameter to estimate (e.g. hours missing exactly when not employed)
+                cond.family, cond.method, cond.free_level = "fixed", "fixed by rule", int(obs[c][rows][0])
+                self.conditionals_.append(cond)
+                continue
             exclude = set()
             if method == "hierarchical":
                 if self.sampler == "nuts":
@@ -453,7 +463,7 @@ class RubinSynthesizer(Synthesizer):
             else:
                 zc = [z for z in Z.columns if z not in exclude and (preds is None or z in preds)]
                 xc = [x for x in earlier if preds is None or x in preds]
-                if rows is not None:
+                if value_rows is not None:
                     # a value model is fitted where values exist: the part indicators are constant
                     # there or repeat kept columns (a skip pattern), so they are not its predictors
                     xc = [x for x in xc if x not in part_cols]
@@ -462,6 +472,13 @@ class RubinSynthesizer(Synthesizer):
                 # <NA> level of occupation is employed == 'No'), and more on a value model's rows
                 zsub = self._Z_design_[:, idx] if rows is None else self._Z_design_[rows][:, idx]
                 idx = [idx[k] for k in _non_aliased(zsub)]
+                # so is a column the rule fixes as a function of kept columns (family "fixed"): the
+                # <NA> level of hours' indicator is employed == 'No', a direction the data cannot
+                # identify (only the prior does), which slows the sampler of every later model
+                fixed = {cd.column: cd for cd in self.conditionals_ if cd.family == "fixed"}
+                xc = [x for x in xc if x not in fixed or not _in_span(
+                    self._Z_design_[:, idx] if rows is None else self._Z_design_[rows][:, idx],
+                    self.encoders_[x].encode(obs[x] if rows is None else obs[x][rows]))]
                 design = AdditiveDesign(self._Z_design_, z_names, [self.encoders_[x] for x in xc], intercept, idx)
             cond.design = design
             cond.predictors = list(design.inputs)
@@ -471,6 +488,7 @@ class RubinSynthesizer(Synthesizer):
                 y = obs[c]
                 if rows is not None:
                     D, y = D[rows], y[rows]
+                if value_rows is not None:
                     info = self.parts_[c]
                     cond.part = (info["column"], info["fill"])
                 if cond.transform == "log":
@@ -489,12 +507,42 @@ class RubinSynthesizer(Synthesizer):
                 else:
                     cond.fast = NormalRegressionPosterior.fit(D, y)
             elif fam == "cart":
-                cond.fast = _fit_cart(D, obs[c], v.kind == "continuous")
+                y = obs[c]
+                if rows is not None:
+                    D, y = D[rows], y[rows]
+                cond.fast = _fit_cart(D, y, v.kind == "continuous")
             else:
-                Xg, Yg = group_rows(D, obs[c], v.n_levels)
+                y = obs[c]
+                if rows is not None:
+                    D, y = D[rows], y[rows]
+                Xg, Yg = group_rows(D, y, v.n_levels)
                 cond.fast = CategoricalModel(fam, Xg, Yg, prior_sd=float(self.prior_sd))
             self.conditionals_.append(cond)
         self._fit_extra(X, Z)
+
+    def _rule_of(self, c: str) -> tuple | None:
+        """(released column, fixed value in the model's coding, label) of the structural rule
+        governing model column ``c`` (:mod:`synthmi.models.base`), None if none fixes any row."""
+        r = getattr(self, "ruled_", {}).get(c)
+        if r is None:
+            return None
+        col, label = r
+        rows = getattr(self, "rule_rows_", {}).get(col)
+        if rows is None or not rows.any():
+            return None
+        if self.schema_[c].is_categorical:
+            return col, list(self.schema_[c].categories).index(label), label
+        return col, float(label), label
+
+    def _fit_rows(self, c: str, family: str) -> np.ndarray | None:
+        """Rows model column ``c`` is fitted on (None: all): where a value model's column has a
+        value, and where no structural rule fixes it."""
+        rows = getattr(self, "value_rows_", {}).get(c) if family == "normal" else None
+        rule = self._rule_of(c)
+        if rule is not None:
+            free = ~self.rule_rows_[rule[0]]
+            rows = free if rows is None else rows & free
+        return rows
 
     def _fit_extra(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
         """Hook for subclasses (DA-MI draws its pseudo-variables here)."""
@@ -510,8 +558,11 @@ class RubinSynthesizer(Synthesizer):
         samples partition by partition: it sets ``_Z_design_`` to a partition's Z design, and its
         conditionals (default models only) carry no design, so the default one is built here.
         """
+        if cond.rule is not None:
+            # the rows of this frame where the rule holds: the fit's (in memory) or a partition's
+            cond = dataclasses.replace(cond, rule_rows=self.rule_rows_[cond.rule[0]])
         Zd = self._Z_design_
-        if cond.design is not None and Zd is getattr(self, "_fit_Z_design_", None):
+        if cond.family == "fixed" or (cond.design is not None and Zd is getattr(self, "_fit_Z_design_", None)):
             return cond
         if cond.design is None:
             z_names = ["(Intercept)"] + [lab for c in self.keep_ for lab in self.encoders_[c].labels()]
@@ -633,7 +684,7 @@ class RubinSynthesizer(Synthesizer):
     def coefficient_names(self) -> dict[str, list[str]]:
         """Names of the regression coefficients of each conditional model."""
         self._check_fitted()
-        return {c.column: list(c.coef_names) for c in self.conditionals_ if c.family != "cart"}
+        return {c.column: list(c.coef_names) for c in self.conditionals_ if c.family not in ("cart", "fixed")}
 
 
 def _fit_cart(D: np.ndarray, y: np.ndarray, continuous: bool):
@@ -648,11 +699,22 @@ def _fit_cart(D: np.ndarray, y: np.ndarray, continuous: bool):
     return tree, _leaf_donors(tree.apply(D), np.asarray(y))
 
 
+def _in_span(Z: np.ndarray, X: np.ndarray, tol: float = 1e-8) -> bool:
+    """Whether every column of ``X`` is a linear combination of the columns of ``Z`` (least squares)."""
+    coef = np.linalg.lstsq(Z, X, rcond=None)[0]
+    return bool(np.max(np.abs(X - Z @ coef), initial=0.0) <= tol * max(1.0, float(np.max(np.abs(X), initial=0.0))))
+
+
 def _non_aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
     """Indices of a maximal linearly independent set of columns (pivoted QR of X'X), in order."""
+    return _non_aliased_gram(X.T @ X, tol)
+
+
+def _non_aliased_gram(G: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+    """:func:`_non_aliased` from the Gram matrix X'X (which synthmi.scale sums over partitions)."""
     from scipy import linalg
 
-    R, piv = linalg.qr(X.T @ X, mode="r", pivoting=True)
+    R, piv = linalg.qr(G, mode="r", pivoting=True)
     d = np.abs(np.diag(R))
     rank = int(np.sum(d > tol * d[0])) if d.size else 0
     return np.sort(piv[:rank])

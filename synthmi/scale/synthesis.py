@@ -47,9 +47,19 @@ records at every leapfrog step, so the Dask path always runs independence MH
 (``sampler="fast"`` and ``"imh"`` alike), and its copies equal the in-memory
 ones made with ``sampler="imh"``.
 
+Structural rules (``rules=``, :mod:`synthmi.models.base`) whose condition
+reads only kept columns and which set a value (not a missing one: the Dask
+path takes complete data) are fitted as in memory: each partition evaluates
+the condition on its rows, the governed column's model is fitted by
+reduction on the rows the rule leaves free (kept columns aliased there are
+dropped by the pivoted QR of the Gram matrix summed over partitions, as the
+in-memory fit drops them), and the predictive sets the rule's value on the
+other rows, so the copies equal the in-memory ones.
+
 Not available on Dask (refused with a message): the NUTS sampler, the
-``"rank"`` transform (it needs every record's rank), and synthesizers other
-than Rubin MI and DA-MI.
+``"rank"`` transform (it needs every record's rank), survey weights, point
+masses, rules that read a synthesized column, set a missing value or leave a
+single level free, and synthesizers other than Rubin MI and DA-MI.
 """
 from __future__ import annotations
 
@@ -304,19 +314,86 @@ def _values(synth, part: pd.DataFrame, c: str) -> np.ndarray:
     return synth.schema_.codes(part[c])
 
 
+def _rule_rows(synth, part: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Rows of ``part`` where each structural rule holds (its condition reads kept columns only)."""
+    return {c: part.eval(cond).to_numpy(dtype=bool) for c, (cond, _) in getattr(synth, "rules_", {}).items()}
+
+
 def _designs(synth, part: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(design, response on the modelling scale) of every conditional, for the rows of ``part``."""
+    """(design, response on the modelling scale) of every conditional, for the rows of ``part``
+    its model is fitted on (all, or those a structural rule leaves free)."""
     local = _copy.copy(synth)
     local._Z_design_ = _encode_z(synth, part)
+    local.rule_rows_ = _rule_rows(synth, part)
     obs = {c: _values(synth, part, c) for c in synth.quasi_identifiers_}
     out = []
     for cond in synth.conditionals_:
         D = local._design(cond, obs)
         y = obs[cond.column]
+        if cond.rule is not None:
+            free = ~local.rule_rows_[cond.rule[0]]
+            D, y = D[free], y[free]
         if cond.family == "normal" and cond.transform == "log":
             y = np.log(y)
         out.append((D, y))
     return out
+
+
+def _rule_checks(part: pd.DataFrame, schema: Schema, specs: list) -> dict[str, tuple]:
+    """Per rule: rows where it holds, rows that break it, and (categorical) level counts on the free rows."""
+    out = {}
+    for c, cond, value in specs:
+        hit = part.eval(cond).to_numpy(dtype=bool)
+        if schema[c].is_categorical:
+            codes = schema.codes(part[c])
+            broken = int(np.sum(hit & (codes != value)))
+            free = np.bincount(codes[~hit], minlength=schema[c].n_levels)
+        else:
+            broken = int(np.sum(hit & (part[c].to_numpy(dtype=float) != value)))
+            free = None
+        out[c] = (int(hit.sum()), broken, free)
+    return out
+
+
+def _free_gram(synth, j: int):
+    """Z'Z over the rows conditional ``j``'s structural rule leaves free (a canonical_sum term)."""
+    def fn(part: pd.DataFrame) -> tuple:
+        Z = _encode_z(synth, part)[~_rule_rows(synth, part)[synth.conditionals_[j].rule[0]]]
+        return (Z.T @ Z,)
+    return fn
+
+
+def _check_dask_rules(synth, ddf, rules, qi: list[str], keep_cols: list[str], owner: str) -> list:
+    """Validate ``rules`` for the Dask path; returns (column, condition, coded value) per rule."""
+    from ..models.base import _rule_columns
+
+    synth.rules_ = synth._check_rules(ddf._meta, rules, owner)
+    specs = []
+    for c, (cond, value) in synth.rules_.items():
+        refs = _rule_columns(cond, list(ddf.columns))
+        if c not in qi or not refs or not refs <= set(keep_cols):
+            refuse_dask(f"{owner}.fit with the rule {cond!r} for column '{c}'",
+                        "a rule is fitted partition by partition only when it governs a quasi-identifier and its "
+                        "condition reads kept columns alone (a rule on a synthesized column is applied to each "
+                        "copy after synthesis, in memory)", "Fit in memory, or condition the rule on kept columns.")
+        if value is None:
+            refuse_dask(f"{owner}.fit with the rule for column '{c}' setting a missing value",
+                        "the Dask path takes complete data and models no missing values",
+                        "Fit in memory, where missing values are modelled.")
+        if synth.schema_[c].is_categorical:
+            cats = list(synth.schema_[c].categories)
+            if value not in cats:
+                raise ValueError(f"The rule for column '{c}' sets the value {value!r}, which is not one of the "
+                                 "column's levels.")
+            coded = cats.index(value)
+        else:
+            try:
+                coded = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"The rule for column '{c}' must set a number or None (missing). "
+                                 f"Got {value!r} instead.") from None
+        specs.append((c, cond, coded))
+    return specs
 
 
 def _normal_stats(synth, normal_idx: list[int]):
@@ -370,7 +447,8 @@ def _normal_posterior(XtX: np.ndarray, Xty: np.ndarray, yty: float, n: float) ->
     return NormalRegressionPosterior(beta_hat=beta_hat, chol_inv=chol_inv, s2=max(rss, 0.0) / df, df=df)
 
 
-def fit(synth, ddf, quasi_identifiers: Sequence[str], keep: Sequence[str] | None = None, schema: Any = None):
+def fit(synth, ddf, quasi_identifiers: Sequence[str], keep: Sequence[str] | None = None, schema: Any = None,
+        rules: dict | None = None):
     """Fit a Rubin / DA-MI synthesizer to a Dask DataFrame (see the module docstring). Returns ``synth``."""
     import dask
 
@@ -412,7 +490,27 @@ def fit(synth, ddf, quasi_identifiers: Sequence[str], keep: Sequence[str] | None
     offsets = partition_offsets(ddf)
     n = int(offsets[-1])
     cont = [c for c in used if synth.schema_.kind(c) == "continuous"]
+    synth.rules_, synth.rule_rows_ = {}, {}
+    rule_specs = _check_dask_rules(synth, ddf, rules, qi, keep_cols, owner) if rules else []
     checks = dask.compute(*[dask.delayed(_column_checks)(p, used, cont) for p in ddf.to_delayed()])
+    rule_checks = dask.compute(*[dask.delayed(_rule_checks)(p, synth.schema_, rule_specs)
+                                 for p in ddf.to_delayed()]) if rule_specs else []
+    rule_of = {}
+    for c, cond, coded in rule_specs:
+        hits = sum(rc[c][0] for rc in rule_checks)
+        broken = sum(rc[c][1] for rc in rule_checks)
+        if broken:
+            # in memory the data are set to the rule's value (with a warning); partitions are not rewritten
+            raise ValueError(f"Column '{c}' breaks its rule on {broken} rows of df; the Dask path needs data that "
+                             "follow their rules (fit in memory, where the models see the data as the rule says).")
+        free = sum(rc[c][2] for rc in rule_checks) if synth.schema_[c].is_categorical else None
+        if free is not None and int((free > 0).sum()) < 2:
+            refuse_dask(f"{owner}.fit with the rule for column '{c}'",
+                        "the rows the rule leaves free hold a single level, so the column is a function of kept "
+                        "columns (family 'fixed'), whose removal from later models is decided in memory",
+                        "Fit in memory.")
+        if hits:
+            rule_of[c] = ((c, coded, synth.rules_[c][1]), free)
     miss = {c: sum(ch["missing"][c] for ch in checks) for c in used}
     for c in used:
         if miss[c] == n:
@@ -483,7 +581,25 @@ def fit(synth, ddf, quasi_identifiers: Sequence[str], keep: Sequence[str] | None
                             n_categories=v.n_levels, transform=transforms.get(c))
         names = z_names + [lab for pr in cond.predictors for lab in enc[pr].labels()]
         cond.coef_names = names if cond.intercept else names[1:]
+        if c in rule_of:
+            cond.rule = rule_of[c][0]
         synth.conditionals_.append(cond)
+    # a ruled column's model on its free rows: kept columns aliased there are dropped (pivoted QR of the
+    # Gram matrix summed over partitions), as in memory; the design is a template rebound per partition
+    ruled_idx = [j for j, cd in enumerate(synth.conditionals_) if cd.rule is not None]
+    if ruled_idx:
+        from ..models.conditional import AdditiveDesign
+        from ..models.rubin import _non_aliased_gram
+
+        light0 = _copy.copy(synth)
+        light0.retain_records()
+        grams = canonical_sum(ddf, offsets, lambda p: tuple(g for j in ruled_idx for g in _free_gram(light0, j)(p)))
+        for j, G in zip(ruled_idx, grams):
+            cond = synth.conditionals_[j]
+            idx = _non_aliased_gram(G)
+            cond.design = AdditiveDesign(np.zeros((1, len(z_names))), z_names,
+                                         [enc[pr] for pr in cond.predictors], cond.intercept, idx)
+            cond.coef_names = list(cond.design.names)
 
     # bounds and grid of the continuous QIs (synthmi.models.truncation), as in memory: the observed range
     # by reduction; the grid "auto" is the whole-number grid when no value has a fractional part (finer
@@ -523,7 +639,9 @@ def fit(synth, ddf, quasi_identifiers: Sequence[str], keep: Sequence[str] | None
             buckets = [merge([pc[(j, k)] for pc in pieces], cond.family, p, cond.n_categories, float(synth.prior_sd))
                        for k in range(K)]
             buckets = list(dask.persist(*buckets))
-            code_counts = sum(ch["levels"][cond.column] for ch in checks)
+            # category totals of the rows the model is fitted on (a ruled column: its free rows)
+            code_counts = rule_of[cond.column][1] if cond.rule is not None else \
+                sum(ch["levels"][cond.column] for ch in checks)
             cond.fast = BucketedCategoricalModel(cond.family, p, cond.n_categories, float(synth.prior_sd), buckets,
                                                  np.asarray(code_counts, dtype=float))
     if isinstance(synth, DAMISynthesizer):
@@ -576,6 +694,7 @@ def _partition_view(light, part: pd.DataFrame, offset: int):
     local = _copy.copy(light)
     local.data_ = part
     local._Z_design_ = _encode_z(light, part)
+    local.rule_rows_ = _rule_rows(light, part)
     if isinstance(light, DAMISynthesizer):
         local._x_conf_ = {c: _values(light, part, c) for c in light.masks_}
         local.W_ = {c: mk.draw(local._x_conf_[c], light._w_rng(c, offset))
