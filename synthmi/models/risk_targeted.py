@@ -131,7 +131,7 @@ from .copula import (
     levels_to_frame,
     truncated_normal,
 )
-from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking
+from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking, mask_kind_error
 
 __all__ = ["RiskTargetedSynthesizer", "RISK_LEVELS", "draw_levels"]
 
@@ -576,10 +576,7 @@ class RiskTargetedSynthesizer(Synthesizer):
                     var = self.schema_[c]
                     kind_ok = (mk.target == "continuous") == (var.kind == "continuous")
                     if not kind_ok:
-                        raise ValueError(
-                            f"The mask for column '{c}' ({type(mk).__name__}) is for {mk.target} variables, but "
-                            f"'{c}' is {var.kind}."
-                        )
+                        raise mask_kind_error(c, var.kind, mk)
                     if isinstance(mk, NormalMasking) and not mk.is_calibrated:
                         mk = mk.calibrate(X[c].dropna().to_numpy(dtype=float))
                     if isinstance(mk, TransitionMasking) and getattr(mk, "n_categories", None) is None:
