@@ -114,6 +114,10 @@ def cli_message(message: str, verb_parser: argparse.ArgumentParser | None, given
         return f"{m.group(1)}he '{flag}' option"
 
     out = _PARAMETER_PHRASE.sub(repl, message)
+    # a synthesizer class is the --method a user typed
+    from .commands.synthesize import method_terms
+
+    out = method_terms(out)
     # the data frame argument of the Python functions is the file the verb read
     return re.sub(r"(?:in|of) '?(?:df|original)'?(?=[ .,:;)]|$)", lambda m: m.group(0).split()[0] + " the data", out)
 

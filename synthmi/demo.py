@@ -51,8 +51,7 @@ def run_demo(out: str | Path, m: int = 5, seed: int = 2026, progress: bool = Fal
     """
     import sys
 
-    from tqdm.auto import tqdm
-
+    from ._progress import progress_bar
     from ._validate import check_scalar
     from .report.collect import evaluate_release, frame_sha256
     from .report.html import write_report
@@ -65,7 +64,7 @@ def run_demo(out: str | Path, m: int = 5, seed: int = 2026, progress: bool = Fal
     data = workload.load()
     releases = {}
     methods = demo_synthesizers(seed, workload)
-    bar = tqdm(methods.items(), desc="synthesizing", unit="method", disable=not progress)
+    bar = progress_bar(methods.items(), desc="synthesizing", unit="method", enabled=progress)
     for i, (label, model) in enumerate(bar):
         bar.set_postfix_str(f"{label} (M = {m})")
         model.fit(data, quasi_identifiers=qi, keep=keep)

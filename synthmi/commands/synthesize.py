@@ -106,6 +106,18 @@ output: DIR/copy_01.csv ... copy_MM.csv and DIR/metadata.json (method, tuning, s
 versions, diagnostics, dtypes); read back with synthmi.SyntheticData.from_dir(DIR)."""
 
 
+def method_terms(text: str) -> str:
+    """A message in command-line terms: a synthesizer class named in it (``RubinSynthesizer``,
+    ``RiskTargetedSynthesizer.fit``) becomes the ``--method`` name a user typed
+    (``method 'rubin'``, ``method 'risk-dami'``)."""
+    import re
+
+    for name, target in METHODS.items():
+        cls = target.split(":")[1]
+        text = re.sub(rf"\b{cls}\b(?:\.(?:fit|sample)\b)?", f"method '{name}'", text)
+    return text
+
+
 def resolve_method(name: str) -> type:
     """The synthesizer class registered under ``name``."""
     if name not in METHODS:
@@ -551,7 +563,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"Give the masks either with --mask or with --param {MASK_PARAMETER[args.method]}=..., not both.")
         params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()))
     if "progressbar" in _param_names(cls) and "progressbar" not in params:
-        params["progressbar"] = progress_enabled(args)
+        # a sampler's live bar (tqdm) only on a terminal: redirected, its carriage returns
+        # fill the log; the step lines below say the same
+        params["progressbar"] = progress_enabled(args) and sys.stderr.isatty()
     transforms = parse_transforms(args.transform)
     if transforms:
         if "transforms" not in _param_names(cls):
@@ -711,7 +725,7 @@ def run(args: argparse.Namespace) -> int:
     for msg in dict.fromkeys(str(w.message) for w in caught):
         if msg.startswith("DAMISynthesizer has no masks"):
             continue  # said above in command-line terms
-        print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
+        print(f"synthmi synthesize: warning: {method_terms(msg)}", file=sys.stderr, flush=True)
     if dp_release:
         _report_rare_levels(synth)
         if args.map_other:

@@ -84,10 +84,17 @@ def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str, leve
         # No value is echoed: cells can be confidential.
         obs = pd.to_numeric(s, errors="coerce").dropna()
         if not obs.isin([0, 1]).all():
+            where = "the original" if name == "original" else f"the copy {name}"
+            coded = obs.nunique() == 2
             raise ValueError(
-                f"The response '{response}' of a {family} model must be binary (two categories, or 0/1); "
-                f"'{name}' has numeric values other than 0 and 1. For a continuous response use "
-                "family='gaussian' (--family gaussian)."
+                f"The response '{response}' of a {family} model must be binary (--family {family}): two "
+                f"categories, or numbers 0/1; in {where} it holds "
+                + ("two numbers other than 0/1 (a code such as 1/2). Declare it a category, modelled as 1 = "
+                   f"its second level: --categorical {response} when synthesizing, or kind \"binary\" for "
+                   f"'{response}' in a --spec (spec=... in Python)."
+                   if coded else
+                   "numbers other than 0 and 1. For a continuous response use --family gaussian "
+                   "(family='gaussian').")
             )
     return df
 

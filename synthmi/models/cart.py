@@ -234,6 +234,8 @@ class CartSynthesizer(Synthesizer):
         self._donors: dict[str, tuple] = {}
         if not self.proper:
             for j, c in enumerate(self.visit_sequence_):
+                if self._progress is not None:
+                    self._progress(f"fitting '{c}' ({j + 1}/{len(self.visit_sequence_)})")
                 rows = self._fit_rows(c)
                 design = self._design(self._x_blocks, j, rows)
                 y = self._y[c] if rows is None else self._y[c][rows]

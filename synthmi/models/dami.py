@@ -73,7 +73,7 @@ import pandas as pd
 
 from .._random import PositionalRNG, entropy_from
 from .._validate import Interval, Options, check_random_state
-from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking
+from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking, mask_kind_error
 from .predictive import Prepared, can_enumerate, check_joint, enumerate_draw, gibbs_draw, sequential_draw
 from .rubin import RubinSynthesizer
 
@@ -219,10 +219,7 @@ class DAMISynthesizer(RubinSynthesizer):
             kind = self.schema_[c].kind
             if kind == "continuous":
                 if not isinstance(mask, NormalMasking):
-                    raise ValueError(
-                        f"Column '{c}' is continuous; its mask must be a NormalMasking (K, sigma_e). "
-                        f"Got {type(mask).__name__} instead."
-                    )
+                    raise mask_kind_error(c, kind, mask)
                 if not mask.is_null and transforms.get(c) is not None:
                     raise ValueError(
                         f"Column '{c}' has the {transforms[c]!r} transform and a normal mask: the mask acts on the raw "
@@ -232,10 +229,7 @@ class DAMISynthesizer(RubinSynthesizer):
                 mask = mask.calibrate(self._values(c))
             else:
                 if isinstance(mask, NormalMasking):
-                    raise ValueError(
-                        f"Column '{c}' is {kind}; its mask must be LinearCategoricalMasking (alpha) or "
-                        "TransitionMasking (pi or p). Got NormalMasking instead."
-                    )
+                    raise mask_kind_error(c, kind, mask)
                 if isinstance(mask, TransitionMasking):
                     mask = mask.bind(self.schema_[c].n_levels)
             self.masks_[c] = mask

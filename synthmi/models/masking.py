@@ -348,6 +348,27 @@ class TransitionMasking(MaskingModel):
 
 
 # ---------------------------------------------------------------------------
+def mask_kind_error(column: str, kind: str, mask: MaskingModel) -> ValueError:
+    """The error for a mask that does not fit its column's kind, in the settings a user
+    changes: the ``--mask`` option, the spec's ``masks`` (the same keys as a Python mask
+    dict), and ``--categorical`` when a numerically coded category was modelled as a number.
+    """
+    c = column
+    if kind == "continuous":
+        return ValueError(
+            f"Column '{c}' is modelled as a number (continuous), so its mask adds normal noise: K noisy copies "
+            f"and their noise level, e.g. --mask {c}:K=3,sigma=5 or --mask {c}:K=3,reliability=0.9 (in a spec's "
+            f'masks: {{"{c}": {{"K": 3, "sigma_e": 5}}}}). Got a categorical mask (alpha or p) instead. If '
+            f"'{c}' holds codes of categories, declare it categorical: --categorical {c} (kind \"nominal\" or "
+            f"\"binary\" in the spec)."
+        )
+    return ValueError(
+        f"Column '{c}' is categorical ({kind}), so its mask works on its categories: --mask {c}:alpha=2 "
+        f"(W = alpha * code + N(0, 1)) or --mask {c}:p=0.8 (the category kept with probability p) (in a spec's "
+        f'masks: {{"{c}": {{"alpha": 2}}}}). Got a normal-noise mask (K, sigma) instead.'
+    )
+
+
 def make_masking(spec: Any, column: str = "?") -> MaskingModel:
     """Build a masking model from an object or a dict spec.
 

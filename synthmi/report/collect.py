@@ -391,7 +391,7 @@ def evaluate_release(
     else:
         pmse_variables = check_columns_exist(original, pmse_variables, "pmse_variables", "original")
 
-    from tqdm.auto import tqdm
+    from .._progress import progress_bar
 
     sub_kw = {} if tolerance is None else {"tolerance": tolerance}
     subgroups = risk_subgroups(original, qi, k0=k0, **sub_kw)
@@ -405,7 +405,7 @@ def evaluate_release(
     summary_rows, coef_frames, per_var, risk_rows, individual = [], [], {}, [], {}
     releases, two_way, attr_rows, impossible = {}, {}, [], []
     meta: dict[str, Any] = {}
-    steps = tqdm(total=4 * len(synthetic), desc="evaluating", unit="step", disable=not progress, leave=False)
+    steps = progress_bar(total=4 * len(synthetic), desc="evaluating", unit="step", enabled=progress, leave=False)
     no_align_rows: list[dict[str, Any]] = []
     response = _response(formula, original.columns)
     for method, obj in synthetic.items():

@@ -79,7 +79,7 @@ from ..diagnostics import ESS_MIN, RHAT_MAX
 from ..diagnostics import enforce as enforce_diagnostics
 from ..models.conjugate import NormalRegressionPosterior
 from ..models.glm import CategoricalModel, group_rows
-from ..models.masking import NormalMasking, TransitionMasking, make_masking
+from ..models.masking import NormalMasking, TransitionMasking, make_masking, mask_kind_error
 from ..schema import Schema
 from ._frames import canonical_sum, is_dask_frame, map_partitions_with_offset, partition_offsets, refuse_dask
 
@@ -668,8 +668,7 @@ def _fit_masks(synth, ss_of: dict, n: int) -> None:
         kind = synth.schema_[c].kind
         if kind == "continuous":
             if not isinstance(mask, NormalMasking):
-                raise ValueError(f"Column '{c}' is continuous; its mask must be a NormalMasking (K, sigma_e). "
-                                 f"Got {type(mask).__name__} instead.")
+                raise mask_kind_error(c, kind, mask)
             if not mask.is_null and transforms.get(c) is not None:
                 raise ValueError(f"Column '{c}' has the {transforms[c]!r} transform and a normal mask: the mask acts on the raw "
                                  "scale and the regression on the transformed one, so the predictive is not normal. Drop one of the two.")
@@ -678,8 +677,7 @@ def _fit_masks(synth, ss_of: dict, n: int) -> None:
                 mask = NormalMasking(mask.K, sigma_e=float(np.sqrt(mask.K * var * (1.0 / mask.reliability - 1.0))))
         else:
             if isinstance(mask, NormalMasking):
-                raise ValueError(f"Column '{c}' is {kind}; its mask must be LinearCategoricalMasking (alpha) or "
-                                 "TransitionMasking (pi or p). Got NormalMasking instead.")
+                raise mask_kind_error(c, kind, mask)
             if isinstance(mask, TransitionMasking):
                 mask = mask.bind(synth.schema_[c].n_levels)
         synth.masks_[c] = mask
