@@ -24,7 +24,7 @@ and from those the extrapolation to 100M rows x 20 copies on N workers.
 
     python benchmarks/scale.py --lock /tmp/synthmi-bench.lock       # 1M, 3M, 10M
     python benchmarks/scale.py --sizes 200000 --inmem-sizes 200000 --name scale_smoke   # quick check
-    python benchmarks/scale.py --merge scale_1m,scale_3m@3000000,scale_10m --name scale   # one summary of several runs
+    python benchmarks/scale.py --merge scale_final_1m,scale_final_3m,scale_final_10m_dask --name scale   # one summary of several runs
 """
 from __future__ import annotations
 
@@ -321,7 +321,7 @@ def extrapolate(med_d: dict, nd: list[int], m: int, workers: int, n_big: int = 1
         "stops_scaling": [
             "Newton and independence MH are driven from the client: each Newton step and each batch of MH "
             "proposals is one map over the buckets of grouped design rows plus a gather; the work grows with the "
-            "number of distinct design rows (88,729 for education at 10M; bounded by the product of the "
+            "number of distinct design rows (89,958 for education at 10M; bounded by the product of the "
             "predictors' levels here, ~n with a continuous predictor of many values), and the rounds are "
             "sequential, so this part (~100 s) is a floor on the wall time whatever N",
             "the identity-risk shuffle moves the original and all M copies (n x (M + 1) rows) across the network; "
@@ -364,14 +364,11 @@ def main() -> None:
     settings = {"qi": QI, "keep": KEEP, "masks": MASKS, "tolerance": TOL, "m": a.m, "seed": SEED,
                 "draws": DRAWS, "workers": a.workers, "threads_per_worker": 1, "memory_limit_per_worker": a.memory_limit,
                 "data": "synthmi.data.make_population(n, random_state=0), Parquet, 500,000 rows per file",
-                "note": "one run per job, each alone under the bench lock on the shared 2-core machine (load average "
-                        "12-20 from other agents' work, per job below). Linux autogroup scheduling is on, so per-process "
-                        "nice does not act across sessions; the jobs ran in a session of their own (field 'autogroup'), "
-                        "given autogroup priority by hand for the 3M runs; for the first 10M run (scale_10m_dask) a "
-                        "machine-wide script that favours only the lock holder's own session set the job's group back "
-                        "to nice 19 part of the time. The runner now keeps jobs in the lock holder's session (the 1M "
-                        "runs, scale_1m_c, and the second 10M run, scale_10m_dask_b, ran that way). Left out (runs_left_out): the 1M runs of "
-                        "scale_1m3m (no priority; each process got ~15% of a core) and scale_1m_b (priority contested)"}
+                "note": "each job alone under the bench lock (taken per job, released between jobs) on the shared "
+                        "2-core machine, in the lock holder's session (Linux autogroup), so the machine's priority "
+                        "script ran it at nice 0 and every other agent's python at nice 19; the load average from "
+                        "that deprioritised work (10-16) is recorded per job. Repeats: 3 at 1M, 2 at 3M, Dask only "
+                        "at 10M (2 runs; the in-memory 10M run was not made: see summary.pandas_peak_rss_linear_fit)"}
     if a.merge:
         runs, left_out = [], []
         for item in a.merge.split(","):

@@ -1,6 +1,8 @@
 """Agency microdata: missing values, point masses, rules, survey weights, high-cardinality geography."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -207,8 +209,9 @@ def test_weighted_combined_estimate_matches_hand_computation():
 
 
 def test_weighted_ci_covers_under_informative_sampling():
-    """Reduced run of benchmarks/weights_coverage.py (2,000 replications there): with 40
-    replications, coverage below 0.85 has probability 0.02 if the true rate is 0.95; the
+    """Reduced run of benchmarks/weights_coverage.py (600 replications there): with 40
+    replications, coverage below 0.85 (33 or fewer of 40) has probability 0.0034 if the true rate
+    is 0.95; the
     unweighted interval (biased by the design) almost never covers."""
     import importlib.util
     import pathlib
@@ -305,3 +308,36 @@ def test_hmc_matches_exact_posterior_of_a_conjugate_case():
     sd = np.sqrt(polygamma(1, k) + polygamma(1, n - k))
     assert abs(draws.mean() - mean) < 4 * sd / np.sqrt(res.ess_bulk)
     assert abs(draws.std() / sd - 1) < 0.1
+
+
+def test_listed_two_part_predictor_brings_its_indicator():
+    """A user who lists a two-part column as a predictor gets its zero indicator too (synthpop's
+    padMis.syn copies the predictor-matrix entry to both): y jumps by 2 where income is positive,
+    which the value column alone (zeros filled with the mean positive income) cannot carry."""
+    rng = np.random.default_rng(0)
+    n = 300
+    z = rng.normal(size=n)
+    inc = np.where(rng.random(n) < 0.4, 0.0, np.exp(rng.normal(1 + 0.3 * z, 0.5)))
+    df = pd.DataFrame({"z": z, "inc": inc, "y": 2 * (inc > 0) + 0.1 * inc + rng.normal(size=n)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        listed = RubinSynthesizer(progressbar=False, models={"y": {"predictors": ["z", "inc"]}}).fit(
+            df, ["inc", "y"], keep=["z"], semicont={"inc": [0]})
+        default = RubinSynthesizer(progressbar=False).fit(df, ["inc", "y"], keep=["z"], semicont={"inc": [0]})
+    preds = {c.column: list(c.predictors) for c in listed.conditionals_}
+    assert "inc_part" in preds["y"] and "inc" in preds["y"]
+    assert set(preds["y"]) == {p for c in default.conditionals_ if c.column == "y" for p in c.predictors}
+
+
+def test_weights_not_a_predictor_warn_and_the_option_makes_them_one(tmp_path):
+    """Mitra & Reiter (2006): the weight left out of the synthesis models is valid only when the
+    design depends on modelled columns; the user is told, and --weight-as-predictor uses it."""
+    df = make_agency_data(400, seed=3)[["age", "sex", "race", "weight"]]
+    with pytest.warns(UserWarning, match="weight-as-predictor"):
+        s = CartSynthesizer().fit(df, ["age", "sex"], keep=["race"], weights="weight")
+    assert "weight" not in s.keep_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        s = CartSynthesizer().fit(df, ["age", "sex"], keep=["race"], weights="weight",
+                                                weight_as_predictor=True)
+    assert "weight" in s.keep_

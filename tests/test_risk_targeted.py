@@ -143,6 +143,11 @@ def test_nested_structure_and_rule(data):
     # takes any frame) rather than SyntheticData.analyse (which checks the fingerprint)
     res = analyse(FORMULA, family="probit", original=df.dropna(), synthetic=syn, rule=syn.rule)
     assert res.rule == "nested"
+    # the nests have their own random streams: drawn in two processes, the copies are the same
+    s.n_jobs = 2
+    syn2 = s.sample(3, random_state=4)
+    for a, b in zip(syn.copies, syn2.copies):
+        pd.testing.assert_frame_equal(a, b)
     assert np.isfinite(res.to_frame()["se_syn"]).all()
     # the nested rule by hand on the (3, 3, p) estimates equals combine(rule="nested")
     import statsmodels.formula.api as smf
@@ -348,3 +353,36 @@ def test_skip_rule_keeps_the_association_the_data_identify():
         # the data's gap is 22 h; with the coefficient at zero it was ~0 (MC sd of a gap ~1 h here)
         assert m["full"] - m["part"] > 10, m
         assert c.loc[c["emp"] == "none", "hours"].isna().all()
+
+
+def test_draw_levels_frequencies_and_log_space_fallback():
+    """draw_levels against the exact level probabilities (Phi differences times exp(evidence))."""
+    from synthmi.models.risk_targeted import draw_levels
+
+    rng = np.random.default_rng(3)
+    n = 200_000
+    edges = np.array([-np.inf, -0.5, 0.2, 1.5, np.inf])
+    mean = np.r_[np.full(n // 2, 0.3), np.full(n // 2, 2.5)]
+    ev = np.tile(np.array([0.0, -1.0, -0.3, -2.0]), (n, 1))
+    for e in (None, ev):
+        lv = draw_levels(mean, 0.8, edges, e, rng)
+        for m0, rows in ((0.3, slice(0, n // 2)), (2.5, slice(n // 2, n))):
+            p = np.diff(norm.cdf((edges - m0) / 0.8))
+            if e is not None:
+                p = p * np.exp(ev[0])
+            p /= p.sum()
+            # hand check of one: mean 0.3, sd 0.8, no evidence: P(0.2 < x < 1.5) = Phi(1.5) - Phi(-0.125)
+            if e is None and m0 == 0.3:
+                assert abs(p[2] - (0.9331928 - 0.4502618)) < 1e-6
+            freq = np.bincount(lv[rows], minlength=4) / (n // 2)
+            # 5 binomial standard errors (<= 0.0078 at n / 2 = 100,000)
+            assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / (n // 2)) + 1e-12)
+    # every weight underflows (mass ~1 on level 0 is cut by evidence e^-1300): drawn in log space,
+    # log P(level 1) = log(Phi(-50) - Phi(-51)) ~ -1254.9 beats level 0's -1300 and level 2's ~ -1305
+    lv = draw_levels(np.full(50, -50.0), 1.0, np.array([-np.inf, 0.0, 1.0, np.inf]),
+                     np.tile([-1300.0, 0.0, 0.0], (50, 1)), rng)
+    assert np.all(lv == 1)
+    # the same seed gives the same levels
+    a = draw_levels(mean[:100], 0.8, edges, None, np.random.default_rng(9))
+    b = draw_levels(mean[:100], 0.8, edges, None, np.random.default_rng(9))
+    np.testing.assert_array_equal(a, b)

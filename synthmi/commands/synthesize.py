@@ -290,6 +290,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--weights", metavar="COLUMN", default=None,
                    help="survey weight column: released unchanged, not a predictor, left out of pMSE/tables, "
                         "used by weighted analyses")
+    p.add_argument("--weight-as-predictor", action="store_true",
+                   help="with --weights: also use the weight as a predictor of the synthesized columns (needed "
+                        "for valid weighted analyses when selection depends on columns not in the file)")
     p.add_argument("--transform", action="append", metavar="COLUMN=log|log1p|rank",
                    help="transform of a continuous quasi-identifier's model (rubin, dami; repeatable)")
     p.add_argument("--semicont", action="append", metavar="COLUMN=V[:V2]",
@@ -697,6 +700,10 @@ def run(args: argparse.Namespace) -> int:
         for name, value in (("weights", args.weights), ("semicont", semicont or None), ("rules", rules or None)):
             if value is not None:
                 fit_kwargs[name] = value
+        if args.weight_as_predictor:
+            if args.weights is None:
+                raise ValueError("The '--weight-as-predictor' option needs '--weights COLUMN'.")
+            fit_kwargs["weight_as_predictor"] = True
     if hasattr(synth, "set_progress"):
         synth.set_progress(_progress_callback(args))
     with warnings.catch_warnings(record=True) as caught:

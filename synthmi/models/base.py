@@ -327,6 +327,16 @@ class Synthesizer(ParamsMixin, abc.ABC):
         self.weights_ = self._check_weights(df, weights, qi, owner)
         if self.weights_ is not None and not weight_as_predictor:
             keep_cols = [c for c in keep_cols if c != self.weights_]
+            # Mitra & Reiter (2006): weighted analyses of synthetic copies are design-consistent
+            # only if the synthesis models carry the design information; when selection depends
+            # on variables not in the file, only the weight does (a review simulation: estimate
+            # 1.77 for a population value 0.97 without it, 1.04 with it)
+            warnings.warn(
+                f"The survey weight '{self.weights_}' is released unchanged and is not a predictor of the "
+                "synthesized columns: weighted analyses of the copies are valid only if the design "
+                "(selection) depends on columns the synthesis models use. If it may depend on anything "
+                "else, make the weight a predictor (--weight-as-predictor; weight_as_predictor=True).",
+                UserWarning, stacklevel=3)
         elif self.weights_ is not None and self.weights_ not in keep_cols:
             keep_cols = keep_cols + [self.weights_]
         check_not_degenerate(df, qi + keep_cols, "df")

@@ -1,4 +1,4 @@
-"""Posterior draws of the sequential conditionals, one column at a time, optionally in parallel.
+r"""Posterior draws of the sequential conditionals, one column at a time, optionally in parallel.
 
 The fast sampler of :class:`~synthmi.models.rubin.RubinSynthesizer` (and DA-MI,
 whose posterior is the same) factorises over the conditionals: with the
@@ -113,10 +113,13 @@ def _column_draws(task: dict[str, Any]) -> tuple[list[dict[str, np.ndarray] | No
     idx = np.linspace(0, pooled.shape[0] - 1, m).round().astype(int) if m > 1 else np.array([pooled.shape[0] - 1])
     params = fast.unpack(pooled[idx])
     diag = {
-        "family": family, "method": how, "importance_ess_fraction": frac,
+        "family": family, "method": how,
         "chains": chains, "draws_per_chain": n_keep, "acceptance_rate": res.acceptance,
         "r_hat": res.r_hat, "ess_bulk": res.ess_bulk,
     }
+    if family == "logit":
+        # measured only for logit (the pilot that picks HMC); other families report nothing
+        diag["importance_ess_fraction"] = frac
     if "step_size" in res.info:
         diag.update(step_size=res.info["step_size"], n_leapfrog=res.info["n_leapfrog"])
     return [{k: v[i] for k, v in params.items()} for i in range(m)], diag

@@ -1458,6 +1458,9 @@ class GaussianCopulaImputer(ParamsMixin):
         rngs = rng.spawn(self.chains)
         spec = _imputed_summary_spec(self.margins_)
         if self.n_jobs > 1 and self.chains > 1:
+            # compile the truncated-normal kernel (not cacheable on disk) here, once, so that the
+            # forked chains and everything after them share it instead of each compiling its own
+            truncated_normal(np.zeros(1), 1.0, -1.0, 1.0, np.random.default_rng(0))
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
 

@@ -111,8 +111,10 @@ estimation. Annals of Applied Statistics 1, 265-283.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -123,23 +125,103 @@ from .copula import (
     CopulaState,
     GaussianCopulaImputer,
     _Margin,
-    _gumbel_argmax,
+    _log_ndtr_scalar,
     _nominal_bounds,
     _nominal_level,
-    level_log_probabilities,
     levels_to_frame,
     truncated_normal,
 )
 from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking, mask_kind_error
 
-__all__ = ["RiskTargetedSynthesizer", "RISK_LEVELS"]
+__all__ = ["RiskTargetedSynthesizer", "RISK_LEVELS", "draw_levels"]
 
 RISK_LEVELS = ("low", "medium", "high")
 _BINARY_CUT = np.zeros(1)
 
 
+def draw_levels(mean: np.ndarray, sd: float, edges: np.ndarray, evidence: np.ndarray | None,
+                rng: np.random.Generator) -> np.ndarray:
+    r"""One level per record from :math:`\Pr(l) \propto [\Phi(\frac{e_{l+1} - m_i}{sd}) -
+    \Phi(\frac{e_l - m_i}{sd})]\, \exp(\mathrm{ev}_{il})` (sorted ``edges``, L + 1 of them).
+
+    Inversion with one uniform per record; compiled, one normal CDF per edge (the lower tail
+    left of the mean, the upper tail right of it, so an interval's mass keeps its relative
+    precision). A record whose weights all underflow (mean beyond ~37 sd of every edge, or
+    evidence against every level with mass) is drawn in log space (:func:`log_interval_probability`
+    per level). ``evidence`` (n, L), each row's maximum 0, or None.
+    """
+    mean = np.ascontiguousarray(mean, dtype=float)
+    edges = np.ascontiguousarray(edges, dtype=float)
+    ev = np.zeros((0, edges.size - 1)) if evidence is None else np.ascontiguousarray(evidence, dtype=float)
+    return _draw_levels_kernel(mean, float(sd), edges, ev, rng.random(mean.size))
+
+
+@numba.njit(cache=True)
+def _draw_levels_kernel(mean, sd, edges, ev, u):  # pragma: no cover - compiled
+    n = mean.size
+    L = edges.size - 1
+    has_ev = ev.shape[0] > 0
+    out = np.empty(n, dtype=np.int64)
+    cdf = np.empty(L + 1)
+    sf = np.empty(L + 1)
+    w = np.empty(L)
+    for i in range(n):
+        for k in range(L + 1):
+            t = (edges[k] - mean[i]) / sd
+            if t <= 0.0:
+                cdf[k] = 0.5 * math.erfc(-t * 0.7071067811865476)
+                sf[k] = 1.0 - cdf[k]
+            else:
+                sf[k] = 0.5 * math.erfc(t * 0.7071067811865476)
+                cdf[k] = 1.0 - sf[k]
+        tot = 0.0
+        for l in range(L):
+            t = (edges[l] - mean[i]) / sd
+            p = cdf[l + 1] - cdf[l] if t <= 0.0 else sf[l] - sf[l + 1]
+            p = max(p, 0.0)
+            if has_ev:
+                p *= math.exp(ev[i, l])
+            w[l] = p
+            tot += p
+        if not (tot > 1e-290):
+            # log space: log(Phi(b) - Phi(a)) on the lower tail (mirrored right of the mean)
+            lmax = -np.inf
+            for l in range(L):
+                a = (edges[l] - mean[i]) / sd
+                b = (edges[l + 1] - mean[i]) / sd
+                if a > 0.0:
+                    a, b = -b, -a
+                lb = _log_ndtr_scalar(b)
+                la = _log_ndtr_scalar(a)
+                v = lb + math.log1p(-math.exp(la - lb)) if b > a else -np.inf
+                if has_ev:
+                    v += ev[i, l]
+                w[l] = v
+                lmax = max(lmax, v)
+            tot = 0.0
+            for l in range(L):
+                w[l] = math.exp(w[l] - lmax)
+                tot += w[l]
+        target = u[i] * tot
+        acc = 0.0
+        lev = L - 1
+        for l in range(L):
+            acc += w[l]
+            if target < acc and w[l] > 0.0:
+                lev = l
+                break
+        # (rounding can leave target above the last partial sum: the last level with weight)
+        if lev == L - 1 and not (w[lev] > 0.0):
+            for l in range(L - 1, -1, -1):
+                if w[l] > 0.0:
+                    lev = l
+                    break
+        out[i] = lev
+    return out
+
+
 class RiskTargetedSynthesizer(Synthesizer):
-    """Risk-subgroup targeted DA-MI synthesis on a Gaussian copula with missing data.
+    r"""Risk-subgroup targeted DA-MI synthesis on a Gaussian copula with missing data.
 
     Parameters
     ----------
@@ -175,7 +257,8 @@ class RiskTargetedSynthesizer(Synthesizer):
     progressbar : bool, default False
         Progress bar while fitting.
     chains, n_jobs : int, default 2 and 1
-        Chains of the copula sampler and how many run in parallel processes.
+        Chains of the copula sampler and how many run in parallel processes;
+        ``n_jobs`` processes also draw the nests of the two-stage output.
     impute_keep : bool, default False
         Missing values of the kept (Z) columns are imputed inside the model in
         any case (the copula needs complete latents), but by default the copies
@@ -579,26 +662,52 @@ class RiskTargetedSynthesizer(Synthesizer):
         cop = self.copula_
         states = cop.states(m, rng)
         out: list[pd.DataFrame] = []
+        if self.masks_ is not None and self.r is not None:
+            # two stages: nest k continues the chain given completed data set k and draws r copies
+            # from it. Each nest has its own random stream (spawned in nest order), so the copies are
+            # the same whether the nests run in turn or in n_jobs processes
+            nest_rngs = rng.spawn(len(states))
+            if self.n_jobs > 1 and len(states) > 1:
+                import multiprocessing as mp
+                from concurrent.futures import ProcessPoolExecutor
+
+                # the model holds the records (it is not pickled: _confidential_attributes); forked
+                # workers inherit it through a module global, and only the nest index is sent
+                global _FORKED
+                _FORKED = (self, states, nest_rngs)
+                try:
+                    with ProcessPoolExecutor(max_workers=min(self.n_jobs, len(states)),
+                                             mp_context=mp.get_context("fork")) as ex:
+                        nests = list(ex.map(_forked_nest, range(len(states))))
+                finally:
+                    _FORKED = None
+            else:
+                nests = [self._nest(st, r) for st, r in zip(states, nest_rngs)]
+            return [f for nest in nests for f in nest]
         for st in states:
             levels = cop.sampler_.completed_levels(st)
             if self.masks_ is None:
                 out.append(self._frame(levels))
-                continue
-            if self.r is None:
+            else:
                 out.append(self._frame(self._synthesize(st, levels, cop.sampler_, rng), rng))
-                continue
-            # two stages: the chain given this completed data set, r copies from it
-            comp_margins = [_replace_level(mg, lv) for mg, lv in zip(cop.margins_, levels)]
-            sampler = CopulaGibbs(comp_margins, cop.q_, cop.prior_df)
-            sampler.collapse_binary = cop.sampler_.collapse_binary
-            sampler.collapse_nominal = cop.sampler_.collapse_nominal
-            sampler.zero_coef = dict(cop.sampler_.zero_coef)
-            sampler.block_active[:] = cop.sampler_.block_active
-            st2 = st.copy()
-            for _ in range(int(self.r)):
-                for _ in range(cop.thin):
-                    sampler.step(st2, rng)
-                out.append(self._frame(self._synthesize(st2, levels, sampler, rng), rng))
+        return out
+
+    def _nest(self, st: CopulaState, rng: np.random.Generator) -> list[pd.DataFrame]:
+        """The r synthetic copies of one completed data set (the chain continued given it)."""
+        cop = self.copula_
+        levels = cop.sampler_.completed_levels(st)
+        comp_margins = [_replace_level(mg, lv) for mg, lv in zip(cop.margins_, levels)]
+        sampler = CopulaGibbs(comp_margins, cop.q_, cop.prior_df)
+        sampler.collapse_binary = cop.sampler_.collapse_binary
+        sampler.collapse_nominal = cop.sampler_.collapse_nominal
+        sampler.zero_coef = dict(cop.sampler_.zero_coef)
+        sampler.block_active[:] = cop.sampler_.block_active
+        st2 = st.copy()
+        out = []
+        for _ in range(int(self.r)):
+            for _ in range(cop.thin):
+                sampler.step(st2, rng)
+            out.append(self._frame(self._synthesize(st2, levels, sampler, rng), rng))
         return out
 
     def _frame(self, levels: list[np.ndarray], rng: np.random.Generator | None = None) -> pd.DataFrame:
@@ -693,11 +802,8 @@ class RiskTargetedSynthesizer(Synthesizer):
                     c = cuts[mg.name] if mg.ranked else _BINARY_CUT
                     edges = np.concatenate([[-np.inf], c, [np.inf]])
                     if is_qi:
-                        logits = level_log_probabilities(cm, sd, edges)
                         ev = evid[mg.name]
-                        if ev is not None:
-                            logits = logits + ev
-                        new = _gumbel_argmax(logits, rng)
+                        new = draw_levels(cm, sd, edges, ev, rng)
                         syn[mg.name] = new
                     else:
                         new = lv
@@ -732,6 +838,15 @@ class RiskTargetedSynthesizer(Synthesizer):
         z[np.ix_(accept, S)] = prop[accept]
         E[np.ix_(accept, S)] = prop[accept] - mu[S]
         syn[mg.name] = np.where(accept, new_level, syn[mg.name])
+
+
+#: (model, states, random streams) of the nests being drawn in forked processes (RiskTargetedSynthesizer._sample)
+_FORKED: Any = None
+
+
+def _forked_nest(k: int) -> list[pd.DataFrame]:
+    model, states, rngs = _FORKED
+    return model._nest(states[k], rngs[k])
 
 
 def _skip_patterns(frame: pd.DataFrame, schema, exclude: set) -> list[tuple[str, str]]:

@@ -425,6 +425,12 @@ class RubinSynthesizer(Synthesizer):
             earlier = self.order_[:j]
             preds = spec.predictors if spec.predictors is not None else pm_preds.get(c)
             if preds is not None:
+                # a listed two-part column brings its indicator, as synthpop's padMis.syn copies the
+                # predictor-matrix entry to both: alone, its value (zeros filled with the mean of the
+                # positive values) would hide the point mass from this model
+                extra = [p for x in preds if (p := self._part_of(x)) is not None and p not in preds
+                         and (p in earlier or p in Z.columns)]
+                preds = list(preds) + extra
                 wrong = [p for p in preds if p not in Z.columns and p not in earlier]
                 if wrong:
                     raise ValueError(

@@ -60,11 +60,20 @@ def partition_offsets(ddf) -> np.ndarray:
 
 
 def map_partitions_with_offset(ddf, offsets: np.ndarray, fn: Callable, *args) -> list:
-    """Delayed ``fn(partition, offset, *args)`` for every partition, in order."""
+    """Delayed ``fn(partition, offset, *args)`` for every partition, in order.
+
+    ``offsets`` must be :func:`partition_offsets` of this very frame: a column projection of a
+    ``read_parquet`` frame can have fewer partitions than the whole frame (dask merges files when
+    fewer columns are read), and other offsets would give records wrong positions.
+    """
     import dask
 
+    parts = ddf.to_delayed()
+    if len(parts) != len(offsets) - 1:
+        raise ValueError(f"{len(offsets) - 1} partition offsets given for a frame of {len(parts)} partitions; "
+                         "compute them with partition_offsets() on the frame that is mapped.")
     f = dask.delayed(fn, pure=True)
-    return [f(p, int(o), *args) for p, o in zip(ddf.to_delayed(), offsets[:-1])]
+    return [f(p, int(o), *args) for p, o in zip(parts, offsets[:-1])]
 
 
 def _add(a: tuple, b: tuple) -> tuple:

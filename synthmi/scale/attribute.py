@@ -121,12 +121,12 @@ def attribute_disclosure(original, synthetic: Any, quasi_identifiers: Sequence[s
     kinds = (_split_kinds(original, qis), _split_kinds(original, [target]))
     categorical, continuous = kinds[0]
     enc = mt.Encoder(_reference(original, qis, categorical), categorical, continuous, "original")
-    off = partition_offsets(original)
+    use = [*qis, target]
+    off = partition_offsets(original[use])  # of the projection that is mapped (a read_parquet may merge files)
     n = int(off[-1])
     B = int(n_buckets) if n_buckets else max(1, -(-n // ROWS_PER_BUCKET))
-    use = [*qis, target]
     o_split = map_partitions_with_offset(original[use], off, _split_frames, enc, "original", B)
-    c_split = [map_partitions_with_offset(c[use], partition_offsets(c), _split_frames, enc, f"synthetic[{j}]", B)
+    c_split = [map_partitions_with_offset(c[use], partition_offsets(c[use]), _split_frames, enc, f"synthetic[{j}]", B)
                for j, c in enumerate(copies)]
     f = dask.delayed(_attr_bucket, pure=True, nout=2)
     meta = original._meta

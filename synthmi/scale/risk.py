@@ -162,10 +162,14 @@ def reidentification_risk(original, synthetic: Any, quasi_identifiers: Sequence[
     tol = mt.parse_tolerance(tolerance, categorical, continuous, _OWNER)
     ref = _reference(original, qis, categorical)
     enc = mt.Encoder(ref, categorical, continuous, "original")
-    o_off = partition_offsets(original)
+    # offsets of the frames that are mapped: dask's read_parquet merges files into fewer partitions when
+    # only some columns are read, so the whole frame's offsets do not fit its column projection
+    o_frame = original[qis + ([by] if by and by not in qis else [])]
+    o_off = partition_offsets(o_frame)
     n = int(o_off[-1])
     offs = []
-    for j, c in enumerate(copies):
+    c_frames = [c[qis] for c in copies]
+    for j, c in enumerate(c_frames):
         off = partition_offsets(c)
         if int(off[-1]) != n:
             raise ValueError(f"'synthetic[{j}]' has {int(off[-1])} rows but 'original' has {n}; re-identification risk "
@@ -173,10 +177,9 @@ def reidentification_risk(original, synthetic: Any, quasi_identifiers: Sequence[
         offs.append(off)
     B = int(n_buckets) if n_buckets else max(1, -(-n // ROWS_PER_BUCKET))
     kw = len(enc.cards)  # the exact key: categorical codes and missingness flags
-    o_split = map_partitions_with_offset(original[qis + ([by] if by and by not in qis else [])], o_off, _split, enc,
-                                         "original", B, kw, by)
-    c_split = [map_partitions_with_offset(c[qis], off, _split, enc, f"synthetic[{j}]", B, kw)
-               for j, (c, off) in enumerate(zip(copies, offs))]
+    o_split = map_partitions_with_offset(o_frame, o_off, _split, enc, "original", B, kw, by)
+    c_split = [map_partitions_with_offset(c, off, _split, enc, f"synthetic[{j}]", B, kw)
+               for j, (c, off) in enumerate(zip(c_frames, offs))]
     tols = [tol[c] for c in continuous]
     f = dask.delayed(_risk_bucket, pure=True, nout=2)
     results = []
@@ -313,11 +316,12 @@ def risk_subgroups(ddf, quasi_identifiers: Sequence[str], k0: int, tolerance: An
     categorical, continuous = _split_kinds(ddf, qis)
     tol = mt.parse_tolerance(tolerance, categorical, continuous, "risk_subgroups")
     enc = mt.Encoder(_reference(ddf, qis, categorical), categorical, continuous, "df")
-    off = partition_offsets(ddf)
+    frame = ddf[qis]
+    off = partition_offsets(frame)  # of the projection that is mapped (see reidentification_risk)
     n = int(off[-1])
     B = int(n_buckets) if n_buckets else max(1, -(-n // ROWS_PER_BUCKET))
     # bucket by the categorical codes only: a_i and c_i both count within them
-    splits = map_partitions_with_offset(ddf[qis], off, _split, enc, "df", B, len(categorical))
+    splits = map_partitions_with_offset(frame, off, _split, enc, "df", B, len(categorical))
     f = dask.delayed(_subgroup_bucket, pure=True)
     parts = [f([s[k] for s in splits], enc.cards, len(categorical), [tol[c] for c in continuous], k0) for k in range(B)]
     meta = pd.DataFrame({"position": np.zeros(0, np.int64), "risk_subgroup": np.zeros(0, np.int64),

@@ -111,7 +111,7 @@ def _partition_tables(part: pd.DataFrame, offset: int, variables, edges, cats, s
 def _sum_tables(ddf, variables, edges, cats, sizes, ways) -> dict:
     import dask
 
-    off = partition_offsets(ddf)
+    off = partition_offsets(ddf[variables])  # of the projection that is mapped (a read_parquet may merge files)
     parts = dask.compute(*map_partitions_with_offset(ddf[variables], off, _partition_tables, variables, edges, cats, sizes, ways))
     total = {}
     for pr in parts:
@@ -357,14 +357,14 @@ def pmse(original, synthetic: Any, method: str = "logit", variables: Sequence[st
                                note="logit propensity model fitted on all records by distributed Newton")
     rng = check_random_state(random_state)
     entropy = entropy_from(rng)
-    off = partition_offsets(original)
+    off = partition_offsets(original[variables])  # of the projection that is mapped
     n = int(off[-1])
     frac = min(1.0, cart_rows / n)
     o_sub = dask.compute(*map_partitions_with_offset(original[variables], off, _subsample, entropy, frac))
     o_sub = pd.concat(o_sub)
     s_subs = []
     for s in copies:
-        so = partition_offsets(s)
+        so = partition_offsets(s[variables])
         s_subs.append(pd.concat(dask.compute(*map_partitions_with_offset(s[variables], so, _subsample, entropy, frac))))
     r = _pmse_memory(o_sub, s_subs, method="cart", variables=variables, maxorder=maxorder, n_perm=n_perm,
                  min_samples_leaf=min_samples_leaf, cp=cp, random_state=rng)
