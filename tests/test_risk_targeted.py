@@ -208,7 +208,7 @@ def test_bad_input(data):
         RiskTargetedSynthesizer(masks={"low": BASE, "high": STRONG}, n_iter=20).fit(df, quasi_identifiers=QI)
     with pytest.raises(ValueError, match="not quasi-identifiers: \\['bmi'\\]"):
         RiskTargetedSynthesizer(masks={"bmi": {"K": 1, "sigma_e": 1}}, n_iter=20).fit(df, quasi_identifiers=QI)
-    with pytest.raises(ValueError, match="The mask for column 'sex'"):
+    with pytest.raises(ValueError, match=r"Column 'sex' is categorical \(binary\), so its mask works on its categories"):
         RiskTargetedSynthesizer(masks={"sex": {"K": 1, "sigma_e": 1}}, n_iter=20).fit(df, quasi_identifiers=QI)
     with pytest.raises(ValueError, match="The 'r' parameter of RiskTargetedSynthesizer"):
         RiskTargetedSynthesizer(r=2, n_iter=20).fit(df, quasi_identifiers=QI)
