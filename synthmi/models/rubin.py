@@ -262,6 +262,13 @@ class RubinSynthesizer(Synthesizer):
 
     def _check_params(self) -> None:
         owner = type(self).__name__
+        if int(self.n_jobs) == 0:
+            # scikit-learn's convention: None/1 serial, k > 1 processes, -1 all cores, 0 invalid
+            # (it was taken silently as 1)
+            raise ValueError(
+                f"The 'n_jobs' parameter of {owner} must be a number of worker processes (1: in this process) "
+                "or negative (-1: all cores, -2: all but one), as in scikit-learn. Got 0 instead."
+            )
         for c, t in (self.transforms or {}).items():
             if t not in TRANSFORMS:
                 raise ValueError(
