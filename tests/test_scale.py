@@ -472,3 +472,28 @@ def test_identity_risk_of_parquet_frames_whose_column_projection_merges_files(cl
     np.testing.assert_array_equal(rec["risk"].to_numpy(), want.records["risk"].to_numpy())
     assert got.summary["n_records"] == len(data)
     assert got.summary["true_match_rate"] == want.summary["true_match_rate"]
+
+
+def test_integer_column_with_many_values_infers_on_dask():
+    """An integer column with more than 64 distinct values (an income in dollars read from Parquet)
+    raised "Trying to coerce float values to integers" in the Dask schema inference."""
+    import dask.dataframe as dd
+
+    from synthmi.scale.synthesis import infer_schema
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"inc": rng.integers(0, 100_000, 500), "k": rng.integers(1, 4, 500)})
+    s = infer_schema(dd.from_pandas(df, npartitions=3))
+    assert s["inc"].kind in ("continuous", "integer")
+
+
+def test_cli_dask_refuses_options_it_cannot_honour(tmp_path, capsys):
+    from synthmi.cli import main
+
+    src = tmp_path / "d.parquet"
+    pd.DataFrame({"a": np.arange(50.0), "w": np.ones(50)}).to_parquet(src)
+    rc = main(["synthesize", "--data", str(src), "--engine", "dask", "--qi", "a", "--weights", "w",
+               "--method", "rubin", "--m", "2", "--out", str(tmp_path / "o")])
+    assert rc != 0
+    assert "'--weights' option is not available with --engine dask" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

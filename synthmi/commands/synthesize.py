@@ -765,6 +765,13 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
         raise ValueError(f"The '--engine dask' option runs the methods rubin and dami; {args.method!r} has no Dask path.")
     if args.bounds or args.domain or args.map_other:
         raise ValueError("The '--bounds', '--domain' and '--map-other' options are for DP methods, not --engine dask.")
+    given = [opt for opt, v in (("--weights", args.weights), ("--weight-as-predictor", args.weight_as_predictor),
+                                ("--semicont", args.semicont), ("--rule", args.rule)) if v]
+    if given:
+        # the partition-wise fit models complete data with main-effects models; dropping these
+        # silently released copies without the weight column and without the rules
+        raise ValueError(f"The '{given[0]}' option is not available with --engine dask (the partition-wise fit has no "
+                         "survey weights, point masses or structural rules); synthesize in memory (--engine pandas).")
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"The '--out' directory '{out}' is not empty; --engine dask writes into a new or empty directory.")
     source = str(args.data)

@@ -133,7 +133,11 @@ def infer_schema(ddf, overrides: Any = None, cap: int = 64) -> Schema:
     cols = {}
     for c in meta.columns:
         if c in num:
-            vals = sorted(merged[c]) if merged[c] is not None else [0.5, 1.5, 2.5]
+            # more than cap distinct values: stand-ins that are as many and of the column's own kind
+            # (non-integers in an integer column raised "Trying to coerce float values to integers")
+            vals = (sorted(merged[c]) if merged[c] is not None
+                    else list(range(cap + 1)) if pd.api.types.is_integer_dtype(meta[c].dtype)
+                    else [k + 0.5 for k in range(cap + 1)])
             cols[c] = pd.Series(vals, dtype=meta[c].dtype)
         else:
             cols[c] = meta[c]
