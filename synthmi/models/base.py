@@ -98,6 +98,22 @@ NA_LEVEL = "<NA>"
 VALUE_LEVEL = "value"
 
 
+
+def rule_value(variable, c: str, value: Any) -> Any:
+    """The value a structural rule sets in column ``c``, checked against the column: one of
+    a categorical column's levels (returned as given), else a number (returned as float).
+    Missing (``None``) is handled by the callers."""
+    if variable.is_categorical:
+        if value not in list(variable.categories):
+            raise ValueError(f"The rule for column '{c}' sets the value {value!r}, which is not one of the "
+                             "column's levels.")
+        return value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"The rule for column '{c}' must set a number or None (missing). "
+                         f"Got {value!r} instead.") from None
+
 class ParamsMixin:
     """scikit-learn's parameter protocol: ``get_params`` / ``set_params`` / ``repr``,
     and the check of ``_parameter_constraints`` (declared once, as data)."""
@@ -526,18 +542,12 @@ class Synthesizer(ParamsMixin, abc.ABC):
                 broken = int(np.sum(hit & ~miss))
                 miss = miss | hit
             elif schema[c].is_categorical:
-                if value not in list(schema[c].categories):
-                    raise ValueError(f"The rule for column '{c}' sets the value {value!r}, which is not one of the "
-                                     "column's levels.")
+                rule_value(schema[c], c, value)
                 broken = int(np.sum(hit & (miss | (s.astype(object) != value).to_numpy())))
                 s = s.astype(object).where(~pd.Series(hit, index=s.index), value)
                 miss = miss & ~hit
             else:
-                try:
-                    value = float(value)
-                except (TypeError, ValueError):
-                    raise ValueError(f"The rule for column '{c}' must set a number or None (missing). "
-                                     f"Got {value!r} instead.") from None
+                value = rule_value(schema[c], c, value)
                 x = s.to_numpy(dtype=float)
                 broken = int(np.sum(hit & (miss | (x != value))))
                 s = pd.Series(np.where(hit, value, x), index=s.index)

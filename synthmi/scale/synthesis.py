@@ -369,7 +369,7 @@ def _free_gram(synth, j: int):
 
 def _check_dask_rules(synth, ddf, rules, qi: list[str], keep_cols: list[str], owner: str) -> list:
     """Validate ``rules`` for the Dask path; returns (column, condition, coded value) per rule."""
-    from ..models.base import _rule_columns
+    from ..models.base import _rule_columns, rule_value
 
     synth.rules_ = synth._check_rules(ddf._meta, rules, owner)
     specs = []
@@ -384,18 +384,10 @@ def _check_dask_rules(synth, ddf, rules, qi: list[str], keep_cols: list[str], ow
             refuse_dask(f"{owner}.fit with the rule for column '{c}' setting a missing value",
                         "the Dask path takes complete data and models no missing values",
                         "Fit in memory, where missing values are modelled.")
-        if synth.schema_[c].is_categorical:
-            cats = list(synth.schema_[c].categories)
-            if value not in cats:
-                raise ValueError(f"The rule for column '{c}' sets the value {value!r}, which is not one of the "
-                                 "column's levels.")
-            coded = cats.index(value)
-        else:
-            try:
-                coded = float(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"The rule for column '{c}' must set a number or None (missing). "
-                                 f"Got {value!r} instead.") from None
+        v = synth.schema_[c]
+        coded = rule_value(v, c, value)
+        if v.is_categorical:
+            coded = list(v.categories).index(coded)
         specs.append((c, cond, coded))
     return specs
 
