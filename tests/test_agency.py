@@ -341,3 +341,57 @@ def test_weights_not_a_predictor_warn_and_the_option_makes_them_one(tmp_path):
         s = CartSynthesizer().fit(df, ["age", "sex"], keep=["race"], weights="weight",
                                                 weight_as_predictor=True)
     assert "weight" in s.keep_
+
+
+# ---- nested skip patterns: aliased design columns --------------------------------------
+def _nested_skips(n=400, seed=3):
+    """In the labour force (kept) -> employed (asked of the labour force) -> hours (asked of
+    the employed): two nested skip patterns, as in the CPS."""
+    rng = np.random.default_rng(seed)
+    age = rng.integers(16, 80, n).astype(float)
+    inlf = np.where(rng.random(n) < np.where(age > 65, 0.2, 0.75), "Yes", "No")
+    employed = np.where(inlf == "Yes", np.where(rng.random(n) < 0.85, "Yes", "No"), None)
+    hours = np.where(employed == "Yes", np.clip(np.round(rng.normal(38, 9, n)), 1, 99), np.nan)
+    return pd.DataFrame({"age": age, "inlf": inlf, "employed": employed, "hours": hours})
+
+
+def test_drop_aliased_keeps_the_first_of_collinear_columns_as_r_does():
+    from synthmi.models.conditional import Encoder
+    from synthmi.models.rubin import _drop_aliased
+
+    # 6 rows; level 2 of g never occurs (its dummy is 0: aliased), x = 2 * [g == 1] (aliased
+    # with g's dummy before it), u is free. R's lm(y ~ g + x + u) gives NA to g2 and x.
+    g = np.array([0, 1, 1, 0, 1, 0])
+    x = 2.0 * (g == 1)
+    u = np.array([0.3, -1.0, 2.0, 0.5, 0.1, -0.7])
+    encs = [Encoder("g", "categorical", n_levels=3), Encoder("x", "continuous", 0.0, 1.0),
+            Encoder("u", "continuous", 0.0, 1.0)]
+    out = _drop_aliased(np.ones((6, 1)), encs, {"g": g, "x": x, "u": u})
+    assert [e.name for e in out] == ["g", "u"] and out[0].levels == (1,)
+    assert out[0].labels() == ["g[1]"] and out[0].encode(np.array([0, 1, 2])).tolist() == [[0.0], [1.0], [0.0]]
+    # in the linear predictor the left-out level contributes as the baseline (R predicts with 0)
+    from synthmi.models.conditional import AdditiveDesign
+
+    design = AdditiveDesign(np.ones((3, 1)), ["(Intercept)"], out, True)
+    eta = design.prepare(np.array([1.0, 0.5, -2.0])).eta({"g": np.array([0, 1, 2]), "u": np.zeros(3)})
+    assert eta.tolist() == [1.0, 1.5, 1.0]
+
+
+@pytest.mark.parametrize("method", ["rubin", "dami"])
+def test_nested_skip_patterns_fit_with_aliased_levels_dropped(method):
+    from synthmi.models.dami import DAMISynthesizer
+
+    df = _nested_skips()
+    if method == "rubin":
+        syn = RubinSynthesizer(progressbar=False)
+    else:
+        syn = DAMISynthesizer(masks={"age": {"K": 2, "sigma_e": 5.0}}, random_state=1, progressbar=False)
+    # before: "The predictors of a normal regression are collinear", naming no column
+    syn.fit(df, ["age", "employed", "hours"], keep=["inlf"], rules={"hours": "employed != 'Yes'"})
+    hours = next(c for c in syn.conditionals_ if c.column == "hours")
+    # on the rows with hours, employed is always 'Yes': none of its dummies is identified
+    assert not any(n.startswith("employed") for n in hours.coef_names), hours.coef_names
+    copies = syn.sample(2, random_state=4).copies
+    for c in copies:
+        # the nested pattern is kept (the rule): hours only for the employed
+        assert c["hours"].notna().sum() > 0 and c.loc[c["employed"] != "Yes", "hours"].isna().all()

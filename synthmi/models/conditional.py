@@ -252,21 +252,29 @@ class Encoder:
     mean: float = 0.0
     sd: float = 1.0
     n_levels: int = 0
+    #: the non-baseline levels whose dummies are in the design (None: all of 1..n_levels-1).
+    #: A model leaves out the dummies aliased on its rows (R's lm/glm give them an NA
+    #: coefficient, i.e. 0 in predictions): such a level then contributes as the baseline.
+    levels: tuple[int, ...] | None = None
+
+    @property
+    def coded_levels(self) -> np.ndarray:
+        return np.arange(1, self.n_levels) if self.levels is None else np.asarray(self.levels, dtype=np.int64)
 
     @property
     def width(self) -> int:
-        return 1 if self.kind == "continuous" else self.n_levels - 1
+        return 1 if self.kind == "continuous" else len(self.coded_levels)
 
     def encode(self, v: np.ndarray) -> np.ndarray:
         if self.kind == "continuous":
             return ((np.asarray(v, dtype=float) - self.mean) / self.sd)[:, None]
         codes = np.asarray(v, dtype=np.int64)
-        return (codes[:, None] == np.arange(1, self.n_levels)[None, :]).astype(float)
+        return (codes[:, None] == self.coded_levels[None, :]).astype(float)
 
     def labels(self) -> list[str]:
         if self.kind == "continuous":
             return [self.name]
-        return [f"{self.name}[{k}]" for k in range(1, self.n_levels)]
+        return [f"{self.name}[{k}]" for k in self.coded_levels]
 
 
 class AdditiveDesign:
@@ -322,8 +330,11 @@ class AdditivePrepared:
             b = beta[pos : pos + e.width]
             pos += e.width
             if e.kind == "categorical":
-                # row c = contribution of level c (level 0 is the baseline)
-                self.tables[e.name] = (e, np.concatenate([np.zeros((1,) + b.shape[1:]), b], axis=0))
+                # row c = contribution of level c (level 0 and the levels left out as aliased
+                # contribute 0, as the baseline)
+                t = np.zeros((e.n_levels,) + b.shape[1:])
+                t[e.coded_levels] = b
+                self.tables[e.name] = (e, t)
             else:
                 self.tables[e.name] = (e, b)
 

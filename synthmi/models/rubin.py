@@ -492,7 +492,10 @@ class RubinSynthesizer(Synthesizer):
                 xc = [x for x in xc if x not in fixed or not _in_span(
                     self._Z_design_[:, idx] if rows is None else self._Z_design_[rows][:, idx],
                     self.encoders_[x].encode(obs[x] if rows is None else obs[x][rows]))]
-                design = AdditiveDesign(self._Z_design_, z_names, [self.encoders_[x] for x in xc], intercept, idx)
+                zrows = self._Z_design_[:, idx] if rows is None else self._Z_design_[rows][:, idx]
+                encs = _drop_aliased(zrows, [self.encoders_[x] for x in xc],
+                                     {x: obs[x] if rows is None else obs[x][rows] for x in xc})
+                design = AdditiveDesign(self._Z_design_, z_names, encs, intercept, idx)
             cond.design = design
             cond.predictors = list(design.inputs)
             cond.coef_names = list(design.names)
@@ -518,7 +521,12 @@ class RubinSynthesizer(Synthesizer):
 
                     cond.fast = HierarchicalNormal(D, y, cond.group_codes, self.schema_[cond.group].n_levels)
                 else:
-                    cond.fast = NormalRegressionPosterior.fit(D, y)
+                    try:
+                        cond.fast = NormalRegressionPosterior.fit(D, y)
+                    except ValueError as err:
+                        # name the column modelled and its design (what the user can change)
+                        raise ValueError(f"The normal model of column '{c}' (predictors {cond.coef_names}, "
+                                         f"{len(y)} rows): {err}") from None
             elif fam == "cart":
                 y = obs[c]
                 if rows is not None:
@@ -716,6 +724,57 @@ def _in_span(Z: np.ndarray, X: np.ndarray, tol: float = 1e-8) -> bool:
     """Whether every column of ``X`` is a linear combination of the columns of ``Z`` (least squares)."""
     coef = np.linalg.lstsq(Z, X, rcond=None)[0]
     return bool(np.max(np.abs(X - Z @ coef), initial=0.0) <= tol * max(1.0, float(np.max(np.abs(X), initial=0.0))))
+
+
+def _drop_aliased(Z: np.ndarray, encoders: list[Encoder], values: Mapping[str, np.ndarray],
+                  tol: float = 1e-10) -> list[Encoder]:
+    """The encoders of a design's earlier quasi-identifiers without their aliased columns.
+
+    Going through the columns in order after the (full-rank) kept block ``Z``
+    (intercept first), a column is aliased when it is a linear combination of
+    the columns kept before it on the model's rows, as R's ``lm``/``glm``
+    (pivoting in ``dqrdc2``) give it an ``NA`` coefficient: its residual sum of
+    squares after projecting on them,
+
+    .. math:: r_j = G_{jj} - G_{jK} G_{KK}^{-1} G_{Kj}, \\qquad G = D^\\top D,
+
+    is at most ``tol`` times :math:`G_{jj}` (the incremental Cholesky factor of
+    :math:`G_{KK}` gives it in :math:`O(p^2)`). Skip patterns make such columns:
+    on the rows where hours worked has a value, ``employed`` is always
+    ``'Yes'`` and its ``<NA>`` dummy is 0. A categorical column keeps the dummies
+    of its other levels (:attr:`Encoder.levels`), a continuous or fully aliased
+    one leaves the design.
+    """
+    from scipy import linalg
+
+    if not encoders:
+        return []
+    # the intercept spans the cut-points of ordinal models, which have none in the design
+    Zc = Z if Z.shape[1] and np.all(Z[:, 0] == 1.0) else np.hstack([np.ones((Z.shape[0], 1)), Z])
+    X = np.hstack([e.encode(values[e.name]) for e in encoders])
+    D = np.hstack([Zc, X])
+    G = D.T @ D
+    q = Zc.shape[1]
+    L = np.zeros((G.shape[0], G.shape[0]))
+    kept: list[int] = []
+    keep = np.zeros(G.shape[0], dtype=bool)
+    for j in range(G.shape[0]):
+        w = linalg.solve_triangular(L[np.ix_(kept, kept)], G[kept, j], lower=True) if kept else np.zeros(0)
+        r = G[j, j] - w @ w
+        if r > tol * G[j, j]:
+            L[j, kept] = w
+            L[j, j] = np.sqrt(r)
+            kept.append(j)
+            keep[j] = True
+    out, pos = [], q
+    for e in encoders:
+        k = keep[pos: pos + e.width]
+        pos += e.width
+        if k.all():
+            out.append(e)
+        elif e.kind == "categorical" and k.any():
+            out.append(dataclasses.replace(e, levels=tuple(int(v) for v in e.coded_levels[k])))
+    return out
 
 
 def _non_aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
