@@ -332,6 +332,19 @@ class SyntheticData:
                        rule=rule or self.rule, **kw)
 
 
+def recorded_weights(release: Any) -> str | None:
+    """The survey weight column recorded with a release (``synthesize --weights``,
+    ``weights=`` or the spec's role "weight"), or None.
+
+    The one place the evaluation (``analyse``, the report) and the command-line verbs
+    read it from: the copies' ``structure["weights"]`` in metadata.json. ``release``
+    is a :class:`SyntheticData` or anything with a ``structure`` mapping (a list of
+    copies has none).
+    """
+    w = (getattr(release, "structure", None) or {}).get("weights")
+    return str(w) if w else None
+
+
 def diagnostics_summary(idata: Any) -> dict[str, Any]:
     """r_hat / ESS / divergences of an ArviZ InferenceData as a small dict.
 

@@ -259,6 +259,12 @@ def test_utility_leaves_the_weight_out_and_states_its_design_rule(agency_csv, tm
     res = pmse(orig, SyntheticData.from_dir(out).copies, variables=["age", "sex", "race", "state", "employed"])
     assert any("design reduced" in n for n in res.notes)
     assert any("main effect only" in n and "state" in n for n in res.notes)
+    # analyse reuses the recorded weight, as the report does (it was read as --weights none)
+    ana = ["analyse", "--original", str(path), "--synthetic", str(out), "--formula", "age ~ sex", "--family", "gaussian"]
+    assert main(ana) == 0
+    assert "survey-weighted by 'weight'" in capsys.readouterr().out
+    assert main(ana + ["--weights", "none"]) == 0
+    assert "weights:" not in capsys.readouterr().out
 
 
 # ---- the sampler for high-cardinality predictors --------------------------------------

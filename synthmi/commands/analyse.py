@@ -58,11 +58,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
+    from ..synthetic import recorded_weights
+
     check_output_file(args.out, "--out", args.overwrite)
     _, original, syn = load_release(args)
-    weights = False if str(args.weights).lower() == "none" else args.weights
-    if args.weights is not None and weights is not False and weights not in original.columns:
-        raise ValueError(f"The '--weights' option names '{weights}', which is not a column of the copies.")
+    if args.weights is None:
+        # the weight recorded by 'synthesize --weights', read as the report reads it
+        # ('none' was once compared with str(None) here, so the recorded weight was never used)
+        weights = recorded_weights(syn) or False
+    elif args.weights.lower() == "none":
+        weights = False
+    else:
+        weights = args.weights
+        if weights not in original.columns:
+            raise ValueError(f"The '--weights' option names '{weights}', which is not a column of the copies.")
     spec = load_spec_option(args, syn)
     formula, family = args.formula, args.family
     if formula is None:

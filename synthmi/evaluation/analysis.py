@@ -362,7 +362,9 @@ def analyse(
     response = _response_name(formula)
     structure = getattr(synthetic, "structure", {}) or {}
     if weights is None:
-        weights = structure.get("weights")
+        from ..synthetic import recorded_weights
+
+        weights = recorded_weights(synthetic)
     elif weights is False:
         weights = None
     if weights is not None:

@@ -23,7 +23,7 @@ import pandas as pd
 from .._validate import check_columns_exist, check_dataframe, check_scalar, param_error
 # digests live in synthmi.provenance (below report/ and evaluation/); re-exported here
 from ..provenance import NOT_RECORDED, PROVENANCE_KEY_ENV, confidential_digest, frame_sha256  # noqa: F401
-from ..synthetic import SyntheticData, package_versions
+from ..synthetic import SyntheticData, package_versions, recorded_weights
 
 __all__ = ["ReportData", "evaluate_release", "frame_sha256", "file_sha256", "formula_variables", "git_state"]
 
@@ -412,7 +412,7 @@ def evaluate_release(
         copies = _copies(obj)
         structure = getattr(obj, "structure", {}) or {}
         # a survey weight is released unchanged: left out of pMSE / tables, used by the analysis
-        weight_col = structure.get("weights")
+        weight_col = recorded_weights(obj)
         pm_vars = [v for v in pmse_variables if v != weight_col]
         rel_rule = rule.get(method) if isinstance(rule, Mapping) else rule
         rel_rule = rel_rule or getattr(obj, "rule", None) or structure.get("rule") or (
