@@ -475,6 +475,14 @@ class ReleaseSpec:
         return ReleaseSpec(cols, masks, self.models, None if qi is not None else self.visit_sequence,
                            list(self.analyses), self.source, self.na_values)
 
+    def with_weight(self, column: str) -> "ReleaseSpec":
+        """A copy in which ``column`` (given by ``weights=`` / ``--weights``) has the role "weight"."""
+        if column not in self.columns:
+            raise ValueError(f"Column '{column}' is not in the spec. Columns of the spec: {list(self.columns)}.")
+        cols = {c: replace(v, role="weight") if c == column else v for c, v in self.columns.items()}
+        return ReleaseSpec(cols, self.masks, self.models, self.visit_sequence, list(self.analyses), self.source,
+                           self.na_values)
+
     def public_view(self) -> "ReleaseSpec":
         """A copy without the inferred (confidential) levels and bounds: what a release may publish."""
         cols = {

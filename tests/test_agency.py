@@ -237,6 +237,7 @@ def test_weight_is_released_unchanged_and_not_a_predictor():
     df = make_agency_data(400, seed=2)[["age", "sex", "state", "weight"]]
     syn = RubinSynthesizer(progressbar=False).fit(df, ["age"], keep=["sex", "state"], weights="weight")
     assert "weight" not in syn.model_keep_
+    assert syn.spec_["weight"].role == "weight" and "weight" in syn.spec_.released
     assert not any("weight" in n for n in syn.coefficient_names()["age"])
     out = syn.sample(1, random_state=0)
     pd.testing.assert_series_equal(out.copies[0]["weight"], df["weight"])
@@ -259,6 +260,10 @@ def test_utility_leaves_the_weight_out_and_states_its_design_rule(agency_csv, tm
     res = pmse(orig, SyntheticData.from_dir(out).copies, variables=["age", "sex", "race", "state", "employed"])
     assert any("design reduced" in n for n in res.notes)
     assert any("main effect only" in n and "state" in n for n in res.notes)
+    # the spec written with the copies gives the weight its role (it said "keep")
+    import json
+
+    assert json.loads((out / "metadata.json").read_text())["spec"]["columns"]["weight"]["role"] == "weight"
     # analyse reuses the recorded weight, as the report does (it was read as --weights none)
     ana = ["analyse", "--original", str(path), "--synthetic", str(out), "--formula", "age ~ sex", "--family", "gaussian"]
     assert main(ana) == 0

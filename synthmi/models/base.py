@@ -267,7 +267,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
         except BaseException:
             del self.spec_
             raise
-        self.fingerprint_ = original_fingerprint(df[resolved.released], private_count=self.differentially_private)
+        self.fingerprint_ = original_fingerprint(df[self.spec_.released], private_count=self.differentially_private)
         return self
 
     def _resolve_spec(self, df, spec, quasi_identifiers, keep, schema) -> ReleaseSpec:
@@ -341,6 +341,9 @@ class Synthesizer(ParamsMixin, abc.ABC):
             weights = roles[0] if roles else None
         used = [c for c in df.columns if c in set(qi) | set(keep_cols) | ({weights} if weights else set())]
         self.weights_ = self._check_weights(df, weights, qi, owner)
+        if self.weights_ is not None and self.weights_ in spec.columns and spec.columns[self.weights_].role != "weight":
+            # the spec written with the copies says what the column is (it said "keep")
+            spec = self.spec_ = spec.with_weight(self.weights_)
         if self.weights_ is not None and not weight_as_predictor:
             keep_cols = [c for c in keep_cols if c != self.weights_]
             # Mitra & Reiter (2006): weighted analyses of synthetic copies are design-consistent
