@@ -406,3 +406,11 @@ def test_nested_skip_patterns_fit_with_aliased_levels_dropped(method):
     for c in copies:
         # the nested pattern is kept (the rule): hours only for the employed
         assert c["hours"].notna().sum() > 0 and c.loc[c["employed"] != "Yes", "hours"].isna().all()
+
+
+@pytest.mark.parametrize("method", ["cart", "rubin"])
+def test_too_few_rows_is_one_clear_error_before_any_other_check(method):
+    df = _nested_skips(n=3, seed=1)  # 3 rows: 'inlf' or 'employed' is constant, which was the error given
+    cls = CartSynthesizer if method == "cart" else RubinSynthesizer
+    with pytest.raises(ValueError, match=f"^{cls.__name__} needs at least 10 rows to fit; the data have 3.$"):
+        cls().fit(df, ["age", "employed"], keep=["inlf"])

@@ -255,6 +255,12 @@ class Synthesizer(ParamsMixin, abc.ABC):
         self.dask_ = None
         self._validate_params()
         check_dataframe(df, "df")
+        if not self.differentially_private and len(df) < self.min_rows:
+            # first: on a handful of rows every other check (a constant column, a model
+            # with more coefficients than rows) fails with a message that hides the cause.
+            # (A DP fit says nothing about its private row count.)
+            raise ValueError(f"{type(self).__name__} needs at least {self.min_rows} rows to fit; the data have "
+                             f"{len(df)}.")
         if spec is not None and not isinstance(spec, (ReleaseSpec, dict, str)) and isinstance(spec, Sequence):
             if quasi_identifiers is not None:
                 raise ValueError("Give the quasi-identifiers once: positionally or as 'quasi_identifiers=', not both.")
@@ -361,8 +367,6 @@ class Synthesizer(ParamsMixin, abc.ABC):
         check_not_degenerate(df, qi + keep_cols, "df")
         released_schema = spec.schema(used)
         check_finite(df, used, "df")
-        if len(df) < self.min_rows:
-            raise ValueError(f"{owner} needs at least {self.min_rows} rows to fit. Got {len(df)} instead.")
         self.quasi_identifiers_ = list(qi)
         self.keep_ = list(keep_cols)
         self.columns_ = used
