@@ -414,3 +414,25 @@ def test_too_few_rows_is_one_clear_error_before_any_other_check(method):
     cls = CartSynthesizer if method == "cart" else RubinSynthesizer
     with pytest.raises(ValueError, match=f"^{cls.__name__} needs at least 10 rows to fit; the data have 3.$"):
         cls().fit(df, ["age", "employed"], keep=["inlf"])
+
+
+def test_cli_rule_errors_name_the_option_and_come_before_fitting(agency_csv, tmp_path, capsys, monkeypatch):
+    path, _ = agency_csv
+
+    def no_fit(self, *a, **k):
+        raise AssertionError("fit started before the rules were checked")
+
+    monkeypatch.setattr(RubinSynthesizer, "fit", no_fit)
+    base = ["synthesize", "--data", str(path), "--qi", "age,hours_per_week", "--keep", "employed,sex",
+            "--method", "rubin", "--out", str(tmp_path / "x"), "--quiet"]
+    for rule, msg in [
+        ("hours_per_week:employd == 'No'", "cannot be evaluated on the data (the '--rule' option): name 'employd'"),
+        ("hours:employed == 'No'", "The '--rule' option names 'hours', which is not a column"),
+        ("employed=Nope:sex == 'Male'", "sets the value 'Nope', which is not one of the column's levels (the '--rule' option)"),
+        # a word for a numeric column was written into the copies when the condition read a QI
+        ("hours_per_week=abc:age < 16", "must set a number or None (missing) (the '--rule' option). Got 'abc'"),
+    ]:
+        assert main(base + ["--rule", rule]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and msg in err[0], err
+    assert not (tmp_path / "x").exists()

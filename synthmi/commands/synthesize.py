@@ -429,6 +429,19 @@ def parse_rules(items: list[str] | None) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _check_rules_before_fit(data, rules: dict, spec, qi: list[str], keep: list[str], kinds: dict,
+                            owner: str) -> None:
+    """The synthesizers' own check of ``rules`` (:func:`synthmi.models.base.check_rules`), run on
+    the released columns with the kinds the fit will use (the --spec's, else inferred as the
+    synthesizer infers them, with --categorical)."""
+    from ..models.base import check_rules
+    from ..spec import ReleaseSpec
+
+    if spec is None:
+        spec = ReleaseSpec.from_roles(data, qi, keep, kinds or None)
+    check_rules(data, rules, owner, spec.schema([c for c in data.columns if c in spec.columns]))
+
+
 def _check_copies_combinable(args: argparse.Namespace, cls: type, params: dict[str, Any]) -> None:
     """Refuse, before fitting, a number of copies the release's combining rule cannot use.
 
@@ -683,6 +696,10 @@ def run(args: argparse.Namespace) -> int:
         if "random_state" in _param_names(cls) and "random_state" not in params:
             # randomness drawn at fit time (e.g. DA-MI's pseudo-variables W) follows --seed too
             params["random_state"] = seed
+    if rules and not dp_release:
+        # a misspelled column or level is refused before the (possibly long) fit, in the
+        # terms of --rule (the synthesizer runs the same check again)
+        _check_rules_before_fit(data, rules, spec, qi, keep, kinds, cls.__name__)
     synth = cls(**params)
     _log(args, f"fitting {cls.__name__} (quasi-identifiers {qi}; {len(keep)} kept columns)")
     if dp_release:

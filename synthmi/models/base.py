@@ -106,13 +106,53 @@ def rule_value(variable, c: str, value: Any) -> Any:
     if variable.is_categorical:
         if value not in list(variable.categories):
             raise ValueError(f"The rule for column '{c}' sets the value {value!r}, which is not one of the "
-                             "column's levels.")
+                             "column's levels (the 'rules' parameter).")
         return value
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"The rule for column '{c}' must set a number or None (missing). "
-                         f"Got {value!r} instead.") from None
+        raise ValueError(f"The rule for column '{c}' must set a number or None (missing) (the 'rules' "
+                         f"parameter). Got {value!r} instead.") from None
+
+def check_rules(df: pd.DataFrame, rules: Any, owner: str, schema: Any = None) -> dict[str, tuple[str, Any]]:
+    """Structural rules (``rules=`` / ``--rule``) checked against the data: column -> (condition, value).
+
+    Each rule's column is a column of ``df``, its condition evaluates to True/False on every
+    row, and (given the ``schema`` the models use) its value is one of a categorical column's
+    levels or a number (:func:`rule_value`). The one check of the synthesizers and of the
+    command line, which runs it before fitting; messages name the 'rules' parameter, which
+    the command line shows as its '--rule' option.
+    """
+    if rules is None:
+        return {}
+    if not isinstance(rules, dict):
+        raise param_error("rules", owner, "a dict column -> {'rule': condition, 'value': value}", rules)
+    out = {}
+    for c, r in rules.items():
+        if c not in df.columns:
+            raise ValueError(f"The 'rules' parameter of {owner} names '{c}', which is not a column of df.")
+        if isinstance(r, str):
+            cond, value = r, None
+        elif isinstance(r, dict) and "rule" in r:
+            cond, value = r["rule"], r.get("value")
+        else:
+            raise ValueError(
+                f"The rule for column '{c}' must be a condition string or {{'rule': condition, 'value': value}} "
+                f"(the 'rules' parameter). Got {r!r} instead."
+            )
+        try:
+            hit = df.eval(cond)
+        except Exception as exc:  # pandas raises many kinds for a bad expression
+            raise ValueError(f"The rule {cond!r} for column '{c}' cannot be evaluated on the data (the 'rules' "
+                             f"parameter): {exc}. Columns: {list(df.columns)}.") from None
+        if not (isinstance(hit, pd.Series) and pd.api.types.is_bool_dtype(hit)):
+            raise ValueError(f"The rule {cond!r} for column '{c}' must give True/False for every row (the 'rules' "
+                             "parameter).")
+        if value is not None and schema is not None and c in schema:
+            rule_value(schema[c], c, value)
+        out[c] = (cond, value)
+    return out
+
 
 class ParamsMixin:
     """scikit-learn's parameter protocol: ``get_params`` / ``set_params`` / ``repr``,
@@ -380,7 +420,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
         ]
         self.n_ = len(df)
         self.semicont_ = self._check_semicont(df, self._semicont(semicont, qi, owner), qi, released_schema, owner)
-        self.rules_ = self._check_rules(df, rules, owner)
+        self.rules_ = self._check_rules(df, rules, owner, released_schema)
         self.rule_rows_ = self._structural_rules(df, qi, used)
         self.released_qi_ = list(qi)
         # A private copy of the released columns: later changes to the caller's
@@ -468,32 +508,8 @@ class Synthesizer(ParamsMixin, abc.ABC):
             out[c] = pts
         return out
 
-    def _check_rules(self, df, rules, owner) -> dict[str, tuple[str, Any]]:
-        if rules is None:
-            return {}
-        if not isinstance(rules, dict):
-            raise param_error("rules", owner, "a dict column -> {'rule': condition, 'value': value}", rules)
-        out = {}
-        for c, r in rules.items():
-            if c not in df.columns:
-                raise ValueError(f"The 'rules' parameter of {owner} names '{c}', which is not a column of df.")
-            if isinstance(r, str):
-                cond, value = r, None
-            elif isinstance(r, dict) and "rule" in r:
-                cond, value = r["rule"], r.get("value")
-            else:
-                raise ValueError(
-                    f"The rule for column '{c}' must be a condition string or {{'rule': condition, 'value': value}}. "
-                    f"Got {r!r} instead."
-                )
-            try:
-                hit = df.eval(cond)
-            except Exception as exc:  # pandas raises many kinds for a bad expression
-                raise ValueError(f"The rule {cond!r} for column '{c}' cannot be evaluated on df: {exc}") from None
-            if not (isinstance(hit, pd.Series) and pd.api.types.is_bool_dtype(hit)):
-                raise ValueError(f"The rule {cond!r} for column '{c}' must give True/False for every row.")
-            out[c] = (cond, value)
-        return out
+    def _check_rules(self, df, rules, owner, schema=None) -> dict[str, tuple[str, Any]]:
+        return check_rules(df, rules, owner, schema)
 
     def _structural_rules(self, df: pd.DataFrame, qi: list[str], used: list[str]) -> dict[str, np.ndarray]:
         """Rows fixed by each rule on a quasi-identifier whose condition reads only released,
