@@ -43,7 +43,7 @@ def test_writes_copies_and_metadata(adult_csv, tmp_path, capsys):
     assert meta["quasi_identifiers"] == QI
     assert meta["source"]["keep"] == KEEP
     err = capsys.readouterr().err
-    assert "fitting CartSynthesizer" in err and "wrote 3 copies" in err
+    assert "fitting method 'cart'" in err and "wrote 3 copies" in err
 
 
 def test_quiet_prints_one_summary_line_per_step(adult_csv, tmp_path, capsys):

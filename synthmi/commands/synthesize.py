@@ -701,7 +701,7 @@ def run(args: argparse.Namespace) -> int:
         # terms of --rule (the synthesizer runs the same check again)
         _check_rules_before_fit(data, rules, spec, qi, keep, kinds, cls.__name__)
     synth = cls(**params)
-    _log(args, f"fitting {cls.__name__} (quasi-identifiers {qi}; {len(keep)} kept columns)")
+    _log(args, f"fitting method {args.method!r} (quasi-identifiers {qi}; {len(keep)} kept columns)")
     if dp_release:
         fit_kwargs: dict[str, Any] = {"domain": domain, "out_of_domain": "other" if args.map_other else "error"}
         if spec is not None:
