@@ -170,10 +170,12 @@ def test_parse_mask_values():
         ("age:K3", "for column 'age' takes KEY=VALUE pairs"),
         ("age:K=three,sigma=5", "value of 'K' for column 'age' must be a number"),
         ("age:K=3,K=4,sigma=1", "gives 'K' twice"),
-        ("age:K=2.5,sigma=5", "'K' parameter of NormalMasking must be a whole number"),
-        ("age:K=3,sigma=-1", "'sigma_e' parameter of NormalMasking must be > 0"),
-        ("sex:alpha=-1", "'alpha' parameter of LinearCategoricalMasking must be >= 0"),
-        ("race:p=1.5", "'p' parameter of TransitionMasking must be <= 1"),
+        # the key the user typed, not the masking class's parameter (sigma_e of NormalMasking)
+        ("age:K=2.5,sigma=5", "The '--mask' value of 'K' for column 'age' (in 'age:K=2.5,sigma=5') must be a whole number"),
+        ("age:K=3,sigma=-1", "The '--mask' value of 'sigma' for column 'age' (in 'age:K=3,sigma=-1') must be > 0"),
+        ("age:K=3,sigma_e=-1", "The '--mask' value of 'sigma_e' for column 'age' (in 'age:K=3,sigma_e=-1') must be > 0"),
+        ("sex:alpha=-1", "The '--mask' value of 'alpha' for column 'sex' (in 'sex:alpha=-1') must be >= 0"),
+        ("race:p=1.5", "The '--mask' value of 'p' for column 'race' (in 'race:p=1.5') must be <= 1"),
         ("age:K=3,alpha=1", "mixes normal-masking keys"),
         ("age:beta=3", "unknown keys ['beta']"),
     ],
@@ -236,7 +238,9 @@ def test_bad_mask_through_cli_is_one_line(adult_csv, tmp_path, capsys):
               "--out", str(tmp_path / "x"), "--quiet")
     lines = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(lines) == 1
-    assert re.search(r"The 'sigma_e' parameter of NormalMasking must be > 0(\.0)?\. Got -5 instead\.", lines[0])
+    assert re.search(r"The '--mask' value of 'sigma' for column 'age' \(in 'age:K=3,sigma=-5'\) must be > 0(\.0)?\. "
+                     r"Got -5 instead\.", lines[0])
+    assert "NormalMasking" not in lines[0] and "sigma_e" not in lines[0]
 
 
 def test_risk_group_masks():

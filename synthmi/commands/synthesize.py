@@ -172,6 +172,24 @@ def parse_mask(text: str) -> tuple[str, dict[str, Any]]:
     return col, out
 
 
+def _cli_masking(make, spec: dict[str, Any], col: str, item: str):
+    """``make_masking`` with its parameter errors in the terms of the --mask the user typed:
+    "The 'sigma_e' parameter of NormalMasking must be > 0" -> "The '--mask' value of 'sigma'
+    for column 'age' (in 'age:K=3,sigma=-5') must be > 0" (the key as typed: sigma or sigma_e)."""
+    import re
+
+    try:
+        return make(spec, column=col)
+    except ValueError as exc:
+        def typed(m: re.Match) -> str:
+            key = m.group(1)
+            if key == "sigma_e" and "sigma_e" not in spec and "sigma" in spec:
+                key = "sigma"
+            return f"The '--mask' value of '{key}' for column '{col}' (in {item!r})"
+
+        raise ValueError(re.sub(r"The '(\w+)' parameter of \w*Masking", typed, str(exc))) from None
+
+
 def build_masks(items: list[str] | None, groups: tuple[str, ...] = ()) -> dict[str, Any]:
     """``--mask`` options -> {column: masking model} (validated by the masking classes).
 
@@ -192,11 +210,11 @@ def build_masks(items: list[str] | None, groups: tuple[str, ...] = ()) -> dict[s
                 raise ValueError(f"The '--mask' option names group {group!r} for column '{col}'; groups are {where}.")
             if col in nested.setdefault(group, {}):
                 raise ValueError(f"The '--mask' option is given twice for column '{col}' in group '{group}'.")
-            nested[group][col] = make_masking(spec, column=col)
+            nested[group][col] = _cli_masking(make_masking, spec, col, item)
         else:
             if col in flat:
                 raise ValueError(f"The '--mask' option is given twice for column '{col}'.")
-            flat[col] = make_masking(spec, column=col)
+            flat[col] = _cli_masking(make_masking, spec, col, item)
     if flat and nested:
         raise ValueError("The '--mask' options either all name a risk group (COLUMN@GROUP:SPEC) or none does.")
     if nested:
