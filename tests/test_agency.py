@@ -436,3 +436,21 @@ def test_cli_rule_errors_name_the_option_and_come_before_fitting(agency_csv, tmp
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and msg in err[0], err
     assert not (tmp_path / "x").exists()
+
+
+def test_copula_messages_name_risk_dami_and_its_options():
+    from synthmi.models.copula import GaussianCopulaImputer
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=40), "b": rng.normal(size=40),
+                       "o": pd.Categorical(rng.integers(0, 3, 40), ordered=True),
+                       "y": pd.Categorical(rng.choice(["u", "v"], 40))})
+    # the ranked block is the continuous and ordinal columns (a, b, o): q_A - 1 = 2, the binary y is not in it
+    with pytest.raises(ValueError, match=r"^The 'prior_df' parameter of GaussianCopulaImputer \(the copula of method "
+                       r"'risk-dami'; --param prior_df=\.\.\.\) must be > q_A - 1 = 2 \(the number of continuous and "
+                       r"ordinal columns, the ranked block, - 1\)\. Got 1 instead\.$"):
+        GaussianCopulaImputer(n_iter=4, prior_df=1).fit(df)
+    # 40 iterations cannot give 400 effective draws: the warning says how to run longer from the command line
+    with pytest.warns(RuntimeWarning, match=r"^The copula of method 'risk-dami' \(GaussianCopulaImputer\): worst "
+                      r"R-hat .*--param n_iter=N --param chains=C"):
+        GaussianCopulaImputer(n_iter=40, chains=2, random_state=1).fit(df[["a", "b"]])

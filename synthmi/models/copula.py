@@ -1401,7 +1401,7 @@ class GaussianCopulaImputer(ParamsMixin):
         self.n_jobs = n_jobs
 
     def _check_params(self) -> None:
-        owner = type(self).__name__
+        owner = f"{type(self).__name__} (the copula of method 'risk-dami'; --param burn=...)"
         if self.burn is not None:
             check_scalar(self.burn, "burn", owner, kind="int", lower=0, upper=self.n_iter - 1)
 
@@ -1441,8 +1441,9 @@ class GaussianCopulaImputer(ParamsMixin):
         q_a = sum(1 for mg in self.margins_ if mg.ranked)
         if self.prior_df is not None and self.prior_df <= q_a - 1:
             raise param_error(
-                "prior_df", type(self).__name__,
-                f"> q_A - 1 = {q_a - 1} (number of continuous, binary and ordinal columns - 1)", self.prior_df,
+                "prior_df", f"{type(self).__name__} (the copula of method 'risk-dami'; --param prior_df=...)",
+                f"> q_A - 1 = {q_a - 1} (the number of continuous and ordinal columns, the ranked block, - 1)",
+                self.prior_df,
             )
         self.q_ = q
         self.latent_names_ = _latent_names(self.margins_)
@@ -1491,9 +1492,10 @@ class GaussianCopulaImputer(ParamsMixin):
         d = self.diagnostics_
         if d["max_r_hat"] is not None and (not d["max_r_hat"] <= 1.01 or not d["min_ess_bulk"] >= 400):
             warnings.warn(
-                f"GaussianCopula: worst R-hat {d['max_r_hat']:.3f} (target <= 1.01), smallest bulk ESS "
-                f"{d['min_ess_bulk']:.0f} (target >= 400) over the correlations and imputed-cell summaries "
-                f"({d['worst']}); increase n_iter or chains.",
+                f"The copula of method 'risk-dami' (GaussianCopulaImputer): worst R-hat {d['max_r_hat']:.3f} "
+                f"(target <= 1.01), smallest bulk ESS {d['min_ess_bulk']:.0f} (target >= 400) over the "
+                f"correlations and imputed-cell summaries ({d['worst']}); run longer or more chains: "
+                "--param n_iter=N --param chains=C (the 'n_iter' and 'chains' parameters).",
                 RuntimeWarning,
                 stacklevel=2,
             )
