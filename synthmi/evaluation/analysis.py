@@ -99,6 +99,52 @@ def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str, leve
     return df
 
 
+#: the column an expression response (``I(sex == 2) ~ ...``) is fitted as, once made 0/1
+_EXPR_RESPONSE = "_synthmi_response_"
+
+
+def _expression_response(formula: str, df: pd.DataFrame, name: str,
+                         levels: list[str] | None = None) -> tuple[str, pd.DataFrame, list[str] | None]:
+    """An expression response that patsy turns into several columns, made one 0/1 column.
+
+    patsy codes a boolean or categorical response such as ``I(sex == 2)`` as one
+    indicator column per level (``[False]``, ``[True]``); statsmodels' binomial GLM
+    reads a two-column response as (successes, failures), so it would model the
+    *first* level, ``sex != 2``: every coefficient with its sign reversed. The
+    formula means the last level (``True``), as for a categorical response column
+    (1 = its last category). ``levels``: the original's level columns, so that a copy
+    in which one level never occurs is coded on the same scale.
+
+    Returns the formula to fit, the frame (with the 0/1 column added) and the level
+    columns (None when the response is a column or a one-column expression).
+    """
+    import patsy
+
+    lhs, rhs = formula.split("~", 1)
+    if _response_name(formula) in df.columns:
+        return formula, df, None
+    try:
+        # names other than columns resolve in this module's namespace (np), as in the fit
+        y = patsy.dmatrix("0 + " + lhs.strip(), df, NA_action=patsy.NAAction(NA_types=[]),
+                          return_type="dataframe", eval_env=0)
+    except Exception:
+        return formula, df, None  # statsmodels reports what is wrong with it
+    if y.shape[1] == 1 and levels is None:
+        return formula, df, None
+    cols = list(levels) if levels is not None else list(y.columns)
+    if len(cols) != 2:
+        raise ValueError(
+            f"The response {lhs.strip()!r} of the formula {formula!r} takes {len(cols)} values in "
+            f"'{name}'; a response must be numeric or have two levels (e.g. I(x == 2)).")
+    unknown = [c for c in y.columns if c not in cols]
+    if unknown:
+        raise ValueError(f"The response {lhs.strip()!r} of the formula {formula!r} takes values in '{name}' "
+                         "that it does not take in the original.")
+    out = df.copy()
+    out[_EXPR_RESPONSE] = y.reindex(columns=cols, fill_value=0.0)[cols[1]].to_numpy(dtype=float)
+    return f"{_EXPR_RESPONSE} ~ {rhs}", out, cols
+
+
 WEIGHT_TYPES = ("probability", "frequency")
 
 
@@ -309,7 +355,8 @@ def analyse(
     ----------
     formula : str
         statsmodels / patsy formula, e.g. ``"income ~ age + sex + race + education"``.
-        A binary Categorical response is modelled as 1 = its last category.
+        A binary Categorical response is modelled as 1 = its last category; an
+        expression response such as ``I(sex == 2)`` as 1 = true (its last level).
     family : {"probit", "logit", "gaussian"}
     original : DataFrame
     synthetic : list of DataFrame or SyntheticData
@@ -382,7 +429,8 @@ def analyse(
         check_same_structure(original, c, f"synthetic[{j}]")
     _, original, copies = spec_frames(spec, original, copies)
 
-    orig_fit, orig_separated = _fit(formula, _prepare_frame(original, response, family, "original"), family,
+    fit_formula, orig_frame, response_levels = _expression_response(formula, original, "original")
+    orig_fit, orig_separated = _fit(fit_formula, _prepare_frame(orig_frame, response, family, "original"), family,
                                     weights, weight_type)
     levels = _response_levels(original[response]) if response in original.columns else None
     terms = list(orig_fit.params.index)
@@ -411,7 +459,9 @@ def analyse(
     absent = np.zeros(len(terms), dtype=int)
     separated = []
     for j, c in enumerate(copies):
-        fit, fit_separated = _fit(formula, _prepare_frame(c, response, family, f"synthetic[{j}]", levels), family,
+        if response_levels is not None:
+            c = _expression_response(formula, c, f"synthetic[{j}]", response_levels)[1]
+        fit, fit_separated = _fit(fit_formula, _prepare_frame(c, response, family, f"synthetic[{j}]", levels), family,
                                   weights, weight_type)
         if fit_separated:
             separated.append(j)
