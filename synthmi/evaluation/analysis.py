@@ -160,12 +160,30 @@ def _fit(formula: str, data: pd.DataFrame, family: str, weights: str | None = No
 
     ``weight_type="probability"`` (survey weights, the inverse inclusion
     probabilities): statsmodels GLM with ``var_weights`` and the robust
-    sandwich covariance ``cov_type="HC0"``; for the mean this is the Hajek
-    estimator :math:`\bar y_w = \sum w_i y_i / \sum w_i` with the
-    with-replacement linearization variance
-    :math:`\sum w_i^2 (y_i - \bar y_w)^2 / (\sum w_i)^2` (a test checks this
-    by hand), the design-based variance of a weighted regression
-    (Binder 1983, Int. Stat. Rev. 51:279-292) without strata or clusters.
+    sandwich covariance ``cov_type="HC0"`` times :math:`n/(n-1)`, the
+    design-based (linearization) variance of a weighted regression (Binder
+    1983, Int. Stat. Rev. 51:279-292) for a one-stage with-replacement design
+    without strata or clusters:
+
+    .. math::
+
+        \widehat V(\hat\beta) = A^{-1} \Big[\frac{n}{n-1} \sum_i z_i z_i^\top\Big] A^{-1},
+        \qquad z_i = w_i\, s_i(\hat\beta),\quad A = -\sum_i w_i\, \partial s_i/\partial\beta,
+
+    :math:`s_i` the record's score (the :math:`z_i` sum to zero at
+    :math:`\hat\beta`, so centring them changes nothing). The factor
+    :math:`n/(n-1)` is the with-replacement variance estimator of a total,
+    :math:`\frac{n}{n-1}\sum_i (z_i - \bar z)^2`, that Binder's
+    linearization applies to the :math:`z_i`; it is what R's ``survey``
+    package computes for ``svyglm``/``svymean`` on
+    ``svydesign(ids=~1, weights=~w)`` (Lumley 2010, *Complex Surveys*, Wiley,
+    sec. 2.2 and 5.2: ``scale = nPSU/(nPSU-1)``). statsmodels' HC0 omits it and
+    HC1 uses :math:`n/(n-p)` (a regression degrees-of-freedom correction, not
+    the design's), so HC0 is scaled by statsmodels' ``scaling_factor``. For the
+    mean this is the Hajek estimator :math:`\bar y_w = \sum w_i y_i / \sum w_i`
+    with variance
+    :math:`\frac{n}{n-1}\sum w_i^2 (y_i - \bar y_w)^2 / (\sum w_i)^2`
+    (a test checks this by hand).
     ``weight_type="frequency"``: ``freq_weights`` (each record stands for w
     identical records) with model-based standard errors.
     """
@@ -183,7 +201,11 @@ def _fit(formula: str, data: pd.DataFrame, family: str, weights: str | None = No
     with warnings.catch_warnings(record=True) as caught:
         # collected, not printed once per fit: the caller reports separated copies in one warning
         warnings.simplefilter("always")
-        res = smf.glm(formula, data=data, family=_family(family), **kw).fit(**fit_kw)
+        model = smf.glm(formula, data=data, family=_family(family), **kw)
+        if fit_kw.get("cov_type") == "HC0":
+            n = float(model.nobs)  # records in the fit (after patsy drops incomplete ones)
+            fit_kw["cov_kwds"] = {"scaling_factor": n / (n - 1.0)}
+        res = model.fit(**fit_kw)
     separated = family != "gaussian" and (
         any(type(w.message).__name__ == "PerfectSeparationWarning" for w in caught) or not bool(res.converged)
     )
@@ -232,7 +254,7 @@ class AnalysisResults:
             return "unweighted analysis (no survey weight given)"
         if self.weight_type == "probability":
             return (f"survey-weighted by '{self.weights}' (released unchanged): pseudo-maximum-likelihood GLM "
-                    "with var_weights and design-based (HC0 sandwich, with-replacement) standard errors in the "
+                    "with var_weights and design-based (linearization sandwich with n/(n-1), with-replacement) standard errors in the "
                     f"original and in every copy, copies combined by rule={self.rule!r} (Mitra & Reiter 2006)")
         return f"frequency-weighted by '{self.weights}' (freq_weights, model-based standard errors)"
 
