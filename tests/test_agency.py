@@ -368,3 +368,31 @@ def test_weights_not_a_predictor_warn_and_the_option_makes_them_one(tmp_path):
         s = CartSynthesizer().fit(df, ["age", "sex"], keep=["race"], weights="weight",
                                                 weight_as_predictor=True)
     assert "weight" in s.keep_
+
+
+def test_utility_prints_each_note_once_and_leaves_kept_only_tables_out(agency_csv, tmp_path, capsys):
+    """Notes came once per copy (their numbers differ); a kept column's one-way table showed
+    S_pMSE 0 unlabelled. Now: each note once, saying in how many copies; tables of kept columns
+    only are not printed (a note names them) and are marked released_unchanged in the CSV."""
+    path, orig = agency_csv
+    out = tmp_path / "cart"
+    assert main(["synthesize", "--data", str(path), "--qi", "age,sex,race", "--keep", "state,employed,weight",
+                 "--weights", "weight", "--method", "cart", "--m", "3", "--seed", "1", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["utility", "--original", str(path), "--synthetic", str(out), "--tables", "1,2",
+                 "--out", str(tmp_path / "u.csv")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    notes = [line for line in lines if line.startswith("note:")]
+    assert len(notes) == len(set(notes))
+    reduced = [n for n in notes if "design reduced" in n]
+    assert len(reduced) == 1 and reduced[0].endswith("; in all 3 copies"), notes
+    rows = [line.split()[0] for line in lines if line.strip() and line.split()[-1][:1].isdigit()
+            and not line.startswith(("note", "mean", "pMSE"))]
+    assert "state" not in rows and "state:employed" not in rows and "employed" not in rows
+    assert {"age", "sex", "race", "age:state", "race:employed"} <= set(rows)
+    kept_note = [n for n in notes if n.startswith("note: not listed")]
+    assert len(kept_note) == 1 and "(state, employed)" in kept_note[0] and "3 tables" in kept_note[0]
+    tab = pd.read_csv(tmp_path / "u.csv").set_index("variables")
+    assert tab.loc["state", "released_unchanged"] and tab.loc["state:employed", "released_unchanged"]
+    assert tab.loc["state", "s_pmse"] == 0
+    assert not tab.loc["age", "released_unchanged"] and not tab.loc["age:state", "released_unchanged"]
