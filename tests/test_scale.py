@@ -497,3 +497,13 @@ def test_cli_dask_refuses_options_it_cannot_honour(tmp_path, capsys):
     assert rc != 0
     assert "'--weights' option is not available with --engine dask" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_dask_collinear_normal_model_names_its_column():
+    """A normal model whose design is singular names the column it models (it named none)."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=60)
+    df = pd.DataFrame({"z": z, "z2": 2 * z, "y": z + rng.normal(size=60)})
+    with pytest.raises(ValueError, match=r"^The normal model of column 'y' \(predictors .*'z2'.*\): The predictors "
+                                         r"of a normal regression are collinear"):
+        RubinSynthesizer().fit(dd.from_pandas(df, npartitions=2), ["y"], ["z", "z2"])

@@ -624,7 +624,13 @@ def fit(synth, ddf, quasi_identifiers: Sequence[str], keep: Sequence[str] | None
         stats = canonical_sum(ddf, offsets, _normal_stats(light, normal_idx))
         for k, j in enumerate(normal_idx):
             XtX, Xty, yty, nn = stats[4 * k: 4 * k + 4]
-            synth.conditionals_[j].fast = _normal_posterior(XtX, Xty, float(yty), float(nn))
+            cond = synth.conditionals_[j]
+            try:
+                cond.fast = _normal_posterior(XtX, Xty, float(yty), float(nn))
+            except ValueError as err:
+                # name the column modelled and its design, as the in-memory fit does
+                raise ValueError(f"The normal model of column '{cond.column}' (predictors {cond.coef_names}): "
+                                 f"{err}") from None
     K = n_buckets(n)
     if cat_idx:
         pieces = map_partitions_with_offset(ddf, offsets, _partition_groups, light, cat_idx, K)
