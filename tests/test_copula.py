@@ -499,3 +499,32 @@ def test_mnp_likelihood_quadrature_gradient_and_exact_draws():
     # mean within 5 MC se (sd sqrt(2)); covariance I + J within 0.03
     np.testing.assert_allclose(cond.mean(axis=0), eta[1], atol=5 * np.sqrt(2 / n))
     np.testing.assert_allclose(np.cov(cond.T), np.eye(3) + 1.0, atol=0.03)
+
+
+def test_mar_coverage_on_the_mixed_adult_set_reduced():
+    """benchmarks/copula_adult.py, reduced: the mixed Adult set (continuous age and hours, binary sex
+    and income, nominal workclass, relationship and marital_status) generated from one fitted copula
+    state, MAR gaps in marital_status and hours_per_week, m = 10 imputations and Rubin's rule. The
+    benchmark's >= 400 replications give the 0.93-0.97 claim; here 30 replications: MC se of a 0.95
+    coverage sqrt(0.95 * 0.05 / 30) = 0.040, so >= 0.83 (3 se) for both the share of Never-married
+    and the slope of hours on age. The truth from 200,000 generated records (MC se of the share
+    0.001, against interval widths ~0.08)."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "copula_adult.py"
+    spec = importlib.util.spec_from_file_location("copula_adult", path)
+    sys.path.insert(0, str(path.parent))
+    try:
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.pop(0)
+    gen = mod.Generator()
+    tr = mod.truth(gen, n=200_000)
+    rows = np.array([mod.one_replication((gen, tr, s, 150)) for s in range(30)])
+    cover = rows[:, :2].mean(axis=0)
+    assert np.all(cover >= 0.83), cover
+    # the gaps were injected at the documented rates (~17 % and ~20 %)
+    assert 0.12 < rows[:, 4].mean() < 0.22 and 0.15 < rows[:, 5].mean() < 0.25, rows[:, 4:6].mean(axis=0)

@@ -2,8 +2,9 @@ r"""Bayesian Gaussian copula for mixed data with missing values (Hoff 2007).
 
 The model
 ---------
-Each record i has a latent vector :math:`z_i \in \mathbb{R}^q`, jointly normal,
-and each observed variable is a function of its own block of latent columns.
+Each record i has a latent vector :math:`z_i \in \mathbb{R}^q`, normal given the
+levels of its categorical columns, and each observed variable is a function of
+its own block of latent columns.
 
 * **Ranked block A** (continuous and ordinal columns, one latent column each):
   :math:`z_{iA} \sim N(0, \Sigma_{AA})`, :math:`\Sigma_{AA} \sim
@@ -21,11 +22,12 @@ and each observed variable is a function of its own block of latent columns.
   marginally uniform on (-1, 1) (Barnard, McCulloch & Meng 2000).
 * **Probit blocks** (binary columns: one latent column; nominal columns with L
   observed levels: L - 1), taken binary first, then nominal, each in data
-  order; block b regresses on the ranked block and the blocks before it:
+  order; block b regresses on the ranked latents and on the *level indicators*
+  :math:`h_{<b}` of the blocks before it:
 
   .. math::
 
-      z_{iS_b} = c_b + B_b z_{iW_b} + e_{ib}, \qquad e_{ib} \sim N(0, \Omega_b),
+      z_{iS_b} = c_b + B_b z_{iA} + D_b h_{i,<b} + e_{ib}, \qquad e_{ib} \sim N(0, \Omega_b),
       \quad \Omega_b = I + J,
 
   the covariance of the differences :math:`u_k - u_0` of independent N(0, 1)
@@ -33,65 +35,78 @@ and each observed variable is a function of its own block of latent columns.
   z_{ik} < 0`, else :math:`1 + \arg\max_k z_{ik}` (McCulloch & Rossi 1994). A
   binary column is the case L = 2: a probit with free threshold, which for two
   levels carries the same information as the rank likelihood. Priors: the
-  rows of :math:`[c_b; B_b]` are independent :math:`N(0, \tau^2 \Omega_b)`
+  rows of :math:`[c_b; B_b; D_b]` are independent :math:`N(0, \tau^2 \Omega_b)`
   with :math:`\tau = 5` for the intercept and 2.5 for the coefficient of a
-  *standardised* ranked latent or of an earlier block's latent (weakly
-  informative on the probit scale; a flat prior would leave the posterior
-  improper whenever the other variables separate a level, which small
-  subgroups and rare levels make common). Only levels seen in the data are
-  modelled: a declared category that never occurs is never generated.
+  *standardised* ranked latent or of a level indicator (weakly informative on
+  the probit scale; a flat prior would leave the posterior improper whenever
+  the other variables separate a level, which small subgroups and rare levels
+  make common). Only levels seen in the data are modelled: a declared category
+  that never occurs is never generated.
 
   Why iid utilities: with the error covariance of a nominal variable free
   (the textbook multinomial probit) and only record-level predictors, that
   covariance is identified by the normal functional form alone (Keane 1992),
   and its Gibbs sampler did not mix (split-R-hat 2.9 on NHANES
   marital_status). Fixing :math:`\Omega_b` is the usual identification; the
-  latent correlations *between* a nominal variable and everything else stay
-  free (through :math:`B_b`), so do all associations among the levels that the
-  other variables explain.
+  latent correlations *between* a nominal variable and the ranked block stay
+  free (through :math:`B_b`), and so do all its associations with earlier
+  categorical columns (through :math:`D_b`, one coefficient per pair of levels).
 
-The implied joint distribution of a latent row is :math:`N(\mu, \Sigma)` with
-:math:`\Sigma_{S_b W_b} = B_b \Sigma_{W_b W_b}`, :math:`\Sigma_{S_b S_b} = B_b
-\Sigma_{W_b W_b} B_b^\top + \Omega_b` and :math:`\mu_{S_b} = c_b + B_b
-\mu_{W_b}` (:meth:`CopulaGibbs.implied`); its correlation matrix C is the copula
-parameter that is reported and diagnosed.
+  Why level indicators and not the earlier blocks' latents: a later block that
+  regresses on an earlier probit latent brings back, through that latent, an
+  error covariance identified only by the normal form (a latent is known only
+  up to its level's region). The chain then crawled: split R-hat 2.2 on the
+  mixed Adult set and 2.7 on the agency file, where holding those coefficients
+  at zero gave 1.06 and 1.24 (benchmarks/copula_nominal_diagnosis.py). With
+  indicators each block is a multinomial-probit regression given the ranked
+  latents and the earlier levels, so its latents and coefficients integrate
+  out of every later block. The model is a joint one in the order of the
+  blocks, like a sequential regression (visit) order.
+
+Given the levels the latent row is normal with mean :math:`(0, c_b + D_b
+h_{i,<b})` (:meth:`CopulaGibbs.offsets`) and covariance :math:`\Sigma_{AA}`,
+:math:`\Sigma_{S_b A} = B_b \Sigma_{AA}`, :math:`\Sigma_{S_b S_{b'}} = B_b
+\Sigma_{AA} B_{b'}^\top + 1\{b = b'\} \Omega_b` (:meth:`CopulaGibbs.implied`);
+its correlation matrix C and the coefficients :math:`c_b, D_b` are the
+parameters reported and diagnosed.
 
 A missing entry leaves its latent unconstrained, so the sampler imputes it from
-:math:`p(z_{i,mis} \mid z_{i,obs}, \mu, \Sigma)`; this is valid under MAR
-because the observed-data likelihood is the integral of the copula density
-over the missing latents.
+its conditional given the observed data and the parameters; a missing level of
+a probit block is drawn with its latents, weighted by what it makes of the later
+blocks (whose designs hold its indicators). This is valid under MAR because
+the observed-data likelihood is the integral of the model over the missing
+values.
 
 The sampler
 -----------
 One iteration:
 
-1. every latent column from its full conditional given the others (normal with
-   mean :math:`\mu_j - P_{jj}^{-1} \sum_{k \ne j} P_{jk}(z_{ik} - \mu_k)` and
-   variance :math:`P_{jj}^{-1}`, :math:`P = \Sigma^{-1}`), truncated to the set
-   the data allow (Hoff 2007, Sec. 3; records at even levels of a ranked
+1. every ranked latent column from its full conditional given the others
+   (normal with the joint's conditional mean and variance, truncated to the
+   set the data allow; Hoff 2007, Sec. 3; records at even levels of a ranked
    variable are independent given those at odd levels, so each ranked column
    is two vectorised blocks), plus rank-preserving group moves (Liu & Sabatti
-   2000): a shift and a rescaling of every ranked column and a rescaling of
-   every probit block;
+   2000): a shift and a rescaling of every ranked column; then every missing
+   level of a probit block with its latents, exactly;
 2. :math:`\Sigma_{AA}` by independence Metropolis from its inverse-Wishart full
    conditional (the coefficients' prior depends on the ranked scales
    :math:`\Sigma_{jj}^{1/2}`, so its ratio is the acceptance probability), and
-   every block's :math:`(c_b, B_b)` from its matrix-normal full conditional
+   every block's :math:`(c_b, B_b, D_b)` from its matrix-normal full conditional
    (data augmentation);
-3. for every probit block a *partially collapsed* move (van Dyk & Park 2008):
-   a Newton-proposal Metropolis-Hastings step on :math:`(c_b, B_b)` with the
-   block's latents integrated out (closed form for a binary block; for a
-   nominal block the one-dimensional integral of :func:`mnp_log_likelihood`),
-   then the latents redrawn exactly from their conditional
-   (:func:`mnp_draw_latents`). Data augmentation alone mixes slowly when the
-   latents carry much more information than the levels (rare levels, large n);
-   the collapsed move removes that coupling. A nominal block that later blocks
-   regress on is moved jointly with its latents and the later blocks' density
-   ratio enters the acceptance (exact, but accepted less often).
+3. for every probit block a *partially collapsed* move (van Dyk & Park 2008)
+   of its coefficients with its latents integrated out (closed form for a
+   binary block; for a nominal block the one-dimensional integral of
+   :func:`mnp_log_likelihood`), then its latents redrawn exactly from their
+   conditional (:func:`mnp_draw_latents`). The move is a Newton-proposal
+   Metropolis-Hastings step, or for a nominal block whose Newton proposals are
+   rarely accepted in burn-in (a skewed posterior: a level almost implied by an
+   earlier column) a Hamiltonian move tuned in burn-in. Data augmentation alone
+   mixes slowly when the latents carry much more information than the levels
+   (rare levels, large n); the collapsed move removes that coupling.
 
 Several chains are run (``chains``); diagnostics are ArviZ's rank-normalised
-split R-hat and bulk / tail ESS of every correlation and of a summary of every
-column's imputed cells.
+split R-hat and bulk / tail ESS of every correlation, every block intercept
+and level-indicator coefficient and a summary of every column's imputed cells.
 
 PyMC specification
 ------------------
@@ -112,6 +127,10 @@ values are a MAR-selected subset. A probit block's level follows its rule.
 
 References
 ----------
+Hoffman, M. D. and Gelman, A. (2014). The No-U-Turn sampler: adaptively setting
+path lengths in Hamiltonian Monte Carlo. JMLR 15, 1593-1623.
+Neal, R. M. (2011). MCMC using Hamiltonian dynamics. In Handbook of Markov Chain
+Monte Carlo, ch. 5. Chapman & Hall/CRC.
 Hoff, P. D. (2007). Extending the rank likelihood for semiparametric copula
 estimation. Annals of Applied Statistics 1(1), 265-283.
 Barnard, J., McCulloch, R. and Meng, X.-L. (2000). Modeling covariance matrices
@@ -918,11 +937,14 @@ class CopulaGibbs:
         self.end_iteration()
 
     def update_latents(self, st: CopulaState, rng: np.random.Generator) -> None:
-        r"""Ranked latents one column at a time, then every probit block exactly given them.
+        r"""Ranked latents one column at a time, then the probit blocks exactly given them.
 
         Given the levels the latents are jointly normal (mean :meth:`offsets`,
         covariance ``st.sigma``), so a ranked column's full conditional is the
-        usual normal one, truncated to D(y). A probit block's latents appear only
+        usual normal one, truncated to D(y). A probit block with a partially
+        collapsed move has its latents redrawn there (:meth:`update_parameters`),
+        so here only its missing levels are drawn, with their latents; a block
+        without one is drawn whole. A probit block's latents appear only
         in their own regression (later blocks use its levels), so given the ranked
         latents they are :math:`N(\eta_i, \Omega_b)` restricted to the observed
         level's region, drawn exactly (:func:`mnp_draw_latents`). A missing level
@@ -1528,7 +1550,7 @@ class GaussianCopulaImputer(ParamsMixin):
     collapsed : {"all", "binary", "none"}, default "all"
         Which probit blocks get the partially collapsed moves
         (:meth:`CopulaGibbs._collapsed_binary_move`,
-        :meth:`CopulaGibbs._collapsed_block_move`) on top of plain data
+        :meth:`CopulaGibbs._newton_block_move` / :meth:`CopulaGibbs._hmc_block_move`) on top of plain data
         augmentation. Measured on NHANES with marital_status
         (``benchmarks/copula_samplers.py``, 2 chains x 600 iterations, CPU
         seconds): min bulk ESS over the 91 correlations and 10 imputed-cell
@@ -1537,7 +1559,10 @@ class GaussianCopulaImputer(ParamsMixin):
         3.6 for "none" (18 ms; 0.17 per s, R-hat 1.62): "all" is the default on
         ESS per second. (Before the compiled likelihood and exact-Hessian
         proposal, "all" took 113 ms per iteration for a min ESS of 52.6:
-        0.39 per CPU second.)
+        0.39 per CPU second.) These figures predate the level-indicator
+        model; with it NHANES reaches min bulk ESS 536 over 91 correlations,
+        35 block coefficients and 10 imputed-cell summaries with 2 chains x
+        1,300 iterations (``benchmarks/results/nhanes_table.json``).
     progress : bool, default False
         Show a progress bar while fitting.
 
