@@ -1705,7 +1705,7 @@ class GaussianCopulaImputer(ParamsMixin):
         self.correlation_ = pd.DataFrame(draws.mean(axis=0), index=self.latent_names_, columns=self.latent_names_)
         acc = np.sum([r[3] for r in runs], axis=0)
         coefs = np.stack([r[4] for r in runs])
-        self.coefficient_draws_ = coefs.reshape(-1, len(cspec))
+        self.coefficient_draws_ = coefs.reshape(coefs.shape[0] * coefs.shape[1], len(cspec))
         self.coefficient_labels_ = [_coef_label(self.sampler_, b, row, t) for _, b, row, t in cspec]
         # the continuation (impute / states / nests) moves with the chains' pooled tuning
         self.sampler_.set_hmc_tuning([r[5] for r in runs])
