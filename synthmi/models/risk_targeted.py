@@ -49,8 +49,8 @@ follows.
   indicator ``<col>_NA`` enters the copula as one more synthesized (binary)
   column, its coefficient on the column's own latent held at zero
   (:meth:`~synthmi.models.copula.CopulaGibbs.fix_zero_coefficients`): the
-  missingness does not depend on the missing value given the latents earlier
-  in the copula's order -- a MAR-type restriction, not independence given
+  missingness does not depend on the missing value given the ranked latents
+  and the levels of the blocks earlier in the copula's order -- a MAR-type restriction, not independence given
   everything else, since later blocks regress on both. A copy carries a
   missing value where its synthetic indicator is 1, so the copies'
   missingness rate follows the original's instead of being imputed away.
