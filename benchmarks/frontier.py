@@ -108,18 +108,15 @@ def pmse_vars(cfg) -> list[str]:
 
 def load(name: str, rows: int | None = None, seed: int = 0) -> pd.DataFrame:
     from synthmi.data import load_adult, load_nhanes
+    from synthmi.data.workloads import sample_rows
 
     cfg = DATA[name]
     if name == "adult":
         df = load_adult(recode=True)[cfg["qi"] + cfg["keep"]]
     else:
+        # complete cases of the used columns (module docstring)
         df = load_nhanes(recode=True)[cfg["qi"] + cfg["keep"]].dropna().reset_index(drop=True)
-    if rows is not None and rows < len(df):
-        df = df.sample(n=rows, random_state=seed).reset_index(drop=True)
-    for c in df.columns:
-        if isinstance(df[c].dtype, pd.CategoricalDtype):
-            df[c] = df[c].cat.remove_unused_categories()
-    return df
+    return sample_rows(df, rows, seed)
 
 
 def settings(name: str, methods: list[str], n_iter: int) -> list[Setting]:

@@ -6,7 +6,7 @@ proportional to exp(0.8 y) (expected n = 1,000): informative, the unweighted
 sample mean of x is biased upward. The survey weight w = 1/pi is released
 unchanged; x is synthesized by Rubin's MI (normal regression on y; the weight
 is not a predictor), M = 5 copies. In every copy the weighted analysis
-``x ~ 1`` (GLM with var_weights and HC0 sandwich SE: the Hajek mean and its
+``x ~ 1`` (GLM with var_weights and the HC0 sandwich times n/(n-1): the Hajek mean and its
 linearization variance) gives q_l and u_l; the copies are combined by
 Reiter's (2003) partial rule, as Mitra & Reiter (2006) describe for partially
 synthetic survey data. Target: coverage of the finite-population mean in

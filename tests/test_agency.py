@@ -182,16 +182,23 @@ def test_cli_bad_agency_options_are_one_line_errors(agency_csv, tmp_path, capsys
 # ---- survey weights ------------------------------------------------------------------
 def test_weighted_combined_estimate_matches_hand_computation():
     """Weighted mean (Hajek) per copy with its linearization variance, combined by Reiter's
-    partial rule, computed by hand."""
+    partial rule, computed by hand. The variance is the with-replacement estimator of the
+    linearized total, n/(n-1) sum z_i^2 with z_i = w_i (x_i - qbar) / sum w (Binder 1983; R's
+    svymean on svydesign(ids=~1, weights=~w)); with n = 6 the factor is 6/5."""
     w = np.array([1.0, 2.0, 4.0, 1.0, 3.0, 2.0])
     orig = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "w": w})
     copies = [orig.assign(x=[2.0, 2.0, 3.0, 5.0, 4.0, 6.0]), orig.assign(x=[1.0, 3.0, 2.0, 4.0, 6.0, 6.0])]
     q, u = [], []
+    n = len(w)
     for c in copies:
         x = c["x"].to_numpy()
         qbar = (w * x).sum() / w.sum()
         q.append(qbar)
-        u.append((w**2 * (x - qbar) ** 2).sum() / w.sum() ** 2)
+        z = w * (x - qbar) / w.sum()
+        u.append(n / (n - 1) * ((z - z.mean()) ** 2).sum())
+    # copy 1 by hand: qbar = 47/13; sum w^2 (x - qbar)^2 = 7622/169 (exact fractions), so
+    # u = 6/5 * 7622/169 / 13^2
+    assert q[0] == pytest.approx(47 / 13) and u[0] == pytest.approx(6 / 5 * 7622 / 169 / 169)
     m = 2
     qm, ubar, b = np.mean(q), np.mean(u), np.var(q, ddof=1)
     T = ubar + b / m  # Reiter (2003) partial synthesis
@@ -206,6 +213,26 @@ def test_weighted_combined_estimate_matches_hand_computation():
     assert "weights:" in res.summary()
     # the same through combine() with the per-copy values
     assert combine(np.array(q)[:, None], np.array(u)[:, None], rule="partial").estimate[0] == pytest.approx(qm)
+
+
+def test_weighted_regression_se_is_the_design_based_sandwich_with_n_over_n_minus_1():
+    """A weighted slope's SE by hand: (X'WX)^-1 [n/(n-1) sum w_i^2 e_i^2 x_i x_i'] (X'WX)^-1
+    (Binder 1983's linearization with the with-replacement n/(n-1) of R's svyglm on
+    svydesign(ids=~1, weights=~w)); statsmodels' plain HC0 is that without n/(n-1)."""
+    rng = np.random.default_rng(6)
+    n = 12
+    df = pd.DataFrame({"x": rng.normal(size=n), "w": rng.uniform(1, 5, n)})
+    df["y"] = 1 + 2 * df["x"] + rng.normal(size=n)
+    X = np.column_stack([np.ones(n), df["x"]])
+    w, y = df["w"].to_numpy(), df["y"].to_numpy()
+    bread = np.linalg.inv(X.T @ (w[:, None] * X))
+    beta = bread @ X.T @ (w * y)
+    e = y - X @ beta
+    meat = n / (n - 1) * (X * (w * e)[:, None]).T @ (X * (w * e)[:, None])
+    se = np.sqrt(np.diag(bread @ meat @ bread))
+    res = analyse("y ~ x", family="gaussian", original=df, synthetic=[df, df.copy()], weights="w")
+    np.testing.assert_allclose(res.original["params"].to_numpy(), beta, rtol=1e-10)
+    np.testing.assert_allclose(res.original["bse"].to_numpy(), se, rtol=1e-8)
 
 
 def test_weighted_ci_covers_under_informative_sampling():
@@ -341,3 +368,31 @@ def test_weights_not_a_predictor_warn_and_the_option_makes_them_one(tmp_path):
         s = CartSynthesizer().fit(df, ["age", "sex"], keep=["race"], weights="weight",
                                                 weight_as_predictor=True)
     assert "weight" in s.keep_
+
+
+def test_utility_prints_each_note_once_and_leaves_kept_only_tables_out(agency_csv, tmp_path, capsys):
+    """Notes came once per copy (their numbers differ); a kept column's one-way table showed
+    S_pMSE 0 unlabelled. Now: each note once, saying in how many copies; tables of kept columns
+    only are not printed (a note names them) and are marked released_unchanged in the CSV."""
+    path, orig = agency_csv
+    out = tmp_path / "cart"
+    assert main(["synthesize", "--data", str(path), "--qi", "age,sex,race", "--keep", "state,employed,weight",
+                 "--weights", "weight", "--method", "cart", "--m", "3", "--seed", "1", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["utility", "--original", str(path), "--synthetic", str(out), "--tables", "1,2",
+                 "--out", str(tmp_path / "u.csv")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    notes = [line for line in lines if line.startswith("note:")]
+    assert len(notes) == len(set(notes))
+    reduced = [n for n in notes if "design reduced" in n]
+    assert len(reduced) == 1 and reduced[0].endswith("; in all 3 copies"), notes
+    rows = [line.split()[0] for line in lines if line.strip() and line.split()[-1][:1].isdigit()
+            and not line.startswith(("note", "mean", "pMSE"))]
+    assert "state" not in rows and "state:employed" not in rows and "employed" not in rows
+    assert {"age", "sex", "race", "age:state", "race:employed"} <= set(rows)
+    kept_note = [n for n in notes if n.startswith("note: not listed")]
+    assert len(kept_note) == 1 and "(state, employed)" in kept_note[0] and "3 tables" in kept_note[0]
+    tab = pd.read_csv(tmp_path / "u.csv").set_index("variables")
+    assert tab.loc["state", "released_unchanged"] and tab.loc["state:employed", "released_unchanged"]
+    assert tab.loc["state", "s_pmse"] == 0
+    assert not tab.loc["age", "released_unchanged"] and not tab.loc["age:state", "released_unchanged"]

@@ -132,3 +132,37 @@ def test_huge_interval_ends_are_printed_in_exponent_form():
     assert format_estimate(1.23456) == "1.235"
     assert format_estimate(-3.8277835913228066e151) == "-3.83e+151"
     assert format_estimate(float("inf")) == "inf"
+
+
+def test_expression_response_means_what_it_says():
+    """``I(sex == 2) ~ ...``: patsy codes the boolean response as two columns ([False], [True])
+    and statsmodels' binomial GLM reads two columns as (successes, failures), so the fit modelled
+    sex != 2 (every sign reversed). The estimates must equal statsmodels' on a 0/1 column
+    sex == 2, also in a copy in which the expression is never false."""
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(17)
+    n = 600
+    age = rng.uniform(20, 70, n)
+    sex = np.where(rng.uniform(size=n) < 1 / (1 + np.exp(-(-1.5 + 0.04 * age))), 2, 1)  # the user's code 1/2
+    df = pd.DataFrame({"sex": sex, "age": age, "inc": 1000 + 300 * (sex == 2) + rng.normal(0, 100, n)})
+    ref = df.assign(s2=(df["sex"] == 2).astype(float))
+    for family, fit in (("logit", smf.logit("s2 ~ age", ref).fit(disp=0)),
+                        ("probit", smf.probit("s2 ~ age", ref).fit(disp=0)),
+                        ("gaussian", smf.ols("s2 ~ age", ref).fit())):
+        res = analyse("I(sex == 2) ~ age", family, original=df, synthetic=[df, df.copy()])
+        f = res.to_frame()
+        assert f.loc["age", "est_orig"] > 0  # sex == 2 grows with age in the data
+        np.testing.assert_allclose(f["est_orig"], fit.params[["Intercept", "age"]], rtol=1e-6)
+        np.testing.assert_allclose(f["est_syn"], fit.params[["Intercept", "age"]], rtol=1e-6)
+    # a copy where sex == 2 holds for everyone is coded on the original's scale (all 1), not refused
+    from synthmi.evaluation.analysis import _expression_response
+
+    fit_formula, _, levels = _expression_response("I(sex == 2) ~ age", df, "original")
+    assert levels == ["I(sex == 2)[False]", "I(sex == 2)[True]"]
+    _, coded, _ = _expression_response("I(sex == 2) ~ age", df.assign(sex=2), "synthetic[1]", levels)
+    assert (coded[fit_formula.split("~")[0].strip()] == 1.0).all()
+    # on the right-hand side it already meant sex == 2 (the regression guard)
+    res = analyse("inc ~ I(sex == 2) + age", "gaussian", original=df, synthetic=[df, df.copy()])
+    ols = smf.ols("inc ~ I(sex == 2) + age", df).fit()
+    np.testing.assert_allclose(res.to_frame()["est_orig"], ols.params[res.to_frame().index], rtol=1e-8)

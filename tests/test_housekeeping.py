@@ -92,3 +92,47 @@ def test_wasserstein_is_scipys():
     assert wasserstein_1(u, v) == stats.wasserstein_distance(u, v)
     with pytest.raises(ValueError, match="finite"):
         wasserstein_1([0.0, np.inf], [1.0])
+
+
+def test_no_arviz_stamp_file_in_the_users_home(tmp_path):
+    """ArviZ 0.23 writes ``~/.cache/arviz/daily_warning`` when first imported (PyMC imports it):
+    a file the user did not name. Under a fresh HOME, importing synthmi, PyMC and ArviZ and
+    computing an R-hat leaves no ArviZ file; ArviZ itself is intact (its real ``preview``)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "MPLCONFIGDIR")}
+    env.update(HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    code = ("import numpy as np, synthmi, pymc, arviz, arviz.preview\n"
+            "from synthmi.diagnostics import rhat\n"
+            "assert 'not installed' in arviz.preview.info or 'available' in arviz.preview.info\n"
+            "assert type(arviz.preview).__name__ == 'module'\n"
+            "print(float(arviz.rhat(np.random.default_rng(0).normal(size=(2, 50)))))\n")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert not [p for p in written if "arviz" in p.lower()], written
+    # (matplotlib, which ArviZ imports, keeps its own font cache under ~/.cache/matplotlib)
+    assert all(p.split(os.sep)[1:2] in ([], ["matplotlib"]) for p in written), written
+
+
+def test_benchmark_subsamples_come_from_the_library():
+    """``benchmarks/frontier.py`` subsampled with its own copy of ``Workload.load``'s code; both
+    now call ``synthmi.data.workloads.sample_rows``: the same rows and levels for (rows, seed)."""
+    import pandas as pd
+
+    from synthmi.data import load_dataset
+    from synthmi.data.workloads import ADULT, sample_rows
+
+    text = (ROOT / "benchmarks" / "frontier.py").read_text()
+    assert "sample_rows(" in text and ".sample(n=" not in text and "remove_unused_categories" not in text
+    full = load_dataset("adult")[ADULT.columns]
+    got = ADULT.load(rows=300, seed=5)
+    pd.testing.assert_frame_equal(got, sample_rows(full, 300, 5))
+    pd.testing.assert_frame_equal(got, full.sample(n=300, random_state=5).reset_index(drop=True)
+                                  .apply(lambda s: s.cat.remove_unused_categories()
+                                         if isinstance(s.dtype, pd.CategoricalDtype) else s))
+    small = pd.DataFrame({"g": pd.Categorical(["a", "a", "b"], categories=["a", "b", "c"])})
+    out = sample_rows(small)  # no subsample: all rows, the empty level dropped, input untouched
+    assert list(out["g"].cat.categories) == ["a", "b"] and list(small["g"].cat.categories) == ["a", "b", "c"]

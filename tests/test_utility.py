@@ -233,3 +233,28 @@ def test_cart_permutation_null_is_halved_as_synthpop():
         for r in range(60)
     ]
     assert abs(np.mean(vals) - 2.0) < 0.08, np.mean(vals)
+
+
+def test_copy_notes_merge_once_with_their_copies_and_number_ranges():
+    from synthmi.evaluation.pmse import merge_copy_notes
+
+    per_copy = [["design reduced from 900 to 221 columns", "'v2': 4 levels pooled"],
+                ["design reduced from 900 to 219 columns", "'v3': 4 levels pooled"],
+                ["design reduced from 900 to 220 columns"]]
+    assert merge_copy_notes(per_copy, 3) == [
+        "design reduced from 900 to 219-221 columns; in all 3 copies",
+        "'v2': 4 levels pooled; in copy 1 of 3",  # a name in quotes is never merged
+        "'v3': 4 levels pooled; in copy 2 of 3",
+    ]
+    assert merge_copy_notes([["a {b} 1.5 x"]], 1) == ["a {b} 1.5 x"]
+    assert merge_copy_notes([["x 1"], [], ["x 1"]], 3) == ["x 1; in copies 1, 3 of 3"]
+
+
+def test_unchanged_columns_are_those_every_copy_releases_as_is():
+    from synthmi.evaluation.pmse import unchanged_columns
+
+    o = pd.DataFrame({"a": [1.0, np.nan, 3.0], "b": pd.Categorical(["x", "y", "x"]), "c": [1, 2, 3]})
+    s1 = o.assign(c=[1, 3, 2])
+    s2 = o.assign(a=[1.0, 2.0, 3.0])  # a missing value filled: changed
+    assert unchanged_columns(o, [s1, s1.copy()]) == ["a", "b"]
+    assert unchanged_columns(o, [s1, s2]) == ["b"]

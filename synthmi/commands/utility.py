@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
-    from ..evaluation.pmse import pmse, utility_tables
+    from ..evaluation.pmse import pmse, unchanged_columns, utility_tables
 
     check_output_file(args.out, "--out", args.overwrite)
     if args.out and not split_list(args.tables):
@@ -74,9 +74,23 @@ def run(args) -> int:
     ways = [int(w) for w in split_list(args.tables)]
     if ways:
         tab = utility_tables(original, syn.copies, variables=variables, ways=ways, spec=spec)
+        # A kept column is released unchanged: its tables match the original's exactly (S_pMSE 0),
+        # which says nothing about the synthesis. Tables of kept columns only are left out of the
+        # printout (named in a note) and marked in the CSV; a kept column crossed with a
+        # synthesized one is a real comparison and stays.
+        kept = set(unchanged_columns(original, syn.copies, tab["variables"].str.split(":").explode().unique()))
+        tab.insert(tab.columns.get_loc("s_pmse") + 1, "released_unchanged",
+                   [set(v.split(":")) <= kept for v in tab["variables"]])
         cols = ["variables", "way", "df", "pmse", "s_pmse"]
+        shown = tab[~tab["released_unchanged"]]
         print()
-        print(tab[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+        if len(shown):
+            print(shown[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+        if kept:
+            names = [v for v in variables if v in kept]
+            print(f"note: not listed: {int(tab['released_unchanged'].sum())} tables of kept columns only "
+                  f"({', '.join(names)}): released unchanged in every copy, not synthesized, so their "
+                  "S_pMSE is 0 by construction")
         if args.out:
             tab.to_csv(args.out, index=False)
             print(f"wrote {args.out}")

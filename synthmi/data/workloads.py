@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["Workload", "ADULT", "ADULT_DEMO", "WORKLOADS"]
+__all__ = ["Workload", "ADULT", "ADULT_DEMO", "WORKLOADS", "sample_rows"]
 
 
 @dataclass(frozen=True)
@@ -57,20 +57,31 @@ class Workload:
     def load(self, rows: int | None = None, seed: int = 0):
         """The bundled data restricted to the workload's columns (recoded).
 
-        ``rows``: a simple random sample of that many rows (levels absent from
-        it dropped, so they do not become all-zero dummy columns).
+        ``rows``: a simple random sample of that many rows (:func:`sample_rows`).
         """
-        import pandas as pd
-
         from . import load_dataset
 
-        df = load_dataset(self.dataset)[self.columns]
-        if rows is not None and rows < len(df):
-            df = df.sample(n=rows, random_state=seed).reset_index(drop=True)
-            for c in df.columns:
-                if isinstance(df[c].dtype, pd.CategoricalDtype):
-                    df[c] = df[c].cat.remove_unused_categories()
-        return df
+        return sample_rows(load_dataset(self.dataset)[self.columns], rows, seed)
+
+
+def sample_rows(df, rows: int | None = None, seed: int = 0):
+    """A simple random sample of ``rows`` rows of ``df`` (all of them when ``rows`` is None
+    or not smaller), with the categorical levels absent from the result dropped: an empty
+    level would become an all-zero dummy column, which no model can estimate.
+
+    The benchmarks' subsamples (``benchmarks/frontier.py``) and :meth:`Workload.load` use it,
+    so one ``(rows, seed)`` means the same records everywhere. ``df`` is not modified.
+    """
+    import pandas as pd
+
+    if rows is not None and rows < len(df):
+        df = df.sample(n=rows, random_state=seed).reset_index(drop=True)
+    else:
+        df = df.copy()
+    for c in df.columns:
+        if isinstance(df[c].dtype, pd.CategoricalDtype):
+            df[c] = df[c].cat.remove_unused_categories()
+    return df
 
 
 ADULT = Workload(

@@ -99,6 +99,52 @@ def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str, leve
     return df
 
 
+#: the column an expression response (``I(sex == 2) ~ ...``) is fitted as, once made 0/1
+_EXPR_RESPONSE = "_synthmi_response_"
+
+
+def _expression_response(formula: str, df: pd.DataFrame, name: str,
+                         levels: list[str] | None = None) -> tuple[str, pd.DataFrame, list[str] | None]:
+    """An expression response that patsy turns into several columns, made one 0/1 column.
+
+    patsy codes a boolean or categorical response such as ``I(sex == 2)`` as one
+    indicator column per level (``[False]``, ``[True]``); statsmodels' binomial GLM
+    reads a two-column response as (successes, failures), so it would model the
+    *first* level, ``sex != 2``: every coefficient with its sign reversed. The
+    formula means the last level (``True``), as for a categorical response column
+    (1 = its last category). ``levels``: the original's level columns, so that a copy
+    in which one level never occurs is coded on the same scale.
+
+    Returns the formula to fit, the frame (with the 0/1 column added) and the level
+    columns (None when the response is a column or a one-column expression).
+    """
+    import patsy
+
+    lhs, rhs = formula.split("~", 1)
+    if _response_name(formula) in df.columns:
+        return formula, df, None
+    try:
+        # names other than columns resolve in this module's namespace (np), as in the fit
+        y = patsy.dmatrix("0 + " + lhs.strip(), df, NA_action=patsy.NAAction(NA_types=[]),
+                          return_type="dataframe", eval_env=0)
+    except Exception:
+        return formula, df, None  # statsmodels reports what is wrong with it
+    if y.shape[1] == 1 and levels is None:
+        return formula, df, None
+    cols = list(levels) if levels is not None else list(y.columns)
+    if len(cols) != 2:
+        raise ValueError(
+            f"The response {lhs.strip()!r} of the formula {formula!r} takes {len(cols)} values in "
+            f"'{name}'; a response must be numeric or have two levels (e.g. I(x == 2)).")
+    unknown = [c for c in y.columns if c not in cols]
+    if unknown:
+        raise ValueError(f"The response {lhs.strip()!r} of the formula {formula!r} takes values in '{name}' "
+                         "that it does not take in the original.")
+    out = df.copy()
+    out[_EXPR_RESPONSE] = y.reindex(columns=cols, fill_value=0.0)[cols[1]].to_numpy(dtype=float)
+    return f"{_EXPR_RESPONSE} ~ {rhs}", out, cols
+
+
 WEIGHT_TYPES = ("probability", "frequency")
 
 
@@ -114,12 +160,30 @@ def _fit(formula: str, data: pd.DataFrame, family: str, weights: str | None = No
 
     ``weight_type="probability"`` (survey weights, the inverse inclusion
     probabilities): statsmodels GLM with ``var_weights`` and the robust
-    sandwich covariance ``cov_type="HC0"``; for the mean this is the Hajek
-    estimator :math:`\bar y_w = \sum w_i y_i / \sum w_i` with the
-    with-replacement linearization variance
-    :math:`\sum w_i^2 (y_i - \bar y_w)^2 / (\sum w_i)^2` (a test checks this
-    by hand), the design-based variance of a weighted regression
-    (Binder 1983, Int. Stat. Rev. 51:279-292) without strata or clusters.
+    sandwich covariance ``cov_type="HC0"`` times :math:`n/(n-1)`, the
+    design-based (linearization) variance of a weighted regression (Binder
+    1983, Int. Stat. Rev. 51:279-292) for a one-stage with-replacement design
+    without strata or clusters:
+
+    .. math::
+
+        \widehat V(\hat\beta) = A^{-1} \Big[\frac{n}{n-1} \sum_i z_i z_i^\top\Big] A^{-1},
+        \qquad z_i = w_i\, s_i(\hat\beta),\quad A = -\sum_i w_i\, \partial s_i/\partial\beta,
+
+    :math:`s_i` the record's score (the :math:`z_i` sum to zero at
+    :math:`\hat\beta`, so centring them changes nothing). The factor
+    :math:`n/(n-1)` is the with-replacement variance estimator of a total,
+    :math:`\frac{n}{n-1}\sum_i (z_i - \bar z)^2`, that Binder's
+    linearization applies to the :math:`z_i`; it is what R's ``survey``
+    package computes for ``svyglm``/``svymean`` on
+    ``svydesign(ids=~1, weights=~w)`` (Lumley 2010, *Complex Surveys*, Wiley,
+    sec. 2.2 and 5.2: ``scale = nPSU/(nPSU-1)``). statsmodels' HC0 omits it and
+    HC1 uses :math:`n/(n-p)` (a regression degrees-of-freedom correction, not
+    the design's), so HC0 is scaled by statsmodels' ``scaling_factor``. For the
+    mean this is the Hajek estimator :math:`\bar y_w = \sum w_i y_i / \sum w_i`
+    with variance
+    :math:`\frac{n}{n-1}\sum w_i^2 (y_i - \bar y_w)^2 / (\sum w_i)^2`
+    (a test checks this by hand).
     ``weight_type="frequency"``: ``freq_weights`` (each record stands for w
     identical records) with model-based standard errors.
     """
@@ -137,7 +201,11 @@ def _fit(formula: str, data: pd.DataFrame, family: str, weights: str | None = No
     with warnings.catch_warnings(record=True) as caught:
         # collected, not printed once per fit: the caller reports separated copies in one warning
         warnings.simplefilter("always")
-        res = smf.glm(formula, data=data, family=_family(family), **kw).fit(**fit_kw)
+        model = smf.glm(formula, data=data, family=_family(family), **kw)
+        if fit_kw.get("cov_type") == "HC0":
+            n = float(model.nobs)  # records in the fit (after patsy drops incomplete ones)
+            fit_kw["cov_kwds"] = {"scaling_factor": n / (n - 1.0)}
+        res = model.fit(**fit_kw)
     separated = family != "gaussian" and (
         any(type(w.message).__name__ == "PerfectSeparationWarning" for w in caught) or not bool(res.converged)
     )
@@ -186,7 +254,7 @@ class AnalysisResults:
             return "unweighted analysis (no survey weight given)"
         if self.weight_type == "probability":
             return (f"survey-weighted by '{self.weights}' (released unchanged): pseudo-maximum-likelihood GLM "
-                    "with var_weights and design-based (HC0 sandwich, with-replacement) standard errors in the "
+                    "with var_weights and design-based (linearization sandwich with n/(n-1), with-replacement) standard errors in the "
                     f"original and in every copy, copies combined by rule={self.rule!r} (Mitra & Reiter 2006)")
         return f"frequency-weighted by '{self.weights}' (freq_weights, model-based standard errors)"
 
@@ -309,7 +377,8 @@ def analyse(
     ----------
     formula : str
         statsmodels / patsy formula, e.g. ``"income ~ age + sex + race + education"``.
-        A binary Categorical response is modelled as 1 = its last category.
+        A binary Categorical response is modelled as 1 = its last category; an
+        expression response such as ``I(sex == 2)`` as 1 = true (its last level).
     family : {"probit", "logit", "gaussian"}
     original : DataFrame
     synthetic : list of DataFrame or SyntheticData
@@ -382,7 +451,8 @@ def analyse(
         check_same_structure(original, c, f"synthetic[{j}]")
     _, original, copies = spec_frames(spec, original, copies)
 
-    orig_fit, orig_separated = _fit(formula, _prepare_frame(original, response, family, "original"), family,
+    fit_formula, orig_frame, response_levels = _expression_response(formula, original, "original")
+    orig_fit, orig_separated = _fit(fit_formula, _prepare_frame(orig_frame, response, family, "original"), family,
                                     weights, weight_type)
     levels = _response_levels(original[response]) if response in original.columns else None
     terms = list(orig_fit.params.index)
@@ -411,7 +481,9 @@ def analyse(
     absent = np.zeros(len(terms), dtype=int)
     separated = []
     for j, c in enumerate(copies):
-        fit, fit_separated = _fit(formula, _prepare_frame(c, response, family, f"synthetic[{j}]", levels), family,
+        if response_levels is not None:
+            c = _expression_response(formula, c, f"synthetic[{j}]", response_levels)[1]
+        fit, fit_separated = _fit(fit_formula, _prepare_frame(c, response, family, f"synthetic[{j}]", levels), family,
                                   weights, weight_type)
         if fit_separated:
             separated.append(j)

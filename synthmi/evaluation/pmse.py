@@ -37,6 +37,7 @@ The slides' :math:`U_p` (short-course slides) is the pMSE with :math:`c = 1/2`.
 """
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -441,7 +442,7 @@ def pmse(
     original, copies, variables = _prepare(original, synthetic, variables, "pmse", spec)
     rng = check_random_state(random_state)
     pm_, e0, k_all = [], [], []
-    notes: list[str] = []
+    per_copy_notes: list[list[str]] = []
     for j, syn in enumerate(copies):
         if progress is not None:
             progress(f"pMSE ({method}) of copy {j + 1}/{len(copies)}")
@@ -454,9 +455,7 @@ def pmse(
             keep = _non_aliased(X)
             X = X[:, keep]
             p_hat = _logit_fit(X, y, notes=copy_notes)
-            for note in copy_notes:
-                if note not in notes:
-                    notes.append(note)
+            per_copy_notes.append(copy_notes)
             k = X.shape[1]
             pm_.append(np.mean((p_hat - c) ** 2))
             e0.append((k - 1) * (1 - c) ** 2 * c / N)
@@ -487,11 +486,77 @@ def pmse(
         method=method,
         k=np.asarray(k_all) if k_all else None,
         variables=list(variables),
-        notes=notes,
+        notes=merge_copy_notes(per_copy_notes, len(copies)),
     )
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def merge_copy_notes(per_copy: Sequence[Sequence[str]], m: int) -> list[str]:
+    """Each distinct note once, with the copies it applies to.
+
+    Notes that differ only in their numbers (``design reduced from 2316 to 221
+    columns`` in one copy, ``... to 219 ...`` in another) are one note with the
+    range of each number (``219-221``); names in quotes are never merged. A note
+    of some copies only says which (``; in copies 1, 3 of 5``), one of every copy
+    ``; in all 5 copies``; with one copy nothing is added.
+    """
+    def template(note: str) -> tuple[str, list[float]]:
+        parts, numbers, pos = [], [], 0
+        for q in _QUOTED.finditer(note):
+            plain = note[pos:q.start()]
+            numbers += [float(x) for x in _NUMBER.findall(plain)]
+            parts += [_NUMBER.sub("{}", plain.replace("{", "{{").replace("}", "}}")),
+                      q.group(0).replace("{", "{{").replace("}", "}}")]
+            pos = q.end()
+        plain = note[pos:]
+        numbers += [float(x) for x in _NUMBER.findall(plain)]
+        parts.append(_NUMBER.sub("{}", plain.replace("{", "{{").replace("}", "}}")))
+        return "".join(parts), numbers
+
+    groups: dict[str, dict[str, Any]] = {}
+    for j, notes in enumerate(per_copy, start=1):
+        for note in notes:
+            key, numbers = template(note)
+            g = groups.setdefault(key, {"copies": [], "numbers": []})
+            if j not in g["copies"]:
+                g["copies"].append(j)
+            g["numbers"].append(numbers)
+
+    def fmt(x: float) -> str:
+        return f"{x:g}" if x != int(x) else str(int(x))
+
+    out = []
+    for key, g in groups.items():
+        cols = list(zip(*g["numbers"])) if g["numbers"][0] else []
+        shown = [fmt(min(c)) if min(c) == max(c) else f"{fmt(min(c))}-{fmt(max(c))}" for c in cols]
+        text = key.format(*shown)
+        if m > 1:
+            k = len(g["copies"])
+            text += f"; in all {m} copies" if k == m else f"; in cop{'y' if k == 1 else 'ies'} " + \
+                ", ".join(map(str, g["copies"])) + f" of {m}"
+        out.append(text)
+    return out
+
+
 # --------------------------------------------------------------------------- tables
+def unchanged_columns(original: pd.DataFrame, synthetic: Any, variables: Sequence[str] | None = None) -> list[str]:
+    """The columns every copy releases unchanged: same rows, same values (missing where the
+    original is) as the original. Their tables match the original's exactly (S_pMSE 0 by
+    construction), which says nothing about the synthesis."""
+    copies = check_copies(synthetic, "synthetic")
+    cols = list(original.columns) if variables is None else list(variables)
+    out = []
+    for v in cols:
+        o = original[v].reset_index(drop=True)
+        if all(len(c) == len(o) and v in c.columns
+               and c[v].reset_index(drop=True).astype(o.dtype, errors="ignore").equals(o) for c in copies):
+            out.append(v)
+    return out
+
+
 def _binned(s: pd.Series, edges: np.ndarray | None) -> np.ndarray:
     """Integer cell codes for a column; numerics cut at shared quantile edges."""
     if edges is not None:
