@@ -82,8 +82,8 @@ class Generator:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             self.model = GaussianCopula(n_iter=n_iter, chains=1, random_state=seed).fit(fit_df)
-        st = self.model.state_
-        self.mu, self.sigma = st.mu.copy(), st.sigma.copy()
+        self.state = self.model.state_.copy()
+        self.sampler = self.model.sampler_
         self.margins = self.model.margins_
         self.base = base
         self.like = fit_df.iloc[:0]
@@ -91,17 +91,18 @@ class Generator:
     def draw(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         from scipy.special import ndtr
 
-        from synthmi.models.copula import _nominal_level
-
-        z = rng.multivariate_normal(self.mu, self.sigma, size=n, method="cholesky")
+        z, block_levels = self.sampler.simulate(self.state, n, rng)
+        level_of = {mg.name: lv for mg, lv in zip(self.sampler.block_margins, block_levels)}
+        sigma_a = self.state.sigma_a
         out = {}
         for mg in self.margins:
             if mg.kind == "continuous":
                 j = mg.cols[0]
-                u = ndtr((z[:, j] - self.mu[j]) / np.sqrt(self.sigma[j, j]))
+                k = int(np.flatnonzero(self.sampler.ranked_cols == j)[0])
+                u = ndtr(z[:, j] / np.sqrt(sigma_a[k, k]))
                 out[mg.name] = np.quantile(self.base[mg.name].to_numpy(), u, method="inverted_cdf")
             else:
-                lev = _nominal_level(z[:, mg.cols])
+                lev = level_of[mg.name]
                 cats = self.base[mg.name].cat.categories
                 codes = mg.support[lev]
                 out[mg.name] = pd.Categorical.from_codes(codes, categories=cats)

@@ -21,7 +21,12 @@ the QIs age, sex, race, hours, income and income's missing-value indicator) afte
 
 Writes ``benchmarks/results/copula_nominal_diagnosis.json``.
 
-Run: ``python benchmarks/copula_nominal_diagnosis.py [--n-iter 300]``
+This diagnoses the model *before* the fix: probit blocks regressing on earlier blocks' latents
+(and the joint collapsed move, ``sam.later``, ``_later_log_density``), which the copula replaced
+by regressions on earlier blocks' level indicators. It runs against that version only:
+``git worktree add /tmp/old 291cd7f`` and run it there; the JSON it wrote is kept as the record.
+
+Run: ``python benchmarks/copula_nominal_diagnosis.py [--n-iter 300]`` (at commit 291cd7f)
 """
 from __future__ import annotations
 

@@ -49,8 +49,8 @@ follows.
   indicator ``<col>_NA`` enters the copula as one more synthesized (binary)
   column, its coefficient on the column's own latent held at zero
   (:meth:`~synthmi.models.copula.CopulaGibbs.fix_zero_coefficients`): the
-  missingness does not depend on the missing value given the latents earlier
-  in the copula's order -- a MAR-type restriction, not independence given
+  missingness does not depend on the missing value given the ranked latents
+  and the levels of the blocks earlier in the copula's order -- a MAR-type restriction, not independence given
   everything else, since later blocks regress on both. A copy carries a
   missing value where its synthetic indicator is 1, so the copies'
   missingness rate follows the original's instead of being imputed away.
@@ -126,9 +126,9 @@ from .copula import (
     GaussianCopulaImputer,
     _Margin,
     _log_ndtr_scalar,
-    _nominal_bounds,
     _nominal_level,
     levels_to_frame,
+    mnp_draw_latents,
     truncated_normal,
 )
 from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking, mask_kind_error
@@ -701,7 +701,7 @@ class RiskTargetedSynthesizer(Synthesizer):
         sampler.collapse_binary = cop.sampler_.collapse_binary
         sampler.collapse_nominal = cop.sampler_.collapse_nominal
         sampler.zero_coef = dict(cop.sampler_.zero_coef)
-        sampler.block_active[:] = cop.sampler_.block_active
+        sampler.set_hmc_tuning([cop.sampler_.hmc_tuning()])
         st2 = st.copy()
         out = []
         for _ in range(int(self.r)):
@@ -763,21 +763,34 @@ class RiskTargetedSynthesizer(Synthesizer):
     def _synthesize(
         self, st: CopulaState, levels: list[np.ndarray], sampler: CopulaGibbs, rng: np.random.Generator
     ) -> list[np.ndarray]:
-        """Synthetic levels of every margin (QIs drawn, others = completed levels)."""
+        r"""Synthetic levels of every margin (QIs drawn, others = completed levels).
+
+        A Gibbs sweep over the quasi-identifiers given everything else and the
+        masked evidence. Given the levels the latents are jointly normal (record
+        means :meth:`CopulaGibbs.offsets`, covariance ``st.sigma``); a probit
+        block's level also enters the later blocks' designs, so its discrete
+        conditional carries :meth:`CopulaGibbs.level_log_weights`, and the record
+        means are refreshed after every level it changes.
+        """
         cop = self.copula_
         margins = cop.margins_
         n, q = st.z.shape
-        mu = st.mu
         P = np.linalg.inv(st.sigma)
         cuts = sampler.cuts(st)
+        A_rank = sampler.ranked_cols
+        rank_pos = {int(c): k for k, c in enumerate(A_rank)}
+        block_of = {mg.name: b for b, mg in enumerate(sampler.block_margins)}
         qi_m = [mg for mg in margins if mg.name in self._qi_set]
         evid = {mg.name: self._evidence(mg, lv, rng) for mg, lv in zip(margins, levels) if mg.name in self._qi_set}
+        lv_of = {mg.name: lv for mg, lv in zip(margins, levels)}
         z = st.z.copy()
-        # start the QI block from its copula conditional given the Z latents
+        F = sampler.design(st, z, [lv_of[mg.name] for mg in sampler.block_margins])
+        M = sampler.offsets(st, F)
+        # start the QI block from its copula conditional given the other latents (at the completed levels)
         B = np.array([c for mg in qi_m for c in mg.cols])
         A = np.array([c for c in range(q) if c not in set(B.tolist())], dtype=np.int64)
         Pbb_inv = np.linalg.inv(P[np.ix_(B, B)])
-        cond = mu[B] - ((z[:, A] - mu[A]) @ P[np.ix_(A, B)]) @ Pbb_inv
+        cond = M[:, B] - ((z[:, A] - M[:, A]) @ P[np.ix_(A, B)]) @ Pbb_inv
         z[:, B] = cond + rng.standard_normal((n, B.size)) @ np.linalg.cholesky(Pbb_inv).T
         syn = {}
         for mg, lv in zip(margins, levels):
@@ -788,8 +801,14 @@ class RiskTargetedSynthesizer(Synthesizer):
                     syn[mg.name] = _nominal_level(z[:, mg.cols])
             else:
                 syn[mg.name] = lv
+        for b, mg in enumerate(sampler.block_margins):
+            sampler.set_indicators(F, b, syn[mg.name])
+        if A_rank.size:
+            F[:, 1:1 + A_rank.size] = z[:, A_rank]
+        M = sampler.offsets(st, F)
+        rows = np.arange(n)
         for _ in range(int(self.n_sweeps)):
-            E = z - mu
+            E = z - M
             for mg, lv in zip(margins, levels):
                 is_qi = mg.name in self._qi_set
                 if mg.ranked or mg.kind == "binary":
@@ -798,35 +817,52 @@ class RiskTargetedSynthesizer(Synthesizer):
                     j = mg.cols[0]
                     pjj = P[j, j]
                     sd = 1.0 / np.sqrt(pjj)
-                    cm = mu[j] - (E @ P[:, j] - E[:, j] * pjj) / pjj
+                    cm = M[:, j] - (E @ P[:, j] - E[:, j] * pjj) / pjj
                     c = cuts[mg.name] if mg.ranked else _BINARY_CUT
                     edges = np.concatenate([[-np.inf], c, [np.inf]])
                     if is_qi:
                         ev = evid[mg.name]
+                        if not mg.ranked:
+                            ev = _add_log_weights(ev, sampler.level_log_weights(st, F, z, block_of[mg.name], rows))
                         new = draw_levels(cm, sd, edges, ev, rng)
                         syn[mg.name] = new
                     else:
                         new = lv
                     z[:, j] = truncated_normal(cm, sd, edges[new], edges[new + 1], rng)
-                    E[:, j] = z[:, j] - mu[j]
+                    if mg.ranked:
+                        F[:, 1 + rank_pos[j]] = z[:, j]
+                        E[:, j] = z[:, j] - M[:, j]
+                    elif is_qi:
+                        sampler.set_indicators(F, block_of[mg.name], new)
+                        M = sampler.offsets(st, F)
+                        E = z - M
+                    else:
+                        E[:, j] = z[:, j] - M[:, j]
                 elif is_qi:
-                    self._nominal_mh(mg, z, E, mu, P, evid[mg.name], syn, rng)
+                    b = block_of[mg.name]
+                    ev = _add_log_weights(evid[mg.name], sampler.level_log_weights(st, F, z, b, rows))
+                    self._nominal_mh(mg, z, E, M, P, ev, syn, rng)
+                    sampler.set_indicators(F, b, syn[mg.name])
+                    M = sampler.offsets(st, F)
+                    E = z - M
                 else:
-                    for k, j in enumerate(mg.cols):
-                        pjj = P[j, j]
-                        cm = mu[j] - (E @ P[:, j] - E[:, j] * pjj) / pjj
-                        lo, hi = _nominal_bounds(z, mg.cols, k, lv)
-                        z[:, j] = truncated_normal(cm, 1.0 / np.sqrt(pjj), lo, hi, rng)
-                        E[:, j] = z[:, j] - mu[j]
+                    # a kept nominal column: its latents exactly given its level
+                    S = np.asarray(mg.cols)
+                    others = np.array([c for c in range(q) if c not in set(mg.cols)], dtype=np.int64)
+                    Pss_inv = np.linalg.inv(P[np.ix_(S, S)])
+                    eta = M[:, S] - (E[:, others] @ P[np.ix_(others, S)]) @ Pss_inv
+                    z[:, S] = mnp_draw_latents(eta, lv, rng)
+                    E[:, S] = z[:, S] - M[:, S]
         return [syn[mg.name] for mg in margins]
 
     @staticmethod
-    def _nominal_mh(mg, z, E, mu, P, ev, syn, rng) -> None:
-        """Independence Metropolis step for a nominal QI block: propose from the copula conditional."""
+    def _nominal_mh(mg, z, E, M, P, ev, syn, rng) -> None:
+        """Independence Metropolis step for a nominal QI block: propose from the copula conditional,
+        accept by the evidence (masked values and later blocks' densities) of the proposed level."""
         S = np.asarray(mg.cols)
         A = np.array([c for c in range(z.shape[1]) if c not in set(mg.cols)], dtype=np.int64)
         Pss_inv = np.linalg.inv(P[np.ix_(S, S)])
-        cond = mu[S] - (E[:, A] @ P[np.ix_(A, S)]) @ Pss_inv
+        cond = M[:, S] - (E[:, A] @ P[np.ix_(A, S)]) @ Pss_inv
         prop = cond + rng.standard_normal((z.shape[0], S.size)) @ np.linalg.cholesky(Pss_inv).T
         new_level = _nominal_level(prop)
         if ev is None:
@@ -836,8 +872,16 @@ class RiskTargetedSynthesizer(Synthesizer):
             log_ratio = ev[idx, new_level] - ev[idx, syn[mg.name]]
             accept = np.log(rng.random(z.shape[0])) < log_ratio
         z[np.ix_(accept, S)] = prop[accept]
-        E[np.ix_(accept, S)] = prop[accept] - mu[S]
+        E[np.ix_(accept, S)] = prop[accept] - M[np.ix_(accept, S)]
         syn[mg.name] = np.where(accept, new_level, syn[mg.name])
+
+
+def _add_log_weights(ev: np.ndarray | None, w: np.ndarray) -> np.ndarray | None:
+    """Masked-value evidence plus later blocks' log weights, each row's maximum 0 (None if neither)."""
+    out = w if ev is None else ev + w
+    if not np.any(out):
+        return ev
+    return out - out.max(axis=1, keepdims=True)
 
 
 #: (model, states, random streams) of the nests being drawn in forked processes (RiskTargetedSynthesizer._sample)
