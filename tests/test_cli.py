@@ -1,9 +1,11 @@
 """CLI polish: the verbs are listed with examples; errors are one line unless --debug."""
 from __future__ import annotations
 
+import os
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +128,54 @@ def test_usage_errors_are_one_line(argv, needle, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err and "usage:" not in err
+
+
+def test_quiet_prints_one_summary_line_per_step_in_every_verb(tmp_path, capsys):
+    """With --quiet each verb that reads data still ends each step with one line on stderr
+    (the card: progress through fit, draws and evaluation; one summary line per step with
+    --quiet); lines within a step (per copy, per column) are left out."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    n = 200
+    df = pd.DataFrame({"age": rng.integers(20, 70, n).astype(float), "sex": rng.choice(["F", "M"], n),
+                       "y": rng.integers(0, 2, n)})
+    src = tmp_path / "orig.csv"
+    df.to_csv(src, index=False)
+    syn = str(tmp_path / "syn")
+    o = str(src)
+    runs = {
+        "synthesize": (["synthesize", "--data", o, "--qi", "age,sex", "--method", "cart", "--m", "3", "--seed", "1",
+                        "--out", syn], ["fitted in", "drew 3 copies", "wrote 3 copies"]),
+        "utility": (["utility", "--original", o, "--synthetic", syn, "--tables", "1,2"],
+                    ["pMSE (logit) of 3 copies in", "one/two-way tables of 3 copies in"]),
+        "analyse": (["analyse", "--original", o, "--synthetic", syn, "--formula", "y ~ age + sex", "--family", "logit"],
+                    ["fitted the original and 3 copies"]),
+        "disclosure": (["disclosure", "--original", o, "--synthetic", syn, "--qi", "age,sex", "--target", "y",
+                        "--out", str(tmp_path / "d.json")],
+                       ["matched 200 targets against 3 copies in", "attribute disclosure of 'y' in", "wrote"]),
+        "subgroups": (["subgroups", "--data", o, "--qi", "age,sex", "--k0", "3", "--out", str(tmp_path / "s.json")],
+                      ["labelled 200 records (k0 = 3) in", "wrote"]),
+        "report": (["report", "--original", o, "--synthetic", syn, "--qi", "age,sex", "--analysis", "y ~ age + sex",
+                    "--family", "logit", "--out", str(tmp_path / "r.html")], ["evaluated 1 release", "wrote"]),
+        "spec": (["spec", "--data", o, "--qi", "age,sex", "--out", str(tmp_path / "spec.json")],
+                 ["drafted a spec of 3 columns"]),
+        "dp bayes": (["dp", "bayes", "--n", "50", "--k", "20", "--eps", "1", "--out", str(tmp_path / "dp.json")],
+                     ["wrote"]),
+    }
+    for i, (verb, (argv, expected)) in enumerate(runs.items()):
+        # --quiet before the verb and after it
+        assert main(["--quiet", *argv] if i % 2 else [*argv, "--quiet"]) == 0, verb
+        err = [line for line in capsys.readouterr().err.splitlines() if "warning" not in line]
+        assert len(err) == len(expected), (verb, err)
+        for line, want in zip(err, expected):
+            assert line.startswith(f"synthmi {verb}: ") and want in line, (verb, err)
+
+
+def test_python_dash_m_synthmi_runs_the_command_line():
+    proc = subprocess.run([sys.executable, "-m", "synthmi", "dp", "sigma", "--eps", "1", "--delta", "1e-5",
+                           "--marginals", "3"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert proc.returncode == 0, proc.stderr
+    float(proc.stdout)

@@ -158,6 +158,19 @@ def progress_enabled(args: argparse.Namespace) -> bool:
     return not getattr(args, "quiet", False)
 
 
+def step_line(args: argparse.Namespace, verb: str, msg: str, summary: bool = False) -> None:
+    """A progress line on stderr, ``synthmi VERB: msg``.
+
+    Every verb that reads data ends each of its steps (fit, draws, evaluation,
+    writing) with one ``summary=True`` line, shown with ``--quiet`` too; lines
+    within a step (per copy, per column) are left out with ``--quiet``.
+    """
+    import sys
+
+    if summary or progress_enabled(args):
+        print(f"synthmi {verb}: {msg}", file=sys.stderr, flush=True)
+
+
 def add_common_flags(p: argparse.ArgumentParser) -> None:
     """``--quiet`` on a verb too (``synthmi VERB --quiet``); SUPPRESS keeps a
     top-level ``synthmi --quiet VERB`` from being overwritten by the default."""
@@ -327,8 +340,7 @@ def write_summary_and_records(args: argparse.Namespace, verb: str, result, extra
     records.parent.mkdir(parents=True, exist_ok=True)
     result.to_frame().to_csv(records, index_label="record")
     print(result.report())
-    if progress_enabled(args):
-        print(f"synthmi {verb}: wrote {out} and {records}", file=sys.stderr)
+    step_line(args, verb, f"wrote {out} and {records}", summary=True)
 
 
 # ---------------------------------------------------------------- analysis formulas

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import warnings
 
 from ._common import (
@@ -15,6 +16,7 @@ from ._common import (
     load_release,
     load_spec_option,
     recorded_rule,
+    step_line,
 )
 
 EXAMPLES = """examples:
@@ -71,11 +73,15 @@ def run(args) -> int:
             raise ValueError("The '--formula' option is needed: the spec lists no analyses.")
         formula, family = analyses[0]["formula"], family or analyses[0]["family"]
     check_formula(formula, original.columns, "--formula" if args.formula is not None else "--spec", "the copies")
+    t0 = time.perf_counter()
+    step_line(args, "analyse", f"fitting {formula!r} ({family or 'probit'}) on the original and {syn.m} copies")
     with warnings.catch_warnings():
         # a separated fit is reported once, in the summary below
         warnings.filterwarnings("ignore", message=".*separated fit", category=RuntimeWarning)
         res = syn.analyse(formula, original=original, family=family or "probit", rule=args.rule or recorded_rule(syn),
                           alpha=args.alpha, spec=spec, weights=weights, weight_type=args.weight_type)
+    step_line(args, "analyse", f"fitted the original and {syn.m} copies, combined by rule {res.rule!r}, "
+              f"in {time.perf_counter() - t0:.1f} s", summary=True)
     if syn.unconverged:
         print("WARNING: these copies were released although the posterior sampler did not converge "
               "(--accept-diagnostics); see diagnostics_check in metadata.json.", file=sys.stderr)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import time
 
 from ._common import (
     COMMA_NAMES_HELP,
@@ -14,8 +14,8 @@ from ._common import (
     load_release,
     load_spec_option,
     parse_assignments,
-    progress_enabled,
     split_list,
+    step_line,
     write_summary_and_records,
 )
 
@@ -79,9 +79,11 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"The '--by' option names a column not in the original: {args.by!r}.")
         by = original_full[args.by]
     tol = parse_assignments(args.tol, "tol") or None
-    if progress_enabled(args):
-        print(f"synthmi disclosure: matching {len(original)} targets against {syn.m} copies", file=sys.stderr)
+    t0 = time.perf_counter()
+    step_line(args, "disclosure", f"matching {len(original)} targets against {syn.m} copies")
     res = reidentification_risk(original, syn.copies, qi, tolerance=tol, threshold=args.threshold, by=by, spec=spec)
+    step_line(args, "disclosure", f"matched {len(original)} targets against {syn.m} copies in "
+              f"{time.perf_counter() - t0:.1f} s", summary=True)
 
     extra = {"synthetic": str(args.synthetic), "original": str(args.original)}
     if args.target:
@@ -89,8 +91,11 @@ def run(args: argparse.Namespace) -> int:
 
         if args.target not in original.columns:
             raise ValueError(f"The '--target' option names a column not in the release: {args.target!r}.")
+        t1 = time.perf_counter()
         attr = attribute_disclosure(original, syn.copies, qi, args.target, tolerance=tol,
                                     target_tolerance=args.target_tol, threshold=args.threshold, by=by, spec=spec)
+        step_line(args, "disclosure", f"attribute disclosure of '{args.target}' in {time.perf_counter() - t1:.1f} s",
+                  summary=True)
         res = _WithAttribute(res, attr)
     write_summary_and_records(args, "disclosure", res, extra)
     return 0

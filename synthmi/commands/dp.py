@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, add_overwrite_flag, add_sep_flag, check_output_file, progress_enabled, sep_of
+from ._common import EXAMPLES_FMT, add_common_flags, add_overwrite_flag, add_sep_flag, check_output_file, sep_of, step_line
 
 EXAMPLES = """examples:
   synthmi dp bayes --n 100 --k 50 --eps 1 --mechanism global
@@ -129,8 +129,7 @@ def _write(out: str | None, payload: dict, args: argparse.Namespace) -> None:
         path = Path(out)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=float))
-        if progress_enabled(args):
-            print(f"synthmi dp: wrote {path}", file=sys.stderr)
+        step_line(args, f"dp {args.dp_action}", f"wrote {path}", summary=True)
 
 
 def _declared_domain(data: str, domain_path: str | None):

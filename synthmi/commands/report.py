@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from ..data.workloads import ADULT
 from ._common import (
@@ -20,6 +21,7 @@ from ._common import (
     parse_assignments,
     progress_enabled,
     split_list,
+    step_line,
     synthetic_dir,
 )
 
@@ -175,6 +177,7 @@ def run(args) -> int:
     holdout = None
     if args.holdout:
         holdout, _ = load_original(args.holdout, sep_of(args), option="--holdout", na_values=na)
+    t0 = time.perf_counter()
     data = evaluate_release(
         original, releases, qi, formula, family=family, rule=args.rule, spec=spec,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
@@ -183,6 +186,9 @@ def run(args) -> int:
         original_is_public=is_bundled(args.original), target=args.target,
         references=not args.no_references, frontier=_read_frontier(args.frontier), holdout=holdout,
     )
+    step_line(args, "report", f"evaluated {len(releases)} release{'s' if len(releases) > 1 else ''} (utility, "
+              f"analysis, risk) in {time.perf_counter() - t0:.1f} s", summary=True)
     out = write_report(data, args.out)
+    step_line(args, "report", f"wrote {out}", summary=True)
     print(out.resolve(), file=sys.stdout)
     return 0

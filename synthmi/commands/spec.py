@@ -17,6 +17,7 @@ from ._common import (
     progress_enabled,
     sep_of,
     split_list,
+    step_line,
     warn_coded,
     warn_markers,
     warn_identifiers,
@@ -97,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         Path(args.out).write_text(text)
     else:
         sys.stdout.write(text)
+    step_line(args, "spec", f"drafted a spec of {len(spec.columns)} columns ({len(spec.quasi_identifiers)} "
+              f"to synthesize, {len(spec.keep)} kept)" + (f"; wrote {args.out}" if args.out else ""), summary=True)
     if progress_enabled(args) and spec.inferred:
         print(
             f"synthmi spec: {len(spec.inferred)} columns have levels or bounds read from the data "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from ._common import (
     COMMA_NAMES_HELP,
@@ -13,6 +14,7 @@ from ._common import (
     parse_assignments,
     sep_of,
     split_list,
+    step_line,
     write_summary_and_records,
 )
 
@@ -57,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
     if not qi:
         raise ValueError("The '--qi' option must name at least one column.")
     tol = parse_assignments(args.tol, "tol") or None
+    t0 = time.perf_counter()
     res = risk_subgroups(df, qi, k0=args.k0, tolerance=tol)
+    step_line(args, "subgroups", f"labelled {len(df)} records (k0 = {args.k0}) in {time.perf_counter() - t0:.1f} s",
+              summary=True)
     write_summary_and_records(args, "subgroups", res, {"data": str(args.data), "n_records": int(len(df))})
     return 0

@@ -805,7 +805,7 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             synth.fit(data, quasi_identifiers=qi, keep=keep)
-            _log(args, f"fitted in {time.perf_counter() - t0:.1f} s; drawing {args.m} copies (seed {seed})")
+            _log(args, f"fitted in {time.perf_counter() - t0:.1f} s; drawing {args.m} copies (seed {seed})", summary=True)
             from ..diagnostics import DiagnosticsFailed
 
             try:
@@ -823,7 +823,8 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
     meta_out["source"] = {"data": source, "keep": keep, "columns": list(data.columns), "engine": "dask",
                           "scheduler": args.scheduler or "local threads"}
     (out / "metadata.json").write_text(json.dumps(meta_out, indent=2, sort_keys=True))
-    _log(args, f"wrote {args.m} copies ({meta_out['n_partitions']} partitions each) to {out} in {time.perf_counter() - t0:.1f} s")
+    _log(args, f"drew and wrote {args.m} copies ({meta_out['n_partitions']} partitions each) to {out} in "
+         f"{time.perf_counter() - t0:.1f} s", summary=True)
     return 0
 
 

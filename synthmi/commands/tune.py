@@ -16,6 +16,7 @@ from ._common import (
     progress_enabled,
     sep_of,
     split_list,
+    step_line,
 )
 
 EXAMPLES = """examples:
@@ -191,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
                    spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say, **grids)
     except DiagnosticsFailed as exc:
         raise exc.for_cli() from None
+    step_line(args, "tune", f"search finished in {res.wall_seconds:.0f} s: "
+              + ("a setting met the targets" if res.feasible else "no setting met the targets"), summary=True)
     extra = " ".join(f"--param {k}={v}" for k, v in base_params.items()
                      if k not in ("accept_diagnostics", "rhat_max", "ess_min"))
     if trace_path is not None:

@@ -59,21 +59,25 @@ def run(args) -> int:
         variables = [c for c in original.columns if c != weight]
         if weight is not None:
             print(f"note: left out: survey weight '{weight}' (released unchanged)")
-    import sys
     import time
 
-    from ._common import progress_enabled
+    from ._common import progress_enabled, step_line
 
     t0 = time.perf_counter()
-    say = (lambda msg: print(f"synthmi utility: {msg}", file=sys.stderr, flush=True)) if progress_enabled(args) else None
+    say = (lambda msg: step_line(args, "utility", msg)) if progress_enabled(args) else None
     res = pmse(original, syn.copies, method=args.method, variables=variables, random_state=args.seed, progress=say,
                spec=spec)
-    if say is not None:
-        say(f"pMSE of {syn.m} copies in {time.perf_counter() - t0:.1f} s")
+    step_line(args, "utility", f"pMSE ({args.method}) of {syn.m} copies in {time.perf_counter() - t0:.1f} s",
+              summary=True)
     print(res.summary())
     ways = [int(w) for w in split_list(args.tables)]
     if ways:
+        t1 = time.perf_counter()
+        what = "/".join({1: "one", 2: "two", 3: "three"}[w] for w in ways) + "-way tables"
+        step_line(args, "utility", f"{what} of {syn.m} copies")
         tab = utility_tables(original, syn.copies, variables=variables, ways=ways, spec=spec)
+        step_line(args, "utility", f"{len(tab)} {what} of {syn.m} copies in {time.perf_counter() - t1:.1f} s",
+                  summary=True)
         # A kept column is released unchanged: its tables match the original's exactly (S_pMSE 0),
         # which says nothing about the synthesis. Tables of kept columns only are left out of the
         # printout (named in a note) and marked in the CSV; a kept column crossed with a
