@@ -373,31 +373,30 @@ def test_risk_dami_runs_on_the_agency_csv_through_the_cli(tmp_path, capsys):
         assert (c["income"].dropna() >= 0).all()
 
 
-def test_risk_dami_margins_of_the_agency_file_within_monte_carlo_error():
-    """risk-dami with a chain that mixes (400 rows, 2 chains x 600 iterations; the CLI run at 1,000 rows
-    passes the release check: benchmarks/results/agency_risk_dami.json): pooled over m = 5 copies,
-    the missingness rates of hours and income, the share of zero incomes and the rare races' share
-    are the original's within Monte Carlo error, with no negative income or hours.
+def test_risk_dami_margins_of_the_agency_file_within_monte_carlo_error(tmp_path):
+    """Through the command line, with a chain that mixes (400 rows, 2 chains x 600 iterations; the run
+    at 1,000 rows passes the release check: benchmarks/results/agency_risk_dami.json): pooled over
+    m = 5 copies, the missingness rates of hours and income, the share of zero incomes and the rare
+    races' share are the original's within Monte Carlo error, with no negative income or hours.
 
     A copy's share is a posterior draw of the rate plus binomial noise, sd about sqrt(2 p (1 - p) / n)
     per copy, so the mean of 5 copies has sd sqrt(2 p (1 - p) / (5 n)); tolerance 4 sd."""
-    import warnings
-
-    from synthmi.models.risk_targeted import RiskTargetedSynthesizer
-
     df = make_agency_data(400, seed=5)
-    qi = ["age", "sex", "race", "hours_per_week", "income"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", (RuntimeWarning, UserWarning))
-        s = RiskTargetedSynthesizer(masks={"age": {"K": 2, "sigma_e": 3}}, n_iter=600, chains=2, n_jobs=2,
-                                    random_state=3, max_kept_levels=4, accept_diagnostics=True,
-                                    min_missing_cells=10).fit(
-            df, qi, keep=["state", "employed", "occupation", "bmi", "weight"], weights="weight",
-            rules={"hours_per_week": "employed == 'No'"})
-        out = s.sample(5, random_state=4)
-    d = out.diagnostics
-    assert d["max_r_hat"] < 1.1, (d["max_r_hat"], d["worst"])
-    n = len(df)
+    data = tmp_path / "agency.csv"
+    df.to_csv(data, index=False)
+    out = tmp_path / "syn"
+    rc = main(["synthesize", "--data", str(data), "--qi", "age,sex,race,hours_per_week,income",
+               "--keep", "state,employed,occupation,bmi,weight", "--weights", "weight",
+               "--rule", "hours_per_week:employed == 'No'", "--method", "risk-dami", "--mask", "age:K=2,sigma=3",
+               "--param", "n_iter=600,chains=2,n_jobs=2,max_kept_levels=4,min_missing_cells=10",
+               "--m", "5", "--seed", "3", "--accept-diagnostics", "--out", str(out), "--quiet"])
+    assert rc == 0
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["diagnostics"]["max_r_hat"] < 1.1, (meta["diagnostics"]["max_r_hat"], meta["diagnostics"]["worst"])
+    orig = pd.read_csv(data)
+    copies = [pd.read_csv(f) for f in sorted(out.glob("copy_*.csv"))]
+    assert len(copies) == 5
+    n = len(orig)
     rare = ["Amer-Indian-Eskimo", "Other", "Asian-Pac-Islander"]
 
     def stats(f):
@@ -405,9 +404,9 @@ def test_risk_dami_margins_of_the_agency_file_within_monte_carlo_error():
         return np.array([f["hours_per_week"].isna().mean(), inc.isna().mean(), (inc.dropna() == 0).mean(),
                          f["race"].isin(rare).mean()])
 
-    orig = stats(df)
-    pooled = np.mean([stats(c) for c in out.copies], axis=0)
-    sd = np.sqrt(2 * orig * (1 - orig) / (5 * n))
-    assert np.all(np.abs(pooled - orig) <= 4 * sd), (pooled, orig, sd)
-    for c in out.copies:
+    ref = stats(orig)
+    pooled = np.mean([stats(c) for c in copies], axis=0)
+    sd = np.sqrt(2 * ref * (1 - ref) / (5 * n))
+    assert np.all(np.abs(pooled - ref) <= 4 * sd), (pooled, ref, sd)
+    for c in copies:
         assert (c["income"].dropna() >= 0).all() and (c["hours_per_week"].dropna() >= 0).all()
