@@ -455,6 +455,8 @@ def test_cli_rule_errors_name_the_option_and_come_before_fitting(agency_csv, tmp
     for rule, msg in [
         ("hours_per_week:employd == 'No'", "cannot be evaluated on the data (the '--rule' option): name 'employd'"),
         ("hours:employed == 'No'", "The '--rule' option names 'hours', which is not a column"),
+        # a column of the file that is not released (it said "not a column of the data")
+        ("bmi:employed == 'No'", "The '--rule' option names 'bmi', which is not released: only the --qi and --keep"),
         ("employed=Nope:sex == 'Male'", "sets the value 'Nope', which is not one of the column's levels (the '--rule' option)"),
         # a word for a numeric column was written into the copies when the condition read a QI
         ("hours_per_week=abc:age < 16", "must set a number or None (missing) (the '--rule' option). Got 'abc'"),

@@ -717,6 +717,10 @@ def run(args: argparse.Namespace) -> int:
     if rules and not dp_release:
         # a misspelled column or level is refused before the (possibly long) fit, in the
         # terms of --rule (the synthesizer runs the same check again)
+        dropped = [c for c in rules if c in df.columns and c not in data.columns]
+        if dropped:
+            raise ValueError(f"The '--rule' option names '{dropped[0]}', which is not released: only the --qi and "
+                             "--keep columns are written (add it to --keep, or leave the rule out).")
         _check_rules_before_fit(data, rules, spec, qi, keep, kinds, cls.__name__)
     synth = cls(**params)
     _log(args, f"fitting method {args.method!r} (quasi-identifiers {qi}; {len(keep)} kept columns)")
