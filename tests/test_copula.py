@@ -357,8 +357,9 @@ def test_level_weights_and_model_simulation_hand_computed():
     * a missing level's weights from the later blocks (CopulaGibbs.level_log_weights) equal the
       normal log-densities of the later latents with that level's indicators in their design
       (scipy's multivariate normal, up to one constant per row);
-    * simulate draws the probit conditionals: P(b = 1 | a = l) = Phi(eta_l / sqrt 2) for a binary b
-      regressing on the indicators of a 3-level a (n = 200,000: MC se <= 0.0012, 5 se tolerance)."""
+    * simulate draws the probit conditionals in block order: P(b = 1) = E_x Phi((c_b + B_b x) / sqrt 2)
+      for the binary b (block 0), and the multinomial-probit probability of c's reference level given
+      b and a at non-reference levels, whose indicators enter c's design (n = 200,000; 5 MC se)."""
     from scipy.stats import multivariate_normal
 
     from synthmi.models.copula import CopulaGibbs, _encode
@@ -400,8 +401,10 @@ def test_level_weights_and_model_simulation_hand_computed():
     # P(c = reference | b = 0, a = 0, x near 0): MNP probability with eta = intercept + slope * 0
     from synthmi.models.copula import mnp_log_likelihood
 
-    sel = (lb == 0) & (la == 0)
-    eta_c = st.coef[2][0][None, :] + x[sel, None] * st.coef[2][1][None, :]
+    # c's design [1, x, 1{b = yes}, 1{a = q}, 1{a = r}]: at b = yes, a = r the rows 2 and 4 enter
+    assert g.ind_start == [2, 3, 5] and g.n_design[2] == 5
+    sel = (lb == 1) & (la == 2)
+    eta_c = (st.coef[2][0] + st.coef[2][2] + st.coef[2][4])[None, :] + x[sel, None] * st.coef[2][1][None, :]
     p_i = np.exp(mnp_log_likelihood(eta_c, np.zeros(sel.sum(), dtype=np.int64)))
     p_ref = p_i.mean()
     se = np.sqrt(p_ref * (1 - p_ref) / sel.sum())

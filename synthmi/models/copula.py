@@ -1254,7 +1254,7 @@ class CopulaGibbs:
         if self._adapt is not None:
             for b, da in enumerate(self._adapt["da"]):
                 if da is not None:
-                    self.hmc_eps[b] = float(np.exp(da["log_eps_bar"]))
+                    self.hmc_eps[b] = float(np.clip(np.exp(da["log_eps_bar"]), 1e-3, 2.0))
         self._adapt = None
 
     def hmc_tuning(self) -> tuple[np.ndarray, list, list]:
@@ -1263,11 +1263,15 @@ class CopulaGibbs:
     def set_hmc_tuning(self, tunings: Sequence[tuple[np.ndarray, list, list]]) -> None:
         """The tuning of several chains pooled for continuations: a block moves by Hamiltonian moves
         if any chain chose them, with the geometric mean step size and the mean information."""
-        self.hmc_eps = np.exp(np.mean([np.log(t[0]) for t in tunings], axis=0))
-        chol = []
+        eps, chol = np.full(len(self.blocks), 0.5), []
         for b in range(len(self.blocks)):
-            cs = [t[1][b] for t in tunings if t[1][b] is not None]
+            # only the chains whose block moved by Hamiltonian moves tuned it
+            tuned = [t for t in tunings if t[2][b] == "hmc" and t[1][b] is not None]
+            if tuned:
+                eps[b] = float(np.exp(np.mean([np.log(t[0][b]) for t in tuned])))
+            cs = [t[1][b] for t in tuned]
             chol.append(np.linalg.cholesky(np.mean([c @ c.T for c in cs], axis=0)) if cs else None)
+        self.hmc_eps = eps
         self.hmc_chol = chol
         self.nominal_move = ["hmc" if any(t[2][b] == "hmc" for t in tunings) and chol[b] is not None else "newton"
                              for b in range(len(self.blocks))]

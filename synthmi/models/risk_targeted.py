@@ -126,6 +126,7 @@ from .copula import (
     GaussianCopulaImputer,
     _Margin,
     _log_ndtr_scalar,
+    _gumbel_argmax,
     _nominal_level,
     levels_to_frame,
     mnp_draw_latents,
@@ -841,7 +842,7 @@ class RiskTargetedSynthesizer(Synthesizer):
                 elif is_qi:
                     b = block_of[mg.name]
                     ev = _add_log_weights(evid[mg.name], sampler.level_log_weights(st, F, z, b, rows))
-                    self._nominal_mh(mg, z, E, M, P, ev, syn, rng)
+                    self._nominal_draw(mg, b, sampler, z, E, M, P, ev, syn, rng)
                     sampler.set_indicators(F, b, syn[mg.name])
                     M = sampler.offsets(st, F)
                     E = z - M
@@ -856,24 +857,28 @@ class RiskTargetedSynthesizer(Synthesizer):
         return [syn[mg.name] for mg in margins]
 
     @staticmethod
-    def _nominal_mh(mg, z, E, M, P, ev, syn, rng) -> None:
-        """Independence Metropolis step for a nominal QI block: propose from the copula conditional,
-        accept by the evidence (masked values and later blocks' densities) of the proposed level."""
+    def _nominal_draw(mg, b, sampler, z, E, M, P, ev, syn, rng) -> None:
+        r"""A nominal QI block's level and latents drawn exactly from their joint conditional.
+
+        Given every other latent the block is :math:`N(\eta_i, \Omega)` (the copula
+        conditional: ``P_SS^{-1} = \Omega``), so the level has :math:`\Pr(l) \propto
+        \Pr(y = l \mid \eta_i)\, e^{\mathrm{ev}_{il}}` (:func:`mnp_log_likelihood` per level;
+        ``ev`` the masked values' evidence and the later blocks' weights), then the
+        latents given it (:func:`mnp_draw_latents`). An independence Metropolis step
+        proposing from :math:`N(\eta_i, \Omega)` was used before: when a later column
+        (almost) implies the level, its proposals were almost never accepted and ten
+        sweeps left rare level combinations over-produced (z = 4.7 on a simulated check)."""
         S = np.asarray(mg.cols)
         A = np.array([c for c in range(z.shape[1]) if c not in set(mg.cols)], dtype=np.int64)
         Pss_inv = np.linalg.inv(P[np.ix_(S, S)])
-        cond = M[:, S] - (E[:, A] @ P[np.ix_(A, S)]) @ Pss_inv
-        prop = cond + rng.standard_normal((z.shape[0], S.size)) @ np.linalg.cholesky(Pss_inv).T
-        new_level = _nominal_level(prop)
-        if ev is None:
-            accept = np.ones(z.shape[0], dtype=bool)
-        else:
-            idx = np.arange(z.shape[0])
-            log_ratio = ev[idx, new_level] - ev[idx, syn[mg.name]]
-            accept = np.log(rng.random(z.shape[0])) < log_ratio
-        z[np.ix_(accept, S)] = prop[accept]
-        E[np.ix_(accept, S)] = prop[accept] - M[np.ix_(accept, S)]
-        syn[mg.name] = np.where(accept, new_level, syn[mg.name])
+        eta = M[:, S] - (E[:, A] @ P[np.ix_(A, S)]) @ Pss_inv
+        logp = sampler.level_log_probabilities(b, eta)
+        if ev is not None:
+            logp = logp + ev
+        new = _gumbel_argmax(logp, rng)
+        z[:, S] = mnp_draw_latents(eta, new, rng)
+        E[:, S] = z[:, S] - M[:, S]
+        syn[mg.name] = new
 
 
 def _add_log_weights(ev: np.ndarray | None, w: np.ndarray) -> np.ndarray | None:
