@@ -1190,12 +1190,8 @@ class CopulaGibbs:
         (NHANES' marital_status: accepted 0.6-0.8 of the time) at two information
         evaluations a move; :meth:`_hmc_block_move` takes over in burn-in where it is not.
         """
-        S, _ = self.blocks[b]
-        level = self.block_level(st, b)
-        theta = st.coef[b]
+        S, level, theta, lam, om_inv = self._block_terms(st, b)
         shape = theta.shape
-        lam = self.prior_precision(st, b)
-        om_inv = self.omega_inv[b]
         try:
             l0, s0, I0 = self._block_score(X, theta, level, lam, om_inv)
             C0 = np.linalg.cholesky(I0)
@@ -1221,6 +1217,10 @@ class CopulaGibbs:
             st.coef[b] = prop.reshape(shape)
         # the latents given the (new or kept) regression
         st.z[:, S] = mnp_draw_latents(X @ st.coef[b], level, rng)
+
+    def _block_terms(self, st: CopulaState, b: int):
+        """Block b's latent columns, completed levels, coefficients, prior precisions and inverse error covariance."""
+        return self.blocks[b][0], self.block_level(st, b), st.coef[b], self.prior_precision(st, b), self.omega_inv[b]
 
     def _count(self, b: int, accepted: bool) -> None:
         self.collapsed_counts[b, 1] += 1
@@ -1305,12 +1305,8 @@ class CopulaGibbs:
         and any Gaussian proposal is almost never accepted, while the gradient moves
         along it.
         """
-        S, _ = self.blocks[b]
-        level = self.block_level(st, b)
-        theta0 = st.coef[b]
+        S, level, theta0, lam, om_inv = self._block_terms(st, b)
         shape = theta0.shape
-        lam = self.prior_precision(st, b)
-        om_inv = self.omega_inv[b]
         ad = self._adapt
         if ad is not None and (ad["t"] in ad["metric_at"] or self.hmc_chol[b] is None or ad["da"][b] is None):
             try:
