@@ -861,24 +861,61 @@ class RiskTargetedSynthesizer(Synthesizer):
         r"""A nominal QI block's level and latents drawn exactly from their joint conditional.
 
         Given every other latent the block is :math:`N(\eta_i, \Omega)` (the copula
-        conditional: ``P_SS^{-1} = \Omega``), so the level has :math:`\Pr(l) \propto
-        \Pr(y = l \mid \eta_i)\, e^{\mathrm{ev}_{il}}` (:func:`mnp_log_likelihood` per level;
-        ``ev`` the masked values' evidence and the later blocks' weights), then the
-        latents given it (:func:`mnp_draw_latents`). An independence Metropolis step
-        proposing from :math:`N(\eta_i, \Omega)` was used before: when a later column
-        (almost) implies the level, its proposals were almost never accepted and ten
-        sweeps left rare level combinations over-produced (z = 4.7 on a simulated check)."""
+        conditional: ``P_SS^{-1} = \Omega``) and the target is
+
+        .. math:: p(l, z_S) \propto N(z_S; \eta_i, \Omega)\, 1\{l(z_S) = l\}\, e^{\mathrm{ev}_{il}}
+
+        (``ev`` the masked values' evidence and the later blocks' weights). Drawn by
+        rejection: :math:`z_S \sim N(\eta_i, \Omega)`, its level :math:`l(z_S)`,
+        accepted with probability :math:`e^{\mathrm{ev}_{il} - \max_k \mathrm{ev}_{ik}}`
+        (an accepted pair has exactly the target law), up to
+        ``_NOMINAL_REJECTION_ROUNDS`` rounds; rows still unaccepted then are drawn by
+        :math:`\Pr(l) \propto \Pr(y = l \mid \eta_i)\, e^{\mathrm{ev}_{il}}`
+        (:func:`mnp_log_likelihood` per level), then the latents given it
+        (:func:`mnp_draw_latents`). Each row's draw is the target law whichever way it
+        was obtained, so the mixture is too; the quadrature is paid only for the rows
+        whose evidence is far from their copula probabilities (NHANES, one imputation's
+        4 copies: 0.38 s instead of 2.7 s with quadrature for every row). An
+        independence Metropolis step proposing from :math:`N(\eta_i, \Omega)` was used
+        before: when a later column (almost) implies the level, its proposals were
+        almost never accepted and ten sweeps left rare level combinations
+        over-produced (z = 4.7 on a simulated check)."""
         S = np.asarray(mg.cols)
         A = np.array([c for c in range(z.shape[1]) if c not in set(mg.cols)], dtype=np.int64)
         Pss_inv = np.linalg.inv(P[np.ix_(S, S)])
         eta = M[:, S] - (E[:, A] @ P[np.ix_(A, S)]) @ Pss_inv
-        logp = sampler.level_log_probabilities(b, eta)
-        if ev is not None:
-            logp = logp + ev
-        new = _gumbel_argmax(logp, rng)
-        z[:, S] = mnp_draw_latents(eta, new, rng)
+        n = eta.shape[0]
+        chol = np.linalg.cholesky(Pss_inv)
+        new = np.empty(n, dtype=np.int64)
+        zs = np.empty_like(eta)
+        todo = np.arange(n)
+        for _ in range(_NOMINAL_REJECTION_ROUNDS):
+            u = eta[todo] + rng.standard_normal((todo.size, S.size)) @ chol.T
+            lv = _nominal_level(u)
+            if ev is None:
+                ok = np.ones(todo.size, dtype=bool)
+            else:
+                ev_t = ev[todo]
+                ok = np.log(rng.random(todo.size)) < ev_t[np.arange(todo.size), lv] - ev_t.max(axis=1)
+            new[todo[ok]] = lv[ok]
+            zs[todo[ok]] = u[ok]
+            todo = todo[~ok]
+            if not todo.size:
+                break
+        if todo.size:
+            logp = sampler.level_log_probabilities(b, eta[todo])
+            if ev is not None:
+                logp = logp + ev[todo]
+            new[todo] = _gumbel_argmax(logp, rng)
+            zs[todo] = mnp_draw_latents(eta[todo], new[todo], rng)
+        z[:, S] = zs
         E[:, S] = z[:, S] - M[:, S]
         syn[mg.name] = new
+
+
+#: rounds of the rejection sampler of a nominal QI's level and latents (RiskTargetedSynthesizer._nominal_draw)
+#: before the rows left are drawn by quadrature
+_NOMINAL_REJECTION_ROUNDS = 20
 
 
 def _add_log_weights(ev: np.ndarray | None, w: np.ndarray) -> np.ndarray | None:
