@@ -696,6 +696,10 @@ class CopulaGibbs:
     iteration in place on a :class:`CopulaState`.
     """
 
+    #: nominal blocks' Newton moves after burn-in use per-record curvatures frozen at its end
+    #: (False: the exact information at every move, the variant benchmarks/copula_samplers.py compares)
+    freeze_newton_curvature = True
+
     def __init__(self, margins: list[_Margin], q: int, prior_df: float | None = None):
         self.margins = margins
         self.q = q
@@ -1248,7 +1252,7 @@ class CopulaGibbs:
             # the latents given the new regression
             st.z[:, S] = mnp_draw_latents(X @ st.coef[b], level, rng)
         ad = self._adapt
-        if ad is not None and ad["t"] == ad["burn"] - 1:
+        if ad is not None and self.freeze_newton_curvature and ad["t"] == ad["burn"] - 1:
             # the last burn-in iteration: freeze the per-record curvatures of the Newton proposal
             self.newton_curvature[b] = -mnp_log_likelihood(X @ st.coef[b], level, grad=True, hess=True)[2]
 
