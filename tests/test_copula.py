@@ -538,7 +538,7 @@ def test_frozen_curvature_newton_move_keeps_the_collapsed_posterior():
     leaves the collapsed posterior p(theta | z_A, y) invariant whatever curvatures are frozen: here
     0.6 times those at theta = 0 (proposals too wide and Newton steps too long, accepted 0.69 of the
     time: the invariance cannot come from the proposal being the target). Reference: importance sampling from a multivariate t_5 around the
-    mode (scale the inverse information), 20,000 draws; the chain: 6,000 moves with z_A held fixed.
+    mode (scale the inverse information), 20,000 draws; the chain: 20,000 moves with z_A held fixed.
     |z| of each coefficient's posterior-mean difference, MC se from the IS effective sample size and
     40 batch means of the chain, and the same for the second moments; all 8 below 3.5 (P(any > 3.5)
     ~ 0.004 under invariance). Without the reverse-proposal term in the acceptance ratio the
@@ -586,7 +586,7 @@ def test_frozen_curvature_newton_move_keeps_the_collapsed_posterior():
     # 0.6 times the curvatures at theta = 0: proposals too wide, Newton steps too long
     s.newton_curvature[b] = -0.6 * mnp_log_likelihood(np.zeros((n, 2)), level, grad=True, hess=True)[2]
     st.coef[b] = th.reshape(shape).copy()
-    chain = np.empty((6000, th.size))
+    chain = np.empty((20000, th.size))
     crng = np.random.default_rng(3)
     for t in range(chain.shape[0]):
         s._newton_block_move(st, b, X, crng)
