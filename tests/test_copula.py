@@ -537,8 +537,9 @@ def test_frozen_curvature_newton_move_keeps_the_collapsed_posterior():
     """The nominal block's Newton move with frozen per-record curvatures (the proposal after burn-in)
     leaves the collapsed posterior p(theta | z_A, y) invariant whatever curvatures are frozen: here
     0.6 times those at theta = 0 (proposals too wide and Newton steps too long, accepted 0.69 of the
-    time: the invariance cannot come from the proposal being the target). Reference: importance sampling from a multivariate t_5 around the
-    mode (scale the inverse information), 20,000 draws; the chain: 20,000 moves with z_A held fixed.
+    time: the invariance cannot come from the proposal being the target). Reference: importance
+    sampling from a multivariate t_5 around the mode (scale the inverse information), 20,000 draws;
+    the chain: 20,000 moves with z_A held fixed.
     |z| of each coefficient's posterior-mean difference, MC se from the IS effective sample size and
     40 batch means of the chain, and the same for the second moments; all 8 below 3.5 (P(any > 3.5)
     ~ 0.004 under invariance). Without the reverse-proposal term in the acceptance ratio the

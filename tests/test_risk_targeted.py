@@ -460,7 +460,7 @@ def test_nominal_draw_by_rejection_and_quadrature_fallback_is_exact():
     (mnp_draw_latents), |z| < 4."""
     import types
 
-    from synthmi.models.copula import mnp_draw_latents, mnp_log_likelihood, nominal_error_covariance
+    from synthmi.models.copula import _nominal_level, mnp_draw_latents, mnp_log_likelihood, nominal_error_covariance
     from synthmi.models.risk_targeted import RiskTargetedSynthesizer
 
     n1, n2, d = 20000, 20000, 3
@@ -493,10 +493,4 @@ def test_nominal_draw_by_rejection_and_quadrature_fallback_is_exact():
     got = z[n1:]
     se = np.sqrt(got.var(axis=0) / n2 + ref.var(axis=0) / 40000)
     assert np.all(np.abs(got.mean(axis=0) - ref.mean(axis=0)) / se < 4), (got.mean(axis=0), ref.mean(axis=0))
-    assert np.all(_nominal_lv(got) == 2)
-
-
-def _nominal_lv(v):
-    from synthmi.models.copula import _nominal_level
-
-    return _nominal_level(v)
+    assert np.all(_nominal_level(got) == 2)
