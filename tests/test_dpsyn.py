@@ -278,7 +278,11 @@ def test_output_contract_and_determinism():
     assert syn.m == 2 and syn.method == "dpsyn"
     for c in syn.copies:
         assert list(c.columns) == list(df.columns)
-        assert (c.dtypes == df.dtypes).all()
+        # dtypes from the declaration (issue 25), not the input's: a is declared levels, b the
+        # codes 0..3 (ordinal Categorical), x continuous and k integer (float64: may hold missing)
+        assert c['a'].dtype == pd.CategoricalDtype(['p', 'q', 'r'])
+        assert c['b'].dtype == pd.CategoricalDtype([0, 1, 2, 3], ordered=True)
+        assert c['x'].dtype == np.float64 and c['k'].dtype == np.float64
         assert c["a"].cat.categories.tolist() == ["p", "q", "r"]
         assert c["b"].between(0, 3).all()
         assert c["x"].between(0, 10).all()
@@ -371,7 +375,8 @@ def test_unbounded_and_unknown_domains_are_refused():
     with pytest.raises(ValueError, match="Column 'a' has no declared public domain"):
         DPSynSynthesizer().fit(df, bounds=BOUNDS, domain={"b": 4})
     with pytest.raises(ValueError, match="column 'x' needs 'bounds' with lower < upper"):
-        DPSynSynthesizer().fit(df, bounds={"x": (5, 5), "k": (0, 100)}, domain=DOM)
+        # (written in floats: continuous; integer bounds (5, 5) would declare the one value 5)
+        DPSynSynthesizer().fit(df, bounds={"x": (5.0, 5.0), "k": (0, 100)}, domain=DOM)
     with pytest.raises(ValueError, match="Column 'b' has values outside its declared public domain") as err:
         DPSynSynthesizer().fit(df.assign(b=np.where(np.arange(100) == 0, 99, df["b"])), bounds=BOUNDS, domain=DOM)
     # confidential values never appear in errors, nor does the (unaccounted) count of offending rows
@@ -385,17 +390,25 @@ def test_unbounded_and_unknown_domains_are_refused():
         DPSynSynthesizer().sample(1)
 
 
-def test_domain_levels_must_fit_the_column_dtype():
-    # Synthetic values are returned in the original dtype; levels an int64 column cannot
-    # hold are refused at fit (public check) instead of silently changing the dtype later.
+def test_released_dtypes_follow_the_declaration_not_the_input():
+    # issue 25: the input's dtype never decides the release. Levels the input's int64
+    # column does not hold are an out-of-domain error naming the column; declared
+    # levels give a Categorical over them; an integer kind declared complete is int64.
     df = _data(100)
     for bad in (["u", "v"], [0, 0.5, 1]):
-        with pytest.raises(ValueError, match=r"'domain\['b'\]' parameter of DPSynSynthesizer must be levels representable"):
+        with pytest.raises(ValueError, match=r"Column 'b' has values outside its declared public domain"):
             DPSynSynthesizer().fit(df, bounds=BOUNDS, domain={"a": ["p", "q", "r"], "b": bad})
-    s = DPSynSynthesizer(epsilon=4.0, delta=1e-6, random_state=0).fit(
-        df, bounds=BOUNDS, domain={"a": ["p", "q", "r"], "b": [0, 1, 2, 3]}
-    )
-    assert s.sample(1, random_state=0).copies[0]["b"].dtype == np.int64
+    dom = {"columns": {"a": {"kind": "categorical", "levels": ["p", "q", "r"]},
+                       "b": {"kind": "integer", "bounds": [0, 3], "missing": False},
+                       "x": {"kind": "continuous", "bounds": [0, 10]}, "k": {"kind": "integer", "bounds": [0, 100]}}}
+    s = DPSynSynthesizer(epsilon=4.0, delta=1e-6, random_state=0).fit(df, domain=dom)
+    c = s.sample(1, random_state=0).copies[0]
+    assert c["b"].dtype == np.int64 and c["k"].dtype == np.float64 and c["x"].dtype == np.float64
+    # the same frame with float64 columns (as read_csv gives them when a value is missing)
+    s2 = DPSynSynthesizer(epsilon=4.0, delta=1e-6, random_state=0).fit(df.astype({"b": float, "k": float}), domain=dom)
+    pd.testing.assert_series_equal(s.dtypes_, s2.dtypes_)
+    assert s.spec_.to_dict() == s2.spec_.to_dict()
+    pd.testing.assert_series_equal(s.theta_, s2.theta_)
 
 
 def test_decode_cast_failure_is_loud():
@@ -456,7 +469,9 @@ def test_which_columns_count_as_ordered():
     })
     legacy = {"n": ["u", "v"], "o": ["lo", "hi"], "i": 2, "f": [17.0, 18.0, 19.0], "s": ["y", "x"]}
     cols = _describe_columns(df, resolve_domain(df, legacy, {"c": (0, 3)}), None, 4)
-    assert {c.name: c.ordered for c in cols} == {"n": False, "o": True, "i": True, "f": True, "s": False, "c": True}
+    # o's ordered Categorical dtype is the input's, not a declaration (issue 25): its text
+    # levels declare it categorical
+    assert {c.name: c.ordered for c in cols} == {"n": False, "o": False, "i": True, "f": True, "s": False, "c": True}
     cols = _describe_columns(df, resolve_domain(df, legacy, {"c": (0, 3)}, ["n"]), ["n"], 4)
     assert [c.name for c in cols if c.ordered] == ["n", "c"]  # an explicit list replaces the default
 

@@ -177,7 +177,8 @@ def add_common_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help="no progress output")
 
 
-def load_original(spec: str, sep: str = ",", option: str = "--original", na_values: list[str] | None = None):
+def load_original(spec: str, sep: str = ",", option: str = "--original", na_values: list[str] | None = None,
+                  private: bool = False):
     """The original frame and a digest of its source.
 
     Bundled public data get a plain SHA-256; a user's (confidential) file only a
@@ -190,7 +191,7 @@ def load_original(spec: str, sep: str = ",", option: str = "--original", na_valu
     public = is_bundled(spec)
     if not public and not path.exists():
         raise FileNotFoundError(f"The '{option}' file '{spec}' does not exist.")
-    df = load_dataset(spec, sep=sep, option=option, na_values=na_values)
+    df = load_dataset(spec, sep=sep, option=option, na_values=na_values, private=private)
     digest = ("sha256:" + frame_sha256(df)) if public else confidential_digest(path=path)
     return df, digest
 

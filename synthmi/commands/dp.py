@@ -162,7 +162,7 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     from ..domain import _level_key
     from ._common import load_original
 
-    df, _ = load_original(data, sep, option="--data", na_values=na_values)
+    df, _ = load_original(data, sep, option="--data", na_values=na_values, private=True)
     if column not in df.columns:
         raise ValueError(f"The '--column' option names a column not in the data: {column!r}.")
     s = df[column]
@@ -294,7 +294,7 @@ def run_kmeans(args: argparse.Namespace) -> int:
     cols = split_list(args.columns)
     if not cols:
         raise ValueError("The '--columns' option must name at least one column.")
-    df, _ = load_original(args.data)
+    df, _ = load_original(args.data, option="--data", private=True)
     unknown = [c for c in cols if c not in df.columns]
     if unknown:
         raise ValueError(f"The '--columns' option names columns not in the data: {unknown}.")

@@ -502,18 +502,14 @@ def _require_declared(domain, data) -> None:
     missing = [c for c in data.columns if c not in domain]
     if not missing:
         return
-    numeric = [c for c in missing if pd.api.types.is_numeric_dtype(data[c]) and not pd.api.types.is_bool_dtype(data[c])]
-    other = [c for c in missing if c not in numeric]
-    how = []
-    if numeric:
-        how.append("their documented ranges (not the observed minimum and maximum) with "
-                    + " ".join(f"--bounds {shlex.quote(f'{c}=LO:HI')}" for c in numeric))
-    if other:
-        how.append(f"the levels of {other} in a domain file, --domain domain.json (format: synthmi.domain)")
+    # The same words whatever the dtypes: a reader's dtype is a guess from the private
+    # values (a '?' turns a numeric column into text), so it must not shape the message.
     which = f"Column '{missing[0]}' has" if len(missing) == 1 else f"Columns {missing} have"
     raise ValueError(
         f"{which} no declared public domain: a DP release cannot read levels or bounds from the data "
-        f"without spending privacy budget. Declare {'; and '.join(how)}."
+        f"without spending privacy budget. Declare the levels or the documented range (not the observed "
+        f"minimum and maximum) of each in a domain file, --domain domain.json (format: synthmi.domain), or a "
+        f"numeric one's range with --bounds {shlex.quote(missing[0] + '=LO:HI')}."
     )
 
 
@@ -644,13 +640,16 @@ def run(args: argparse.Namespace) -> int:
         return _run_dask(args, cls, params, qi, out, t0)
     source = str(args.data)
     na_values = na_values_of(args, spec)
-    df = load_dataset(source, sep=sep_of(args), option="--data", na_values=na_values)
     # Under add/remove-one DP the number of records is itself private: a DP
     # release must not print or record it (DPSyn keeps only a noisy estimate).
     dp_release = args.method in FULLY_SYNTHETIC
+    # A DP release reads the file without scanning its values (no row numbers, no
+    # categories from the values seen): it conforms it to the declared domain (issue 25).
+    df = load_dataset(source, sep=sep_of(args), option="--data", na_values=na_values, private=dp_release)
     _log(args, f"read {source}: {df.shape[1]} columns" if dp_release else f"read {source}: {len(df)} rows, {df.shape[1]} columns")
     if spec is not None:
-        spec.check_data(df, "--data")
+        # (DP: the columns only; the declared domain checks the values, naming the column only)
+        spec.check_data(df, "--data", dtypes=not dp_release)
         keep = spec.keep
     elif args.keep is not None:
         keep = split_list(args.keep)
@@ -674,8 +673,15 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"Columns {both} are in both --qi and --keep; a column is either synthesized or released unchanged.")
     # Only the named columns are released: the rest are dropped before fitting.
     data = df[[c for c in df.columns if c in qi or c in keep]]
-    if na_values is None:
+    if na_values is None and not dp_release:
         warn_markers("synthesize", data)
+    elif dp_release:
+        # A DP release does not scan the values for markers (whether some record holds
+        # one is private): it says, always, which cells it reads as missing.
+        print("synthmi synthesize: missing values: "
+              + (f"cells {', '.join(repr(v) for v in na_values)} and empty cells are read as missing"
+                 if na_values else "only empty cells (and NA / NaN) are read as missing; markers such as '?' or "
+                 "'.' are values (declare them with --na-values)") + ".", file=sys.stderr, flush=True)
     categorical = split_list(args.categorical)
     kinds = {}
     if categorical:
@@ -750,7 +756,8 @@ def run(args: argparse.Namespace) -> int:
         synth.fit(data, **fit_kwargs)
         t_fit = time.perf_counter()
         if dp_release:
-            _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies", summary=True)
+            # no timings: they grow with the private record count (issue 25)
+            _log(args, f"fitted; drawing {args.m} copies", summary=True)
         else:
             _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})", summary=True)
         from ..diagnostics import DiagnosticsFailed
@@ -759,7 +766,8 @@ def run(args: argparse.Namespace) -> int:
             syn = synth.sample(args.m, random_state=seed)
         except DiagnosticsFailed as exc:
             raise exc.for_cli() from None
-        _log(args, f"drew {args.m} copies in {time.perf_counter() - t_fit:.1f} s", summary=True)
+        _log(args, f"drew {args.m} copies" + ("" if dp_release else f" in {time.perf_counter() - t_fit:.1f} s"),
+             summary=True)
     # Warnings (e.g. r_hat > 1.01) are shown even with --quiet, once each, on one line.
     for msg in dict.fromkeys(str(w.message) for w in caught):
         if msg.startswith("DAMISynthesizer has no masks"):
@@ -790,7 +798,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         meta["source"]["n_rows"] = int(len(data))
     meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True))
-    _log(args, f"wrote {syn.m} copies and metadata.json to {out} in {time.perf_counter() - t0:.1f} s", summary=True)
+    _log(args, f"wrote {syn.m} copies and metadata.json to {out}"
+         + ("" if dp_release else f" in {time.perf_counter() - t0:.1f} s"), summary=True)
     return 0
 
 

@@ -210,7 +210,7 @@ def load_adult_discretized() -> tuple[pd.DataFrame, dict[str, int]]:
 
 
 def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option: str | None = None,
-                 na_values: list[str] | str | None = None) -> pd.DataFrame:
+                 na_values: list[str] | str | None = None, private: bool = False) -> pd.DataFrame:
     """``"adult"`` / ``"nhanes"`` (bundled, recoded by default) or a CSV path.
 
     A CSV's text columns become unordered Categoricals; numbers stay numeric.
@@ -228,6 +228,12 @@ def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option:
     ``-9`` (pandas ``read_csv``'s ``na_values``, for every column; a number such as
     ``-9`` also matches ``-9.0``). Without it such a marker is a level of a categorical
     column or a number of a numeric one. The bundled data have no markers.
+
+    ``private=True`` (differentially private paths, issue 25): the file is read as it is,
+    with no scan of its values -- only the header's separator check; text stays text
+    (no categories from the values seen) and nothing names a cell or a row. The DP code
+    then conforms every column to its declared domain, where a value outside is an
+    error naming the column only.
     """
     key = str(name_or_path).lower()
     if key == "adult":
@@ -237,7 +243,9 @@ def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option:
     if isinstance(na_values, str):
         na_values = [na_values]
     df = pd.read_csv(name_or_path, sep=sep, na_values=list(na_values) if na_values else None)
-    check_csv_frame(df, str(name_or_path), sep=sep, option=option)
+    check_csv_frame(df, str(name_or_path), sep=sep, option=option, scan_values=not private)
+    if private:
+        return df
     for c in df.columns:
         if _is_text(df[c]):
             df[c] = pd.Categorical(df[c].astype(object), categories=sorted(df[c].dropna().unique(), key=str))
@@ -272,7 +280,7 @@ def _coded_categorical(obs: pd.Series, plain: pd.Series, max_codes: int) -> bool
 
 
 def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str | None = None,
-                    numeric_share: float = 0.8, max_codes: int = 10) -> None:
+                    numeric_share: float = 0.8, max_codes: int = 10, scan_values: bool = True) -> None:
     """Refuse a CSV that would be misread silently; every offending column is named.
 
     * one column whose name holds ``;``, a tab or ``|``: the file uses another
@@ -284,6 +292,8 @@ def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str |
       coded mostly by numbers (at most ``max_codes`` distinct numbers, every text
       label repeated, e.g. ``0`` / ``1`` / ``Borderline``) is read as categories;
     * infinite values in a numeric column.
+
+    ``scan_values=False``: the separator check only (it reads the header, not the values).
     """
     where = f"The '{option}' file '{source}'" if option else f"The file '{source}'"
     if df.shape[1] == 1:
@@ -295,6 +305,8 @@ def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str |
                     f"{where} has a single column whose name contains {shown}: it looks separated by {shown}, "
                     f"not {sep!r}. Pass {how}."
                 )
+    if not scan_values:
+        return
     bad_cells = []
     for c in df.columns:
         s = df[c]

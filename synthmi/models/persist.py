@@ -141,7 +141,9 @@ def save(synth: Any, path: str | Path, overwrite: bool = False, include_records:
         "synthmi_model": FORMAT,
         "class": f"{type(synth).__module__}:{type(synth).__name__}",
         "method": synth.method,
-        "params": _to_json(synth.get_params(deep=False)),
+        # A DP model never records its seed (README; issue 25): only its public parameters.
+        "params": _to_json(synth.get_params(deep=False) if getattr(synth, "_publishes_seed", True)
+                           else synth._published_params()),
         "includes_records": bool(include_records),
         "fingerprint": _to_json(getattr(synth, "fingerprint_", None)),
         "versions": package_versions(),

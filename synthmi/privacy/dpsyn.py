@@ -73,6 +73,7 @@ from .._validate import (
     param_error,
 )
 from ..models.base import Synthesizer
+from ..spec import as_spec
 from ..provenance import original_fingerprint
 from .accountant import PrivacyAccountant, dpsyn_sigma, rdp_to_dp_improved
 from .discrete import sample_discrete_gaussian
@@ -246,22 +247,29 @@ def _uniform_integers(lo: np.ndarray, hi: np.ndarray, u: np.ndarray, points: np.
     return v
 
 
-def _check_levels_fit_dtype(c: str, levels: list, dt: Any) -> None:
-    """Declared levels must survive a cast to the column's dtype (public check, no data).
+def _declared_dtype(cd: ColumnDomain, ordered: bool) -> Any:
+    """The dtype of a released column, from its declaration alone (never the input's dtype).
 
-    Otherwise synthetic values could not be returned in the original dtype: e.g. an
-    integer column declared with levels ``["a", "b"]`` or ``[0, 0.5]``.
+    A CSV reader gives an integer column ``int64`` without a missing value and
+    ``float64`` with one, and categories from the values it saw; a release whose dtypes
+    followed the input would show whether one record is missing or holds a rare level
+    (issue 25). So: a discrete kind is a Categorical over the declared levels (ordered
+    for ordinal kinds); an integer kind declared ``"missing": false`` is ``int64``;
+    every other numeric kind is ``float64`` (it may hold missing values).
     """
-    if isinstance(dt, pd.CategoricalDtype) or dt == object:
-        return
-    lv = pd.Series(levels, dtype=object)
+    if cd.is_discrete:
+        return pd.CategoricalDtype(list(cd.levels), ordered=bool(ordered))
+    if cd.kind == "integer" and not cd.missing:
+        return np.dtype(np.int64)
+    return np.dtype(float)
+
+
+def _integral_bounds(b: Any) -> bool:
+    """Whether a legacy ``bounds`` pair is written in whole numbers of an integer type."""
     try:
-        cast = lv.astype(dt)
-        ok = bool((cast.astype(object) == lv).all())
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise param_error(f"domain['{c}']", _OWNER, f"levels representable in the column's dtype {dt}", levels)
+        return len(b) == 2 and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in b)
+    except TypeError:
+        return False
 
 
 def resolve_domain(
@@ -276,9 +284,12 @@ def resolve_domain(
     ``domain`` is a :class:`~synthmi.domain.PublicDomain`, a path to its JSON, its
     dict form, or the older mapping ``{column: size or [levels]}``; ``bounds``
     (older form) declares numeric columns ``{column: (lower, upper)}`` -- integer
-    kind for integer dtypes, continuous otherwise. Documented public default: a
-    ``bool`` column is binary ``[False, True]``. Any other column without a
-    declaration is refused with one error naming it and how to declare it.
+    kind when both bounds are written as integers (``(0, 100)``), continuous
+    otherwise (``(0.0, 100.0)``). Only the column *names* of ``df`` are read: its
+    dtypes are what a reader made of the values (a missing value turns ``int64``
+    into ``float64``, a ``bool`` column into ``object``), so they decide nothing
+    (issue 25). A column without a declaration is refused with one error naming it
+    and how to declare it.
     """
     bounds = dict(bounds or {})
     if domain is None or isinstance(domain, (PublicDomain, str, Path)) or (
@@ -296,19 +307,12 @@ def resolve_domain(
         unknown = [c for c in d if c not in df.columns]
         if unknown:
             raise ValueError(f"The '{name}' parameter of {owner} names columns not in 'df': {unknown}.")
-    integer = [c for c in bounds if pd.api.types.is_integer_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype)]
+    integer = [c for c, b in bounds.items() if _integral_bounds(b)]
     try:
         extra = PublicDomain.from_legacy(legacy, bounds, ordinal if legacy else None, integer=integer)
     except DomainError as e:
         raise ValueError(str(e)) from None
     declared = declared.merged(extra) if len(extra) else declared
-    defaults = {
-        c: ColumnDomain("binary", levels=(False, True), missing=False, name=c)
-        for c in df.columns
-        if c not in declared and pd.api.types.is_bool_dtype(df[c].dtype)
-    }
-    if defaults:
-        declared = declared.merged(PublicDomain(defaults, source="bool dtype: levels False / True (public default)"))
     declared.require(df.columns, flag="--domain", parameter="domain")
     return declared
 
@@ -320,43 +324,27 @@ def _describe_columns(
     bins: int,
     integer_levels: int = 100,
 ) -> list[_Column]:
-    """Public column descriptions from the declared domain and the dtypes; never from data values."""
+    """Public column descriptions from the declared domain alone.
+
+    Only the column names of ``df`` are read. Kind, released dtype
+    (:func:`_declared_dtype`), levels, cells and whether a column has a "missing"
+    cell (its declared ``missing``) are functions of the declaration, so the fine
+    domain -- hence every budget share and threshold -- is the same on neighbouring
+    data sets whatever dtypes a reader gave them (issue 25).
+    """
     cols = []
     for c in df.columns:
         cd = domain[c]
-        dt = df[c].dtype
-        is_int = pd.api.types.is_integer_dtype(dt) and not pd.api.types.is_bool_dtype(dt)
-        # Integer and bool dtypes cannot hold NaN; other dtypes get a public "missing"
-        # level unless the domain declares the column complete.
-        can_miss = cd.missing and not (is_int or pd.api.types.is_bool_dtype(dt))
+        can_miss = bool(cd.missing)
         if cd.is_discrete:
             levels = list(cd.levels)
-            _check_levels_fit_dtype(c, levels, dt)
-            if ordinal is not None:
-                ordered = c in ordinal
-            else:
-                # An ordered Categorical dtype is the caller's public schema too.
-                ordered = cd.kind == "ordinal" or (isinstance(dt, pd.CategoricalDtype) and bool(dt.ordered))
-            if isinstance(dt, pd.CategoricalDtype):
-                # The released dtype carries the declared levels, never the input's
-                # categories (a CSV reader's categories are the values it saw).
-                out_dt: Any = pd.CategoricalDtype(levels, ordered=bool(dt.ordered) or cd.kind == "ordinal")
-            else:
-                out_dt = dt
-            cols.append(_Column(c, "discrete", out_dt, levels, None, None, None, False, ordered, can_miss, cd))
+            ordered = (c in ordinal) if ordinal is not None else cd.kind == "ordinal"
+            cols.append(_Column(c, "discrete", _declared_dtype(cd, ordered), levels, None, None, None, False,
+                                ordered, can_miss, cd))
             continue
-        if isinstance(dt, pd.CategoricalDtype) or not (pd.api.types.is_numeric_dtype(dt) or dt == object):
-            raise ValueError(
-                f"Column '{c}' is declared {cd.kind} but has dtype {dt}; give it a numeric dtype or declare its levels."
-            )
         lo, hi, point = _numeric_cells(cd, bins, integer_levels)
-        integer = cd.kind == "integer"
-        out_dt = dt if pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt) else np.dtype(float)
-        if is_int and not integer:
-            # Continuous values cannot be returned in an integer dtype.
-            out_dt = np.dtype(float)
-        cols.append(_Column(c, "continuous", out_dt, None, lo, hi, point, integer, True, can_miss, cd,
-                            np.array(cd.point_masses, dtype=float)))
+        cols.append(_Column(c, "continuous", _declared_dtype(cd, True), None, lo, hi, point, cd.kind == "integer",
+                            True, can_miss, cd, np.array(cd.point_masses, dtype=float)))
     return cols
 
 
@@ -366,6 +354,36 @@ def _json_level(v: Any) -> Any:
 
 def _to_json_levels(d: Mapping[str, list]) -> dict[str, list]:
     return {c: [_json_level(v) for v in lv] for c, lv in d.items()}
+
+
+def _declared_spec(spec: Any, domain: PublicDomain, columns: Sequence[_Column]) -> Any:
+    """``spec`` with every released column's kind, levels, bounds and point masses
+    taken from the declared ``domain`` (and marked declared).
+
+    Roles, masks, analyses and the rest come from the user's spec or the column
+    lists (public inputs); nothing comes from the data's dtypes or categories.
+    """
+    from dataclasses import replace
+
+    from ..spec import ColumnSpec, ReleaseSpec
+
+    described = {c.name: c for c in columns}
+    cols = {}
+    for name, v in spec.columns.items():
+        if name not in described:
+            # not released: its role only (a kind the user did not declare is no data fact,
+            # but drop any levels/bounds a spec inferred)
+            cols[name] = v if v.declared else replace(v, levels=None, bounds=None, point_masses=None)
+            continue
+        cd, col = domain[name], described[name]
+        if cd.is_discrete:
+            kind = "binary" if cd.kind == "binary" else ("ordinal" if col.ordered else "nominal")
+            cols[name] = ColumnSpec(name, v.role, kind, levels=tuple(cd.levels), declared=True)
+        else:
+            cols[name] = ColumnSpec(name, v.role, cd.kind, bounds=cd.bounds,
+                                    point_masses=tuple(cd.point_masses) or None, declared=True)
+    return ReleaseSpec(cols, spec.masks, spec.models, spec.visit_sequence, list(spec.analyses), spec.source,
+                       spec.na_values)
 
 
 # --------------------------------------------------------------------------- curator
@@ -921,10 +939,34 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             resolved = self._resolve_spec(df._meta, spec, quasi_identifiers, keep, None)
             self.spec_ = resolved
             self._fit_release(df, resolved, bounds, domain, ordinal, out_of_domain)
-            self.fingerprint_ = original_fingerprint(df._meta[resolved.released], private_count=True)
+            self.fingerprint_ = original_fingerprint(df._meta[self.spec_.released], private_count=True)
             return self
         return super().fit(df, spec, keep=keep, quasi_identifiers=quasi_identifiers,
                            bounds=bounds, domain=domain, ordinal=ordinal, out_of_domain=out_of_domain)
+
+    def _resolve_spec(self, df, spec, quasi_identifiers, keep, schema):
+        """Roles of the columns from public inputs only: the column names, the
+        ``quasi_identifiers`` / ``keep`` lists or the user's spec.
+
+        The generic path would take kinds and levels from the dtypes (a CSV reader's
+        guess from the values, issue 25) and check them against the data; here the
+        kinds, levels and bounds come from the declared domain in :meth:`_fit_release`,
+        which also replaces this spec by the declared one.
+        """
+        if spec is None:
+            names = pd.DataFrame({c: pd.Series([], dtype=object) for c in df.columns})
+            return super()._resolve_spec(names, None, quasi_identifiers, keep, schema)
+        if schema is not None:
+            raise ValueError(f"Give column kinds in the spec, not also with 'schema=' ({_OWNER}.fit).")
+        resolved = as_spec(spec)
+        if quasi_identifiers is not None or keep is not None:
+            resolved = resolved.with_roles(quasi_identifiers, keep)
+        missing = [c for c in resolved.released if c not in df.columns]
+        if missing:
+            raise ValueError(
+                f"The spec names columns that are not in 'df': {missing}. Columns of 'df': {list(df.columns)}."
+            )
+        return resolved
 
     def _fit_release(self, df: pd.DataFrame, spec: Any, bounds=None, domain=None, ordinal=None,
                      out_of_domain: str = "error") -> None:
@@ -950,7 +992,13 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             unknown = [c for c in ordinal if c not in df.columns]
             if unknown:
                 raise ValueError(f"The 'ordinal' parameter of {_OWNER} names columns not in 'df': {unknown}.")
-        public = resolve_domain(df, domain, bounds, ordinal)
+        public = resolve_domain(df, domain, bounds, ordinal).select(df.columns)
+        # One DP fit path (issue 25): first the frame is conformed to the declared domain
+        # (declared levels, kinds and missing-ness; a value outside is an error naming the
+        # column only, or the declared 'other' level); everything after reads only the
+        # declaration and the conformed codes, never the input's dtypes or categories.
+        if ddf is None:
+            df = public.conform(df, out_of_domain=out_of_domain)
         columns = _describe_columns(df, public, ordinal, int(self.bins), int(self.integer_levels))
         if ddf is None:
             fine_codes = np.column_stack([c.encode(df[c.name], out_of_domain) for c in columns])
@@ -973,6 +1021,8 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         # Released dtypes: declared levels, never categories the input happened to carry.
         self.dtypes_ = pd.Series({c.name: c.dtype for c in columns}, dtype=object)
         self.domain_ = public.select(self.columns_)
+        # The spec the model keeps, pickles, saves and publishes: the declared one.
+        self.spec_ = _declared_spec(spec, self.domain_, columns)
 
     def _fit_from_curator(self, curator: _Curator, columns: list[_Column]) -> None:
         d = len(columns)

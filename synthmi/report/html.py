@@ -245,7 +245,9 @@ def _privacy_html(releases: dict[str, dict[str, Any]]) -> str:
             f"(epsilon {html.escape(str(pv.get('epsilon')))}, delta {html.escape(str(pv.get('delta')))}); neighbours: "
             f"{html.escape(str(pv.get('neighbours')))}; {html.escape(str(pv.get('composition')))}; "
             f"{html.escape(str(pv.get('conversion')))}. Noise: {html.escape(str(pv.get('noise')))}. "
-            f"Declared levels below the noise threshold: {html.escape(rare or 'none')}.</p>")
+            f"Declared levels below the noise threshold: {html.escape(rare or 'none')}. <b>This report is outside "
+            f"that guarantee</b>: it reads the original records (its counts, utility and risk figures are exact "
+            f"functions of them), so it is for the data holder and must not be published with the release.</p>")
     full = [label for label, r in releases.items() if r.get("fully_synthetic")]
     if full:
         out.append(

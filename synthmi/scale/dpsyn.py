@@ -3,8 +3,8 @@
 :class:`~synthmi.privacy.dpsyn.DPSynSynthesizer` reads the private data only
 through its curator's true marginal counts (then adds discrete Gaussian noise,
 accounted before the read). Given a dask DataFrame, ``DPSynSynthesizer.fit``
-describes the columns from the declared public domain and the frame's dtypes
-exactly as in memory, and uses :class:`DaskCurator`, whose count is a sum
+describes the columns from the declared public domain alone (never the frame's
+dtypes) exactly as in memory, conforms each partition to it, and uses :class:`DaskCurator`, whose count is a sum
 over partitions of per-partition ``bincount`` s of the fine codes. Integer
 addition is exact, so every marginal before noise equals the in-memory one
 and, with the same seed, the whole DP release is the same.
