@@ -66,6 +66,10 @@ class Case:
     data_files : str
         Pattern of data files (synthetic copies) whose content is noised: only their
         header is compared.
+    noised_files : tuple of str
+        Patterns of binary files that are all noise (a pickled model): only their
+        presence is compared; their public parts are compared through a JSON view the
+        case writes beside them.
     """
 
     name: str
@@ -75,6 +79,7 @@ class Case:
     noised_json: dict[str, list[str]] = field(default_factory=dict)
     noised_text: list[str] = field(default_factory=list)
     data_files: str = "copy_*.csv"
+    noised_files: tuple[str, ...] = ()
 
 
 def remove_record(i: int) -> Callable[[pd.DataFrame], pd.DataFrame]:
@@ -179,6 +184,8 @@ def assert_alike(a: Release, b: Release, case: Case) -> None:
     assert _normalise(a.stderr, case) == _normalise(b.stderr, case), f"{where} stderr / log / error text differs"
     assert sorted(a.files) == sorted(b.files), f"{where} different files: {sorted(a.files)} vs {sorted(b.files)}"
     for name in a.files:
+        if any(fnmatch.fnmatchcase(name, pat) for pat in case.noised_files):
+            continue
         if fnmatch.fnmatchcase(name, case.data_files):
             ha = a.files[name].split(b"\n", 1)[0]
             hb = b.files[name].split(b"\n", 1)[0]
