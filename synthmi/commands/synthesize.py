@@ -508,8 +508,9 @@ def _require_declared(domain, data) -> None:
     raise ValueError(
         f"{which} no declared public domain: a DP release cannot read levels or bounds from the data "
         f"without spending privacy budget. Declare the levels or the documented range (not the observed "
-        f"minimum and maximum) of each in a domain file, --domain domain.json (format: synthmi.domain), or a "
-        f"numeric one's range with --bounds {shlex.quote(missing[0] + '=LO:HI')}."
+        f"minimum and maximum) of each in a domain file, --domain domain.json (format: synthmi.domain), or the "
+        f"range of the numeric ones with "
+        + " ".join(f"--bounds {shlex.quote(f'{c}=LO:HI')}" for c in missing) + "."
     )
 
 
