@@ -25,7 +25,7 @@ import pytest
 from synthmi.domain import PublicDomain
 from synthmi.privacy import DPSynSynthesizer
 
-from _neighbour import _TIMING, Case, check_neighbours, remove_record, run_python
+from _neighbour import _TIMING, Case, check_neighbours, remove_record
 
 DOMAIN = {
     "columns": {
@@ -292,8 +292,6 @@ def test_battery_detects_dtype_and_stderr_leaks(tmp_path):
         return ""
 
     def categories_recorded(df, out):
-        from synthmi.data import load_dataset
-
         data = _load_dataset(df, out)
         (out / "meta.json").write_text(json.dumps({"region": [str(x) for x in data["region"].cat.categories]}))
         return ""

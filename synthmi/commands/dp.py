@@ -157,7 +157,6 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     (neighbours have the same size).
     """
     import numpy as np
-    import pandas as pd
 
     from ..domain import _level_key
     from ._common import load_original
@@ -199,29 +198,24 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
                 level = cd.levels[keys.index(_level_key(positive))]
             return (conformed.astype(object).to_numpy() == level).astype(np.int64), len(s)
         s = conformed
-    numeric = pd.api.types.is_numeric_dtype(s.dtype) and not isinstance(s.dtype, pd.CategoricalDtype)
-    if pd.api.types.is_bool_dtype(s.dtype):
-        level: object = True if positive is None else positive.lower() in ("1", "true", "yes")
-        return (s.to_numpy() == level).astype(np.int64), len(s)
-    if numeric:
-        if positive is None:
-            # A numeric column must itself be coded 0/1 with 1 as the positive level;
-            # PrivateBetaPosterior.fit refuses other values without echoing them.
-            return s.to_numpy(), len(s)
-        try:
-            level = float(positive)
-        except ValueError:
-            raise ValueError(
-                f"The '--positive' option must be a number for the numeric column '{column}'. Got {positive!r} instead."
-            ) from None
-        return (s.to_numpy(dtype=float) == level).astype(np.int64), len(s)
+    # An undeclared column: the coding comes from --positive, or the public default 0/1.
+    # Values are matched by their text form (1, 1.0, "1" and True alike), never by the
+    # dtype a CSV reader guessed from the private values (a '?' turns numbers into text),
+    # so the outcome and every message are the same whatever that dtype (issue 25).
+    def key(v) -> str:
+        k = _level_key(v)
+        return {"true": "1", "false": "0"}.get(k.lower(), k)
+
+    keys = np.array([key(v) for v in s.astype(object).to_numpy()], dtype=object)
     if positive is None:
-        raise ValueError(
-            f"The '--positive' option is required for the non-numeric column '{column}': name the level that "
-            f"counts as 1 (every other value counts as 0), or declare the column binary in --domain. It is not "
-            f"inferred from the data."
-        )
-    return (s.astype(object).astype(str).to_numpy() == positive).astype(np.int64), len(s)
+        if not np.isin(keys, ["0", "1"]).all():
+            raise ValueError(
+                f"The '--positive' option is required for column '{column}' unless it is coded 0/1: name the level "
+                f"that counts as 1 (every other value counts as 0), or declare the column binary in --domain. It is "
+                f"not inferred from the data."
+            )
+        return (keys == "1").astype(np.int64), len(s)
+    return (keys == key(positive)).astype(np.int64), len(s)
 
 
 def _print_warnings_once(caught) -> None:

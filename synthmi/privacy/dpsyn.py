@@ -145,7 +145,7 @@ class _Column:
         if isna.any() and not self.has_missing_level:
             # No count in the message: how many are missing is a data-dependent figure.
             raise DomainError(
-                f"Column '{self.name}' has missing values, but its declared domain (or its dtype) allows none."
+                f"Column '{self.name}' has missing values, but its declared domain allows none."
             )
         conformed = self.domain.conform(s, out_of_domain=out_of_domain)
         if self.kind == "discrete":
