@@ -202,10 +202,21 @@ class ColumnDomain:
         """Whether the values have a public order (ordinal and numeric kinds)."""
         return self.kind in ("ordinal", "integer", "continuous")
 
-    def dtype(self) -> Any:
-        """The pandas dtype a DP release gives this column (decided by the declaration only)."""
+    def dtype(self, ordered: bool | None = None) -> Any:
+        """The pandas dtype a DP release gives this column, decided by the declaration only.
+
+        A CSV reader makes an integer column ``int64`` without a missing value and
+        ``float64`` with one, and takes categories from the values it saw; a release whose
+        dtypes followed the input would show whether one record is missing or holds a
+        rare level (issue 25). So: a discrete kind is a Categorical over the declared
+        levels (ordered for the ordinal kind, or as ``ordered`` says); an integer kind
+        declared ``"missing": false`` is ``int64``; every other numeric kind is
+        ``float64`` (it may hold missing values).
+        """
         if self.is_discrete:
-            return pd.CategoricalDtype(list(self.levels), ordered=self.kind == "ordinal")
+            return pd.CategoricalDtype(list(self.levels), ordered=self.kind == "ordinal" if ordered is None else bool(ordered))
+        if self.kind == "integer" and not self.missing:
+            return np.dtype(np.int64)
         return np.dtype(float)
 
     # ------------------------------------------------------------------ (de)serialisation
@@ -257,7 +268,8 @@ class ColumnDomain:
         """``values`` in the declared domain, with the declared dtype (a new Series).
 
         Discrete kinds become a Categorical over ``levels`` (matched on text form);
-        numeric kinds become float. A value outside the domain (an undeclared level,
+        numeric kinds become :meth:`dtype` (``int64`` for an integer kind declared
+        complete, else float). A value outside the domain (an undeclared level,
         a number outside ``bounds``, a fraction in an integer column) raises a
         :class:`DomainError` naming the column only -- never the value or how many
         -- unless ``out_of_domain="other"`` and the column declares an ``other``
@@ -310,7 +322,7 @@ class ColumnDomain:
                 f"Column '{name}' has values outside its declared public domain ({what} its declared bounds). "
                 f"Widen the declared 'bounds' or clean the column beforehand by a rule that does not depend on the data."
             )
-        return pd.Series(arr, index=values.index, name=values.name)
+        return pd.Series(arr, index=values.index, name=values.name).astype(self.dtype())
 
 
 class PublicDomain:

@@ -4,8 +4,8 @@ The algorithm of Li, Zhang & Wang (DPSyn, their write-up of the NIST
 differential privacy synthetic data challenge) as generalised in PrivSyn (Zhang, Wang, Li, Honorio, Backes,
 He, Chen & Zhang 2021, USENIX Security):
 
-1. **One-way marginals** of every column (on a public domain: categories of a
-   Categorical dtype, a user-given domain, or buckets of user-given bounds for
+1. **One-way marginals** of every column (on its declared public domain: the
+   declared levels, or buckets of user-given bounds for
    continuous columns) get discrete Gaussian noise. From them, and only them,
    rare values are *compressed*: values whose noisy count is below
    :math:`\theta = \max(4.5\sigma, \theta_{\min})` (DPSyn write-up, equation 1) are
@@ -247,23 +247,6 @@ def _uniform_integers(lo: np.ndarray, hi: np.ndarray, u: np.ndarray, points: np.
     return v
 
 
-def _declared_dtype(cd: ColumnDomain, ordered: bool) -> Any:
-    """The dtype of a released column, from its declaration alone (never the input's dtype).
-
-    A CSV reader gives an integer column ``int64`` without a missing value and
-    ``float64`` with one, and categories from the values it saw; a release whose dtypes
-    followed the input would show whether one record is missing or holds a rare level
-    (issue 25). So: a discrete kind is a Categorical over the declared levels (ordered
-    for ordinal kinds); an integer kind declared ``"missing": false`` is ``int64``;
-    every other numeric kind is ``float64`` (it may hold missing values).
-    """
-    if cd.is_discrete:
-        return pd.CategoricalDtype(list(cd.levels), ordered=bool(ordered))
-    if cd.kind == "integer" and not cd.missing:
-        return np.dtype(np.int64)
-    return np.dtype(float)
-
-
 def _integral_bounds(b: Any) -> bool:
     """Whether a legacy ``bounds`` pair is written in whole numbers of an integer type."""
     try:
@@ -327,7 +310,7 @@ def _describe_columns(
     """Public column descriptions from the declared domain alone.
 
     Only the column names of ``df`` are read. Kind, released dtype
-    (:func:`_declared_dtype`), levels, cells and whether a column has a "missing"
+    (:meth:`~synthmi.domain.ColumnDomain.dtype`), levels, cells and whether a column has a "missing"
     cell (its declared ``missing``) are functions of the declaration, so the fine
     domain -- hence every budget share and threshold -- is the same on neighbouring
     data sets whatever dtypes a reader gave them (issue 25).
@@ -339,11 +322,11 @@ def _describe_columns(
         if cd.is_discrete:
             levels = list(cd.levels)
             ordered = (c in ordinal) if ordinal is not None else cd.kind == "ordinal"
-            cols.append(_Column(c, "discrete", _declared_dtype(cd, ordered), levels, None, None, None, False,
+            cols.append(_Column(c, "discrete", cd.dtype(ordered), levels, None, None, None, False,
                                 ordered, can_miss, cd))
             continue
         lo, hi, point = _numeric_cells(cd, bins, integer_levels)
-        cols.append(_Column(c, "continuous", _declared_dtype(cd, True), None, lo, hi, point, cd.kind == "integer",
+        cols.append(_Column(c, "continuous", cd.dtype(), None, lo, hi, point, cd.kind == "integer",
                             True, can_miss, cd, np.array(cd.point_masses, dtype=float)))
     return cols
 
@@ -897,7 +880,12 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
 
         Levels and bounds come only from the declared public ``domain`` (and the
         older ``bounds``), never from the data: a level held by one record must
-        not appear or vanish with that record (issue 11).
+        not appear or vanish with that record (issue 11). The frame is first
+        conformed to that domain; the released dtypes
+        (:meth:`~synthmi.domain.ColumnDomain.dtype`: Categorical over the declared
+        levels, ``int64`` for an integer kind declared complete, else ``float64``),
+        kinds, missing cells, thresholds and ``spec_`` follow the declaration alone,
+        never the input's dtypes or categories (issue 25).
 
         Parameters
         ----------
@@ -912,7 +900,8 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             Shortcut for the released columns (default: every column of ``df``).
         bounds : dict, optional
             Older form: column -> (lower, upper), declaring a numeric column
-            (integer kind for integer dtypes, continuous otherwise).
+            (integer kind when both bounds are written as integers, ``(0, 100)``;
+            continuous otherwise, ``(0.0, 100.0)``). The input's dtypes decide nothing.
         domain : PublicDomain, str, Path or dict
             The declared public domain of every column (see :mod:`synthmi.domain`):
             a :class:`~synthmi.domain.PublicDomain`, a path to its JSON file, its
