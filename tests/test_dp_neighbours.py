@@ -110,6 +110,7 @@ def public_parts(model: DPSynSynthesizer) -> dict:
         "domain": model.domain_.to_dict(),
         "fingerprint": model.fingerprint_,
         "theta": {c: round(float(v), 9) for c, v in model.theta_.items()},
+        "sigma": [round(float(model.sigma_unit_), 9)] + [round(float(v), 9) for v in model.sigma_one_way_],
         "cells": [[c.name, c.kind, str(c.dtype), int(c.size), bool(c.has_missing_level), bool(c.integer),
                    bool(c.ordered)] for c in model._columns],
         "params": {k: str(v) for k, v in model.public_params().items()},
@@ -150,6 +151,15 @@ def _api(reader):
         return _release(model, out)
 
     return run
+
+
+def _api_spec(df, out):
+    # the Python form of --spec: the file read with the spec's missing-value markers
+    path = out.parent / "input.csv"
+    df.to_csv(path, index=False)
+    data = pd.read_csv(path, na_values=SPEC["na_values"])
+    model = DPSynSynthesizer(epsilon=1.0, delta=1e-9, bins=8).fit(data, spec=SPEC)
+    return _release(model, out)
 
 
 def _dask(df, out):
@@ -204,6 +214,8 @@ def path_cases(files) -> dict[str, tuple]:
                                                   **_DPSYN_NOISED), None),
         "api-load_dataset": ("python", lambda i: Case("api-load_dataset", None, _api(_load_dataset),
                                                       remove_record(i), **_DPSYN_NOISED), None),
+        "api-spec": ("python", lambda i: Case("api-spec", None, _api_spec, remove_record(i), **_DPSYN_NOISED),
+                     None),
         "api-dask": ("python", lambda i: Case("api-dask", None, _dask, remove_record(i), **_DPSYN_NOISED), None),
         "cli-domain": ("cli", lambda i: Case("cli-domain", _cli_dpsyn(*qi, "--domain", dom), None, remove_record(i),
                                              **_DPSYN_NOISED), None),
@@ -227,7 +239,7 @@ def path_cases(files) -> dict[str, tuple]:
     }
 
 
-PATHS = ["api-read_csv", "api-load_dataset", "api-dask", "cli-domain", "cli-spec", "cli-na-values",
+PATHS = ["api-read_csv", "api-load_dataset", "api-spec", "api-dask", "cli-domain", "cli-spec", "cli-na-values",
          "cli-dp-bayes", "cli-kmeans"]
 
 
