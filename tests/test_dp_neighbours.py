@@ -162,6 +162,18 @@ def _api_spec(df, out):
     return _release(model, out)
 
 
+def _api_kmeans(df, out):
+    from synthmi.privacy import DPKMeans
+
+    data = _read_csv(df, out)
+    km = DPKMeans(n_clusters=2, epsilon=1.0, n_iter=3, clip_norm=2.0).fit(
+        data[["income", "hours"]], domain=PublicDomain.from_dict(DOMAIN).select(["income", "hours"]))
+    payload = {"shape": list(np.shape(km.cluster_centers_)), "privacy": km.privacy_statement(),
+               "attributes": sorted(km.__dict__)}
+    (out / "centres.json").write_text(json.dumps(payload))
+    return repr(km)
+
+
 def _dask(df, out):
     import dask.dataframe as dd
 
@@ -216,6 +228,7 @@ def path_cases(files) -> dict[str, tuple]:
                                                       remove_record(i), **_DPSYN_NOISED), None),
         "api-spec": ("python", lambda i: Case("api-spec", None, _api_spec, remove_record(i), **_DPSYN_NOISED),
                      None),
+        "api-kmeans": ("python", lambda i: Case("api-kmeans", None, _api_kmeans, remove_record(i)), None),
         "api-dask": ("python", lambda i: Case("api-dask", None, _dask, remove_record(i), **_DPSYN_NOISED), None),
         "cli-domain": ("cli", lambda i: Case("cli-domain", _cli_dpsyn(*qi, "--domain", dom), None, remove_record(i),
                                              **_DPSYN_NOISED), None),
@@ -239,7 +252,7 @@ def path_cases(files) -> dict[str, tuple]:
     }
 
 
-PATHS = ["api-read_csv", "api-load_dataset", "api-spec", "api-dask", "cli-domain", "cli-spec", "cli-na-values",
+PATHS = ["api-read_csv", "api-load_dataset", "api-spec", "api-kmeans", "api-dask", "cli-domain", "cli-spec", "cli-na-values",
          "cli-dp-bayes", "cli-kmeans"]
 
 
