@@ -950,11 +950,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         resolved = as_spec(spec)
         if quasi_identifiers is not None or keep is not None:
             resolved = resolved.with_roles(quasi_identifiers, keep)
-        missing = [c for c in resolved.released if c not in df.columns]
-        if missing:
-            raise ValueError(
-                f"The spec names columns that are not in 'df': {missing}. Columns of 'df': {list(df.columns)}."
-            )
+        resolved.check_data(df, "df", dtypes=False)  # the columns only: the domain checks the values
         return resolved
 
     def _fit_release(self, df: pd.DataFrame, spec: Any, bounds=None, domain=None, ordinal=None,
