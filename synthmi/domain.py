@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -75,15 +76,35 @@ class DomainError(ValueError):
     """A public domain is malformed, missing a column, or the data fall outside it."""
 
 
+_NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
 def _level_key(v: Any) -> str:
-    """Canonical text of a level or value: 1, 1.0 and "1" share the key "1"."""
+    """Canonical text of a level or value: 1, 1.0, "1", "01" and "1.0" share the key "1";
+    True, "True" and "TRUE" share "True".
+
+    The key is a function of the one value alone, so a value gets the same key whatever
+    a CSV reader made of its column: the reader guesses the column's type from all of
+    its (private) values -- "01" stays text beside one "DK" and becomes the number 1
+    without it, "TRUE" becomes the bool True unless one record holds "?" -- and a key
+    that followed that guess would let one record change how every other record
+    conforms (issue 25).
+    """
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v))
-    if isinstance(v, (float, np.floating)) and math.isfinite(float(v)) and float(v).is_integer():
-        return str(int(v))
     if isinstance(v, (int, np.integer)):
         return str(int(v))
-    return str(v).strip()
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return str(int(f)) if math.isfinite(f) and f.is_integer() else str(f)
+    t = str(v).strip()
+    if t.lower() in ("true", "false"):
+        return t.capitalize()
+    if _NUMBER_TEXT.fullmatch(t):
+        if re.fullmatch(r"[+-]?\d+", t):
+            return str(int(t))
+        return _level_key(float(t))
+    return t
 
 
 def _jsonable(v: Any) -> Any:

@@ -333,3 +333,63 @@ def test_battery_detects_dtype_and_stderr_leaks(tmp_path):
         case = Case(name, None, fn, remove_record(SPECIAL[special]))
         with pytest.raises(AssertionError):
             check_neighbours(case, survey(), tmp_path / name, "python")
+
+
+# ------------------------------------------------------------------ the reader's type guess (review of issue 25)
+# A CSV reader guesses each column's type from all of its values: zero-padded codes stay text
+# beside one "DK" answer and become the numbers 1, 2, 3 without it; "TRUE"/"FALSE" become
+# bools unless one record holds "?". Matching on the reader's types made every record of D'
+# fall outside the declared levels (an error, or the whole column 'other' with --map-other).
+CODES = {"columns": {"region": {"kind": "categorical", "levels": ["01", "02", "03", "DK"]},
+                     "flag": {"kind": "binary", "levels": ["FALSE", "TRUE"]},
+                     "sex": {"kind": "binary", "levels": ["F", "M"], "missing": False}},
+         "source": "codebook"}
+
+
+def coded_survey(n: int = 120) -> pd.DataFrame:
+    """Record 0 holds the only 'DK' region, record 1 the only '?' flag (read as missing)."""
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"region": rng.choice(["01", "02", "03"], n).astype(object),
+                       "flag": rng.choice(["TRUE", "FALSE"], n).astype(object), "sex": rng.choice(["F", "M"], n)})
+    df.loc[0, "region"] = "DK"
+    df.loc[1, "flag"] = "?"
+    return df
+
+
+@pytest.mark.parametrize("i", [0, 1])
+@pytest.mark.parametrize("via", ["cli", "python"])
+def test_reader_type_guess_decides_nothing(via, i, tmp_path):
+    (tmp_path / "codes.json").write_text(json.dumps(CODES))
+
+    def argv(data, out):
+        return ["synthesize", "--data", str(data), "--method", "dpsyn", "--param", "epsilon=1", "--qi",
+                "region,flag,sex", "--keep", "", "--na-values", "?", "--domain", str(tmp_path / "codes.json"),
+                "--m", "2", "--out", str(out)]
+
+    def api(df, out):
+        path = out.parent / "input.csv"
+        df.to_csv(path, index=False)
+        model = DPSynSynthesizer(epsilon=1.0).fit(pd.read_csv(path, na_values=["?"]), domain=CODES)
+        return _release(model, out)
+
+    case = Case("codes", argv if via == "cli" else None, api if via == "python" else None, remove_record(i),
+                **_DPSYN_NOISED)
+    a, _ = check_neighbours(case, coded_survey(), tmp_path, via)
+    assert a.returncode == 0, a.stderr
+
+
+def test_private_read_keeps_text_and_never_warns(tmp_path):
+    # pandas reads a big file in chunks and warns "mixed types" when a later chunk holds one
+    # text answer among numbers: on D only. The private read keeps every cell as text.
+    import warnings
+
+    from synthmi.data import load_dataset
+
+    q = np.array(["1", "2", "3"] * 100_000, dtype=object)
+    q[280_000] = "DK"
+    path = tmp_path / "big.csv"
+    pd.DataFrame({"q": q, "sex": "F"}).to_csv(path, index=False)  # (one column is read in one chunk)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        df = load_dataset(str(path), private=True)
+    assert df["q"].map(type).eq(str).all()

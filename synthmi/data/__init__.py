@@ -242,7 +242,11 @@ def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option:
         return load_nhanes(recode=recode)
     if isinstance(na_values, str):
         na_values = [na_values]
-    df = pd.read_csv(name_or_path, sep=sep, na_values=list(na_values) if na_values else None)
+    # A private read keeps every cell as its text (dtype=str): a reader's type guess is a
+    # function of all the (private) values -- and, in chunks, warns about one record's --
+    # so the declared domain alone turns the text into numbers or levels (issue 25).
+    df = pd.read_csv(name_or_path, sep=sep, na_values=list(na_values) if na_values else None,
+                     dtype=str if private else None)
     check_csv_frame(df, str(name_or_path), sep=sep, option=option, scan_values=not private)
     if private:
         return df
