@@ -114,8 +114,15 @@ def run_cli(case: Case, data: pd.DataFrame, workdir: Path) -> Release:
     out = workdir / "out"
     argv = case.cli(path, out)
     o, e = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+    # Python warnings the command does not print itself (e.g. a reader's DtypeWarning) reach a
+    # user's terminal; under pytest they would be swallowed by its warning capture, so they are
+    # recorded here and compared as part of stderr.
+    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         rc = main(argv)
+    for w in caught:
+        e.write(f"{w.category.__name__}: {w.message}\n")
     # The data file's own path differs between the two runs only by directory; name
     # both runs' paths the same way so that a path echoed in the log compares equal.
     text = lambda s: s.replace(str(workdir), "<workdir>")  # noqa: E731

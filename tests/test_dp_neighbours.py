@@ -115,7 +115,19 @@ def public_parts(model: DPSynSynthesizer) -> dict:
                    bool(c.ordered)] for c in model._columns],
         "params": {k: str(v) for k, v in model.public_params().items()},
         "out_of_domain": model.out_of_domain_,
+        # every other attribute the pickle holds, unless it is listed as noise: a value stored
+        # under a new name (e.g. the input's dtypes) is compared, not just its name
+        "rest": {k: repr(v) for k, v in sorted(model.__dict__.items()) if k not in _NOISE_ATTRIBUTES | _IN_VIEW},
     }
+
+
+# Attributes of a fitted DPSyn model that are functions of the noisy measurements only.
+_NOISE_ATTRIBUTES = {"pooled_levels_", "suppressed_levels_", "suppressed_missing_", "selected_three_way_",
+                     "selection_scores_", "n_estimate_", "max_levels_", "selected_", "_groups", "_weights",
+                     "_coarse_sizes", "marginals_", "accountant_"}
+# compared field by field above
+_IN_VIEW = {"spec_", "dtypes_", "columns_", "domain_", "fingerprint_", "theta_", "sigma_unit_", "sigma_one_way_",
+            "_columns", "out_of_domain_"}
 
 
 def _release(model: DPSynSynthesizer, out: Path) -> str:
