@@ -405,3 +405,21 @@ def test_private_read_keeps_text_and_never_warns(tmp_path):
         warnings.simplefilter("error")
         df = load_dataset(str(path), private=True)
     assert df["q"].map(type).eq(str).all()
+
+
+def test_dask_reader_error_quotes_no_value(tmp_path):
+    # dd.read_csv infers dtypes from the first block; a later block holding a text answer in
+    # a column inferred int fails inside fit's compute, and dask's message quotes that value
+    import dask.dataframe as dd
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"q": rng.choice(["1", "2", "3"], 20000).astype(object), "sex": rng.choice(["F", "M"], 20000)})
+    df.loc[19990, "q"] = "Refused-JSmith"
+    df.to_csv(tmp_path / "d.csv", index=False)
+    dom = {"columns": {"q": {"kind": "categorical", "levels": ["1", "2", "3", "other"], "other": "other"},
+                       "sex": {"kind": "binary", "levels": ["F", "M"], "missing": False}}, "source": "codebook"}
+    with pytest.raises(ValueError, match="withheld") as info:
+        DPSynSynthesizer(epsilon=1.0).fit(dd.read_csv(tmp_path / "d.csv"), domain=dom, out_of_domain="other")
+    assert "JSmith" not in str(info.value) and info.value.__cause__ is None and info.value.__suppress_context__
+    # read as text, as the message says, the same file is released
+    DPSynSynthesizer(epsilon=1.0).fit(dd.read_csv(tmp_path / "d.csv", dtype=str), domain=dom, out_of_domain="other")

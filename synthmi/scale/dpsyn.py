@@ -29,6 +29,25 @@ def _partition_counts(codes: np.ndarray, attrs, maps, shape) -> np.ndarray:
     return np.bincount(flat, minlength=int(np.prod(shape)))
 
 
+def _computed(f, *args):
+    """``f(*args)``, where a failure other than the declared-domain check (which names the
+    column only) is re-raised without its text: a Dask reader that meets a value its
+    inferred dtype cannot hold quotes that private value in its error (issue 25)."""
+    from ..domain import DomainError
+
+    try:
+        return f(*args)
+    except DomainError:
+        raise
+    except Exception as exc:
+        raise ValueError(
+            f"Reading a partition of the Dask frame failed ({type(exc).__name__}); its message is withheld on a "
+            "differentially private path because it may quote a value of the data. A reader that infers dtypes from "
+            "the first block fails when a later block holds other values: read every column as text "
+            "(dd.read_csv(..., dtype=str)) and let the declared domain convert them."
+        ) from None
+
+
 class DaskCurator(_Curator):
     """The DPSyn curator over encoded partitions held by Dask (persisted on the workers)."""
 
@@ -40,7 +59,8 @@ class DaskCurator(_Curator):
         import dask
 
         f = dask.delayed(_partition_counts, pure=True)
-        counts = dask.compute(*[f(p, tuple(attrs), [np.asarray(mp) for mp in maps], tuple(shape)) for p in self._parts])
+        counts = _computed(dask.compute, *[f(p, tuple(attrs), [np.asarray(mp) for mp in maps], tuple(shape))
+                                           for p in self._parts])
         total = counts[0].astype(np.int64)
         for c in counts[1:]:
             total = total + c
@@ -52,5 +72,5 @@ def dask_curator(ddf, columns, out_of_domain: str, accountant, rng, exact_noise:
     import dask
 
     f = dask.delayed(_encode_partition, pure=True)
-    parts = list(dask.persist(*[f(p, columns, out_of_domain) for p in ddf.to_delayed()]))
+    parts = list(_computed(dask.persist, *[f(p, columns, out_of_domain) for p in ddf.to_delayed()]))
     return DaskCurator(parts, len(columns), accountant, rng, exact_noise=exact_noise)
