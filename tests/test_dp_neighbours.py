@@ -423,3 +423,16 @@ def test_dask_reader_error_quotes_no_value(tmp_path):
     assert "JSmith" not in str(info.value) and info.value.__cause__ is None and info.value.__suppress_context__
     # read as text, as the message says, the same file is released
     DPSynSynthesizer(epsilon=1.0).fit(dd.read_csv(tmp_path / "d.csv", dtype=str), domain=dom, out_of_domain="other")
+
+
+def test_spec_kind_inferred_for_an_excluded_column_is_not_published():
+    # `synthmi spec --data` infers 'binary' from 2 observed levels and 'nominal' from 3: a column
+    # the release does not release kept that kind in spec_ / spec.json / metadata.json
+    df = survey().drop(columns=["status"]).assign(note="x")
+    views = []
+    for kind in ("binary", "nominal"):
+        spec = {"synthmi_spec": 1, "columns": {**{c: v for c, v in SPEC["columns"].items() if c != "status"},
+                                               "note": {"role": "excluded", "kind": kind}}}
+        m = DPSynSynthesizer(epsilon=1.0, bins=8).fit(df, spec=spec)
+        views.append(m.spec_.to_dict())
+    assert views[0] == views[1]

@@ -344,19 +344,20 @@ def _declared_spec(spec: Any, domain: PublicDomain, columns: Sequence[_Column]) 
     taken from the declared ``domain`` (and marked declared).
 
     Roles, masks, analyses and the rest come from the user's spec or the column
-    lists (public inputs); nothing comes from the data's dtypes or categories.
+    lists (public inputs); nothing comes from the data's dtypes or categories. A column
+    not released is kept only when the spec declares it (an inferred kind is a data fact).
     """
-    from dataclasses import replace
-
     from ..spec import ColumnSpec, ReleaseSpec
 
     described = {c.name: c for c in columns}
     cols = {}
     for name, v in spec.columns.items():
         if name not in described:
-            # not released: its role only (a kind the user did not declare is no data fact,
-            # but drop any levels/bounds a spec inferred)
-            cols[name] = v if v.declared else replace(v, levels=None, bounds=None, point_masses=None)
+            # not released: kept only when declared. An undeclared kind is what `synthmi spec`
+            # inferred from the private values (binary with 2 levels seen, nominal with 3), so
+            # publishing it would show whether one record holds a third level (review of issue 25).
+            if v.declared:
+                cols[name] = v
             continue
         cd, col = domain[name], described[name]
         if cd.is_discrete:
