@@ -409,6 +409,28 @@ class _Curator:
         ).reshape(shape)
         return counts.astype(np.int64) + noise
 
+    def noisy_hierarchy(
+        self, attr: int, size: int, maps: Sequence[np.ndarray], shapes: Sequence[int], sigma: float, label: str
+    ) -> list[np.ndarray]:
+        r"""Counts of one column at several nested resolutions, each plus discrete Gaussian noise.
+
+        ``maps[l]`` sends each fine code to its node at level ``l`` (a partition of the
+        fine cells). A record adds 1 to exactly one node of each of the :math:`L` levels,
+        so the vector of all levels has l2 sensitivity :math:`\sqrt{L}`; it is accounted
+        as one Gaussian release with that sensitivity and noise ``sigma`` per count, whose
+        RDP :math:`\lambda L / (2\sigma^2)` equals that of :math:`L` unit-sensitivity
+        releases (Hay, Rastogi, Miklau & Suciu 2010 measure such a hierarchy with
+        Laplace noise; here the noise is the same exact discrete Gaussian as every
+        marginal). One read of the fine counts serves every level.
+        """
+        self.accountant.add_gaussian(sigma, sensitivity=math.sqrt(len(maps)), count=1, label=label)
+        fine = self._true_counts((attr,), (np.arange(size, dtype=np.int64),), (size,))
+        out = []
+        for mp, k in zip(maps, shapes):
+            counts = np.bincount(mp, weights=fine, minlength=int(k)).round().astype(np.int64)
+            out.append(counts + sample_discrete_gaussian(sigma * sigma, size=int(k), rng=self.rng, exact=self.exact_noise))
+        return out
+
     def noisy_indif(
         self, pairs: Sequence[tuple[int, int]], maps: Sequence[np.ndarray], sizes: Sequence[int], sigma: float
     ) -> np.ndarray:
@@ -450,12 +472,18 @@ def _pool_rare(noisy: np.ndarray, other: int, theta: float, n_levels: int) -> tu
     return counts, pooled
 
 
-def _compress(col: _Column, noisy: np.ndarray, theta: float, target_mass: float, max_levels: int) -> tuple[np.ndarray, np.ndarray]:
-    """Map fine codes to coarse groups from the noisy one-way counts (post-processing).
+def _compress(
+    col: _Column, noisy: np.ndarray, theta: float, target_mass: float, max_levels: int, keep: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Map fine codes to coarse groups from the noisy one-way counts (post-processing).
 
     Returns ``(group, weight)``: ``group[v]`` is the coarse level of fine value ``v``;
     ``weight[v]`` its share used to split the group back (0 for dropped values).
+    An unordered column keeps a level as its own group when its noisy count is at
+    least ``keep`` (default ``theta``; the synthesizer passes
+    :math:`\min(\theta, 3\sigma_1)` so a level clearly above the noise is never dropped).
     """
+    keep = theta if keep is None else keep
     size = col.size
     c = np.clip(noisy.astype(float), 0.0, None)
     group = np.full(size, -1, dtype=np.int64)
@@ -479,8 +507,8 @@ def _compress(col: _Column, noisy: np.ndarray, theta: float, target_mass: float,
             group[group == g] = g - 1
             n_groups = g
     else:
-        kept = [v for v in base if c[v] >= theta]
-        rare = [v for v in base if c[v] < theta]
+        kept = [v for v in base if c[v] >= keep]
+        rare = [v for v in base if c[v] < keep]
         kept.sort(key=lambda v: -c[v])
         # Too many levels: the smallest kept ones join the rare values.
         while len(kept) + (1 if rare else 0) > max_levels and len(kept) > 1:
@@ -508,6 +536,155 @@ def _compress(col: _Column, noisy: np.ndarray, theta: float, target_mass: float,
             group[m] = int(np.argmax(np.bincount(group[:m], weights=c[:m], minlength=n_groups)))
             weight[m] = 0.0
     return group, weight
+
+
+# ------------------------------------------------------------------ numeric hierarchy
+# A numeric column with more fine cells than this is measured as a hierarchy of nested
+# partitions (each node splits into _TREE_BRANCH contiguous children) instead of one flat
+# histogram; see _tree_maps / _tree_estimate / _tree_weights.
+_TREE_MIN_CELLS = 16
+# ... and at most this many (the least-squares step inverts a cells x cells matrix).
+_TREE_MAX_CELLS = 2048
+_TREE_BRANCH = 8
+# A node of the hierarchy (or the group of its unresolved siblings) keeps its own share of
+# its parent's mass only when its estimate is at least this many standard errors above 0:
+# an empty node passes with probability 0.023, so empty tails mostly stay empty (issue 25).
+_TREE_Z = 2.0
+# A declared level of an unordered column whose noisy one-way count is at least this many
+# noise sds is always kept (issue 25: levels held by 7-19% of people were suppressed).
+_KEEP_Z = 3.0
+# The one-way budget is shared in proportion to min(cells, cap)^(2/3): the cells^(2/3) rule
+# minimises the total L1 noise over the FINE cells, which starved binary columns beside a
+# 512-cell income; what synthesis uses are the coarse levels (at most ~32).
+_ONE_WAY_CELL_CAP = 16
+# A moment of the release is flagged when it differs from its direct noisy estimate by more
+# than this many of that estimate's standard errors.
+_FLAG_Z = 3.0
+
+
+def _tree_maps(n_base: int, has_missing: bool) -> tuple[list[np.ndarray], list[int]]:
+    r"""Nested partitions of the fine cells ``0..n_base-1`` (plus the missing cell, its own
+    node at every level): level ``l`` has :math:`b^l` contiguous nodes (``b`` =
+    ``_TREE_BRANCH``), cell :math:`i` in node :math:`\lfloor i\, b^l / n \rfloor`, for
+    :math:`b^l \le n/2`, then the cells themselves. A node's cells all lie in one node of
+    the level above because :math:`b^{l+1}` is a multiple of :math:`b^l`.
+    Public: a function of the declared cells only."""
+    counts = []
+    k = _TREE_BRANCH
+    while k <= n_base / 2:
+        counts.append(k)
+        k *= _TREE_BRANCH
+    counts.append(n_base)
+    i = np.arange(n_base, dtype=np.int64)
+    maps, shapes = [], []
+    for k in counts:
+        mp = (i * k) // n_base
+        if has_missing:
+            mp = np.append(mp, k)
+        maps.append(mp)
+        shapes.append(k + int(has_missing))
+    return maps, shapes
+
+
+def _tree_estimate(noisy: Sequence[np.ndarray], maps: Sequence[np.ndarray], size: int, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Least-squares fine counts from the noisy levels (post-processing).
+
+    With :math:`A_l` the 0/1 matrix summing fine cells into level-``l`` nodes and
+    :math:`y_l = A_l c + e_l`, :math:`e_l \sim N(0, \sigma^2 I)` (the discrete Gaussian
+    has variance below :math:`\sigma^2`, Canonne, Kamath & Steinke 2020, Corollary 9):
+
+    .. math::
+
+        \hat c = \Big(\sum_l A_l^	op A_l\Big)^{-1} \sum_l A_l^	op y_l, \qquad
+        \mathrm{Cov}(\hat c) = \sigma^2 \Big(\sum_l A_l^	op A_l\Big)^{-1},
+
+    the unbiased minimum-variance combination of all levels (Hay, Rastogi, Miklau &
+    Suciu 2010, "Boosting the accuracy of differentially private histograms through
+    consistency", Theorem 3, for the same estimator on a complete tree). The finest
+    level is the cells themselves, so the system is non-singular.
+    """
+    gram = np.zeros((size, size))
+    rhs = np.zeros(size)
+    for y, mp in zip(noisy, maps):
+        a = np.zeros((int(mp.max()) + 1, size))
+        a[mp, np.arange(size)] = 1.0
+        gram += a.T @ a
+        rhs += a.T @ np.asarray(y, dtype=float)
+    inv = np.linalg.inv(gram)
+    return inv @ rhs, sigma * sigma * inv
+
+
+def _runs(mask: np.ndarray) -> list[np.ndarray]:
+    """Maximal runs of consecutive True positions of ``mask``."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return []
+    return np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)
+
+
+def _tree_weights(est: np.ndarray, cov: np.ndarray, maps: Sequence[np.ndarray], z: float = _TREE_Z) -> np.ndarray:
+    r"""Non-negative fine-cell masses, top-down through the hierarchy (post-processing).
+
+    The estimated total :math:`\max(\sum_i \hat c_i, 0)` goes to the top level's nodes,
+    then each node's mass to its children. With :math:`\hat c_v` the least-squares
+    estimate of child :math:`v` and :math:`\mathrm{se}` its standard error (from
+    ``cov``), a child *resolves* when :math:`\hat c_v \ge z\,\mathrm{se}(\hat c_v)`;
+    a run of consecutive unresolved children is grown from its resolved neighbour(s)
+    (the data are ordered, so an unresolved tail lies next to resolved mass): the longest
+    stretch of it whose summed estimate :math:`\hat R` has :math:`\hat R \ge
+    z\,\mathrm{se}(\hat R)` gets :math:`\hat R`, shared among its members in proportion
+    to their positive estimates (equally if none is positive). The parent's mass is
+    split in proportion to these amounts; unresolved mass that is not itself clear of
+    the noise gets nothing (it stays with its resolved siblings). When nothing resolves the split follows the
+    positive estimates (equally if none). Two properties follow: a node clearly above
+    its noise always keeps mass, and an empty tail (incomes above the last real one) gets
+    mass only with probability about :math:`P(N(0,1) > z)` per test, not the
+    :math:`1/2` of clipping each noisy count at 0 (issue 25).
+    """
+    size = est.size
+    mass = np.array([max(float(est.sum()), 0.0)])
+    parent_of_cell = np.zeros(size, dtype=np.int64)
+    cols = np.arange(size)
+    for mp in maps:
+        k = int(mp.max()) + 1
+        node_est = np.bincount(mp, weights=est, minlength=k)
+        agg = np.zeros((k, size))
+        agg[mp, cols] = 1.0
+        node_cov = agg @ cov @ agg.T
+        node_se = np.sqrt(np.clip(np.diag(node_cov), 0.0, None))
+        parent = np.zeros(k, dtype=np.int64)
+        parent[mp] = parent_of_cell
+        resolved = node_est >= z * node_se
+        pos = np.clip(node_est, 0.0, None)
+        share = np.zeros(k)
+        for p in np.unique(parent):
+            kids = np.flatnonzero(parent == p)
+            w = np.where(resolved[kids], node_est[kids], 0.0)
+            if resolved[kids].any():
+                for run in _runs(~resolved[kids]):
+                    # grow the run from the resolved side(s): the longest stretch whose
+                    # summed estimate clears z standard errors gets that estimate
+                    cands = []
+                    if run[0] > 0:
+                        cands += [run[: k + 1] for k in range(run.size)]
+                    if run[-1] < kids.size - 1:
+                        cands += [run[k:] for k in range(run.size)]
+                    best = None
+                    for cand in cands:
+                        r_hat = float(node_est[kids[cand]].sum())
+                        r_se = math.sqrt(max(float(node_cov[np.ix_(kids[cand], kids[cand])].sum()), 0.0))
+                        if r_hat > 0 and r_hat >= z * r_se and (best is None or cand.size > best[0].size):
+                            best = (cand, r_hat)
+                    if best is not None:
+                        pr = pos[kids[best[0]]]
+                        pr = pr if pr.sum() > 0 else np.ones(best[0].size)
+                        w[best[0]] = best[1] * pr / pr.sum()
+            if w.sum() <= 0:
+                w = pos[kids] if pos[kids].sum() > 0 else np.ones(kids.size)
+            share[kids] = w / w.sum()
+        mass = mass[parent] * share
+        parent_of_cell = mp
+    return mass
 
 
 # Within an ordered bucket, cells whose noisy count is below this many noise sds get no
@@ -812,10 +989,10 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         epsilon: float = 1.0,
         delta: float = 1e-9,
         theta_min: float = 20.0,
-        bins: int = 32,
+        bins: int = 256,
         max_levels: int | None = None,
-        budget_split: tuple[float, float, float] = (0.3, 0.05, 0.65),
-        one_way_split: str = "cells",
+        budget_split: tuple[float, float, float] = (0.45, 0.05, 0.5),
+        one_way_split: str = "equal",
         n_iter: int = 20,
         update_rate: float = 1.0,
         update_decay: float = 0.85,
@@ -986,16 +1163,32 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         ident = [np.arange(s, dtype=np.int64) for s in fine_sizes]
 
         # 1. one-way marginals on the fine domain; like the two-way ones, the budget
-        #    share of each is proportional to cells^(2/3) (minimum total L1 noise).
+        #    share of each is proportional to cells^(2/3) (minimum total L1 noise), the
+        #    cells capped at _ONE_WAY_CELL_CAP (synthesis uses at most ~32 coarse levels).
         fs = np.array(fine_sizes, dtype=float)
-        share1 = fs ** (2.0 / 3.0) / np.sum(fs ** (2.0 / 3.0)) if self.one_way_split == "cells" else np.full(d, 1.0 / d)
+        fe = np.minimum(fs, _ONE_WAY_CELL_CAP)
+        share1 = fe ** (2.0 / 3.0) / np.sum(fe ** (2.0 / 3.0)) if self.one_way_split == "cells" else np.full(d, 1.0 / d)
         sigma1s = s1 / np.sqrt(f1 * share1)
-        one_way = [
-            curator.noisy_marginal((a,), (ident[a],), (fine_sizes[a],), float(sigma1s[a]), f"one-way: {columns[a].name}")
-            for a in range(d)
-        ]
-        tot = np.array([o.sum() for o in one_way], dtype=float)
-        tvar = fs * sigma1s**2
+        # Numeric columns with many fine cells: a hierarchy of nested histograms (the same
+        # RDP as one histogram at sigma1: L levels at sigma1 * sqrt(L) each), combined by
+        # least squares; its nodes give buckets that adapt to the data and a within-bucket
+        # shape from the finer levels (issue 25).
+        one_way: list[np.ndarray] = []
+        tree: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for a, col in enumerate(columns):
+            n_base = col.size - int(col.has_missing_level)
+            if col.kind == "continuous" and _TREE_MIN_CELLS < n_base <= _TREE_MAX_CELLS:
+                maps, shapes = _tree_maps(n_base, col.has_missing_level)
+                sig = float(sigma1s[a]) * math.sqrt(len(maps))
+                levels = curator.noisy_hierarchy(a, col.size, maps, shapes, sig, f"one-way: {col.name}")
+                est, cov = _tree_estimate(levels, maps, col.size, sig)
+                tree[a] = (est, cov)
+                one_way.append(_tree_weights(est, cov, maps))
+            else:
+                one_way.append(curator.noisy_marginal((a,), (ident[a],), (fine_sizes[a],), float(sigma1s[a]),
+                                                      f"one-way: {col.name}"))
+        tot = np.array([tree[a][0].sum() if a in tree else o.sum() for a, o in enumerate(one_way)], dtype=float)
+        tvar = np.array([tree[a][1].sum() if a in tree else fs[a] * sigma1s[a] ** 2 for a in range(d)])
         n_hat = float(max(np.sum(tot / tvar) / np.sum(1.0 / tvar), 1.0))
 
         # 2. compression (post-processing of the one-way marginals)
@@ -1019,8 +1212,10 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
                 n_noisy[a][o] += len(pooled)
                 if pooled:
                     self.pooled_levels_[col.name] = {"into": col.domain.other, "levels": [col.levels[v] for v in pooled]}
-            g, w = _compress(col, one_way[a], float(thetas[a]), n_hat / max_levels, max_levels)
-            if col.ordered:
+            keep = min(float(thetas[a]), _KEEP_Z * float(sigma1s[a]))
+            g, w = _compress(col, one_way[a], float(thetas[a]), n_hat / max_levels, max_levels, keep=keep)
+            if col.ordered and a not in tree:
+                # (a hierarchy's weights are already thresholded node by node: _tree_weights)
                 w = _split_weights(col, g, w, _SPLIT_Z * float(sigma1s[a]))
             if pooled:
                 g[pooled] = g[o]
@@ -1053,6 +1248,21 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
 
         margs: list[_Marginal] = []
         for a in range(d):
+            if a in tree:
+                # A bucket's count is the least-squares estimate of its cells' total
+                # (unbiased), its variance g' Cov g; the missing cell counts only when it
+                # is its own group (as below).
+                est, cov = tree[a]
+                incl = np.ones(columns[a].size)
+                if columns[a].has_missing_level:
+                    m = columns[a].size - 1
+                    if np.sum(groups[a] == groups[a][m]) > 1:
+                        incl[m] = 0.0
+                agg = np.zeros((int(sizes[a]), columns[a].size))
+                agg[groups[a], np.arange(columns[a].size)] = incl
+                var = np.clip(np.einsum("ij,jk,ik->i", agg, cov, agg), 1e-12, None)
+                margs.append(_Marginal((a,), agg @ est, var))
+                continue
             if columns[a].ordered:
                 # A bucket's count is the sum of its cells' raw noisy counts (unbiased: the
                 # noise of empty cells cancels instead of adding its positive part), plus the
@@ -1103,6 +1313,71 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         self._weights = [np.clip(w, 0.0, None) for w in weights]
         self._coarse_sizes = sizes
         self.marginals_ = margs
+        self.continuous_ = self._continuous_report(columns, groups, self._weights, margs[:d], tree, one_way, sigma1s)
+
+    @staticmethod
+    def _continuous_report(columns, groups, weights, one_way_margs, tree, one_way, sigma1s) -> dict[str, dict[str, Any]]:
+        r"""Range and mean of each numeric column in the release, checked against the noise
+        (post-processing of the noisy counts only; never a read of the data).
+
+        With :math:`\hat c_i` the noisy fine counts (the least-squares ones for a
+        hierarchy), :math:`C` their covariance, :math:`m_i` the mid-point of cell
+        :math:`i` (its value for a point cell) and :math:`\hat N = \sum_i \hat c_i`:
+
+        * the release draws cell :math:`i` with mass :math:`q_i` (its bucket's consistent
+          count split by the within-bucket weights), so its range is the span of the
+          cells with :math:`q_i > 0` and its mean :math:`\bar m_q = \sum_i m_i q_i / \sum_i q_i`;
+        * the direct estimate of the mean is :math:`\hat\mu = \sum_i m_i \hat c_i / \hat N`,
+          with delta-method standard error :math:`\sqrt{g^\top C g}`,
+          :math:`g_i = (m_i - \hat\mu)/\hat N`; ``mean_flag`` is set when
+          :math:`|\bar m_q - \hat\mu| > 3\,\mathrm{se}` (``_FLAG_Z``): the release moved the mean
+          by more than the noise explains;
+        * the share of people outside the release's range is estimated by
+          :math:`\hat s = \sum_{i: q_i = 0} \hat c_i / \hat N` with standard error
+          :math:`\sqrt{v^\top C v}/\hat N` (:math:`v` the indicator of those cells);
+          ``truncation_flag`` is set when :math:`\hat s > 3\,\mathrm{se}`.
+        """
+        out: dict[str, dict[str, Any]] = {}
+        for a, col in enumerate(columns):
+            if col.kind != "continuous":
+                continue
+            n_base = col.size - int(col.has_missing_level)
+            if a in tree:
+                est, cov = tree[a][0][:n_base], tree[a][1][:n_base, :n_base]
+            else:
+                est = np.asarray(one_way[a], dtype=float)[:n_base]
+                cov = np.diag(np.full(n_base, float(sigma1s[a]) ** 2))
+            lo, hi, pt = col.cell_lo, col.cell_hi, col.cell_point
+            top = hi - 1.0 if col.integer else hi
+            mid = np.where(pt, lo, (lo + top) / 2.0)
+            g, w = groups[a], weights[a]
+            table = np.clip(one_way_margs[a].table, 0.0, None)
+            q = np.zeros(col.size)
+            for grp in range(table.size):
+                members = np.flatnonzero(g == grp)
+                p = w[members] if w[members].sum() > 0 else np.ones(members.size)
+                q[members] = table[grp] * p / p.sum()
+            q = q[:n_base]
+            entry: dict[str, Any] = {}
+            n_hat = float(est.sum())
+            if q.sum() > 0:
+                held = np.flatnonzero(q > 0)
+                entry["range"] = [float(lo[held].min()), float(np.where(pt, lo, top)[held].max())]
+                entry["mean"] = float(mid @ q / q.sum())
+            if n_hat > 0 and "mean" in entry:
+                mu = float(mid @ est / n_hat)
+                grad = (mid - mu) / n_hat
+                se = math.sqrt(max(float(grad @ cov @ grad), 0.0))
+                out_cells = (q <= 0).astype(float)
+                share = float(out_cells @ est / n_hat)
+                share_se = math.sqrt(max(float(out_cells @ cov @ out_cells), 0.0)) / n_hat
+                entry.update(
+                    noisy_mean=mu, noisy_mean_se=se, mean_flag=bool(abs(entry["mean"] - mu) > _FLAG_Z * se),
+                    share_outside_range=share, share_outside_se=share_se,
+                    truncation_flag=bool(share > _FLAG_Z * share_se),
+                )
+            out[col.name] = entry
+        return out
 
     @staticmethod
     def _triples(selected, pairs, scores, sizes, k: int, max_cells: int) -> list[tuple[int, int, int]]:
@@ -1196,6 +1471,12 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             "suppressed_missing": list(self.suppressed_missing_),
             "pooled_levels": {c: {"into": _json_level(v["into"]), "levels": [_json_level(x) for x in v["levels"]]}
                               for c, v in self.pooled_levels_.items()},
+            # range and mean of each numeric column in the release, against the noisy
+            # estimates (post-processing of noisy counts; see _continuous_report)
+            "continuous": {c: {k: (float(f"{v:.6g}") if isinstance(v, float) else
+                                   [float(f"{x:.6g}") for x in v] if isinstance(v, list) else v)
+                               for k, v in e.items()}
+                           for c, e in getattr(self, "continuous_", {}).items()},
         }
 
     def public_params(self) -> dict[str, Any]:
@@ -1257,6 +1538,19 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             "  levels in the joint marginals: " + ", ".join(f"{c}={k}" for c, k in sizes.items()),
             f"  two-way marginals measured: {len(self.selected_)}; three-way: {len(self.selected_three_way_)}",
         ]
+        for c, e in getattr(self, "continuous_", {}).items():
+            if "range" not in e:
+                lines.append(f"  {c}: no values released (its noisy counts are all below the noise)")
+                continue
+            line = f"  {c}: release range [{e['range'][0]:.6g}, {e['range'][1]:.6g}], mean {e['mean']:.4g}"
+            if "noisy_mean" in e:
+                line += f" (noisy estimate {e['noisy_mean']:.4g}, se {e['noisy_mean_se']:.2g})"
+                if e["mean_flag"]:
+                    line += "; MEAN MOVED beyond the noise"
+                if e["truncation_flag"]:
+                    line += (f"; TRUNCATED: an estimated {100 * e['share_outside_range']:.1f}% "
+                             f"(se {100 * e['share_outside_se']:.1f}%) of people lie outside this range")
+            lines.append(line)
         return "\n".join(lines)
 
     def spent(self, conversion: str | None = None) -> tuple[float, float]:
