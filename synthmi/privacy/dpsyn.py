@@ -29,7 +29,18 @@ He, Chen & Zhang 2021, USENIX Security):
    records start independent and are moved between cells of each marginal in
    turn until their marginals match the noisy ones; merged values and buckets are
    then split back using the fine one-way marginals, and continuous values are
-   drawn uniformly within their bucket.
+   drawn uniformly within their (fine) cell.
+
+Numeric columns with more than 16 fine cells (a continuous column's ``bins``
+equal-width cells, an integer column's values) are measured as a *hierarchy* of
+nested histograms (8, 64, ... nodes, then the cells; Hay, Rastogi, Miklau & Suciu
+2010) instead of one flat histogram, at the same RDP cost, combined by least
+squares and turned top-down into non-negative cell masses (:func:`_tree_weights`):
+the buckets then follow the data's noisy quantiles, the within-bucket shape comes
+from the finer levels, and an empty tail up to the declared bound stays empty.
+The release states each numeric column's range and checks its mean against the
+direct noisy estimate (``continuous_``, in ``summary()`` and the metadata's
+diagnostics): post-processing of the noisy counts only.
 
 Every access to the data is one of two accounted mechanisms (noisy marginal,
 noisy InDif scores) of the private ``_Curator``; the Renyi-DP budget is split
@@ -902,7 +913,11 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         small n: a value seen by fewer than ~20 people cannot carry any two-way
         structure through the noise, while 4.5 sigma dominates at moderate budgets.
     bins : int
-        Equal-width buckets of each continuous column over its public bounds.
+        Equal-width fine cells of each continuous column (and of an integer column
+        with more than ``integer_levels`` values) over its public bounds (default 256).
+        More than 16 cells are measured as a hierarchy (see the module docstring), so a
+        fine grid costs no extra budget: its levels share the column's one-way budget
+        (:math:`L` levels at :math:`\sigma_1\sqrt{L}` each; 3 levels at 256 cells).
     max_levels : int or None
         Most levels a column keeps in the two-way marginals (ordered columns are
         cut into contiguous buckets of noisy mass ~ n / max_levels). ``None``:
@@ -910,13 +925,25 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         clipped to [4, 32], so that a typical two-way cell holds ~4 noise sds.
     budget_split : tuple of three floats
         Fractions of the RDP budget for one-way marginals, selection and two-way
-        marginals. PrivSyn uses 0.1 / 0.1 / 0.8; the default 0.3 / 0.05 / 0.65 gives the
-        fine one-way marginals more weight because merged values and buckets are split
-        back with them (on the public discretized Adult at eps = 1: two-way TVD 0.038
-        against 0.046 with PrivSyn's split).
-    one_way_split : {"cells", "equal"}
-        Budget across the one-way marginals: proportional to cells^(2/3) (minimum
-        total L1 noise, as for the two-way ones) or equal.
+        marginals. PrivSyn uses 0.1 / 0.1 / 0.8; the default 0.45 / 0.05 / 0.5 is tuned
+        for files of 1,000-50,000 records (issue 25). Trade-off: the one-way share sets
+        which levels survive (a level is kept when its noisy count clears
+        :math:`\min(\theta, 3\sigma_1)`) and how far numeric tails and buckets
+        are resolved; the two-way share sets how much joint structure survives. At
+        1,000 records and eps = 1, two-way cells are mostly noise anyway, while the
+        one-way counts decide whether common levels vanish: raising the one-way share
+        from 0.3 to 0.45 (with the equal split below) cut the levels held by >= 5% that
+        vanish from 3.5 / 4.5 / 1 to 1 / 0.5 / 1 per copy on 1,000-row samples of raw Adult /
+        statsmodels fair / randhie (benchmarks/dpsyn_faithful.py). On the full discretized Adult
+        (48,842 records) it also helps: two-way / three-way TVD 0.0362 / 0.0836 at eps = 1 and
+        0.0471 / 0.0968 at eps = 0.5 (seeds 0-2), against 0.0466 / 0.0958 at eps = 1 with the
+        previous 0.3 / 0.05 / 0.65 and cells split (AIM: 0.0406 / 0.0899 at eps = 1).
+    one_way_split : {"equal", "cells"}
+        Budget across the one-way marginals: equal (default), or proportional to
+        :math:`\min(\text{cells}, 16)^{2/3}` (minimum total L1 noise over the cells
+        synthesis uses; the uncapped cells^(2/3) rule gave a binary column half the
+        budget of a 512-cell income and with it a noise sd that suppressed levels held
+        by 10-20% of a 2,000-row file).
     three_way : int
         Number of three-way marginals to measure as well (default 0): the
         triples whose three pairs were all selected, ranked by the sum of their noisy
@@ -949,7 +976,10 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         noise sd is :math:`1/\text{theta\_scale}` of the count (22% at 4.5, 67% at 1.5),
         and a level nobody holds passes the threshold with probability
         :math:`P(N(0, 1) > \text{theta\_scale})` per column (3.4e-6 at 4.5, 0.067 at 1.5).
-        Set ``theta_min`` low too for it to take effect at small sigma.
+        Set ``theta_min`` low too for it to take effect at small sigma. A declared level
+        of an unordered column is kept whenever its noisy count clears
+        :math:`\min(\theta, 3\sigma_1)` (issue 25): a level clearly above the noise is
+        never suppressed; an empty level passes with probability 0.0013.
     rare : {"suppress", "pool"}
         What happens to declared levels whose noisy one-way count is below the
         threshold. ``"suppress"`` (DPSyn): they cannot appear in the copies;
