@@ -27,7 +27,8 @@ Each figure has its noise-only baseline: ``M`` bootstrap copies of the same (sub
 (method ``bootstrap``). Tables report medians over seeds (``vanished``: the mean,
 a rare event a median would hide). Run "before" with ``PYTHONPATH=/work/main`` and
 ``--tag before``; the default tag is ``after``. Writes
-``benchmarks/results/dpsyn_faithful_<tag>.json`` / ``.csv``.
+``benchmarks/results/dpsyn_faithful_<tag>.json`` / ``.csv``; ``--compare`` then writes
+the before / after / bootstrap table ``dpsyn_faithful_compare.csv`` / ``.md``.
 """
 from __future__ import annotations
 
@@ -192,12 +193,77 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
     return med.reset_index()
 
 
+def compare() -> pd.DataFrame:
+    """Before (main's code) vs after, from the two runs' CSVs: medians over seeds, the
+    bootstrap (noise-only) baseline beside them. Writes ``dpsyn_faithful_compare.csv``
+    and a markdown table ``dpsyn_faithful_compare.md``."""
+    parts = [pd.read_csv(RESULTS / f"dpsyn_faithful_{tag}.csv") for tag in ("before", "after")]
+    t = pd.concat(parts, ignore_index=True)
+    # the bootstrap rows are the same in both runs (same seeds, no DP code): keep one
+    t = t[~((t["method"] == "bootstrap") & t.duplicated(subset=["file", "n", "seed", "method"]))]
+    summ = summarise(t)
+    wide = summ.pivot_table(index=["file", "n", "epsilon"], columns="method",
+                            values=["outside_max", "rel_err_mean_avg", "rel_err_median_avg", "vanished_mean", "ci_overlap"])
+    boot = summ[summ["method"] == "bootstrap"].set_index(["file", "n"])
+    rows = []
+    for (f, n, e), r in wide.iterrows():
+        if e < 0:
+            continue
+        row = {"file": f, "n": int(n), "epsilon": e}
+        for m in ("outside_max", "rel_err_mean_avg", "rel_err_median_avg", "vanished_mean", "ci_overlap"):
+            row[f"{m}|before"] = r.get((m, "dpsyn-before"), np.nan)
+            row[f"{m}|after"] = r.get((m, "dpsyn-after"), np.nan)
+            row[f"{m}|bootstrap"] = boot.loc[(f, n), m] if (f, n) in boot.index else np.nan
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    out.to_csv(RESULTS / "dpsyn_faithful_compare.csv", index=False)
+    md = out.round(3).astype(str)
+    lines = ["| " + " | ".join(md.columns) + " |", "|" + "---|" * md.shape[1]]
+    lines += ["| " + " | ".join(r) + " |" for r in md.values.tolist()]
+    (RESULTS / "dpsyn_faithful_compare.md").write_text("\n".join(lines) + "\n")
+    print(out.round(3).to_string())
+    return out
+
+
+def tvd(epsilons=(0.5, 1.0), seeds=SEEDS) -> list[dict]:
+    """The discretized-Adult marginal benchmark of ``benchmarks/dpsyn.py`` (two-way TVD over
+    the marginals with <= 10,000 cells, three-way over all) for DPSyn's defaults only;
+    writes ``dpsyn_faithful_tvd.json``."""
+    from dpsyn import ORDINAL, REFERENCES
+
+    from synthmi.data import load_adult_discretized
+    from synthmi.evaluation import marginal_tvd
+
+    df, sizes = load_adult_discretized()
+    public = load_domain("adult_discretized")
+    rows = []
+    for eps in epsilons:
+        for seed in seeds:
+            s = DPSynSynthesizer(epsilon=eps, delta=DELTA, random_state=seed).fit(df, domain=public, ordinal=ORDINAL)
+            c = s.sample(1, random_state=seed).copies[0]
+            rows.append({"epsilon": eps, "seed": seed,
+                         "two_way_tvd": marginal_tvd(df, c, ways=2, max_cells=10_000, domain=sizes).mean[2],
+                         "three_way_tvd": marginal_tvd(df, c, ways=3, domain=sizes).mean[3]})
+            print(rows[-1], flush=True)
+    write_json("dpsyn_faithful_tvd", {"rows": rows, "references_eps1": REFERENCES,
+                                      "defaults": DPSynSynthesizer().get_params()})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tag", default="after")
     ap.add_argument("--file", default=None, choices=[None, "adult", "fair", "randhie"])
     ap.add_argument("--max-n", type=int, default=None, help="skip (sub)samples larger than this (time budget)")
+    ap.add_argument("--compare", action="store_true", help="only tabulate the before / after CSVs")
+    ap.add_argument("--tvd", action="store_true", help="only the discretized-Adult TVD at eps 0.5 and 1")
     args = ap.parse_args()
+    if args.tvd:
+        tvd()
+        return
+    if args.compare:
+        compare()
+        return
     if args.max_n:
         global MAX_N
         MAX_N = args.max_n

@@ -935,9 +935,10 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         from 0.3 to 0.45 (with the equal split below) cut the levels held by >= 5% that
         vanish from 3.5 / 4.5 / 1 to 1 / 0.5 / 1 per copy on 1,000-row samples of raw Adult /
         statsmodels fair / randhie (benchmarks/dpsyn_faithful.py). On the full discretized Adult
-        (48,842 records) it also helps: two-way / three-way TVD 0.0362 / 0.0836 at eps = 1 and
-        0.0471 / 0.0968 at eps = 0.5 (seeds 0-2), against 0.0466 / 0.0958 at eps = 1 with the
-        previous 0.3 / 0.05 / 0.65 and cells split (AIM: 0.0406 / 0.0899 at eps = 1).
+        (48,842 records) it does not hurt: two-way / three-way TVD 0.0362 / 0.0836 at eps = 1
+        and 0.0471 / 0.0968 at eps = 0.5 (seeds 0-2), against 0.0374 / 0.0858 and
+        0.0491 / 0.1006 with the previous 0.3 / 0.05 / 0.65 and cells split
+        (benchmarks/results/dpsyn.json; AIM: 0.0406 / 0.0899 at eps = 1).
     one_way_split : {"equal", "cells"}
         Budget across the one-way marginals: equal (default), or proportional to
         :math:`\min(\text{cells}, 16)^{2/3}` (minimum total L1 noise over the cells
