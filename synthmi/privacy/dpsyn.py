@@ -492,7 +492,8 @@ def _compress(
     ``weight[v]`` its share used to split the group back (0 for dropped values).
     An unordered column keeps a level as its own group when its noisy count is at
     least ``keep`` (default ``theta``; the synthesizer passes
-    :math:`\min(\theta, 3\sigma_1)` so a level clearly above the noise is never dropped).
+    :math:`\min(\theta, 3\sigma_1)` so a level clearly above the noise is never dropped)
+    (a "missing" cell still faces ``theta``).
     """
     keep = theta if keep is None else keep
     size = col.size
