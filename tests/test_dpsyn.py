@@ -493,6 +493,6 @@ def test_module_has_only_two_data_readers():
         name for name, fn in inspect.getmembers(_Curator, inspect.isfunction) if "__codes" in inspect.getsource(fn)
     ]
     assert sorted(readers) == ["__init__", "_true_counts"]
-    assert src.count("._true_counts(") == 2  # noisy_marginal and _true_indif
+    assert src.count("._true_counts(") == 3  # noisy_marginal, noisy_hierarchy and _true_indif
     assert src.count("._true_indif(") == 1  # noisy_indif
     assert "_Curator__codes" not in src
