@@ -197,9 +197,11 @@ def _dask(df, out):
 
 _DPSYN_NOISED = dict(
     noised_json={"*metadata.json": ["diagnostics.n_two_way", "diagnostics.suppressed_levels",
-                                    "diagnostics.suppressed_missing", "diagnostics.pooled_levels"],
+                                    "diagnostics.suppressed_missing", "diagnostics.pooled_levels",
+                                    "diagnostics.continuous.*.*"],
                  "model/manifest.json": ["sha256"]},
-    noised_text=[r"noisy record count [\d.]+", r"levels in the joint marginals: .*", r"\d+ accounted releases",
+    noised_text=[r"noisy record count [\d.]+", r"release range .*", r"no values released .*",
+                 r"levels in the joint marginals: .*", r"\d+ accounted releases",
                  r"two-way marginals measured: \d+; three-way: \d+",
                  r"rare levels: .*", r"missing values: the noisy count .*"],
     data_files="*copy_*.csv",
