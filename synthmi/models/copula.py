@@ -1693,6 +1693,7 @@ class _ChainMonitor:
         self.throttle = Throttle(PROGRESS_EVERY)
         self.done = [0] * chains
         self.pilots: dict[int, np.ndarray] = {}
+        self.pilot_t: dict[int, int] = {}  # the iteration at which each pilot chain reported
         self.expect = 1 if workers == 1 else min(workers, chains)
         self.estimate: dict[str, Any] | None = None
         self.spi = 0.0  # wall seconds per iteration of a pilot chain (the slowest)
@@ -1716,6 +1717,7 @@ class _ChainMonitor:
             self.pilots[chain] = payload[0]
             self.spi = max(self.spi, float(payload[1]))
             self.done[chain] = max(self.done[chain], int(payload[2]))
+            self.pilot_t[chain] = int(payload[2])
             if len(self.pilots) == self.expect:
                 self._decide()
         self.tick()
@@ -1758,7 +1760,7 @@ class _ChainMonitor:
             eb = dg.ess_bulk(x) if x.shape[1] >= 4 and x.shape[2] else np.array([np.nan])
         worst = float(np.nanmin(eb)) if np.isfinite(eb).any() else np.nan
         rate = worst / (x.shape[0] * x.shape[1]) if np.isfinite(worst) and worst > 0 else np.nan
-        t_p = max(self.done[c] for c in self.pilots)
+        t_p = max(self.pilot_t.values())
         spi = self.spi
         target = 400.0 if self.ess_target is None else float(self.ess_target)
         if np.isfinite(rate):
