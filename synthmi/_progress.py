@@ -8,7 +8,8 @@ drawn; otherwise each named step is one line on stderr, and nothing with
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable
+import time
+from typing import Any, Callable, Iterable
 
 
 class _Lines:
@@ -42,3 +43,35 @@ def progress_bar(iterable: Iterable | None = None, *, desc: str, enabled: bool =
 
         return tqdm(iterable, desc=desc, file=sys.stderr, **tqdm_kw)
     return _Lines(iterable, desc, enabled)
+
+
+#: seconds between two progress lines of a long step (issue 28: "a progress line at least
+#: every 10 seconds"; half of that leaves room for one slow iteration between two checks)
+PROGRESS_EVERY: float = 5.0
+
+
+class Throttle:
+    """Says when a progress line is due: at the first call, then once ``every`` seconds.
+
+    ``clock`` is injectable (a fake clock in the tests); the default is
+    :func:`time.monotonic`. A caller that asks at least once per unit of work
+    whose duration is ``w`` emits lines at most ``every + w`` seconds apart.
+    """
+
+    def __init__(self, every: float = PROGRESS_EVERY, clock: Callable[[], float] = time.monotonic):
+        self.every = float(every)
+        self.clock = clock
+        self._last: float | None = None
+
+    def due(self) -> bool:
+        now = self.clock()
+        if self._last is None or now - self._last >= self.every:
+            self._last = now
+            return True
+        return False
+
+
+def eta_text(done: int, total: int, elapsed: float) -> str:
+    """``"1200/4000 iterations, 24 s elapsed, about 56 s left"``: the remaining time at the rate so far."""
+    left = "" if done <= 0 or done >= total else f", about {elapsed * (total - done) / done:.0f} s left"
+    return f"{done}/{total} iterations, {elapsed:.0f} s elapsed{left}"

@@ -89,6 +89,24 @@ class DiagnosticsFailed(RuntimeError):
         return DiagnosticsFailed(self.failures, self.rhat_max, self.ess_min, self.owner, cli=True)
 
 
+class SamplerBudgetExceeded(RuntimeError):
+    """A sampler was stopped because it would overrun its time budget (``max_seconds``).
+
+    Raised during the fit, before anything is released; the message gives the
+    pilot's estimate and what to change.
+
+    Attributes
+    ----------
+    estimate : dict
+        Pilot iterations, seconds per iteration of a chain, ``n_iter_needed``
+        (``None`` when too few iterations ran to estimate it), projected seconds.
+    """
+
+    def __init__(self, message: str, estimate: dict | None = None):
+        self.estimate = dict(estimate or {})
+        super().__init__(message)
+
+
 # --------------------------------------------------------------------------- figures (ArviZ)
 def _as_chains(draws: Any) -> np.ndarray:
     """(chains, draws) or (chains, draws, k) -> float array (chains, draws, k)."""

@@ -326,6 +326,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--rhat-max", type=float, default=1.05, help="largest acceptable R-hat of any column (default 1.05)")
     p.add_argument("--ess-min", type=float, default=100.0, help="smallest acceptable bulk ESS of any column (default 100)")
+    p.add_argument("--max-seconds", default=None, metavar="S",
+                   help="time budget of the fit for risk-dami (default 300; 'none': no budget): a pilot estimates the "
+                        "iterations the convergence check needs and the command stops within the budget, with the "
+                        "estimate and what to change, when they do not fit in it")
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -615,6 +619,13 @@ def run(args: argparse.Namespace) -> int:
     for name in ("accept_diagnostics", "rhat_max", "ess_min"):
         if name in _param_names(cls) and name not in params:
             params[name] = getattr(args, name)
+    if args.max_seconds is not None:
+        if "max_seconds" not in _param_names(cls):
+            raise ValueError(f"The '--max-seconds' option is for risk-dami; method {args.method!r} takes no time budget.")
+        try:
+            params["max_seconds"] = None if args.max_seconds.strip().lower() == "none" else float(args.max_seconds)
+        except ValueError:
+            raise ValueError(f"The '--max-seconds' option takes seconds > 0 or 'none'. Got {args.max_seconds!r} instead.") from None
 
     # the output location first: a bad --out must cost nothing (no reading, no fitting)
     out = check_output_dir(args.out, "--out", args.overwrite, owned=["copy_*.csv", "metadata.json"])

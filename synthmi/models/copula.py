@@ -149,6 +149,8 @@ and methods. JASA 103(482), 790-796.
 from __future__ import annotations
 
 import math
+import sys
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -1538,9 +1540,28 @@ def _coef_label(sampler: "CopulaGibbs", b: int, row: int, t: int) -> str:
     raise ValueError(f"row {row} of block {mg.name} is not an intercept or a level indicator")
 
 
-def _run_chain(sampler: "CopulaGibbs", n_iter: int, burn: int, rng: np.random.Generator, spec, progress: bool = False,
-               cspec=()):
-    """One chain: correlation, imputed-cell summary and block-coefficient draws after burn-in, the end state."""
+def _monitored(st: CopulaState, iu, spec, cspec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The quantities diagnosed: correlations, imputed-cell summaries, block coefficients of ``st``."""
+    sd = np.sqrt(np.diag(st.sigma))
+    # where the imputed cells sit on the standardised latent scale
+    imp = np.array([(st.z[miss, j].mean() - st.mu[j]) / sd[j] for _, j, miss in spec])
+    coefs = np.array([st.coef[b][row, col] for _, b, row, col in cspec])
+    return st.correlation[iu], imp, coefs
+
+
+def _run_chain(sampler: "CopulaGibbs", n_iter: int, burn: int, rng: np.random.Generator, spec, cspec=(),
+               report=None, pilot: tuple[int, float] | None = None):
+    """One chain: correlation, imputed-cell summary and block-coefficient draws after burn-in, the end state.
+
+    ``report(kind, payload)``, when given, is called with ``("iteration", t)``
+    after every iteration and, when ``pilot = (iterations, deadline)``, once with
+    ``("pilot", (draws, seconds, t))``: the monitored quantities (correlations,
+    imputed-cell summaries, coefficients side by side) over the second half of
+    the first ``iterations`` iterations, or of the ``t`` done when the monotonic
+    clock passes ``deadline`` (after at least 20), and the wall seconds per
+    iteration since the first (which carries the kernels' compilation).
+    Reporting never touches ``rng``: the chain is the same with or without it.
+    """
     q = sampler.q
     iu = np.triu_indices(q, 1)
     # counts are per chain (the sampler object is shared by sequential chains)
@@ -1550,24 +1571,254 @@ def _run_chain(sampler: "CopulaGibbs", n_iter: int, burn: int, rng: np.random.Ge
     corr = np.empty((n_iter - burn, len(iu[0])))
     imp = np.empty((n_iter - burn, len(spec)))
     coefs = np.empty((n_iter - burn, len(cspec)))
-    it = range(n_iter)
-    if progress:
-        from tqdm.auto import tqdm
-
-        it = tqdm(it, desc="copula Gibbs", leave=False)
-    for t in it:
+    pil = np.empty((min(pilot[0], n_iter), corr.shape[1] + imp.shape[1] + coefs.shape[1])) if pilot else None
+    t1 = None
+    for t in range(n_iter):
         sampler.step(st, rng)
-        if t >= burn:
-            corr[t - burn] = st.correlation[iu]
-            sd = np.sqrt(np.diag(st.sigma))
-            for k, (_, j, miss) in enumerate(spec):
-                # where the imputed cells sit on the standardised latent scale
-                imp[t - burn, k] = (st.z[miss, j].mean() - st.mu[j]) / sd[j]
-            for k, (_, b, row, col) in enumerate(cspec):
-                coefs[t - burn, k] = st.coef[b][row, col]
+        if t == 0:
+            t1 = time.monotonic()
+        if t >= burn or pil is not None:
+            c, i, k = _monitored(st, iu, spec, cspec)
+            if t >= burn:
+                corr[t - burn], imp[t - burn], coefs[t - burn] = c, i, k
+            if pil is not None:
+                pil[t] = np.concatenate([c, i, k])
+                if t + 1 == len(pil) or (t + 1 >= 20 and time.monotonic() >= pilot[1]):
+                    report("pilot", (pil[(t + 1) // 2 : t + 1].copy(), (time.monotonic() - t1) / max(t, 1), t + 1))
+                    pil = None
+        if report is not None:
+            report("iteration", t + 1)
     acc = sampler.collapsed_counts.copy()
     sampler.stop_adaptation()
     return corr, imp, st, acc, coefs, sampler.hmc_tuning()
+
+
+def _chain_worker(sampler, chain_ids, n_iter, burn, rngs, spec, cspec, pilot, queue) -> None:
+    """A forked process running the chains ``chain_ids`` in turn, reporting through ``queue``:
+    ``("iteration", c, t)`` at most twice a second, ``("pilot", c, draws)``, then
+    ``("done", c, result)``, or ``("error", c, traceback)``."""
+    import traceback
+
+    for c in chain_ids:
+        last = [-np.inf]
+
+        def report(kind, payload, c=c):
+            if kind == "iteration":
+                now = time.monotonic()
+                if now - last[0] < 0.5 and payload != n_iter:
+                    return
+                last[0] = now
+            queue.put((kind, c, payload))
+
+        try:
+            res = _run_chain(sampler, n_iter, burn, rngs[c], spec, cspec, report, pilot.get(c))
+        except BaseException:  # the parent raises it; the process ends
+            queue.put(("error", c, traceback.format_exc()))
+            return
+        queue.put(("done", c, res))
+
+
+def _run_forked(sampler, chains, workers, n_iter, burn, rngs, spec, cspec, pilot, monitor) -> list:
+    """The chains in ``workers`` forked processes (worker w runs chains w, w + workers, ...),
+    their reports passed to ``monitor`` as they come; the processes are ended if the
+    monitor stops the fit. Same chains as run in turn: each has its own generator."""
+    import multiprocessing as mp
+    import queue as _queue
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_chain_worker,
+                         args=(sampler, list(range(w, chains, workers)), n_iter, burn, rngs, spec, cspec, pilot, q))
+             for w in range(workers)]
+    for p in procs:
+        p.start()
+    results: dict[int, Any] = {}
+    try:
+        while len(results) < chains:
+            try:
+                kind, c, payload = q.get(timeout=0.25)
+            except _queue.Empty:
+                if any(p.exitcode not in (None, 0) for p in procs):
+                    raise RuntimeError("A chain process of the copula sampler ended without a result "
+                                       f"(exit codes {[p.exitcode for p in procs]}).") from None
+                monitor.tick()
+                continue
+            if kind == "done":
+                results[c] = payload
+            elif kind == "error":
+                raise RuntimeError(f"Chain {c} of the copula sampler failed:\n{payload}")
+            else:
+                monitor.handle(kind, c, payload)
+    finally:
+        for p in procs:
+            if p.is_alive() and len(results) < chains:
+                p.terminate()
+        for p in procs:
+            p.join()
+        q.close()
+    return [results[c] for c in range(chains)]
+
+
+class _ChainMonitor:
+    r"""Progress lines, the pilot's projection and the time budget of a copula fit (issue 28).
+
+    The pilot chains (the first chain, or the first round of parallel chains)
+    report their first ``pilot`` iterations (:func:`_run_chain`). Their bulk ESS
+    :math:`E` (Vehtari et al. 2021; of the monitored quantity that mixes worst)
+    over :math:`n_p` kept draws gives the ESS per draw :math:`r = E / n_p`; ESS
+    grows about linearly in the number of draws, so the release threshold
+    :math:`E^*` needs about :math:`E^* / r` kept draws, i.e. per chain
+    :math:`k = \lceil E^* / (r C) \rceil` and ``n_iter`` :math:`2k` (burn-in half) or
+    ``burn`` + :math:`k`. A chain's wall seconds per iteration :math:`s` (measured,
+    so the machine's load is in it) and the rounds :math:`\lceil C / J \rceil` of
+    :math:`C` chains on :math:`J` processes give the projected seconds of any
+    ``n_iter``. The fit stops with :class:`~synthmi.diagnostics.SamplerBudgetExceeded`
+    when the configured ``n_iter`` would overrun ``max_seconds``, or when the
+    threshold needs more iterations than configured and those overrun it; and in
+    any case when the budget has run out. The pilot sits in the burn-in, so its
+    ESS is if anything too small (the chain is still moving from its start): the
+    estimate errs towards more iterations.
+    """
+
+    def __init__(self, *, n_iter: int, burn: int, burn_param: int | None, chains: int, workers: int,
+                 max_seconds: float | None, ess_target: float | None, start: float, say, owner: str):
+        from .._progress import PROGRESS_EVERY, Throttle
+
+        self.n_iter, self.burn, self.burn_param = n_iter, burn, burn_param
+        self.chains, self.workers = chains, workers
+        self.rounds = -(-chains // workers)
+        self.max_seconds, self.ess_target = max_seconds, ess_target
+        self.start, self.say, self.owner = start, say, owner
+        self.chains_start = time.monotonic()
+        self.throttle = Throttle(PROGRESS_EVERY)
+        self.done = [0] * chains
+        self.pilots: dict[int, np.ndarray] = {}
+        self.pilot_t: dict[int, int] = {}  # the iteration at which each pilot chain reported
+        self.expect = 1 if workers == 1 else min(workers, chains)
+        self.estimate: dict[str, Any] | None = None
+        self.spi = 0.0  # wall seconds per iteration of a pilot chain (the slowest)
+        self.first: tuple[float, int] | None = None  # (time, iteration) of the first report
+
+    def pilot_plan(self) -> tuple[int, float]:
+        """(iterations, deadline) of the pilot: a tenth of the run, at least 100 iterations
+        (or the whole run when shorter), cut at a quarter of the budget left when the chains start."""
+        it = min(self.n_iter, max(100, self.n_iter // 10))
+        if self.max_seconds is None:
+            return it, np.inf
+        left = max(self.max_seconds - (self.chains_start - self.start), 0.0)
+        return it, self.chains_start + 0.25 * left
+
+    def handle(self, kind: str, chain: int, payload) -> None:
+        if kind == "iteration":
+            if self.done[chain] == 0 and self.first is None:
+                self.first = (time.monotonic(), int(payload))
+            self.done[chain] = int(payload)
+        elif kind == "pilot":
+            self.pilots[chain] = payload[0]
+            self.spi = max(self.spi, float(payload[1]))
+            self.done[chain] = max(self.done[chain], int(payload[2]))
+            self.pilot_t[chain] = int(payload[2])
+            if len(self.pilots) == self.expect:
+                self._decide()
+        self.tick()
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self.max_seconds is not None and now - self.start >= self.max_seconds:
+            self._stop("the budget ran out before the chains ended")
+        if self.say is not None and self.throttle.due():
+            from .._progress import eta_text
+
+            self.say(f"copula Gibbs: {eta_text(sum(self.done), self.chains * self.n_iter, now - self.chains_start)}"
+                     f" ({self.chains} chains, {min(self.workers, self.chains)} at a time)")
+
+    def finish(self) -> None:
+        """The last progress line, when every chain has ended."""
+        if self.say is not None:
+            from .._progress import eta_text
+
+            total = self.chains * self.n_iter
+            self.say(f"copula Gibbs: {eta_text(total, total, time.monotonic() - self.chains_start)}"
+                     f" ({self.chains} chains, {min(self.workers, self.chains)} at a time), done")
+
+    def _seconds(self, n_iter: int, spi: float) -> float:
+        """Projected seconds from the budget's start to the end of ``n_iter`` iterations per chain:
+        the time so far, the rest of the running round and the later rounds."""
+        t = max(self.done)
+        return (time.monotonic() - self.start) + (max(n_iter - t, 0) + (self.rounds - 1) * n_iter) * spi
+
+    def _decide(self) -> None:
+        from .. import diagnostics as dg
+
+        d = min(len(p) for p in self.pilots.values())
+        x = np.stack([p[len(p) - d:] for p in self.pilots.values()])
+        if x.shape[0] == 1:  # one chain: its two halves
+            h = d // 2
+            x = np.stack([x[0, :h], x[0, h : 2 * h]])
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            eb = dg.ess_bulk(x) if x.shape[1] >= 4 and x.shape[2] else np.array([np.nan])
+        worst = float(np.nanmin(eb)) if np.isfinite(eb).any() else np.nan
+        rate = worst / (x.shape[0] * x.shape[1]) if np.isfinite(worst) and worst > 0 else np.nan
+        t_p = max(self.pilot_t.values())
+        spi = self.spi
+        target = 400.0 if self.ess_target is None else float(self.ess_target)
+        if np.isfinite(rate):
+            per_chain = int(math.ceil(target / (rate * self.chains)))
+            need = 2 * per_chain if self.burn_param is None else self.burn_param + per_chain
+            need = max(need, 2)
+        else:
+            need = None
+        self.estimate = {"pilot_iterations": int(t_p), "seconds_per_iteration": spi, "pilot_min_ess_bulk": worst,
+                         "ess_target": target, "n_iter_needed": need,
+                         "seconds_needed": None if need is None else self._seconds(need, spi),
+                         "seconds_planned": self._seconds(self.n_iter, spi)}
+        if self.say is not None:
+            msg = (f"copula Gibbs pilot ({t_p} iterations): {spi:.3f} s per iteration of a chain; n_iter="
+                   f"{self.n_iter} takes about {self.estimate['seconds_planned']:.0f} s")
+            if need is not None:
+                msg += f"; bulk ESS >= {target:g} needs about n_iter={need} ({self.estimate['seconds_needed']:.0f} s)"
+            self.say(msg)
+        if self.max_seconds is None:
+            return
+        if self.estimate["seconds_planned"] > self.max_seconds:
+            self._stop(f"n_iter={self.n_iter} would take about {self.estimate['seconds_planned']:.0f} s")
+        if (self.ess_target is not None and need is not None and need > self.n_iter
+                and self.estimate["seconds_needed"] > self.max_seconds):
+            self._stop(f"the release threshold (bulk ESS >= {target:g}) needs about n_iter={need}, "
+                       f"about {self.estimate['seconds_needed']:.0f} s")
+
+    def _stop(self, reason: str) -> None:
+        from ..diagnostics import SamplerBudgetExceeded
+
+        elapsed = time.monotonic() - self.start
+        e = self.estimate
+        if e is None:  # no pilot yet: the rate so far
+            t = max(self.done)
+            t0, i0 = self.first if self.first is not None else (self.chains_start, 0)
+            # after the first iteration (which carries the compilation) when there is more than one
+            spi = (time.monotonic() - t0) / (t - i0) if t > i0 else (time.monotonic() - self.chains_start) / max(t, 1)
+            e = {"pilot_iterations": t, "seconds_per_iteration": spi, "n_iter_needed": None, "seconds_needed": None,
+                 "seconds_planned": self._seconds(self.n_iter, spi) if t else None, "ess_target": self.ess_target}
+        if e["n_iter_needed"] is not None:
+            est = (f"the release threshold (bulk ESS >= {e['ess_target']:g}) needs about n_iter="
+                   f"{e['n_iter_needed']}, about {e['seconds_needed']:.0f} s")
+            n_sugg, s_sugg = e["n_iter_needed"], e["seconds_needed"]
+        else:
+            est = "too few iterations to estimate the ESS"
+            n_sugg, s_sugg = self.n_iter, e["seconds_planned"]
+        planned = ("" if e["seconds_planned"] is None or "would take" in reason
+                   else f"; n_iter={self.n_iter} takes about {e['seconds_planned']:.0f} s")
+        budget = "" if s_sugg is None or not np.isfinite(s_sugg) else f" and max_seconds={math.ceil(1.2 * s_sugg)}"
+        par = (f"chains in parallel (--param n_jobs={self.chains})" if self.workers < self.chains
+               else "fewer rows or columns")
+        msg = (f"The sampler of {self.owner} was stopped after {elapsed:.1f} s of its max_seconds={self.max_seconds:g} s "
+               f"budget: {reason}. Estimate from {e['pilot_iterations']} iterations per chain "
+               f"({e['seconds_per_iteration']:.3f} s per iteration of a chain, {self.chains} chains, "
+               f"{min(self.workers, self.chains)} at a time): {est}{planned}. Nothing was released. Change: "
+               f"--param n_iter={n_sugg}{budget.replace(' and max_seconds=', ' --max-seconds ')} (the 'n_iter' and "
+               f"'max_seconds' parameters), or {par}.")
+        raise SamplerBudgetExceeded(msg, estimate=e)
 
 
 class GaussianCopulaImputer(ParamsMixin):
@@ -1611,7 +1862,16 @@ class GaussianCopulaImputer(ParamsMixin):
         35 block coefficients and 10 imputed-cell summaries with 2 chains x
         1,300 iterations (``benchmarks/results/nhanes_table.json``).
     progress : bool, default False
-        Show a progress bar while fitting.
+        Print progress lines on stderr while fitting (iterations, elapsed
+        seconds, an ETA; one every few seconds) and the pilot's estimate.
+    max_seconds : float, optional
+        Time budget of ``fit`` in seconds (``None``: none). A pilot of the
+        first tenth of the iterations (at least 100; cut at a quarter of the
+        budget left when the chains start, after at least 20) projects the run's wall time and the iterations the release
+        threshold needs (:class:`_ChainMonitor`); ``fit`` raises
+        :class:`~synthmi.diagnostics.SamplerBudgetExceeded`, with the estimate
+        and what to change, as soon as the projection or the clock exceeds the
+        budget.
 
     Attributes
     ----------
@@ -1629,6 +1889,9 @@ class GaussianCopulaImputer(ParamsMixin):
         per-column ``table`` (see :meth:`fit`).
     state_ : CopulaState
         Last state of the first chain.
+    pilot_ : dict or None
+        The pilot's estimate (iterations, seconds per iteration of a chain,
+        ``n_iter_needed``, projected seconds); ``None`` when the run ended first.
     """
 
     _parameter_constraints = {
@@ -1641,6 +1904,7 @@ class GaussianCopulaImputer(ParamsMixin):
         "chains": [Interval("int", 1, None)],
         "n_jobs": [Interval("int", 1, None)],
         "collapsed": [Options("none", "binary", "all")],
+        "max_seconds": [None, Interval("real", 0.0, None, closed="neither")],
     }
 
     def __init__(
@@ -1654,8 +1918,10 @@ class GaussianCopulaImputer(ParamsMixin):
         chains: int = 2,
         n_jobs: int = 1,
         collapsed: str = "all",
+        max_seconds: float | None = None,
     ):
         self.collapsed = collapsed
+        self.max_seconds = max_seconds
         self.n_iter = n_iter
         self.burn = burn
         self.thin = thin
@@ -1676,6 +1942,10 @@ class GaussianCopulaImputer(ParamsMixin):
         schema: Schema | dict | None = None,
         complete: Sequence[str] | None = None,
         zero_coefficients: Sequence[tuple[str, str]] | None = None,
+        *,
+        ess_target: float | None = None,
+        progress_callback=None,
+        budget_start: float | None = None,
     ) -> "GaussianCopulaImputer":
         """Run the sampler on ``df`` (missing values allowed anywhere).
 
@@ -1691,7 +1961,19 @@ class GaussianCopulaImputer(ParamsMixin):
             Pairs whose linking probit coefficients are held at zero
             (:meth:`CopulaGibbs.fix_zero_coefficients`); the pairs applied are in
             ``zero_coefficients_``.
+        ess_target : float, optional
+            The release threshold on the bulk ESS the caller will apply: with
+            ``max_seconds``, the fit stops early when the pilot projects that
+            reaching it takes longer than the budget. ``None``: only the run as
+            configured is held to the budget (the pilot's estimate, shown, uses 400).
+        progress_callback : callable, optional
+            ``f(message)`` receiving the progress lines (default: stderr when
+            ``progress``, else none).
+        budget_start : float, optional
+            ``time.monotonic()`` from which ``max_seconds`` counts (a caller's
+            own start; default the start of this call).
         """
+        budget_start = time.monotonic() if budget_start is None else budget_start
         self._validate_params()
         check_dataframe(df, "df", min_rows=3)
         check_not_degenerate(df, list(df.columns), "df")
@@ -1724,19 +2006,34 @@ class GaussianCopulaImputer(ParamsMixin):
         rngs = rng.spawn(self.chains)
         spec = _imputed_summary_spec(self.margins_)
         cspec = _coef_monitor_spec(self.sampler_)
-        if self.n_jobs > 1 and self.chains > 1:
-            # compile the truncated-normal kernel (not cacheable on disk) here, once, so that the
-            # forked chains and everything after them share it instead of each compiling its own
-            truncated_normal(np.zeros(1), 1.0, -1.0, 1.0, np.random.default_rng(0))
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(max_workers=min(self.n_jobs, self.chains), mp_context=mp.get_context("fork")) as ex:
-                runs = list(ex.map(_run_chain, [self.sampler_] * self.chains, [self.n_iter] * self.chains,
-                                   [burn] * self.chains, rngs, [spec] * self.chains, [False] * self.chains,
-                                   [cspec] * self.chains))
+        say = progress_callback
+        if say is None and self.progress:
+            def say(msg):
+                print(msg, file=sys.stderr, flush=True)
+        workers = min(self.n_jobs, self.chains)
+        # compile the truncated-normal kernel (not cacheable on disk) here, once, so that the forked
+        # chains and everything after them share it, and so that the budget is checked after it
+        truncated_normal(np.zeros(1), 1.0, -1.0, 1.0, np.random.default_rng(0))
+        monitor = _ChainMonitor(n_iter=self.n_iter, burn=burn, burn_param=self.burn, chains=self.chains,
+                                workers=workers, max_seconds=self.max_seconds, ess_target=ess_target,
+                                start=budget_start, say=say,
+                                owner=f"method 'risk-dami' ({type(self).__name__})")
+        monitor.tick()
+        self.pilot_ = None
+        if workers > 1:
+            plan = monitor.pilot_plan()
+            runs = _run_forked(self.sampler_, self.chains, workers, self.n_iter, burn, rngs, spec, cspec,
+                               {c: plan for c in range(workers)}, monitor)
         else:
-            runs = [_run_chain(self.sampler_, self.n_iter, burn, r, spec, self.progress, cspec) for r in rngs]
+            runs = []
+            for c, r in enumerate(rngs):
+                def report(kind, payload, c=c):
+                    monitor.handle(kind, c, payload)
+
+                runs.append(_run_chain(self.sampler_, self.n_iter, burn, r, spec, cspec, report,
+                                       monitor.pilot_plan() if c == 0 else None))
+        monitor.finish()
+        self.pilot_ = monitor.estimate
         corr = np.stack([r[0] for r in runs])  # (chains, draws, pairs)
         imp = np.stack([r[1] for r in runs])
         self.chain_states_ = [r[2] for r in runs]

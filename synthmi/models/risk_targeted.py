@@ -256,7 +256,9 @@ class RiskTargetedSynthesizer(Synthesizer):
     random_state : int, Generator or None, default 0
         Seed of the fitting chain.
     progressbar : bool, default False
-        Progress bar while fitting.
+        Progress lines on stderr while fitting (iterations, elapsed seconds, an
+        ETA, every few seconds; the pilot's estimate); a callback given with
+        ``set_progress`` receives them instead (the command line's way).
     chains, n_jobs : int, default 2 and 1
         Chains of the copula sampler and how many run in parallel processes;
         ``n_jobs`` processes also draw the nests of the two-stage output.
@@ -287,6 +289,14 @@ class RiskTargetedSynthesizer(Synthesizer):
         the ``n`` rows where the value can exist). An indicator with a handful of
         ones leaves its latent correlations to the prior and stalls the chain:
         5 missing cells of ``marital_status`` in NHANES gave split R-hat 2.54.
+    max_seconds : float or None, default 300
+        Time budget of the fit in seconds (``None``: none; on the command line
+        ``--max-seconds``). A pilot of the copula's chains projects the run's
+        time and the iterations the release check (``ess_min``) needs; when
+        either overruns the budget the fit stops within it, raising
+        :class:`~synthmi.diagnostics.SamplerBudgetExceeded` with the estimate
+        and what to change (:class:`~synthmi.models.copula.GaussianCopulaImputer`).
+        With ``accept_diagnostics`` only the run as configured is held to it.
     """
 
     method = "risk-dami"
@@ -314,6 +324,7 @@ class RiskTargetedSynthesizer(Synthesizer):
         "ess_min": [Interval("real", 0.0, None)],
         "max_kept_levels": [Interval("int", 2, None)],
         "min_missing_cells": [Interval("int", 1, None)],
+        "max_seconds": [None, Interval("real", 0.0, None, closed="neither")],
     }
     # the copula chain is conditional on the records (completed levels, latents,
     # risk labels), and the synthesizer keeps the data it imputes
@@ -345,6 +356,7 @@ class RiskTargetedSynthesizer(Synthesizer):
         ess_min: float = 100.0,
         max_kept_levels: int = 8,
         min_missing_cells: int = 20,
+        max_seconds: float | None = 300.0,
     ):
         self.masks = masks
         self.subgroups = subgroups
@@ -367,6 +379,7 @@ class RiskTargetedSynthesizer(Synthesizer):
         self.ess_min = ess_min
         self.max_kept_levels = max_kept_levels
         self.min_missing_cells = min_missing_cells
+        self.max_seconds = max_seconds
 
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:
@@ -416,6 +429,9 @@ class RiskTargetedSynthesizer(Synthesizer):
 
     # ------------------------------------------------------------------ fit
     def _fit(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
+        import time
+
+        start = time.monotonic()  # max_seconds counts from here
         data = pd.concat([X, Z], axis=1)
         if self.complete is not None:
             cols = check_columns_exist(data, self.complete, "complete", "df")
@@ -433,7 +449,10 @@ class RiskTargetedSynthesizer(Synthesizer):
             progress=self.progressbar,
             chains=self.chains,
             n_jobs=self.n_jobs,
-        ).fit(frame, schema=schema, zero_coefficients=zero_pairs)
+            max_seconds=self.max_seconds,
+        ).fit(frame, schema=schema, zero_coefficients=zero_pairs,
+              ess_target=None if self.accept_diagnostics else self.ess_min,
+              progress_callback=self._progress, budget_start=start)
 
     def _copula_frame(self, X: pd.DataFrame, Z: pd.DataFrame):
         """The frame, schema and zero-coefficient pairs of the copula (module docstring,

@@ -114,7 +114,10 @@ def truncated_normal(mu: Any, sd: Any, lo: Any, hi: Any, rng: np.random.Generato
     """
     mu = np.asarray(mu, dtype=float)
     shape = np.broadcast_shapes(mu.shape, np.shape(sd), np.shape(lo), np.shape(hi))
-    flat = [np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=float), shape)).ravel() for v in (mu, sd, lo, hi)]
+    # writable too: numba types a read-only (broadcast) array apart, and every mix of read-only
+    # and writable arguments was compiled anew (this kernel cannot be cached on disk)
+    flat = [np.require(np.broadcast_to(np.asarray(v, dtype=float), shape).ravel(), float, ["C", "W"])
+            for v in (mu, sd, lo, hi)]
     u = rng.random(shape)
     out = np.empty(shape)
     _truncated_normal_kernel(*flat, u.ravel(), out.reshape(-1))

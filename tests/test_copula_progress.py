@@ -1,0 +1,226 @@
+"""Progress lines, the pilot's estimate and the time budget of the copula sampler (issue 28, item 3)."""
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+from synthmi import diagnostics as dg
+from synthmi._progress import PROGRESS_EVERY, Throttle, eta_text
+from synthmi.cli import main
+from synthmi.data.agency import make_agency_data
+from synthmi.diagnostics import SamplerBudgetExceeded
+from synthmi.models.copula import _ChainMonitor
+
+from test_risk_targeted import _sim
+
+# short chains released with accept_diagnostics=True warn that they are flagged; expected here
+pytestmark = pytest.mark.filterwarnings("ignore:.*flagged as unconverged:RuntimeWarning")
+
+
+def test_throttle_emits_a_line_at_least_every_10_seconds_on_a_fake_clock():
+    """The default interval with iterations of up to 2 s (an iteration of NHANES' copula takes
+    0.1 s): every gap between two lines is >= PROGRESS_EVERY and <= PROGRESS_EVERY + 2 <= 10 s."""
+    now = [0.0]
+    th = Throttle(clock=lambda: now[0])
+    rng = np.random.default_rng(0)
+    emitted = []
+    for _ in range(2000):
+        if th.due():
+            emitted.append(now[0])
+        now[0] += rng.uniform(0.0, 2.0)
+    gaps = np.diff(emitted)
+    assert emitted[0] == 0.0 and len(emitted) > 100
+    assert gaps.min() >= PROGRESS_EVERY and gaps.max() <= PROGRESS_EVERY + 2.0 <= 10.0
+    # a caller asking less often than the interval gets a line each time
+    th2 = Throttle(every=10.0, clock=lambda: now[0])
+    assert all(th2.due() for _ in range(3) if not now.__setitem__(0, now[0] + 11.0))
+
+
+def test_eta_text_by_hand():
+    # 1200 of 4000 in 24 s: 2800 left at 50 per second -> 56 s
+    assert eta_text(1200, 4000, 24.0) == "1200/4000 iterations, 24 s elapsed, about 56 s left"
+    assert eta_text(0, 10, 3.2) == "0/10 iterations, 3 s elapsed"
+    assert eta_text(10, 10, 7.0) == "10/10 iterations, 7 s elapsed"
+
+
+def test_pilot_projection_is_the_ess_rule_by_hand():
+    """The iterations the threshold needs: bulk ESS E over C x d pilot draws gives r = E / (C d) per draw;
+    E* = 400 needs E* / r kept draws, ceil(E* / (r C)) per chain, twice that with the burn-in half."""
+    rng = np.random.default_rng(1)
+    # an AR(1) with phi = 0.8 per chain: ESS per draw about (1 - phi) / (1 + phi) = 0.111
+    d, k = 1000, 1
+    x = np.empty((2, d, k))
+    x[:, 0] = rng.normal(size=(2, k))
+    for t in range(1, d):
+        x[:, t] = 0.8 * x[:, t - 1] + np.sqrt(1 - 0.64) * rng.normal(size=(2, k))
+    says = []
+    t0 = time.monotonic()
+    mon = _ChainMonitor(n_iter=5000, burn=2500, burn_param=None, chains=2, workers=2, max_seconds=None,
+                        ess_target=400.0, start=t0, say=says.append, owner="test")
+    for c in range(2):
+        mon.handle("pilot", c, (x[c], 0.01, 2 * d))
+    e = dg.ess_bulk(x).min()
+    per_chain = int(np.ceil(400.0 / (e / (2 * d) * 2)))
+    assert mon.estimate["n_iter_needed"] == 2 * per_chain
+    # the AR(1)'s 0.111 within its sampling error (the ESS of 2,000 such draws has sd about 10 %)
+    assert 0.08 < e / (2 * d) < 0.15
+    # projected seconds: the time so far plus the rest of the running round at 0.01 s per iteration
+    # (one round: 2 chains, 2 processes)
+    rest = mon.estimate["seconds_planned"] - (5000 - 2 * d) * 0.01
+    assert 0 <= rest <= time.monotonic() - t0
+    assert any("needs about n_iter=" in s for s in says)
+    # with burn fixed: burn + kept per chain
+    mon2 = _ChainMonitor(n_iter=1000, burn=100, burn_param=100, chains=2, workers=1, max_seconds=None,
+                         ess_target=400.0, start=time.monotonic(), say=None, owner="test")
+    mon2.handle("pilot", 0, (np.concatenate([x[0], x[1]]), 0.01, 4 * d))
+    assert mon2.estimate["n_iter_needed"] > 100
+
+
+def _agency_csv(tmp_path):
+    df = make_agency_data(400, seed=5)
+    data = tmp_path / "agency.csv"
+    df.to_csv(data, index=False)
+    return data
+
+
+AGENCY = ["--qi", "age,sex,race,hours_per_week,income", "--keep", "state,employed,occupation,bmi,weight",
+          "--weights", "weight", "--rule", "hours_per_week:employed == 'No'", "--method", "risk-dami",
+          "--mask", "age:K=2,sigma=3"]
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_starved_run_stops_within_its_budget_with_the_estimate(tmp_path, capsys, n_jobs):
+    """The agency file with 2 x 100,000 iterations (hours of work) and a 12-second budget: the command
+    stops within 10 % of the budget (in fact at the pilot, a quarter of it in), exit 1, nothing
+    written, and the message gives the estimate (iterations, seconds) and what to change."""
+    data = _agency_csv(tmp_path)
+    out = tmp_path / "syn"
+    budget = 12.0
+    t0 = time.monotonic()
+    rc = main(["synthesize", "--data", str(data), *AGENCY,
+               "--param", f"n_iter=100000,chains=2,n_jobs={n_jobs},max_kept_levels=4,min_missing_cells=10",
+               "--m", "2", "--seed", "3", "--max-seconds", str(budget), "--out", str(out)])
+    wall = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert wall <= 1.1 * budget, (wall, err)
+    assert not out.exists() or not any(out.iterdir())
+    msg = err.splitlines()[-1]
+    assert "SamplerBudgetExceeded" in msg and "max_seconds=12 s budget" in msg and "Nothing was released" in msg
+    # the estimate: seconds per iteration, the projected seconds of n_iter and the iterations the check needs
+    assert re.search(r"n_iter=100000 would take about \d+ s", msg), msg
+    assert re.search(r"bulk ESS >= 100\) needs about n_iter=\d+, about \d+ s", msg), msg
+    assert re.search(r"Change: --param n_iter=\d+ --max-seconds \d+", msg), msg
+    # the pilot's line came first
+    assert "copula Gibbs pilot" in err
+
+
+def _ar1_pilot(phi: float, d: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    x = np.empty((2, d, 1))
+    x[:, 0] = rng.normal(size=(2, 1))
+    for t in range(1, d):
+        x[:, t] = phi * x[:, t - 1] + np.sqrt(1 - phi**2) * rng.normal(size=(2, 1))
+    return x
+
+
+def test_budget_too_small_for_the_threshold_stops_at_the_pilot():
+    """n_iter=400 fits in a 60-second budget (0.05 s per iteration: about 15 s) but the pilot's ESS
+    per draw (an AR(1) with phi = 0.95: about 0.026) puts the check's bulk ESS >= 100 at about
+    2 x 100 / (0.026 x 2) = 3,900 iterations, about 190 s: the fit stops at the pilot, not after
+    running to a refusal. With accept_diagnostics (no threshold) the same pilot lets it run."""
+    x = _ar1_pilot(0.95, 100, seed=2)
+    mon = _ChainMonitor(n_iter=400, burn=200, burn_param=None, chains=2, workers=2, max_seconds=60.0,
+                        ess_target=100.0, start=time.monotonic(), say=None, owner="method 'risk-dami' (test)")
+    mon.handle("pilot", 0, (x[0], 0.05, 100))
+    with pytest.raises(SamplerBudgetExceeded) as exc:
+        mon.handle("pilot", 1, (x[1], 0.05, 100))
+    e = exc.value.estimate
+    assert e["seconds_planned"] < 60.0 < e["seconds_needed"] and e["n_iter_needed"] > 400
+    msg = str(exc.value)
+    assert "the release threshold (bulk ESS >= 100) needs about n_iter=" in msg and "Nothing was released" in msg
+    assert f"Change: --param n_iter={e['n_iter_needed']} --max-seconds {int(np.ceil(1.2 * e['seconds_needed']))}" in msg
+    # the run as configured fits in the budget: accepted diagnostics (ess_target None) do not stop it
+    ok = _ChainMonitor(n_iter=400, burn=200, burn_param=None, chains=2, workers=2, max_seconds=60.0,
+                       ess_target=None, start=time.monotonic(), say=None, owner="test")
+    for c in range(2):
+        ok.handle("pilot", c, (x[c], 0.05, 100))
+    assert ok.estimate["n_iter_needed"] > 400
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_converging_run_prints_progress_at_least_every_10_seconds(tmp_path, capsys, monkeypatch, n_jobs):
+    """A run that passes the release check (no --accept-diagnostics) prints lines with iterations,
+    elapsed seconds and an ETA all along (the lines' own elapsed seconds, from the chains' start to
+    their end, which the last line marks), and the pilot's estimate; chains run in turn (the chain
+    calls back every iteration) or in forked processes (the parent polls their queue).
+
+    The interval is lowered to 1 s here so that a run of a few seconds shows it (the default's
+    bound, PROGRESS_EVERY + one iteration <= 10 s, is the fake-clock test above): every gap is
+    <= 1 s + rounding of the whole seconds printed (1 s) + an iteration, so <= 3 s; but the first
+    iteration of chains run in turn, which loads the compiled kernels (5 s measured at load 8), is
+    one step between two lines."""
+    import synthmi._progress as P
+
+    monkeypatch.setattr(P, "PROGRESS_EVERY", 1.0)
+    path = tmp_path / "sim.csv"
+    _sim().to_csv(path, index=False)
+    out = tmp_path / "syn"
+    rc = main(["synthesize", "--data", str(path), "--qi", "age,sex,race", "--keep", "bmi,outcome",
+               "--method", "risk-dami", "--mask", "age:K=3,sigma=2",
+               "--param", f"n_iter=1000,k0=30,tolerance=5,n_jobs={n_jobs}",
+               "--m", "2", "--seed", "3", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    lines = [ln for ln in err.splitlines() if "copula Gibbs: " in ln]
+    elapsed = [int(re.search(r"iterations, (\d+) s elapsed", ln).group(1)) for ln in lines]
+    assert lines[-1].endswith("done") and "2000/2000 iterations" in lines[-1]
+    gaps = np.diff(elapsed)
+    assert elapsed[0] <= 1 and gaps[0] <= 10 and np.all(gaps[1:] <= 3), elapsed
+    assert elapsed[-1] >= 2 and len(lines) >= elapsed[-1] / 3, elapsed
+    assert all("s left" in ln for ln in lines[1:-1] if not ln.startswith("synthmi synthesize: copula Gibbs: 0/"))
+    assert any("copula Gibbs pilot (100 iterations)" in ln for ln in err.splitlines()), err
+    assert len(list(out.glob("copy_*.csv"))) == 2
+
+
+def test_max_seconds_is_validated_in_one_place():
+    from synthmi.models import RiskTargetedSynthesizer
+
+    df = _sim(100)
+    with pytest.raises(ValueError, match="The 'max_seconds' parameter of RiskTargetedSynthesizer must be"):
+        RiskTargetedSynthesizer(max_seconds=0).fit(df, quasi_identifiers=["age", "sex"])
+    s = RiskTargetedSynthesizer(max_seconds=None)
+    assert s.get_params()["max_seconds"] is None
+    assert RiskTargetedSynthesizer().max_seconds == 300.0
+
+
+def test_cli_max_seconds_option_errors(tmp_path, capsys):
+    path = tmp_path / "sim.csv"
+    _sim(100).to_csv(path, index=False)
+    base = ["synthesize", "--data", str(path), "--qi", "age,sex", "--out", str(tmp_path / "o"), "--quiet"]
+    assert main(base + ["--method", "risk-dami", "--max-seconds", "soon"]) == 1
+    assert "The '--max-seconds' option takes seconds > 0 or 'none'. Got 'soon' instead." in capsys.readouterr().err
+    assert main(base + ["--method", "cart", "--max-seconds", "10"]) == 1
+    assert "'--max-seconds' option is for risk-dami" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:The copula of method 'risk-dami':RuntimeWarning")  # a 30-step chain
+def test_python_api_prints_the_same_lines(capsys):
+    """In Python: ``progressbar=True`` prints the lines on stderr; ``set_progress`` routes them to a callback."""
+    from synthmi.models import RiskTargetedSynthesizer
+
+    df = _sim(200)
+    RiskTargetedSynthesizer(masks={"age": {"K": 2, "sigma_e": 3}}, n_iter=30, accept_diagnostics=True,
+                            progressbar=True).fit(df, quasi_identifiers=["age", "sex", "race"], keep=["bmi", "outcome"])
+    err = capsys.readouterr().err
+    assert "copula Gibbs: 0/60 iterations" in err and "copula Gibbs: 60/60 iterations" in err
+    assert "copula Gibbs pilot (30 iterations)" in err
+    got = []
+    s = RiskTargetedSynthesizer(masks={"age": {"K": 2, "sigma_e": 3}}, n_iter=30, accept_diagnostics=True)
+    s.set_progress(got.append).fit(df, quasi_identifiers=["age", "sex", "race"], keep=["bmi", "outcome"])
+    assert got[0].startswith("copula Gibbs: 0/60 iterations") and got[-1].endswith("done")
+    assert capsys.readouterr().err == ""
+    assert s.copula_.pilot_["pilot_iterations"] == 30 and s.copula_.pilot_["n_iter_needed"] > 0
