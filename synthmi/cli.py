@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 import re
 import sys
+import warnings
 
 from . import commands
 
@@ -122,6 +123,21 @@ def cli_message(message: str, verb_parser: argparse.ArgumentParser | None, given
     return re.sub(r"(?:in|of) '?(?:df|original)'?(?=[ .,:;)]|$)", lambda m: m.group(0).split()[0] + " the data", out)
 
 
+def _warning_line(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """``warnings.showwarning`` for the command line: one line per warning, ``synthmi VERB:
+    warning: ...`` in command-line terms, never the Python file and source line (those
+    are for ``--debug``, which keeps Python's own form)."""
+    given = {item.split("=", 1)[0].strip() for item in (getattr(args, "param", None) or [])}
+    verb = getattr(args, "verb", None) or "synthmi"
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split()) or category.__name__
+        text = cli_message(text, _verb_parser(parser, args), given)
+        print(f"synthmi {verb}: warning: {text}", file=sys.stderr, flush=True)
+
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -129,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            if not getattr(args, "debug", False):
+                warnings.showwarning = _warning_line(parser, args)
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("synthmi: interrupted", file=sys.stderr)
         return 130

@@ -11,6 +11,7 @@ from scipy.stats import norm
 from synthmi.evaluation import analyse, combine, reidentification_risk, risk_subgroups
 from synthmi.models import NormalMasking, RiskTargetedSynthesizer
 from synthmi.models.masking import LinearCategoricalMasking
+from synthmi.models.base import UNMODIFIED_MAX, UnmodifiedRelease
 
 QI = ["age", "sex", "race"]
 BASE = {"age": {"K": 3, "sigma_e": 2}, "sex": {"alpha": 3}, "race": {"alpha": 3}}
@@ -96,9 +97,13 @@ def test_plain_copula_mi_without_masks(data):
     df = data
     before = df.copy()
     s = _fit(df, None)
-    syn = s.sample(4, random_state=3)
+    # complete quasi-identifiers: the imputations are the original's keys, refused unless asked for (issue 30)
+    with pytest.raises(UnmodifiedRelease, match=r"100\.0% of the records .* kappa\) of 1\.00"):
+        s.sample(4, random_state=3)
+    syn = s.sample(4, random_state=3, allow_unmodified=True)
     pd.testing.assert_frame_equal(df, before)
-    assert syn.structure == {"output": "imputation", "rule": "rubin"}
+    assert syn.structure == {"output": "imputation", "rule": "rubin", "unmodified": {
+        "max_share": 1.0, "max_kappa": 1.0, "threshold": UNMODIFIED_MAX, "allowed": True}}
     assert s.subgroup_labels_ is None
     assert syn.method == "risk-dami"
     n_mis = int(df["bmi"].isna().sum())  # 10 % MAR gaps in the kept column bmi (55 here)
@@ -114,7 +119,7 @@ def test_plain_copula_mi_without_masks(data):
     assert syn.metadata()["diagnostics"]["imputed_cells"]["internal_only"] == {"bmi": n_mis}
     # on request the copies carry the imputed kept column, and the record says so
     s2 = _fit(df, None, impute_keep=True)
-    syn2 = s2.sample(4, random_state=3)
+    syn2 = s2.sample(4, random_state=3, allow_unmodified=True)
     obs = df["bmi"].notna()
     for c in syn2.copies:
         assert c["bmi"].notna().all()

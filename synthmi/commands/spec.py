@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     if args.out and Path(args.out).exists() and not args.overwrite:
         raise ValueError(f"The '--out' file '{args.out}' already exists; add --overwrite to replace it.")
     na_values = na_values_of(args)
-    df = load_dataset(str(args.data), sep=sep_of(args), option="--data", na_values=na_values)
+    df = load_dataset(str(args.data), sep=sep_of(args), option="--data", na_values=na_values,
+                      encoding=getattr(args, "encoding", None))
     if na_values is None:
         warn_markers("spec", df)
     qi = split_list(args.qi)
