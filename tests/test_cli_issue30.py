@@ -240,3 +240,63 @@ def test_row10_kept_columns_keep_their_text(tmp_path, capsys):
     syn = SyntheticData.from_dir(out)
     np.testing.assert_array_equal(syn.copies[0]["hours"].to_numpy(dtype=float),
                                   pd.read_csv(path)["hours"].to_numpy(dtype=float))
+
+
+# ---- item 2: the other reading faults, in the user's words --------------------------------------
+def _xlsx_bytes() -> bytes:
+    import zipfile
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name, content, words", [
+    ("book.xlsx", "xlsx", "is an Excel workbook (.xlsx) or a zip archive, not a CSV text file"),
+    ("data.csv", b"PAR1\x15\x04\x15\x00\x00PAR1", "is a Parquet file, not a CSV text file"),
+    ("data.csv.gz", b"age,sex\n1,F\n", "is named .gz but is not gzip-compressed"),
+    ("folder", None, "is a directory; give a CSV file"),
+])
+def test_files_that_are_not_csv_are_named(tmp_path, capsys, name, content, words):
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(_xlsx_bytes() if content == "xlsx" else content)
+    rc = main(["synthesize", "--data", str(path), "--qi", "age", "--method", "cart", "--m", "2",
+               "--out", str(tmp_path / "syn"), "--quiet"])
+    err = _one_line_error(_err(capsys))
+    assert rc == 1 and "'--data' file" in err and words in err
+
+
+def test_gzip_with_a_csv_suffix_is_read_as_gzip(tmp_path, capsys):
+    import gzip
+
+    path = tmp_path / "data.csv"  # gzip-compressed, named .csv
+    path.write_bytes(gzip.compress(_frame().to_csv(index=False).encode()))
+    out = tmp_path / "syn"
+    assert main(["synthesize", "--data", str(path), "--qi", "age,sex", "--keep", "hours,y", "--method", "cart",
+                 "--m", "2", "--seed", "1", "--out", str(out), "--quiet"]) == 0
+    raw = pd.read_csv(path, compression="gzip", dtype=str)
+    assert list(pd.read_csv(out / "copy_01.csv", dtype=str)["hours"]) == list(raw["hours"])
+
+
+def test_unknown_encoding_names_the_option(csv, tmp_path, capsys):
+    rc = main(["synthesize", "--data", str(csv), "--qi", "age", "--method", "cart", "--m", "2", "--encoding",
+               "klingon", "--out", str(tmp_path / "syn"), "--quiet"])
+    err = _one_line_error(_err(capsys))
+    assert rc == 1 and "'--encoding' option names an unknown encoding, 'klingon'" in err
+
+
+# ---- item 1: a column under two roles --------------------------------------------------------------
+def test_target_that_is_also_a_quasi_identifier_is_refused(csv, tmp_path, capsys):
+    out = tmp_path / "syn"
+    assert main(["synthesize", "--data", str(csv), "--qi", "age,sex", "--keep", "hours,y", "--method", "cart",
+                 "--m", "2", "--seed", "1", "--out", str(out), "--quiet"]) == 0
+    rc = main(["disclosure", "--original", str(csv), "--synthetic", str(out), "--qi", "age,sex", "--target", "sex",
+               "--out", str(tmp_path / "risk.json"), "--quiet"])
+    err = _one_line_error(_err(capsys))
+    assert rc == 1 and "'--target' column 'sex' is also in --qi" in err
+    assert not (tmp_path / "risk.json").exists()

@@ -67,6 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..data import load_dataset
     from ..spec import ReleaseSpec
+    from ._common import input_label
 
     if args.out and Path(args.out).exists() and not args.overwrite:
         raise ValueError(f"The '--out' file '{args.out}' already exists; add --overwrite to replace it.")
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         check_formula(formula, df.columns, "--analysis")
     kinds = categorical_kinds(df, split_list(args.categorical))
     spec = ReleaseSpec.draft(df, quasi_identifiers=qi, keep=keep, kinds=kinds,
-                             source=f"drafted by 'synthmi spec' from {args.data}")
+                             source=f"drafted by 'synthmi spec' from {input_label(args.data)}")  # no local path
     if args.analysis or na_values:
         analyses = [{"formula": f, "family": args.family} for f in args.analysis or []]
         spec = ReleaseSpec(spec.columns, analyses=analyses, source=spec.source, na_values=na_values)

@@ -960,7 +960,7 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
     finally:
         if client is not None:
             client.close()
-    meta_out["source"] = {"data": source, "keep": keep, "columns": list(data.columns), "engine": "dask",
+    meta_out["source"] = {"data": input_label(source), "keep": keep, "columns": list(data.columns), "engine": "dask",
                           "scheduler": args.scheduler or "local threads"}
     (out / "metadata.json").write_text(json.dumps(meta_out, indent=2, sort_keys=True))
     _log(args, f"drew and wrote {args.m} copies ({meta_out['n_partitions']} partitions each) to {out} in "
