@@ -178,7 +178,11 @@ def test_masking_evidence_controls_closeness(data):
     df = data.dropna().reset_index(drop=True)
     tight = {"age": NormalMasking(10, sigma_e=0.1), "sex": LinearCategoricalMasking(20.0), "race": {"p": 0.9999}}
     null = {"age": NormalMasking(0), "sex": {"alpha": 0}, "race": {"alpha": 0}}
-    st = _fit(df, tight).sample(2, random_state=5)
+    # tight masks give back the original (the point of this test): the release guard refuses such
+    # copies unless asked (issue 30)
+    with pytest.raises(UnmodifiedRelease):
+        _fit(df, tight).sample(2, random_state=5)
+    st = _fit(df, tight).sample(2, random_state=5, allow_unmodified=True)
     sn = _fit(df, null).sample(6, random_state=5)
     for c in st.copies:
         # W-bar has sd 0.1/sqrt(10) = 0.03 years: the synthetic age is the true one
