@@ -300,3 +300,23 @@ def test_target_that_is_also_a_quasi_identifier_is_refused(csv, tmp_path, capsys
     err = _one_line_error(_err(capsys))
     assert rc == 1 and "'--target' column 'sex' is also in --qi" in err
     assert not (tmp_path / "risk.json").exists()
+
+
+# ---- item 3: no oversubscribed BLAS ------------------------------------------------------------------
+def test_verbs_run_with_one_blas_thread_unless_the_user_says(tmp_path):
+    import os
+
+    code = ("import os, numpy, threadpoolctl; from synthmi.cli import _one_blas_thread\n"
+            "with _one_blas_thread():\n"
+            "    inside = sorted({i['num_threads'] for i in threadpoolctl.threadpool_info()}), "
+            "os.environ.get('OPENBLAS_NUM_THREADS')\n"
+            "print(inside, os.environ.get('OPENBLAS_NUM_THREADS'))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                                             "MKL_NUM_THREADS")}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=120)
+    assert res.stdout.strip() == "([1], '1') None", res.stdout + res.stderr
+    # a user's own setting is left alone
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**env, "OPENBLAS_NUM_THREADS": "2"}, cwd=tmp_path, timeout=120)
+    assert res.stdout.strip().endswith("'2') 2"), res.stdout + res.stderr
