@@ -327,9 +327,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--allow-unmodified", action="store_true",
-        help="write the copies even if more than half of their records keep their original values of every "
-        "quasi-identifier (e.g. risk-dami without --mask, which only imputes); recorded in metadata.json and "
-        "the report. Without it such copies are refused",
+        help="write the copies even if their quasi-identifier keys agree with the original's, record by record, "
+        "beyond chance by more than 0.5 (Cohen's kappa; copies identical to the input score 1), e.g. risk-dami "
+        "without --mask, which only imputes; recorded in metadata.json and the report. Without it such copies "
+        "are refused",
     )
     p.add_argument(
         "--allow-identifiers", action="store_true",

@@ -249,15 +249,17 @@ def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option:
     return df
 
 
-#: leading bytes of files that are not CSV text -> what they are and what to do
+#: leading bytes of files that are not CSV text -> the suffixes under which pandas reads them
+#: (compressed CSV), what they are, and what to do. None of these can start CSV text: each holds
+#: a control byte (bzip2's "BZh" is followed by its block size and the pi digits of its header).
 _NOT_CSV = (
-    (b"PK\x03\x04", "an Excel workbook (.xlsx) or a zip archive",
+    (b"PK\x03\x04", (".zip",), "an Excel workbook (.xlsx) or a zip archive",
      "save the sheet as CSV (e.g. File > Save As > CSV UTF-8)"),
-    (b"\xd0\xcf\x11\xe0", "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV (e.g. File > Save As > CSV UTF-8)"),
-    (b"PAR1", "a Parquet file", "read it with --engine dask, or convert it to CSV (pandas: read_parquet, to_csv)"),
-    (b"BZh", "a bzip2-compressed file", "name it .csv.bz2 or decompress it"),
-    (b"\xfd7zXZ", "an xz-compressed file", "name it .csv.xz or decompress it"),
+    (b"\xd0\xcf\x11\xe0", (), "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV (e.g. File > Save As > CSV UTF-8)"),
+    (b"BZh", (".bz2",), "a bzip2-compressed file", "name it .csv.bz2 or decompress it"),
+    (b"\xfd7zXZ\x00", (".xz",), "an xz-compressed file", "name it .csv.xz or decompress it"),
 )
+_PARQUET = b"PAR1"  # at both ends of a Parquet file
 _GZIP = b"\x1f\x8b"
 
 
@@ -313,6 +315,27 @@ def check_column_names(names: list[str], where: str) -> None:
     )
 
 
+def _decompressed_head(p, suffix: str, where: str) -> bytes:
+    """The first 64 KiB of a compressed CSV (``.bz2``, ``.xz``, ``.zip`` with one member)."""
+    import bz2
+    import lzma
+    import zipfile
+
+    try:
+        if suffix == ".zip":
+            with zipfile.ZipFile(p) as z:
+                names = z.namelist()
+                if len(names) != 1:
+                    raise ValueError(f"{where} is a zip archive of {len(names)} files; give the CSV itself.")
+                with z.open(names[0]) as fh:
+                    return fh.read(1 << 16)
+        opener = bz2.open if suffix == ".bz2" else lzma.open
+        with opener(p, "rb") as fh:
+            return fh.read(1 << 16)
+    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile):
+        raise ValueError(f"{where} is a damaged compressed file.") from None
+
+
 def read_csv_checked(path, sep: str = ",", option: str | None = None, na_values: list[str] | None = None,
                      encoding: str | None = None, **read_kw) -> pd.DataFrame:
     """``pandas.read_csv`` with every reading fault as one sentence naming the file and option.
@@ -347,9 +370,21 @@ def read_csv_checked(path, sep: str = ",", option: str | None = None, na_values:
     elif p.suffix.lower() in (".gz", ".gzip"):
         raise ValueError(f"{where} is named .gz but is not gzip-compressed; rename it to .csv.")
     else:
-        for magic, what, todo in _NOT_CSV:
-            if head.startswith(magic) and not (magic == b"PK\x03\x04" and p.suffix.lower() == ".zip"):
+        for magic, suffixes, what, todo in _NOT_CSV:
+            if magic == b"BZh" and not (head[3:4].isdigit() and head[4:10] == b"1AY&SY"):
+                continue
+            if not head.startswith(magic):
+                continue
+            if p.suffix.lower() not in suffixes:
                 raise ValueError(f"{where} is {what}, not a CSV text file: {todo}.")
+            head = _decompressed_head(p, p.suffix.lower(), where)  # a compressed CSV pandas reads
+        if head.startswith(_PARQUET):
+            with open(p, "rb") as fh:
+                fh.seek(max(0, p.stat().st_size - 4))
+                tail = fh.read(4)
+            if tail == _PARQUET:
+                raise ValueError(f"{where} is a Parquet file, not a CSV text file: read it with --engine dask, or "
+                                 "convert it to CSV (pandas: read_parquet, to_csv).")
     enc = encoding or "utf-8"
     try:
         import codecs
