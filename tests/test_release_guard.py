@@ -161,3 +161,13 @@ def test_dpsyn_copies_are_not_the_original():
         if len(c) == len(df):
             share, _ = unmodified_share(df, c, ["age", "sex", "edu"])
             assert share < 0.5
+
+
+def test_report_flags_a_release_written_with_allow_unmodified():
+    from synthmi.report.html import _release_flags
+
+    meta = {"unmodified": {"max_share": 1.0, "max_kappa": 1.0, "threshold": UNMODIFIED_MAX, "allowed": True}}
+    flag = _release_flags({"risk-dami": meta})
+    assert "UNMODIFIED" in flag and "100.0% of the records" in flag and "--allow-unmodified" in flag
+    ok = {"unmodified": {"max_share": 0.03, "max_kappa": 0.03, "threshold": UNMODIFIED_MAX, "allowed": False}}
+    assert "UNMODIFIED" not in _release_flags({"cart": ok})
