@@ -764,8 +764,6 @@ class Synthesizer(ParamsMixin, abc.ABC):
         seed = random_state if isinstance(random_state, (int, np.integer)) and self._publishes_seed else None
         rng = self._sampling_rng(random_state)
         copies = self._draw_copies(m, rng)
-        # fail closed: copies that are (close to) the original are not a synthetic release
-        guard = check_unmodified(self, copies, allow_unmodified)
         diagnostics = self._diagnostics()
         # fail closed: no copies leave a sampler that did not converge, unless the user accepts it
         check = enforce_diagnostics(
@@ -773,6 +771,9 @@ class Synthesizer(ParamsMixin, abc.ABC):
             accept=getattr(self, "accept_diagnostics", False),
             rhat_max=getattr(self, "rhat_max", RHAT_MAX), ess_min=getattr(self, "ess_min", ESS_MIN),
         )
+        # fail closed: copies that are (close to) the original are not a synthetic release
+        # (checked after the convergence check, which says first when the sampler is not to be trusted)
+        guard = check_unmodified(self, copies, allow_unmodified)
         structure = dict(self._structure(m))
         if getattr(self, "weights_", None) is not None:
             structure["weights"] = self.weights_
