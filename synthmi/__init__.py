@@ -21,8 +21,19 @@ from . import _arviz_stamp  # noqa: E402
 
 _arviz_stamp.install()
 
-from .schema import Schema, Variable  # noqa: E402
-from .synthetic import SyntheticData
-
 __version__ = "0.1.0"
 __all__ = ["Schema", "Variable", "SyntheticData", "__version__"]
+
+#: public name -> module, imported on first use (PEP 562): `synthmi --help` and a command
+#: line that fails validation need not import pandas' whole stack first (issue 30)
+_LAZY = {"Schema": "schema", "Variable": "schema", "SyntheticData": "synthetic"}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value

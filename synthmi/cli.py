@@ -8,10 +8,13 @@ Errors print as one line (``synthmi: error: ...``) unless ``--debug`` is given
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import pkgutil
 import re
 import sys
+import warnings
 
 from . import commands
 
@@ -122,14 +125,72 @@ def cli_message(message: str, verb_parser: argparse.ArgumentParser | None, given
     return re.sub(r"(?:in|of) '?(?:df|original)'?(?=[ .,:;)]|$)", lambda m: m.group(0).split()[0] + " the data", out)
 
 
+def _warning_line(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """``warnings.showwarning`` for the command line: one line per warning, ``synthmi VERB:
+    warning: ...`` in command-line terms, never the Python file and source line (those
+    are for ``--debug``, which keeps Python's own form)."""
+    given = {item.split("=", 1)[0].strip() for item in (getattr(args, "param", None) or [])}
+    verb = getattr(args, "verb", None) or "synthmi"
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split()) or category.__name__
+        text = cli_message(text, _verb_parser(parser, args), given)
+        print(f"synthmi {verb}: warning: {text}", file=sys.stderr, flush=True)
+
+    return show
+
+
+#: thread-count variables of the BLAS / OpenMP libraries under numpy, statsmodels and PyTensor
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    """One BLAS/OpenMP thread per process while a verb runs, unless the user set one of
+    ``_THREAD_VARIABLES``.
+
+    The models' linear algebra is many small matrices; threaded BLAS only oversubscribes the
+    cores, worse beside the sampler's processes (issue 30: ``analyse`` of two logit models over
+    5 copies, three processes on 2 cores, took 46 s with default threads, 2-8 s with one).
+    The variables are read when a library loads and are inherited by the sampler's worker
+    processes; threadpoolctl limits a library already loaded (a caller that imported numpy).
+    Both are restored afterwards.
+    """
+    if any(os.environ.get(v) for v in _THREAD_VARIABLES):
+        yield
+        return
+    saved = {v: os.environ.get(v) for v in _THREAD_VARIABLES}
+    os.environ.update({v: "1" for v in _THREAD_VARIABLES})
+    try:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            yield
+    finally:
+        for v, old in saved.items():
+            if old is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = old
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line (``argv`` without the program name); returns the exit code."""
+    with _one_blas_thread():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            if not getattr(args, "debug", False):
+                warnings.showwarning = _warning_line(parser, args)
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("synthmi: interrupted", file=sys.stderr)
         return 130

@@ -43,10 +43,16 @@ def test_synthesize_warns_before_fitting_about_kept_identifiers(tmp_path, people
     monkeypatch.setattr(CartSynthesizer, "fit", _fit)
     base = ["synthesize", "--data", str(people_csv), "--qi", "age,sex", "--method", "cart", "--m", "2",
             "--out", str(tmp_path / "syn"), "--quiet"]
-    assert main(base) == 1  # the stand-in fit stops it
+    # issue 30: an identifier released unchanged is an error (before the fit), not a warning
+    assert main(base) == 1
     err = capsys.readouterr().err
-    assert "'ID', 'code' have a different value in every row" in err and "--keep" in err
+    assert "'ID', 'code' unchanged, and they hold a different value in every row" in err and "--keep" in err
+    assert "--allow-identifiers" in err and err.startswith("synthmi: error:")
     assert "'wt'" not in err and "'hours'" not in err and "1000" not in err  # names only, never values
+    # --allow-identifiers releases them with the warning (the stand-in fit stops it)
+    assert main([*base, "--allow-identifiers"]) == 1
+    err = capsys.readouterr().err
+    assert "'ID', 'code' have a different value in every row" in err and "stop before fitting" in err
     # a --keep without the identifiers (and the weight given as such) draws no warning
     assert main([*base, "--keep", "hours,wt", "--weights", "wt"]) == 1
     assert "identifier" not in capsys.readouterr().err

@@ -116,7 +116,8 @@ def test_overwrite_guard(adult_csv, tmp_path, capsys):
         (["--qi", "age,agee"], "The '--qi' option names columns not in the data: ['agee']"),
         (["--qi", "age", "--keep", "incme"], "The '--keep' option names columns not in the data: ['incme']"),
         (["--qi", "age,sex", "--keep", "sex,income"], "Columns ['sex'] are in both --qi and --keep"),
-        (["--qi", "age", "--m", "0"], "The '--m' option must be >= 1. Got 0 instead."),
+        # issue 30: the first message states the real bound (every combining rule needs 2 copies)
+        (["--qi", "age", "--m", "0"], "The '--m' option must be >= 2"),
         (["--qi", "age", "--method", "gan"], "The '--method' option must be one of"),
         (["--qi", "age", "--param", "min_samples_leaf=0"], "'min_samples_leaf' parameter of method 'cart' must be >= 1"),
         (["--qi", "age", "--param", "depth=3"], "'--param' option names 'depth', which is not a parameter of method 'cart'"),

@@ -11,6 +11,7 @@ from scipy.stats import norm
 from synthmi.evaluation import analyse, combine, reidentification_risk, risk_subgroups
 from synthmi.models import NormalMasking, RiskTargetedSynthesizer
 from synthmi.models.masking import LinearCategoricalMasking
+from synthmi.models.base import UNMODIFIED_MAX, UnmodifiedRelease
 
 QI = ["age", "sex", "race"]
 BASE = {"age": {"K": 3, "sigma_e": 2}, "sex": {"alpha": 3}, "race": {"alpha": 3}}
@@ -96,9 +97,13 @@ def test_plain_copula_mi_without_masks(data):
     df = data
     before = df.copy()
     s = _fit(df, None)
-    syn = s.sample(4, random_state=3)
+    # complete quasi-identifiers: the imputations are the original's keys, refused unless asked for (issue 30)
+    with pytest.raises(UnmodifiedRelease, match=r"100\.0% of the records .* kappa\) of 1\.00"):
+        s.sample(4, random_state=3)
+    syn = s.sample(4, random_state=3, allow_unmodified=True)
     pd.testing.assert_frame_equal(df, before)
-    assert syn.structure == {"output": "imputation", "rule": "rubin"}
+    assert syn.structure == {"output": "imputation", "rule": "rubin", "unmodified": {
+        "max_share": 1.0, "max_kappa": 1.0, "threshold": UNMODIFIED_MAX, "allowed": True}}
     assert s.subgroup_labels_ is None
     assert syn.method == "risk-dami"
     n_mis = int(df["bmi"].isna().sum())  # 10 % MAR gaps in the kept column bmi (55 here)
@@ -114,7 +119,7 @@ def test_plain_copula_mi_without_masks(data):
     assert syn.metadata()["diagnostics"]["imputed_cells"]["internal_only"] == {"bmi": n_mis}
     # on request the copies carry the imputed kept column, and the record says so
     s2 = _fit(df, None, impute_keep=True)
-    syn2 = s2.sample(4, random_state=3)
+    syn2 = s2.sample(4, random_state=3, allow_unmodified=True)
     obs = df["bmi"].notna()
     for c in syn2.copies:
         assert c["bmi"].notna().all()
@@ -173,7 +178,11 @@ def test_masking_evidence_controls_closeness(data):
     df = data.dropna().reset_index(drop=True)
     tight = {"age": NormalMasking(10, sigma_e=0.1), "sex": LinearCategoricalMasking(20.0), "race": {"p": 0.9999}}
     null = {"age": NormalMasking(0), "sex": {"alpha": 0}, "race": {"alpha": 0}}
-    st = _fit(df, tight).sample(2, random_state=5)
+    # tight masks give back the original (the point of this test): the release guard refuses such
+    # copies unless asked (issue 30)
+    with pytest.raises(UnmodifiedRelease):
+        _fit(df, tight).sample(2, random_state=5)
+    st = _fit(df, tight).sample(2, random_state=5, allow_unmodified=True)
     sn = _fit(df, null).sample(6, random_state=5)
     for c in st.copies:
         # W-bar has sd 0.1/sqrt(10) = 0.03 years: the synthetic age is the true one

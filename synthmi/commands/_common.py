@@ -102,6 +102,9 @@ def add_overwrite_flag(p: argparse.ArgumentParser) -> None:
 def add_sep_flag(p: argparse.ArgumentParser) -> None:
     """``--sep`` and ``--na-values``: how to read a CSV."""
     p.add_argument("--sep", default=",", help="field separator of CSV input, e.g. ';' or '\\t' (default: ',')")
+    p.add_argument("--encoding", default=None, metavar="NAME",
+                   help="text encoding of CSV input, e.g. cp1252 or latin-1 (default: utf-8, or the encoding "
+                   "recorded with the copies)")
     p.add_argument(
         "--na-values", default=None, metavar="MARKERS",
         help="comma-separated cell values of CSV input that mean missing, e.g. '?,.,-9' (as pandas read_csv's "
@@ -122,6 +125,25 @@ def na_values_of(args: argparse.Namespace, spec=None, recorded=None) -> list[str
     if spec is not None and getattr(spec, "na_values", None):
         return list(spec.na_values)
     return list(recorded) if recorded else None
+
+
+def encoding_of(args: argparse.Namespace, directory=None) -> str | None:
+    """``--encoding``, else the encoding recorded in ``directory``/metadata.json (or None: UTF-8)."""
+    given = getattr(args, "encoding", None)
+    if given or directory is None:
+        return given
+    import json
+
+    try:
+        return (json.loads((Path(directory) / "metadata.json").read_text()).get("source") or {}).get("encoding")
+    except (OSError, ValueError):
+        return None
+
+
+def input_label(spec: str) -> str:
+    """How shared outputs (metadata.json, reports) name an input: a bundled data set by its
+    name, a user's file by its base name only (its local path stays on the machine)."""
+    return str(spec) if is_bundled(spec) else Path(str(spec)).name
 
 
 def recorded_na_values(directory) -> list[str] | None:
@@ -178,7 +200,7 @@ def add_common_flags(p: argparse.ArgumentParser) -> None:
 
 
 def load_original(spec: str, sep: str = ",", option: str = "--original", na_values: list[str] | None = None,
-                  private: bool = False):
+                  private: bool = False, encoding: str | None = None):
     """The original frame and a digest of its source.
 
     Bundled public data get a plain SHA-256; a user's (confidential) file only a
@@ -191,7 +213,7 @@ def load_original(spec: str, sep: str = ",", option: str = "--original", na_valu
     public = is_bundled(spec)
     if not public and not path.exists():
         raise FileNotFoundError(f"The '{option}' file '{spec}' does not exist.")
-    df = load_dataset(spec, sep=sep, option=option, na_values=na_values, private=private)
+    df = load_dataset(spec, sep=sep, option=option, na_values=na_values, private=private, encoding=encoding)
     digest = ("sha256:" + frame_sha256(df)) if public else confidential_digest(path=path)
     return df, digest
 
@@ -284,7 +306,8 @@ def load_release(args: argparse.Namespace):
     syn = SyntheticData.from_dir(synthetic_dir(args.synthetic))
     spec = ReleaseSpec.load(args.spec) if getattr(args, "spec", None) else None
     na = na_values_of(args, spec, recorded_na_values(args.synthetic))
-    original_full, _ = load_original(args.original, sep_of(args), na_values=na)
+    original_full, _ = load_original(args.original, sep_of(args), na_values=na,
+                                     encoding=encoding_of(args, args.synthetic))
     syn.check_original(original_full, "--original")
     return original_full, align_original(original_full, syn), syn
 

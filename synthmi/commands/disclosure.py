@@ -11,6 +11,7 @@ from ._common import (
     check_summary_outputs,
     add_common_flags,
     add_release_arguments,
+    input_label,
     load_release,
     load_spec_option,
     parse_assignments,
@@ -73,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
     qi = split_list(args.qi) or (spec.quasi_identifiers if spec is not None else [])
     if not qi:
         raise ValueError("The '--qi' option must name at least one column (or give a spec that names them).")
+    if args.target and args.target in qi:
+        raise ValueError(f"The '--target' column '{args.target}' is also in --qi: a column is either a "
+                         "quasi-identifier the intruder knows or the attribute to learn; drop it from one.")
     by = None
     if args.by:
         if args.by not in original_full.columns:
@@ -85,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     step_line(args, "disclosure", f"matched {len(original)} targets against {syn.m} copies in "
               f"{time.perf_counter() - t0:.1f} s", summary=True)
 
-    extra = {"synthetic": str(args.synthetic), "original": str(args.original)}
+    # base names only: the summary is shared, the local paths are not
+    extra = {"synthetic": input_label(args.synthetic.rstrip("/\\")), "original": input_label(args.original)}
     if args.target:
         from ..evaluation.attribute_disclosure import attribute_disclosure
 

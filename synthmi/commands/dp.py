@@ -145,7 +145,7 @@ def _declared_domain(data: str, domain_path: str | None):
 
 
 def _binary_column(data: str, column: str, positive: str | None, n_declared: int | None, domain_path: str | None = None,
-                   sep: str = ",", na_values: list[str] | None = None):
+                   sep: str = ",", na_values: list[str] | None = None, encoding: str | None = None):
     """0/1 indicator of ``column == positive`` and the public n.
 
     The coding comes only from the command line or the column's declared public
@@ -161,7 +161,7 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     from ..domain import _level_key
     from ._common import load_original
 
-    df, _ = load_original(data, sep, option="--data", na_values=na_values, private=True)
+    df, _ = load_original(data, sep, option="--data", na_values=na_values, private=True, encoding=encoding)
     if column not in df.columns:
         raise ValueError(f"The '--column' option names a column not in the data: {column!r}.")
     s = df[column]
@@ -240,7 +240,7 @@ def run_bayes(args: argparse.Namespace) -> int:
         from ._common import na_values_of
 
         x, _ = _binary_column(args.data, args.column, args.positive, args.n, args.domain, sep_of(args),
-                              na_values_of(args))
+                              na_values_of(args), getattr(args, "encoding", None))
     else:
         if args.n is None or args.k is None:
             raise ValueError("Give either '--n' and '--k' or '--data' and '--column'.")

@@ -157,7 +157,10 @@ def run(args) -> int:
     first_dir = args.synthetic[0].rpartition("=")[2] if "=" in args.synthetic[0] else args.synthetic[0]
     na = na_values_of(args, ReleaseSpec.load(args.spec) if getattr(args, "spec", None) else None,
                       recorded_na_values(first_dir))
-    original, digest = load_original(args.original, sep_of(args), na_values=na)
+    from ._common import encoding_of, input_label
+
+    enc = encoding_of(args, first_dir)
+    original, digest = load_original(args.original, sep_of(args), na_values=na, encoding=enc)
     releases, hashes = {}, {"original": digest}
     for item in args.synthetic:
         label, _, d = item.rpartition("=") if "=" in item else ("", "", item)
@@ -176,12 +179,12 @@ def run(args) -> int:
     check_formula(formula, original.columns, "--analysis" if args.analysis is not None else "--spec", "the copies")
     holdout = None
     if args.holdout:
-        holdout, _ = load_original(args.holdout, sep_of(args), option="--holdout", na_values=na)
+        holdout, _ = load_original(args.holdout, sep_of(args), option="--holdout", na_values=na, encoding=enc)
     t0 = time.perf_counter()
     data = evaluate_release(
         original, releases, qi, formula, family=family, rule=args.rule, spec=spec,
         tolerance=tolerance_from(args), k0=args.k0, risk_threshold=args.threshold,
-        pmse_method=args.pmse_method, original_label=args.original, input_hashes=hashes,
+        pmse_method=args.pmse_method, original_label=input_label(args.original), input_hashes=hashes,
         seeds={k: s.seed for k, s in releases.items() if s.seed is not None}, progress=progress_enabled(args),
         original_is_public=is_bundled(args.original), target=args.target,
         references=not args.no_references, frontier=_read_frontier(args.frontier), holdout=holdout,

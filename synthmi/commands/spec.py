@@ -67,11 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..data import load_dataset
     from ..spec import ReleaseSpec
+    from ._common import input_label
 
     if args.out and Path(args.out).exists() and not args.overwrite:
         raise ValueError(f"The '--out' file '{args.out}' already exists; add --overwrite to replace it.")
     na_values = na_values_of(args)
-    df = load_dataset(str(args.data), sep=sep_of(args), option="--data", na_values=na_values)
+    df = load_dataset(str(args.data), sep=sep_of(args), option="--data", na_values=na_values,
+                      encoding=getattr(args, "encoding", None))
     if na_values is None:
         warn_markers("spec", df)
     qi = split_list(args.qi)
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         check_formula(formula, df.columns, "--analysis")
     kinds = categorical_kinds(df, split_list(args.categorical))
     spec = ReleaseSpec.draft(df, quasi_identifiers=qi, keep=keep, kinds=kinds,
-                             source=f"drafted by 'synthmi spec' from {args.data}")
+                             source=f"drafted by 'synthmi spec' from {input_label(args.data)}")  # no local path
     if args.analysis or na_values:
         analyses = [{"formula": f, "family": args.family} for f in args.analysis or []]
         spec = ReleaseSpec(spec.columns, analyses=analyses, source=spec.source, na_values=na_values)

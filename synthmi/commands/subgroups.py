@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from ._common import load_original, na_values_of
 
     check_summary_outputs(args)
-    df, _ = load_original(args.data, sep_of(args), option="--data", na_values=na_values_of(args))
+    df, _ = load_original(args.data, sep_of(args), option="--data", na_values=na_values_of(args),
+                             encoding=getattr(args, "encoding", None))
     qi = split_list(args.qi)
     if not qi:
         raise ValueError("The '--qi' option must name at least one column.")

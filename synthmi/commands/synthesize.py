@@ -20,6 +20,7 @@ from ._common import (
     check_output_dir,
     coded_columns,
     identifier_columns,
+    input_label,
     na_values_of,
     progress_enabled,
     sep_of,
@@ -324,6 +325,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write the copies even if the posterior sampler fails its convergence check "
         "(they are flagged as unconverged in metadata.json and in the report)",
     )
+    p.add_argument(
+        "--allow-unmodified", action="store_true",
+        help="write the copies even if their quasi-identifier keys agree with the original's, record by record, "
+        "beyond chance by more than 0.5 (Cohen's kappa; copies identical to the input score 1), e.g. risk-dami "
+        "without --mask, which only imputes; recorded in metadata.json and the report. Without it such copies "
+        "are refused",
+    )
+    p.add_argument(
+        "--allow-identifiers", action="store_true",
+        help="release a kept column that holds a different value in every row (a record identifier) although "
+        "it links each synthetic row to its person; without it such a column is an error",
+    )
     p.add_argument("--rhat-max", type=float, default=1.05, help="largest acceptable R-hat of any column (default 1.05)")
     p.add_argument("--ess-min", type=float, default=100.0, help="smallest acceptable bulk ESS of any column (default 100)")
     p.add_argument("--max-seconds", default=None, metavar="S",
@@ -449,6 +462,66 @@ def parse_rules(items: list[str] | None) -> dict[str, dict[str, Any]]:
             )
         out[col] = {"rule": cond.strip(), "value": _number(value) if eq else None}
     return out
+
+
+def _check_not_degenerate(data, qi: list[str], keep: list[str]) -> None:
+    """An entirely missing or constant released column, refused in the terms of the option
+    that names it (the synthesizers' own check says only that it is constant)."""
+    for cols, opt in ((qi, "--qi"), (keep, "--keep")):
+        empty = [c for c in cols if c in data.columns and int(data[c].notna().sum()) == 0]
+        constant = [c for c in cols if c in data.columns and c not in empty and data[c].nunique(dropna=True) < 2]
+        for bad, what in ((empty, "entirely missing"), (constant, "constant (one observed value)")):
+            if bad:
+                names = ", ".join(f"'{c}'" for c in bad)
+                raise ValueError(
+                    f"The '{opt}' option names {names}, which {'is' if len(bad) == 1 else 'are'} {what} in the data: "
+                    f"nothing to model or synthesize. Drop {'it' if len(bad) == 1 else 'them'} from {opt}"
+                    + (" (a constant column can be released unchanged with --keep)." if opt == "--qi" and what != "entirely missing" else ".")
+                )
+
+
+def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep: str, encoding: str | None) -> None:
+    """Write the kept columns of the copies in ``out`` exactly as the input spells them.
+
+    A kept column is released unchanged in value, but a CSV writer re-spells numbers
+    (``40.0`` -> ``40``, ``0.50`` -> ``0.5``). Each cell whose value in the copy is the
+    original's is written back as the input's text, so a diff of a kept column is empty;
+    missing cells and cells a model changed (imputed kept columns of risk-dami with
+    ``impute_keep``) keep the writer's form. Read back, every cell parses to the same value.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from ..data import is_bundled_name, read_csv_checked
+
+    if is_bundled_name(source) or not keep:
+        return
+    cols = [c for c in keep if c in data.columns]
+    raw = read_csv_checked(source, sep=sep, encoding=encoding, dtype=str, keep_default_na=False, na_filter=False,
+                           usecols=lambda c: c in set(cols))
+    if len(raw) != len(data):
+        return
+    width = max(2, len(str(m)))
+    for j in range(1, m + 1):
+        f = out / f"copy_{j:0{width}d}.csv"
+        text = pd.read_csv(f, dtype=str, keep_default_na=False, na_filter=False)
+        written = pd.read_csv(f)
+        changed = False
+        for c in cols:
+            if c not in text.columns:
+                continue
+            a, b = data[c], written[c]
+            if pd.api.types.is_numeric_dtype(a.dtype) and pd.api.types.is_numeric_dtype(b.dtype):
+                same = a.to_numpy(dtype=float, na_value=np.nan) == b.to_numpy(dtype=float, na_value=np.nan)
+            else:
+                same = np.asarray(a.astype(object).astype(str).to_numpy() == b.astype(object).astype(str).to_numpy())
+            same &= a.notna().to_numpy() & b.notna().to_numpy()
+            new = np.where(same, raw[c].to_numpy(dtype=object), text[c].to_numpy(dtype=object))
+            if not np.array_equal(new, text[c].to_numpy(dtype=object)):
+                text[c] = new
+                changed = True
+        if changed:
+            text.to_csv(f, index=False)
 
 
 def _check_rules_before_fit(data, rules: dict, spec, qi: list[str], keep: list[str], kinds: dict,
@@ -581,8 +654,6 @@ def run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     cls = resolve_method(args.method)
-    if args.m is None or args.m < 1:
-        raise ValueError(f"The '--m' option must be >= 1. Got {args.m} instead.")
     if args.seed is not None and args.seed < 0:
         raise ValueError(f"The '--seed' option must be >= 0. Got {args.seed} instead.")
     params = parse_params(args.param, cls)
@@ -643,6 +714,17 @@ def run(args: argparse.Namespace) -> int:
         # (a spec's masks, e.g. written by 'synthmi tune', are used when --mask is not given)
         print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
               "add --mask COLUMN:SPEC (see --help) or use --method rubin.", file=sys.stderr, flush=True)
+    if (args.method == "risk-dami" and not params.get("masks") and not (spec is not None and spec.masks)
+            and not args.allow_unmodified):
+        # Without masks the copula only imputes missing values: on complete data the copies are the
+        # input. No default masks are documented (the seeds tune them per data set), so refuse
+        # here, before the fit, rather than after it at the release guard.
+        raise ValueError(
+            "The '--mask' option is required for method 'risk-dami': without masks it imputes missing values "
+            "and synthesizes nothing, so the copies would hold the original quasi-identifiers. Add masks per "
+            "risk group, e.g. --mask age@low:K=3,sigma=2 --mask age@medium:K=2,sigma=4 --mask age@high:K=1,sigma=8 "
+            "(see --help), or add --allow-unmodified for a multiple-imputation release of the original."
+        )
     qi = split_list(args.qi) if spec is None else spec.quasi_identifiers
     if not qi:
         raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
@@ -657,7 +739,8 @@ def run(args: argparse.Namespace) -> int:
     dp_release = args.method in FULLY_SYNTHETIC
     # A DP release reads the file without scanning its values (no row numbers, no
     # categories from the values seen): it conforms it to the declared domain (issue 25).
-    df = load_dataset(source, sep=sep_of(args), option="--data", na_values=na_values, private=dp_release)
+    df = load_dataset(source, sep=sep_of(args), option="--data", na_values=na_values, private=dp_release,
+                      encoding=args.encoding)
     _log(args, f"read {source}: {df.shape[1]} columns" if dp_release else f"read {source}: {len(df)} rows, {df.shape[1]} columns")
     if spec is not None:
         # (DP: the columns only; the declared domain checks the values, naming the column only)
@@ -715,8 +798,17 @@ def run(args: argparse.Namespace) -> int:
         warn_coded("synthesize", coded_columns(data, modelled),
                    "in the --spec" if spec is not None else "in a spec ('synthmi spec')")
     if args.method not in FULLY_SYNTHETIC:
-        warn_identifiers("synthesize", identifier_columns(data, [c for c in keep if c != args.weights]),
-                         "Leave it out of --keep (or set its role to 'excluded' in the --spec) unless it is public.")
+        _check_not_degenerate(data, qi, keep)
+        ids = identifier_columns(data, [c for c in keep if c != args.weights])
+        if ids and not args.allow_identifiers:
+            names = ", ".join(f"'{c}'" for c in ids)
+            raise ValueError(
+                f"The '--keep' option releases {names} unchanged, and {'it holds' if len(ids) == 1 else 'they hold'} "
+                "a different value in every row, like a record identifier: it would link each synthetic row to "
+                "its person. Leave it out of --keep (or set its role to 'excluded' in the --spec), or add "
+                "--allow-identifiers if it is public."
+            )
+        warn_identifiers("synthesize", ids, "Released because --allow-identifiers was given.")
 
     if dp_release:
         # The privacy noise comes from OS entropy unless the user gives --seed; the
@@ -773,11 +865,15 @@ def run(args: argparse.Namespace) -> int:
         else:
             _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})", summary=True)
         from ..diagnostics import DiagnosticsFailed
+        from ..models.base import UnmodifiedRelease
 
         try:
-            syn = synth.sample(args.m, random_state=seed)
+            syn = synth.sample(args.m, random_state=seed, allow_unmodified=args.allow_unmodified)
         except DiagnosticsFailed as exc:
             raise exc.for_cli() from None
+        except UnmodifiedRelease as exc:
+            raise UnmodifiedRelease(method_terms(str(exc)).replace(
+                "pass allow_unmodified=True (command line: --allow-unmodified)", "add --allow-unmodified")) from None
         _log(args, f"drew {args.m} copies" + ("" if dp_release else f" in {time.perf_counter() - t_fit:.1f} s"),
              summary=True)
     # Warnings (e.g. r_hat > 1.01) are shown even with --quiet, once each, on one line.
@@ -801,7 +897,14 @@ def run(args: argparse.Namespace) -> int:
             c: m.to_dict() if hasattr(m, "to_dict") else {k: v.to_dict() for k, v in m.items()}
             for c, m in params[mask_param].items()
         }
-    meta["source"] = {"data": source, "keep": keep, "columns": list(data.columns)}
+    if not dp_release:
+        restore_kept_text(out, syn.m, source, keep, data, sep_of(args), getattr(args, "encoding", None))
+    # the file's base name only: metadata.json is shared, the local path is not
+    meta["source"] = {"data": input_label(source), "keep": keep, "columns": list(data.columns)}
+    if (syn.structure or {}).get("unmodified", {}).get("allowed"):
+        meta["source"]["allow_unmodified"] = True
+    if args.encoding:
+        meta["source"]["encoding"] = args.encoding  # the evaluation verbs' default --encoding
     if na_values:
         # the evaluation verbs read the original with the same markers (their default)
         meta["source"]["na_values"] = na_values
@@ -880,7 +983,7 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
     finally:
         if client is not None:
             client.close()
-    meta_out["source"] = {"data": source, "keep": keep, "columns": list(data.columns), "engine": "dask",
+    meta_out["source"] = {"data": input_label(source), "keep": keep, "columns": list(data.columns), "engine": "dask",
                           "scheduler": args.scheduler or "local threads"}
     (out / "metadata.json").write_text(json.dumps(meta_out, indent=2, sort_keys=True))
     _log(args, f"drew and wrote {args.m} copies ({meta_out['n_partitions']} partitions each) to {out} in "

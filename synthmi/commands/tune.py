@@ -163,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"The targets {sorted(needs_target)} need --attribute-target (the sensitive column).")
     if any(t.measure == "high_risk_mean_risk" for t in targets) and args.k0 is None:
         raise ValueError("The target high_risk_mean_risk needs --k0 (the risk-subgroup threshold).")
-    df = load_dataset(args.data, sep=sep_of(args), option="--data", na_values=na_values_of(args, spec))
+    df = load_dataset(args.data, sep=sep_of(args), option="--data", na_values=na_values_of(args, spec),
+                      encoding=getattr(args, "encoding", None))
     if spec is not None:
         spec.check_data(df, "--data")
         keep = None

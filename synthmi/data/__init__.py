@@ -23,6 +23,7 @@ __all__ = [
     "load_dataset",
     "load_domain",
     "check_csv_frame",
+    "read_csv_checked",
     "recode_adult",
     "recode_nhanes",
     "ADULT_EDUCATION_ORDER",
@@ -210,7 +211,8 @@ def load_adult_discretized() -> tuple[pd.DataFrame, dict[str, int]]:
 
 
 def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option: str | None = None,
-                 na_values: list[str] | str | None = None, private: bool = False) -> pd.DataFrame:
+                 na_values: list[str] | str | None = None, private: bool = False,
+                 encoding: str | None = None) -> pd.DataFrame:
     """``"adult"`` / ``"nhanes"`` (bundled, recoded by default) or a CSV path.
 
     A CSV's text columns become unordered Categoricals; numbers stay numeric.
@@ -234,6 +236,10 @@ def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option:
     (no categories from the values seen) and nothing names a cell or a row. The DP code
     then conforms every column to its declared domain, where a value outside is an
     error naming the column only.
+
+    ``encoding``: the file's text encoding (default UTF-8); reading faults (not UTF-8, empty,
+    not a CSV, duplicate column names) are errors in the user's words, see
+    :func:`read_csv_checked`.
     """
     key = str(name_or_path).lower()
     if key == "adult":
@@ -245,8 +251,8 @@ def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option:
     # A private read keeps every cell as its text (dtype=str): a reader's type guess is a
     # function of all the (private) values -- and, in chunks, warns about one record's --
     # so the declared domain alone turns the text into numbers or levels (issue 25).
-    df = pd.read_csv(name_or_path, sep=sep, na_values=list(na_values) if na_values else None,
-                     dtype=str if private else None)
+    df = read_csv_checked(name_or_path, sep=sep, option=option, na_values=na_values, encoding=encoding,
+                          dtype=str if private else None)
     check_csv_frame(df, str(name_or_path), sep=sep, option=option, scan_values=not private)
     if private:
         return df
@@ -254,6 +260,186 @@ def load_dataset(name_or_path: str, recode: bool = True, sep: str = ",", option:
         if _is_text(df[c]):
             df[c] = pd.Categorical(df[c].astype(object), categories=sorted(df[c].dropna().unique(), key=str))
     return df
+
+
+#: leading bytes of files that are not CSV text -> the suffixes under which pandas reads them
+#: (compressed CSV), what they are, and what to do. None of these can start CSV text: each holds
+#: a control byte (bzip2's "BZh" is followed by its block size and the pi digits of its header).
+_NOT_CSV = (
+    (b"PK\x03\x04", (".zip",), "an Excel workbook (.xlsx) or a zip archive",
+     "save the sheet as CSV (e.g. File > Save As > CSV UTF-8)"),
+    (b"\xd0\xcf\x11\xe0", (), "an Excel 97-2003 workbook (.xls)", "save the sheet as CSV (e.g. File > Save As > CSV UTF-8)"),
+    (b"BZh", (".bz2",), "a bzip2-compressed file", "name it .csv.bz2 or decompress it"),
+    (b"\xfd7zXZ\x00", (".xz",), "an xz-compressed file", "name it .csv.xz or decompress it"),
+)
+_PARQUET = b"PAR1"  # at both ends of a Parquet file
+_GZIP = b"\x1f\x8b"
+
+
+def _where(path: str, option: str | None) -> str:
+    return f"The '{option}' file '{path}'" if option else f"The file '{path}'"
+
+
+def _encoding_hint(raw: bytes, option: str | None) -> str:
+    """Which encoding reads ``raw`` (Windows-1252 covers Latin-1 text with curly quotes), as the option to add."""
+    flag = "--encoding" if option else "encoding="
+    for enc in ("cp1252", "latin-1"):
+        try:
+            raw.decode(enc)
+        except UnicodeDecodeError:
+            continue
+        return f"It reads as {enc} ({'Windows' if enc == 'cp1252' else 'ISO'} Latin-1) text: add {flag} {enc} (or the file's own encoding)."
+    return f"Give the file's encoding with {flag} NAME."
+
+
+def _header_fields(text: str, sep: str) -> list[str]:
+    import csv
+
+    line = text.splitlines()[0] if text else ""
+    if len(sep) == 1:
+        return next(csv.reader([line], delimiter=sep), [])
+    return re.split(sep, line)
+
+
+def check_column_names(names: list[str], where: str) -> None:
+    """Refuse a header whose names repeat exactly or up to case and spaces.
+
+    pandas renames a repeated ``age`` to ``age.1``; released unchanged as a kept column,
+    that second ``age`` sits beside the synthetic one (and as a CART predictor makes the
+    synthesized ``age`` equal the true age). Columns are named, never values.
+    """
+    seen: dict[str, list[str]] = {}
+    for n in names:
+        seen.setdefault(" ".join(str(n).split()).casefold(), []).append(str(n))
+    dup = [v for v in seen.values() if len(v) > 1]
+    if not dup:
+        return
+    exact = [v for v in dup if len(set(v)) == 1]
+    if exact:
+        listed = ", ".join(f"'{v[0]}' ({len(v)} times)" for v in exact)
+        raise ValueError(
+            f"{where} has columns with the same name: {listed}. A repeated column would be renamed and could be "
+            "released beside its synthetic version; rename or remove the repeats in the file."
+        )
+    listed = "; ".join(" and ".join(repr(x) for x in v) for v in dup)
+    raise ValueError(
+        f"{where} has columns whose names differ only by case or spaces: {listed}. They are easily confused "
+        "(one synthesized, the other released unchanged); rename or remove one of each in the file."
+    )
+
+
+def _decompressed_head(p, suffix: str, where: str) -> bytes:
+    """The first 64 KiB of a compressed CSV (``.bz2``, ``.xz``, ``.zip`` with one member)."""
+    import bz2
+    import lzma
+    import zipfile
+
+    try:
+        if suffix == ".zip":
+            with zipfile.ZipFile(p) as z:
+                names = z.namelist()
+                if len(names) != 1:
+                    raise ValueError(f"{where} is a zip archive of {len(names)} files; give the CSV itself.")
+                with z.open(names[0]) as fh:
+                    return fh.read(1 << 16)
+        opener = bz2.open if suffix == ".bz2" else lzma.open
+        with opener(p, "rb") as fh:
+            return fh.read(1 << 16)
+    except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile):
+        raise ValueError(f"{where} is a damaged compressed file.") from None
+
+
+def read_csv_checked(path, sep: str = ",", option: str | None = None, na_values: list[str] | None = None,
+                     encoding: str | None = None, **read_kw) -> pd.DataFrame:
+    """``pandas.read_csv`` with every reading fault as one sentence naming the file and option.
+
+    A directory, an empty or header-only file, a file that is not CSV text (Excel, Parquet,
+    a compressed file with the wrong suffix: gzip is read as gzip whatever its name), text
+    that is not in ``encoding`` (default UTF-8; the encoding that reads it is offered) and
+    repeated column names (:func:`check_column_names`) are refused before pandas guesses.
+    """
+    from pathlib import Path
+
+    p = Path(path)
+    where = _where(str(path), option)
+    if p.is_dir():
+        raise ValueError(f"{where} is a directory; give a CSV file.")
+    if not p.exists():
+        raise FileNotFoundError(f"{where} does not exist.")
+    with open(p, "rb") as fh:
+        head = fh.read(1 << 16)
+    if not head:
+        raise ValueError(f"{where} is empty: it has no header line and no rows.")
+    compression = read_kw.pop("compression", "infer")
+    if head.startswith(_GZIP):
+        import gzip
+
+        compression = "gzip"
+        try:
+            with gzip.open(p, "rb") as fh:
+                head = fh.read(1 << 16)
+        except (OSError, EOFError):
+            raise ValueError(f"{where} is a damaged gzip file.") from None
+    elif p.suffix.lower() in (".gz", ".gzip"):
+        raise ValueError(f"{where} is named .gz but is not gzip-compressed; rename it to .csv.")
+    else:
+        for magic, suffixes, what, todo in _NOT_CSV:
+            if magic == b"BZh" and not (head[3:4].isdigit() and head[4:10] == b"1AY&SY"):
+                continue
+            if not head.startswith(magic):
+                continue
+            if p.suffix.lower() not in suffixes:
+                raise ValueError(f"{where} is {what}, not a CSV text file: {todo}.")
+            head = _decompressed_head(p, p.suffix.lower(), where)  # a compressed CSV pandas reads
+        if head.startswith(_PARQUET):
+            with open(p, "rb") as fh:
+                fh.seek(max(0, p.stat().st_size - 4))
+                tail = fh.read(4)
+            if tail == _PARQUET:
+                raise ValueError(f"{where} is a Parquet file, not a CSV text file: read it with --engine dask, or "
+                                 "convert it to CSV (pandas: read_parquet, to_csv).")
+    enc = encoding or "utf-8"
+    try:
+        import codecs
+
+        codecs.lookup(enc)
+    except LookupError:
+        raise ValueError(f"The '--encoding' option names an unknown encoding, {enc!r}; e.g. utf-8, cp1252, latin-1.") from None
+    if b"\x00" in head[:4096] and not enc.lower().replace("-", "").startswith("utf16"):
+        raise ValueError(f"{where} holds binary data (NUL bytes), not CSV text; give a CSV file (or its encoding, "
+                         "e.g. --encoding utf-16).")
+    try:
+        text = head.decode(enc)
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not a multi-byte character cut at the end of the sample
+            raise ValueError(f"{where} is not {enc} text (byte 0x{head[exc.start]:02x} at position {exc.start} "
+                             f"cannot be decoded). {_encoding_hint(head, option)}") from None
+        text = head[: exc.start].decode(enc)
+    if not text.strip():
+        raise ValueError(f"{where} is empty: it has no header line and no rows.")
+    check_column_names(_header_fields(text.lstrip("\ufeff"), sep), where)
+    try:
+        df = pd.read_csv(p, sep=sep, na_values=list(na_values) if na_values else None, encoding=enc,
+                         compression=compression, **read_kw)
+    except UnicodeDecodeError as exc:
+        with open(p, "rb") as fh:
+            raw = fh.read()
+        raise ValueError(f"{where} is not {enc} text (a byte after the first lines cannot be decoded: "
+                         f"{exc.reason}). {_encoding_hint(raw if compression != 'gzip' else head, option)}") from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{where} is empty: it has no header line and no rows.") from None
+    except pd.errors.ParserError as exc:
+        reason = " ".join(str(exc).split())
+        raise ValueError(f"{where} cannot be read as CSV with separator {sep!r} ({reason}); check the separator "
+                         f"({'--sep' if option else 'sep='}) and the quoting of its cells.") from None
+    if len(df) == 0:
+        raise ValueError(f"{where} has a header line but no data rows.")
+    return df
+
+
+def is_bundled_name(name) -> bool:
+    """Whether ``name`` is a bundled data set ('adult', 'nhanes'), not a file."""
+    return str(name).lower() in ("adult", "nhanes")
 
 
 def _is_text(s: pd.Series) -> bool:

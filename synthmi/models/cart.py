@@ -13,7 +13,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from .._validate import Interval, Options
 from ..schema import Schema
@@ -274,8 +273,12 @@ class CartSynthesizer(Synthesizer):
             random_state=random_state,
         )
         if self.schema_[name].is_categorical:
+            from sklearn.tree import DecisionTreeClassifier  # here: `synthmi --help` need not import it
+
             tree = DecisionTreeClassifier(criterion="gini", **kw)
         else:
+            from sklearn.tree import DecisionTreeRegressor
+
             tree = DecisionTreeRegressor(criterion="squared_error", **kw)
         return tree.fit(design, y)
 

@@ -478,7 +478,8 @@ def evaluate_release(
             meta[method] = {"method": obj.method, "params": obj.metadata()["params"],
                             "quasi_identifiers": obj.quasi_identifiers, "versions_at_synthesis": obj.versions,
                             "diagnostics": obj.metadata()["diagnostics"],
-                            "diagnostics_check": obj.diagnostics_check, "unconverged": obj.unconverged}
+                            "diagnostics_check": obj.diagnostics_check, "unconverged": obj.unconverged,
+                            "unmodified": (obj.structure or {}).get("unmodified")}
             if "privacy" not in (obj.structure or {}):
                 meta[method]["seed"] = obj.seed  # a DP release records no seed (issue 11)
         else:

@@ -148,6 +148,14 @@ def _release_flags(releases: dict[str, Any]) -> str:
                 f"--accept-diagnostics although its posterior sampler failed the convergence check "
                 f"({html.escape(what)}). Its copies may not come from the synthesis model.</p>"
             )
+        unmod = meta.get("unmodified") or {}
+        if unmod.get("allowed"):
+            out.append(
+                f"<p class='note flag'>UNMODIFIED: release <b>{html.escape(str(label))}</b> was written with "
+                f"--allow-unmodified although {float(unmod.get('max_share', 0)):.1%} of the records of a copy keep "
+                f"their original quasi-identifier values (agreement beyond chance {float(unmod.get('max_kappa', 0)):.2f}"
+                f" &gt; {float(unmod.get('threshold', 0)):g}): it is close to the original, not synthetic data.</p>"
+            )
         if meta.get("separated_copies"):
             out.append(
                 f"<p class='note flag'>SEPARATED FIT: in release <b>{html.escape(str(label))}</b>, "
