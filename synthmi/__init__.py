@@ -16,11 +16,6 @@ import warnings as _warnings
 # output hides that one message (and only it: every other warning still shows).
 _warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
 
-# ... and keeps it from writing its once-a-day stamp file into the user's cache directory
-from . import _arviz_stamp  # noqa: E402
-
-_arviz_stamp.install()
-
 from .schema import Schema, Variable  # noqa: E402
 from .synthetic import SyntheticData
 
