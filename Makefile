@@ -25,9 +25,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
 
-# The suite under one pandas major, in its own venv (.venv-pd2, .venv-pd3; .venv is untouched):
-# `make test` gets whichever pandas pip resolves (3.x on a fresh clone), so CI runs `make test`
-# plus `make test-pandas2`, and `make test-pandas3` pins the new major explicitly.
+# The suite under one pandas major, in its own venv (.venv-pd2, .venv-pd3; .venv is untouched).
+# `make test` (.ci/run) gets the pandas pip resolves, 3.x on a fresh clone; the other major is a
+# CI matrix job: `make test-pandas2` (`make test-pandas3` where .venv holds pandas 2).
 .venv-pd%/.installed: pyproject.toml
 	test -d .venv-pd$* || $(PY) -m venv .venv-pd$*
 	.venv-pd$*/bin/pip install --quiet --upgrade pip
