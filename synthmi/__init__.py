@@ -9,17 +9,6 @@ Layers (data flows down; nothing imports upward)::
     data/                bundled public data and loaders
     _validate.py         input checks and error messages
 """
-import warnings as _warnings
-
-# ArviZ (imported by PyMC and by synthmi's diagnostics) prints a once-a-day FutureWarning
-# about its own refactor; it says nothing about the user's data or release, so synthmi's
-# output hides that one message (and only it: every other warning still shows).
-_warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
-
-# ... and keeps it from writing its once-a-day stamp file into the user's cache directory
-from . import _arviz_stamp  # noqa: E402
-
-_arviz_stamp.install()
 
 __version__ = "0.1.0"
 __all__ = ["Schema", "Variable", "SyntheticData", "__version__"]

@@ -22,9 +22,9 @@ same posteriors (a test compares them):
     by the grouped counts; cutpoints with PyMC's ``ordered`` transform.
 
 Coefficients and cutpoints of the categorical models get ``Normal(0, prior_sd)``
-priors. Each model is built and its NUTS step compiled once per
+priors. Each model is built and its logp/dlogp function compiled once per
 (family, shape) and cached; new data go in with ``pm.set_data`` and the
-compiled step is reused across copies, repetitions and synthesizers.
+compiled function is reused across copies, repetitions and synthesizers.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-_CACHE: dict[tuple, tuple[Any, Any]] = {}
+_CACHE: dict[tuple, tuple[Any, Any, dict]] = {}
 
 
 def _build(family: str, p: int, C: int, prior_sd: float):
@@ -97,17 +97,18 @@ def _build(family: str, p: int, C: int, prior_sd: float):
 
 
 def get_model(family: str, p: int, C: int, prior_sd: float):
-    """The cached (model, NUTS step) pair for a family and shape (built on first use)."""
-    import pymc as pm
+    """The cached (model, compiled logp/dlogp function, initial point) for a family and shape.
 
+    Built and compiled on first use; :func:`sample_nuts` builds a cheap NUTS step around the
+    compiled function for each call, as ``pm.init_nuts`` does (``Model.logp_dlogp_function``
+    with ``ravel_inputs=True`` and ``trust_input``, then ``pm.NUTS(potential=..., logp_dlogp_func=...)``).
+    """
     key = (family, p, C, float(prior_sd))
     if key not in _CACHE:
         model = _build(family, p, C, prior_sd)
-        with model:
-            # target_accept 0.9: quasi-separated coefficients (Adult: relationship -> sex) have
-            # long one-sided tails where the default 0.8 leaves a few divergences
-            step = pm.NUTS(target_accept=0.9)
-        _CACHE[key] = (model, step)
+        logp_dlogp = model.logp_dlogp_function(ravel_inputs=True)
+        logp_dlogp.trust_input = True
+        _CACHE[key] = (model, logp_dlogp, model.initial_point())
     return _CACHE[key]
 
 
@@ -133,30 +134,21 @@ def sample_nuts(
     adaptation. The metric only tunes the sampler; the target is unchanged.
     """
     import pymc as pm
-    from pymc.step_methods.hmc.integration import CpuLeapfrogIntegrator
     from pymc.step_methods.hmc.quadpotential import QuadPotentialDiagAdapt, QuadPotentialFull
 
     p = data["X"].shape[1] if "X" in data else data["XtX"].shape[0]
-    model, step = get_model(family, p, n_categories, prior_sd)
+    model, logp_dlogp, start = get_model(family, p, n_categories, prior_sd)
     if mass_cov is not None:
-        step.potential = QuadPotentialFull(np.asarray(mass_cov, dtype=float))
+        potential = QuadPotentialFull(np.asarray(mass_cov, dtype=float))
     else:
-        n = sum(int(np.prod(v.shape)) for v in model.initial_point().values())
-        step.potential = QuadPotentialDiagAdapt(n, np.zeros(n), np.ones(n), 10)
-    # The leapfrog integrator holds its own reference to the potential: rebuild it around the new
-    # one, reusing the compiled logp/dlogp function (the expensive part, compiled once per model).
-    # PyMC has no public way to swap the mass matrix of a built NUTS step: its own BaseHMC.__init__
-    # builds the integrator from the private `_logp_dlogp_func`, and a fresh pm.NUTS(potential=...)
-    # would recompile the model for every conditional and every call. So this uses that private
-    # attribute, checked here and by the NUTS tests; tested with PyMC 5.28.5 (BaseHMC sets it the same
-    # way throughout PyMC 5)
-    # (pyproject pins pymc<5.29 until a newer release is checked).
-    if not hasattr(step, "_logp_dlogp_func"):  # pragma: no cover - a PyMC outside the tested range
-        raise RuntimeError(
-            "This PyMC version's NUTS step has no '_logp_dlogp_func'; synthmi's NUTS path was tested with "
-            "PyMC 5.28. Install pymc<5.29 or use sampler='fast'."
-        )
-    step.integrator = CpuLeapfrogIntegrator(step.potential, step._logp_dlogp_func)
+        n = sum(int(np.prod(v.shape)) for v in start.values())
+        potential = QuadPotentialDiagAdapt(n, np.zeros(n), np.ones(n), 10)
+    with model:
+        # a fresh step per call around the compiled function (public keywords of pm.NUTS): the
+        # expensive compilation happens once per model; the mass matrix is this call's own.
+        # target_accept 0.9: quasi-separated coefficients (Adult: relationship -> sex) have
+        # long one-sided tails where the default 0.8 leaves a few divergences
+        step = pm.NUTS(potential=potential, logp_dlogp_func=logp_dlogp, initial_point=start, target_accept=0.9)
     with model:
         pm.set_data(data)
         with warnings.catch_warnings():
