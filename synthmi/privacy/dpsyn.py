@@ -577,6 +577,36 @@ _ONE_WAY_CELL_CAP = 16
 _FLAG_Z = 3.0
 
 
+# The fields of each numeric column's entry in ``continuous_`` (always all of them).
+_CONTINUOUS_KEYS = ("range", "mean", "noisy_mean", "noisy_mean_se", "mean_flag", "share_outside_range",
+                    "share_outside_se", "truncation_flag")
+
+
+def continuous_lines(report: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per numeric column of a fitted DPSyn's ``continuous_`` report (post-processing
+    of noisy counts). The words are fixed; only the values (range, means, shares, the
+    ``YES``/``no`` flags, ``n/a`` when the release holds no value of the column) depend on
+    the noise, so the line's shape is the same on neighbouring data sets.
+    """
+    def num(v, fmt: str, scale: float = 1.0, unit: str = "") -> str:
+        return "n/a" if v is None else f"{scale * v:{fmt}}{unit}"
+
+    def flag(v) -> str:
+        return "n/a" if v is None else ("YES" if v else "no")
+
+    out = []
+    for c, e in report.items():
+        rng = "none" if e.get("range") is None else f"[{e['range'][0]:.6g}, {e['range'][1]:.6g}]"
+        out.append(
+            f"{c}: release range {rng}, release mean {num(e.get('mean'), '.4g')}; "
+            f"noisy mean {num(e.get('noisy_mean'), '.4g')} (se {num(e.get('noisy_mean_se'), '.2g')}), "
+            f"mean moved beyond the noise: {flag(e.get('mean_flag'))}; "
+            f"share outside the range {num(e.get('share_outside_range'), '.1f', 100.0, '%')} "
+            f"(se {num(e.get('share_outside_se'), '.1f', 100.0, '%')}), truncated: {flag(e.get('truncation_flag'))}"
+        )
+    return out
+
+
 def _tree_maps(n_base: int, has_missing: bool) -> tuple[list[np.ndarray], list[int]]:
     r"""Nested partitions of the fine cells ``0..n_base-1`` (plus the missing cell, its own
     node at every level): level ``l`` has :math:`b^l` contiguous nodes (``b`` =
@@ -1444,13 +1474,15 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
                 p = w[members] if w[members].sum() > 0 else np.ones(members.size)
                 q[members] = table[grp] * p / p.sum()
             q = q[:n_base]
-            entry: dict[str, Any] = {}
+            # Every column gets the same keys whatever the noise did (None where a value
+            # does not exist): which keys a release holds must not depend on the noise.
+            entry: dict[str, Any] = dict.fromkeys(_CONTINUOUS_KEYS)
             n_hat = float(est.sum())
             if q.sum() > 0:
                 held = np.flatnonzero(q > 0)
                 entry["range"] = [float(lo[held].min()), float(np.where(pt, lo, top)[held].max())]
                 entry["mean"] = float(mid @ q / q.sum())
-            if n_hat > 0 and "mean" in entry:
+            if n_hat > 0 and entry["mean"] is not None:
                 mu = float(mid @ est / n_hat)
                 grad = (mid - mu) / n_hat
                 se = math.sqrt(max(float(grad @ cov @ grad), 0.0))
@@ -1624,19 +1656,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             "  levels in the joint marginals: " + ", ".join(f"{c}={k}" for c, k in sizes.items()),
             f"  two-way marginals measured: {len(self.selected_)}; three-way: {len(self.selected_three_way_)}",
         ]
-        for c, e in getattr(self, "continuous_", {}).items():
-            if "range" not in e:
-                lines.append(f"  {c}: no values released (its noisy counts are all below the noise)")
-                continue
-            line = f"  {c}: release range [{e['range'][0]:.6g}, {e['range'][1]:.6g}], mean {e['mean']:.4g}"
-            if "noisy_mean" in e:
-                line += f" (noisy estimate {e['noisy_mean']:.4g}, se {e['noisy_mean_se']:.2g})"
-                if e["mean_flag"]:
-                    line += "; MEAN MOVED beyond the noise"
-                if e["truncation_flag"]:
-                    line += (f"; TRUNCATED: an estimated {100 * e['share_outside_range']:.1f}% "
-                             f"(se {100 * e['share_outside_se']:.1f}%) of people lie outside this range")
-            lines.append(line)
+        lines += [f"  {line}" for line in continuous_lines(getattr(self, "continuous_", {}))]
         return "\n".join(lines)
 
     def spent(self, conversion: str | None = None) -> tuple[float, float]:
