@@ -206,7 +206,7 @@ _DPSYN_NOISED = dict(
     noised_text=[r"noisy record count [\d.]+", *CONTINUOUS_SPANS,
                  r"levels in the joint marginals: .*", r"\d+ accounted releases",
                  r"two-way marginals measured: \d+; three-way: \d+",
-                 r"rare levels: .*", r"(?<=missing values: ).*"],
+                 r"rare levels: .*", r"(?<=missing values: )(?:kept in every column whose domain allows them\.|the noisy count .*)"],
     data_files="*copy_*.csv",
     noised_files=("model/synthesizer.pkl",),
 )
