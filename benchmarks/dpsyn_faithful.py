@@ -30,7 +30,8 @@ Each figure has its noise-only baseline: ``M`` bootstrap copies of the same (sub
 a rare event a median would hide). Run "before" with ``PYTHONPATH=/work/main`` and
 ``--tag before``; the default tag is ``after``. Writes
 ``benchmarks/results/dpsyn_faithful_<tag>.json`` / ``.csv``; ``--compare`` then writes
-the before / after / bootstrap table ``dpsyn_faithful_compare.csv`` / ``.md``.
+the before / after / bootstrap table ``dpsyn_faithful_compare.csv`` / ``.md`` (with a
+``hier`` column when ``dpsyn_faithful_hier.csv`` holds an intermediate version).
 """
 from __future__ import annotations
 
@@ -141,7 +142,12 @@ def figures(orig: pd.DataFrame, copies: list[pd.DataFrame], domain: PublicDomain
         vanished.append(k)
     out["vanished"] = float(np.mean(vanished))
     try:
-        res = analyse(formula, family, original=orig, synthetic=copies, rule="full")
+        # a DP release types a declared level set as categorical (its declared levels);
+        # the original's numeric codes (fair's rate_marriage 1-5) are compared as numbers
+        num = [c for c in orig.columns if pd.api.types.is_numeric_dtype(orig[c])]
+        as_orig = [cp.assign(**{c: pd.to_numeric(cp[c].astype(object)) for c in num
+                                if isinstance(cp[c].dtype, pd.CategoricalDtype)}) for cp in copies]
+        res = analyse(formula, family, original=orig, synthetic=as_orig, rule="full")
         out["ci_overlap"] = float(res.mean_ci_overlap)
     except Exception as e:  # a degenerate copy (e.g. a constant column) cannot be analysed
         print(f"    analyse failed: {type(e).__name__}: {e}", flush=True)
@@ -204,7 +210,9 @@ def compare() -> pd.DataFrame:
     """Before (main's code) vs after, from the two runs' CSVs: medians over seeds, the
     bootstrap (noise-only) baseline beside them. Writes ``dpsyn_faithful_compare.csv``
     and a markdown table ``dpsyn_faithful_compare.md``."""
-    parts = [pd.read_csv(RESULTS / f"dpsyn_faithful_{tag}.csv") for tag in ("before", "after")]
+    # "hier": the first hierarchy (merge of dpq, 725c9bb), kept when its CSV is present
+    tags = [t for t in ("before", "hier", "after") if t != "hier" or (RESULTS / "dpsyn_faithful_hier.csv").exists()]
+    parts = [pd.read_csv(RESULTS / f"dpsyn_faithful_{tag}.csv") for tag in tags]
     t = pd.concat(parts, ignore_index=True)
     # the bootstrap rows are the same in both runs (same seeds, no DP code): keep one
     t = t[~((t["method"] == "bootstrap") & t.duplicated(subset=["file", "n", "seed", "method"]))]
@@ -218,8 +226,8 @@ def compare() -> pd.DataFrame:
             continue
         row = {"file": f, "n": int(n), "epsilon": e}
         for m in ("outside_max", "outside_tol_max", "rel_err_mean_avg", "rel_err_median_avg", "vanished_mean", "ci_overlap"):
-            row[f"{m}|before"] = r.get((m, "dpsyn-before"), np.nan)
-            row[f"{m}|after"] = r.get((m, "dpsyn-after"), np.nan)
+            for tag in tags:
+                row[f"{m}|{tag}"] = r.get((m, f"dpsyn-{tag}"), np.nan)
             row[f"{m}|bootstrap"] = boot.loc[(f, n), m] if (f, n) in boot.index else np.nan
         rows.append(row)
     out = pd.DataFrame(rows)

@@ -34,6 +34,12 @@ import pandas as pd
 # Wall-clock times are not data; mask them before comparing logs.
 _TIMING = re.compile(r"\d+(\.\d+)? s\b")
 
+# DPSyn: the noised values of a numeric column's report line (DPSyn summary, CLI stderr): the words
+# around them are fixed, so a flag or a missing range must not change anything else.
+CONTINUOUS_SPANS = [r"(?<=release range )(?:\[[^\]]*\]|none)", r"(?<=release mean )[^;\s]+",
+                    r"(?<=noisy mean )\S+", r"(?<=\(se )[^)]*", r"(?<=beyond the noise: )(?:YES|no|n/a)",
+                    r"(?<=share outside the range )\S+", r"(?<=truncated: )(?:YES|no|n/a)"]
+
 
 @dataclass
 class Release:

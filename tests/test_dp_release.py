@@ -13,7 +13,7 @@ from synthmi.cli import main
 from synthmi.domain import PublicDomain
 from synthmi.privacy import DPKMeans, DPSynSynthesizer, PrivateBetaPosterior
 
-from _neighbour import Case, assert_alike, check_neighbours, remove_record, run_python, substitute_record
+from _neighbour import CONTINUOUS_SPANS, Case, assert_alike, check_neighbours, remove_record, run_python, substitute_record
 
 DOMAIN = {
     "columns": {
@@ -93,9 +93,9 @@ def cases(domain_path) -> dict[str, Case]:
             noised_json={"metadata.json": ["diagnostics.n_two_way", "diagnostics.suppressed_levels",
                                            "diagnostics.suppressed_missing", "diagnostics.pooled_levels",
                                            "diagnostics.continuous.*.*"]},
-            noised_text=[r"noisy record count [\d.]+", r"release range .*", r"no values released .*", r"levels in the joint marginals: .*", r"\d+ accounted releases",
-                         r"two-way marginals measured: \d+; three-way: \d+",
-                         r"rare levels: .*", r"missing values: the noisy count .*"],
+            noised_text=[r"noisy record count [\d.]+", *CONTINUOUS_SPANS, r"levels in the joint marginals: .*",
+                         r"\d+ accounted releases", r"two-way marginals measured: \d+; three-way: \d+",
+                         r"rare levels: .*", r"(?<=missing values: )(?:kept in every column whose domain allows them\.|the noisy count .*)"],
         ),
         "kmeans": Case(
             "kmeans",

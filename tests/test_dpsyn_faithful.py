@@ -46,6 +46,39 @@ def test_tree_maps_by_hand():
     np.testing.assert_array_equal(maps[1], np.arange(21))
 
 
+def test_tree_maps_declared_points_are_their_own_nodes_by_hand():
+    # 20 cells, cells 0 and 10 declared point masses, + missing: 18 interval cells in 8
+    # nodes (interval cell j in node j * 8 // 18: 0,0,0,1,1,2,2,3,3,4,4,4,5,5,6,6,7,7),
+    # each point its own node, nodes numbered in value order, the missing cell last
+    point = np.zeros(20, dtype=bool)
+    point[[0, 10]] = True
+    maps, shapes = _tree_maps(20, True, point)
+    assert shapes == [11, 21]
+    np.testing.assert_array_equal(maps[0], [0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 6, 6, 6, 7, 7, 8, 8, 9, 9, 10])
+    np.testing.assert_array_equal(maps[1], np.arange(21))
+
+
+def test_tree_weights_grow_tails_node_by_node_by_hand():
+    # five top nodes (each its own cell), se 1, z = 3: only node 2 (100) resolves; the old
+    # run rule keeps nothing else ({0, 1}: 1.5 < 3 and 2.0 < 3 sqrt 2; {3, 4}: 1.2, 2.0)
+    maps = [np.arange(5), np.arange(5)]
+    est = np.array([0.5, 1.5, 100.0, 1.2, 0.8])
+    np.testing.assert_allclose(_tree_weights(est, np.eye(5), maps, z=3.0), [0, 0, 104, 0, 0])
+    # grow_z = 1: right of node 2, node 3 (1.2 >= 1) is kept and node 4 (0.8) ends the
+    # tail; left, node 1 (1.5) is kept and node 0 (0.5) ends it. Total 104 split 1.5 : 100 : 1.2
+    w = _tree_weights(est, np.eye(5), maps, z=3.0, grow_z=1.0)
+    np.testing.assert_allclose(w, 104 * np.array([0, 1.5, 100, 1.2, 0]) / 102.7)
+    # a node that clears grow_z but is not next to placed mass stays empty (node 4 here)
+    est2 = np.array([0.5, 0.2, 100.0, -0.3, 2.0])
+    np.testing.assert_allclose(_tree_weights(est2, np.eye(5), maps, z=3.0, grow_z=1.0), [0, 0, 102.4, 0, 0])
+    # the missing cell's node (last) neighbours no value: never grown into
+    maps3 = [np.arange(3), np.arange(3)]
+    est3 = np.array([100.0, 1.5, 1.5])
+    np.testing.assert_allclose(_tree_weights(est3, np.eye(3), maps3, z=3.0, grow_z=1.0), [100, 1.5, 1.5])
+    np.testing.assert_allclose(_tree_weights(est3, np.eye(3), maps3, z=3.0, grow_z=1.0, has_missing=True),
+                               103 * np.array([100, 1.5, 0]) / 101.5)
+
+
 def test_tree_estimate_by_hand():
     # Two nodes over four cells: y_top = (10, 20), y_cells = (4, 5, 12, 9). Least squares
     # gives each cell y_i + r / (k + 1), r = node - sum of its k = 2 cells:
@@ -157,3 +190,47 @@ def test_hierarchy_keeps_the_total_budget():
     tree = [e for e in s.accountant_.ledger if e.label in ("one-way: age", "one-way: income")]
     assert len(tree) == 2 and all(e.sensitivity > 1 for e in tree)
     assert tree[1].sensitivity == pytest.approx(math.sqrt(3))  # 8, 64 nodes, then 257 cells
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_declared_point_mass_at_the_bound_is_kept_and_the_gap_stays_empty(seed):
+    """n = 1,000, eps = 1: a column in [0, 1] with declared point masses 0 and 1 (like
+    randhie's physlm): 75% at 0, 13% at 1, 12% spread over (0, 0.15). A declared point mass
+    is its own node of the hierarchy (noise of one flat count, sd ~ 30 here), so the 130
+    people at 1 clear it; before, the point at 1 shared the top node (0.875, 1] and its
+    2.9 sd were below the 3-sd rule: the copies held 2-5% at 1 and spread 5-9% of records
+    over the empty (0.3, 1) (seeds 0-5)."""
+    df = _survey(1000, seed=300 + seed)
+    rng = np.random.default_rng(seed)
+    u = rng.random(1000)
+    df["limit"] = np.where(u < 0.75, 0.0, np.where(u < 0.88, 1.0, np.round(rng.uniform(0, 0.15, 1000), 4)))
+    dom = {"columns": {**DOMAIN["columns"],
+                       "limit": {"kind": "continuous", "bounds": [0, 1], "point_masses": [0, 1], "missing": False}}}
+    s = DPSynSynthesizer(epsilon=1.0, delta=1e-9, random_state=seed).fit(df, domain=dom)
+    pooled = pd.concat(s.sample(2, random_state=seed).copies)
+    # true share 0.13; the noise sd of its count (~30 of 1,000) allows 0.07 at 2 sd;
+    # measured 0.09-0.21 over seeds 0-5
+    assert (pooled["limit"] == 1.0).mean() >= 0.06
+    # an empty node next to placed mass passes the 1-sd growth test w.p. 0.16 and then holds
+    # ~1-2 sd (3-6%); measured 0 over seeds 0-5 (0.046-0.09 before)
+    assert ((pooled["limit"] > 0.3) & (pooled["limit"] < 1.0)).mean() < 0.02
+    # the point nodes change no sensitivity: a record still adds 1 to one node per level
+    # (8 + 2 points, 64 + 2 points, then the cells): one ledger entry of sensitivity sqrt(3)
+    entry = [e for e in s.accountant_.ledger if e.label == "one-way: limit"]
+    assert len(entry) == 1 and entry[0].sensitivity == pytest.approx(math.sqrt(3))
+
+
+def test_report_has_the_same_fields_and_words_whatever_the_noise():
+    """Which fields / words the continuous report holds must not depend on the noise
+    (issue 25 battery: a field present in one run only differed between neighbours)."""
+    from synthmi.privacy.dpsyn import _CONTINUOUS_KEYS, continuous_lines
+
+    s = _fit(_survey(1000, seed=3), 0)
+    assert all(tuple(e) == _CONTINUOUS_KEYS for e in s.continuous_.values())
+    empty = {"x": dict.fromkeys(_CONTINUOUS_KEYS)}
+    full = {"x": {"range": [1.0, 2.0], "mean": 1.5, "noisy_mean": 1.4, "noisy_mean_se": 0.1, "mean_flag": False,
+                  "share_outside_range": 0.1, "share_outside_se": 0.02, "truncation_flag": True}}
+    assert continuous_lines(empty) == ["x: release range none, release mean n/a; noisy mean n/a (se n/a), mean moved "
+                                       "beyond the noise: n/a; share outside the range n/a (se n/a), truncated: n/a"]
+    assert continuous_lines(full) == ["x: release range [1, 2], release mean 1.5; noisy mean 1.4 (se 0.1), mean moved "
+                                      "beyond the noise: no; share outside the range 10.0% (se 2.0%), truncated: YES"]

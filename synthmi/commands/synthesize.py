@@ -613,6 +613,16 @@ def _report_rare_levels(synth) -> None:
                     "(--param rare=pool) or lower the threshold at an accuracy cost (--param theta_scale=2 "
                     "--param theta_min=0).")
     print(f"synthmi synthesize: rare levels: {msg}", file=sys.stderr, flush=True)
+    from ..privacy.dpsyn import continuous_lines
+
+    # range, mean and truncation of each numeric column (issue 25): fixed words, noisy values
+    for line in continuous_lines(getattr(synth, "continuous_", {})):
+        print(f"synthmi synthesize: numeric column {line}", file=sys.stderr, flush=True)
+    if any(c.has_missing_level for c in getattr(synth, "_columns", [])) and not no_missing:
+        # printed whenever the domain allows missing values (public), so that whether this
+        # line appears never depends on the noise
+        print("synthmi synthesize: missing values: kept in every column whose domain allows them.",
+              file=sys.stderr, flush=True)
     if no_missing:
         # The missing cell faces the same threshold; a column the domain lets hold missing
         # values whose noisy missing count is below it comes back complete.
