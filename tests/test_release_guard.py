@@ -14,23 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _frames import wage_frame
 from synthmi.cli import main
 from synthmi.models.base import UNMODIFIED_MAX, Synthesizer, UnmodifiedRelease, unmodified_share
 
 QI = ["age", "sex", "edu"]
 
 
-def _complete(n: int = 80, seed: int = 0) -> pd.DataFrame:
-    """A complete file (no missing value anywhere): nothing for an imputer to do."""
-    rng = np.random.default_rng(seed)
-    age = rng.integers(18, 80, n)
-    return pd.DataFrame({
-        "age": age,
-        "sex": rng.choice(["F", "M"], n),
-        "edu": rng.choice(["low", "mid", "high"], n),
-        "hours": np.round(rng.normal(40, 6, n) + 0.1 * (age - 50), 1),
-        "y": rng.choice(["no", "yes"], n),
-    })
+_complete = wage_frame
 
 
 @pytest.fixture()
