@@ -324,6 +324,22 @@ def test_dp_report_says_it_is_outside_the_guarantee():
     assert "outside" in text and "reads the original records" in text
 
 
+def test_dp_report_states_each_numeric_columns_range_and_flags():
+    # issue 25 item 3: no unreported truncation -- the report carries the release's range and
+    # the moved-mean / truncation flags that DPSyn computed from its noisy counts
+    from synthmi.report.collect import describe_release
+    from synthmi.report.html import _privacy_html
+
+    df = survey()
+    model = DPSynSynthesizer(epsilon=1.0, bins=8).fit(df, domain=PublicDomain.from_dict(DOMAIN), out_of_domain="other")
+    syn = model.sample(2, random_state=0)
+    summary = describe_release("dpsyn", syn, df, syn.copies, list(df.columns), "full")
+    assert set(summary["continuous"]) == set(model.continuous_)
+    text = _privacy_html({"dpsyn": summary})
+    for c in model.continuous_:
+        assert f"{c}: release range" in text and "truncated:" in text
+
+
 # ------------------------------------------------------------------ negative controls
 def test_battery_detects_dtype_and_stderr_leaks(tmp_path):
     """A release that records the reader's dtypes, or warns about a marker only when a

@@ -255,6 +255,8 @@ def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[
         extra["privacy"] = structure["privacy"]
         extra["suppressed_levels"] = (diag or {}).get("suppressed_levels") or {}
         extra["pooled_levels"] = (diag or {}).get("pooled_levels") or {}
+        # release range and moved-mean / truncation flags of each numeric column (noisy counts only)
+        extra["continuous"] = (diag or {}).get("continuous") or {}
     return {
         **extra,
         "label": label,

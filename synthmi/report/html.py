@@ -239,6 +239,8 @@ def _releases_html(releases: dict[str, dict[str, Any]]) -> str:
 
 def _privacy_html(releases: dict[str, dict[str, Any]]) -> str:
     """The stated guarantee of every differentially private release (no data values)."""
+    from ..privacy.dpsyn import continuous_lines
+
     out = []
     for label, r in releases.items():
         pv = r.get("privacy")
@@ -246,6 +248,7 @@ def _privacy_html(releases: dict[str, dict[str, Any]]) -> str:
             continue
         supp = r.get("suppressed_levels") or {}
         pooled = r.get("pooled_levels") or {}
+        numeric = "".join(f"<li>{html.escape(line)}</li>" for line in continuous_lines(r.get("continuous") or {}))
         rare = "; ".join([f"{c}: {', '.join(map(str, v))}" for c, v in supp.items()]
                          + [f"{c}: {', '.join(map(str, v['levels']))} (pooled into {v['into']})" for c, v in pooled.items()])
         out.append(
@@ -255,7 +258,10 @@ def _privacy_html(releases: dict[str, dict[str, Any]]) -> str:
             f"{html.escape(str(pv.get('conversion')))}. Noise: {html.escape(str(pv.get('noise')))}. "
             f"Declared levels below the noise threshold: {html.escape(rare or 'none')}. <b>This report is outside "
             f"that guarantee</b>: it reads the original records (its counts, utility and risk figures are exact "
-            f"functions of them), so it is for the data holder and must not be published with the release.</p>")
+            f"functions of them), so it is for the data holder and must not be published with the release.</p>"
+            + (f"<p class='note'>Numeric columns of {html.escape(label)}, from its noisy counts only (part of the "
+               f"release): the range the copies cover, and whether their mean moved, or people fell outside that "
+               f"range, by more than the noise explains:</p><ul>{numeric}</ul>" if numeric else ""))
     full = [label for label, r in releases.items() if r.get("fully_synthetic")]
     if full:
         out.append(
