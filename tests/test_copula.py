@@ -153,8 +153,7 @@ def test_gibbs_agrees_with_pymc_nuts_on_small_mixed_case():
     assert np.all(np.abs(mg - mp) <= 3.5 * se), (mg, mp, se)
     # the block coefficients the correlations do not carry: intercepts of b and nom and nom's
     # coefficients on b's level indicator (row 2 of nom's design [1, x, 1{b = yes}]), same |z| rule
-    # nom's reference level is its most frequent observed one, b (7 of 11 records; a: 1, c: 3)
-    assert g.coefficient_labels_ == ["b[yes] ~ 1", "nom[a] ~ 1", "nom[c] ~ 1", "nom[a] ~ b[yes]", "nom[c] ~ b[yes]"]
+    assert g.coefficient_labels_ == ["b[yes] ~ 1", "nom[b] ~ 1", "nom[c] ~ 1", "nom[b] ~ b[yes]", "nom[c] ~ b[yes]"]
     cg = g.coefficient_draws_.reshape(2, -1, 5)
     post = idata.posterior
     cp = np.concatenate([post["coef_b"].values[..., 0, :], post["coef_nom"].values[..., 0, :],
@@ -402,8 +401,7 @@ def test_level_weights_and_model_simulation_hand_computed():
     # P(c = reference | b = 0, a = 0, x near 0): MNP probability with eta = intercept + slope * 0
     from synthmi.models.copula import mnp_log_likelihood
 
-    # c's design [1, x, 1{b = yes}, 1{a = level 1}, 1{a = level 2}] (a's levels in its support's order,
-    # the most frequent first): at b = yes, a = level 2 the rows 2 and 4 enter
+    # c's design [1, x, 1{b = yes}, 1{a = q}, 1{a = r}]: at b = yes, a = r the rows 2 and 4 enter
     assert g.ind_start == [2, 3, 5] and g.n_design[2] == 5
     sel = (lb == 1) & (la == 2)
     eta_c = (st.coef[2][0] + st.coef[2][2] + st.coef[2][4])[None, :] + x[sel, None] * st.coef[2][1][None, :]
@@ -603,11 +601,12 @@ def test_frozen_curvature_newton_move_keeps_the_collapsed_posterior():
     assert np.all(zs < 3.5), (zs, chain.mean(axis=0), ref)
 
 
-def test_reference_level_is_the_most_frequent_observed_level():
-    """A nominal column's level 0 (its block's reference) is its most frequent observed level, ties
-    broken by category order, then the other observed levels in category order; binary and ordinal
-    columns keep category order, ``reference="first"`` keeps it for nominal columns too. Values map
-    back through the support (codes), so the encoding round-trips whatever the order."""
+def test_reference_level_first_or_most_frequent_observed_level():
+    """With ``reference="frequent"`` a nominal column's level 0 (its block's reference) is its most
+    frequent observed level, ties broken by category order, then the other observed levels in
+    category order; binary columns keep category order, and ``reference="first"`` (the default)
+    keeps it for nominal columns too. Values map back through the support (codes), so the encoding
+    round-trips whatever the order."""
     from synthmi.models.copula import GaussianCopulaImputer, _encode, levels_to_frame
     from synthmi.schema import Schema
 
@@ -617,17 +616,17 @@ def test_reference_level_is_the_most_frequent_observed_level():
         "b": pd.Categorical(["no"] * 4 + ["yes"] * 11, categories=["no", "yes"]),
     })
     sch = Schema.infer(df)
-    a, t, b = _encode(df, sch)
+    a, t, b = _encode(df, sch, reference="frequent")
     assert a.kind == t.kind == "nominal" and b.kind == "binary"
     assert a.support.tolist() == [3, 1, 2]  # r (7), then p, q in category order ("o" never observed)
     assert a.level.tolist() == [1] * 2 + [2] * 5 + [0] * 7 + [-1]
     assert t.support.tolist() == [1, 0, 2] and t.level[:3].tolist() == [1] * 3 and t.level[3:6].tolist() == [2] * 3
     assert b.support.tolist() == [0, 1]  # binary: category order (not a nominal block's reference)
     u = pd.DataFrame({"t": pd.Categorical(["u", "w", "w", "v"], categories=["u", "v", "w"])})
-    assert _encode(u, Schema.infer(u))[0].support.tolist() == [2, 0, 1]  # w (2) beats u (1)
+    assert _encode(u, Schema.infer(u), reference="frequent")[0].support.tolist() == [2, 0, 1]  # w (2) beats u (1)
     u.loc[3, "t"] = "u"  # now u and w tie at 2: the first in category order
-    assert _encode(u, Schema.infer(u))[0].support.tolist() == [0, 2]  # v not observed
-    a1, t1, b1 = _encode(df, sch, reference="first")
+    assert _encode(u, Schema.infer(u), reference="frequent")[0].support.tolist() == [0, 2]  # v not observed
+    a1, t1, b1 = _encode(df, sch)
     assert a1.support.tolist() == [1, 2, 3] and t1.support.tolist() == [0, 1, 2]
     back = levels_to_frame([a, t, b], [np.where(a.level < 0, 0, a.level), t.level, b.level], sch, df)
     pd.testing.assert_series_equal(back["t"], df["t"])

@@ -65,9 +65,9 @@ its own block of latent columns.
 
 Reference level: a nominal block's level 0 (the utility :math:`u_0` the others
 are differenced against, and the level its indicators leave out in later
-blocks' designs) is its most frequent observed level, ties broken by category
-order (``reference="frequent"``; ``"first"``: the first observed level in
-category order, the behaviour before issue 28). The block's own part of the
+blocks' designs) is its first observed level in category order (default,
+``reference="first"``), or its most frequent observed level, ties broken by
+category order (``reference="frequent"``). The block's own part of the
 model does not depend on this choice: relabelling the reference to level r
 maps the differences by :math:`z' = M z` with :math:`M \Omega_b M^\top =
 \Omega_b` (differences of iid utilities stay differences of iid utilities), so
@@ -84,8 +84,13 @@ shrunk towards the most common level instead of every common level being
 measured against a rare one. Only the last probit block's reference is a pure
 reparametrisation. The posterior predictive of the data is the same within
 Monte Carlo error in the tests (level shares and two-way tables,
-tests/test_copula.py), and the chain mixes faster when the first level is rare
-(``benchmarks/results/copula_reference.json``).
+tests/test_copula.py) except in the cells of a rare level, where the prior
+shows. The frequent reference did not make the chains mix faster on the agency
+file, where race's first level has 3 of 400 records
+(``benchmarks/results/copula_reference.json``, 3 seeds: max R-hat a little
+lower on every seed, but the smallest bulk ESS per CPU-second 0.97 / 2.73 /
+2.52 against 1.50 / 2.71 / 2.38: the slowest quantity moves from race's
+correlations to the rare level's latent against age), so the default stays.
 
 Given the levels the latent row is normal with mean :math:`(0, c_b + D_b
 h_{i,<b})` (:meth:`CopulaGibbs.offsets`) and covariance :math:`\Sigma_{AA}`,
@@ -568,16 +573,14 @@ class _Margin:
         return len(self.support)
 
 
-def _encode(df: pd.DataFrame, schema: Schema, reference: str = "frequent") -> list[_Margin]:
+def _encode(df: pd.DataFrame, schema: Schema, reference: str = "first") -> list[_Margin]:
     """Per column, its latent columns, support and per-record level index (-1 = missing).
 
     A nominal column's level 0 is its probit block's reference level (the utility the others are
-    differenced against): with ``reference="frequent"`` the most frequent observed level (ties: the
-    first in category order), then the others in category order; ``"first"`` keeps category order.
-    Reading the counts is fine here: the copula is not a differentially private method (no DP
-    method imports this module). A reference level held by a handful of records makes every
-    difference :math:`u_k - u_0` carry that level's poorly determined utility and the chain mix
-    slowly (agency file, race: bulk ESS 147 vs 290 per 2 x 1,800 draws, issue 28).
+    differenced against): with ``reference="first"`` (default) the first observed level in category
+    order; with ``"frequent"`` the most frequent observed level (ties: the first in category order),
+    then the others in category order. Reading the counts is fine here: the copula is not a
+    differentially private method (no DP method imports this module).
     """
     margins: list[_Margin] = []
     j = 0
@@ -1912,17 +1915,18 @@ class GaussianCopulaImputer(ParamsMixin):
         :class:`~synthmi.diagnostics.SamplerBudgetExceeded`, with the estimate
         and what to change, as soon as the projection or the clock exceeds the
         budget.
-    reference : {"frequent", "first"}, default "frequent"
+    reference : {"first", "frequent"}, default "first"
         Reference level of each nominal column's probit block (the utility the
         others are differenced against, and the level left out of its indicators
-        in later blocks' designs): its most frequent observed level (ties: category
-        order), or its first observed level in category order. The block's own
+        in later blocks' designs): its first observed level in category order, or
+        its most frequent observed level (ties: category order). The block's own
         likelihood and prior are the same for any reference; the prior of later
         blocks' intercepts and indicator coefficients is not (module docstring,
-        "Reference level"). Measured on the agency file (issue 28, 400 rows,
-        risk-dami, 2 x 2,100 iterations, seeds 3-5;
-        ``benchmarks/results/copula_reference.json``): see that file for the
-        ESS per CPU-second of the slowest quantity under both choices.
+        "Reference level"). On the agency file (issue 28, 400 rows, risk-dami,
+        2 x 2,100 iterations, seeds 3-5; ``benchmarks/results/copula_reference.json``)
+        "frequent" gave min bulk ESS 95.6 / 284.2 / 241.1 (0.97 / 2.73 / 2.52 per
+        CPU-second) against 146.6 / 294.4 / 220.4 (1.50 / 2.71 / 2.38) for
+        "first": no reliable gain, so "first" is the default.
 
     Attributes
     ----------
@@ -1956,7 +1960,7 @@ class GaussianCopulaImputer(ParamsMixin):
         "n_jobs": [Interval("int", 1, None)],
         "collapsed": [Options("none", "binary", "all")],
         "max_seconds": [None, Interval("real", 0.0, None, closed="neither")],
-        "reference": [Options("frequent", "first")],
+        "reference": [Options("first", "frequent")],
     }
 
     def __init__(
@@ -1971,7 +1975,7 @@ class GaussianCopulaImputer(ParamsMixin):
         n_jobs: int = 1,
         collapsed: str = "all",
         max_seconds: float | None = None,
-        reference: str = "frequent",
+        reference: str = "first",
     ):
         self.reference = reference
         self.collapsed = collapsed
