@@ -68,7 +68,7 @@ def main_(argv=None) -> None:
         rc = main(["synthesize", "--data", str(data), "--qi", ",".join(QI), "--keep", ",".join(KEEP),
                    "--weights", "weight", "--rule", "hours_per_week:employed == 'No'", "--method", "risk-dami",
                    "--mask", "age:K=2,sigma=3", "--m", str(a.m), "--seed", "11", "--param", f"n_iter={a.n_iter}",
-                   "--accept-diagnostics", "--out", str(out), "--quiet"])
+                   "--accept-diagnostics", "--max-seconds", "none", "--out", str(out), "--quiet"])
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         meta = json.loads((out / "metadata.json").read_text())
         copies = [pd.read_csv(f) for f in sorted(out.glob("copy_*.csv"))]

@@ -147,7 +147,7 @@ def settings(name: str, methods: list[str], n_iter: int) -> list[Setting]:
             }
             out.append(Setting("risk-dami", f"alpha low/med/high={a_low}/{a_mid}/{a_high}",
                                {"masks": masks, "k0": cfg["k0"], "tolerance": cfg["subgroup_tolerance"],
-                                "n_iter": n_iter, "random_state": 1}))
+                                "n_iter": n_iter, "random_state": 1, "max_seconds": None}))
     if "cart" in methods:
         for leaf in LEAVES[name]:
             for sm in (None, "density") if leaf in SMOOTHED_LEAVES[name] else (None,):

@@ -154,7 +154,7 @@ def main() -> None:
             # the table is computed whatever the diagnostics say (they are recorded below)
             model = RiskTargetedSynthesizer(
                 masks=MASKS, k0=K0, tolerance=TOL, r=R_NEST, n_iter=a.n_iter, burn=a.burn, chains=a.chains,
-                n_jobs=a.chains, random_state=a.seed, impute_keep=True, **extra,
+                n_jobs=a.chains, random_state=a.seed, impute_keep=True, max_seconds=None, **extra,
             ).fit(df, quasi_identifiers=QI, keep=Z)
         caught_msgs.update(str(w.message) for w in caught)
         t_fit, c_fit = time.perf_counter() - t0, cpu_seconds() - c0

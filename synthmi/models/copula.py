@@ -63,6 +63,35 @@ its own block of latent columns.
   out of every later block. The model is a joint one in the order of the
   blocks, like a sequential regression (visit) order.
 
+Reference level: a nominal block's level 0 (the utility :math:`u_0` the others
+are differenced against, and the level its indicators leave out in later
+blocks' designs) is its first observed level in category order (default,
+``reference="first"``), or its most frequent observed level, ties broken by
+category order (``reference="frequent"``). The block's own part of the
+model does not depend on this choice: relabelling the reference to level r
+maps the differences by :math:`z' = M z` with :math:`M \Omega_b M^\top =
+\Omega_b` (differences of iid utilities stay differences of iid utilities), so
+its error law, the prior :math:`N(0, \tau^2 \Omega_b)` of every row of its
+coefficients and the level rule are the same. The prior of a *later* block's
+intercept and indicator coefficients is not: with independent :math:`N(0,
+\tau_c^2)` and :math:`N(0, \tau^2)` priors on the intercept and on the
+coefficient of each non-reference indicator (a treatment-contrast prior), the
+reference level's effect is carried by the intercept (sd 5) and each other
+level's by its own coefficient (sd 2.5 around it). Changing an earlier block's
+reference therefore changes that weakly informative prior, not the
+likelihood; with the frequent level as reference a rare level's effect is
+shrunk towards the most common level instead of every common level being
+measured against a rare one. Only the last probit block's reference is a pure
+reparametrisation. The posterior predictive of the data is the same within
+Monte Carlo error in the tests (level shares and two-way tables,
+tests/test_copula.py) except in the cells of a rare level, where the prior
+shows. The frequent reference did not make the chains mix faster on the agency
+file, where race's first level has 3 of 400 records
+(``benchmarks/results/copula_reference.json``, 3 seeds: max R-hat a little
+lower on every seed, but the smallest bulk ESS per CPU-second 0.97 / 2.73 /
+2.52 against 1.50 / 2.71 / 2.38: the slowest quantity moves from race's
+correlations to the rare level's latent against age), so the default stays.
+
 Given the levels the latent row is normal with mean :math:`(0, c_b + D_b
 h_{i,<b})` (:meth:`CopulaGibbs.offsets`) and covariance :math:`\Sigma_{AA}`,
 :math:`\Sigma_{S_b A} = B_b \Sigma_{AA}`, :math:`\Sigma_{S_b S_{b'}} = B_b
@@ -544,7 +573,15 @@ class _Margin:
         return len(self.support)
 
 
-def _encode(df: pd.DataFrame, schema: Schema) -> list[_Margin]:
+def _encode(df: pd.DataFrame, schema: Schema, reference: str = "first") -> list[_Margin]:
+    """Per column, its latent columns, support and per-record level index (-1 = missing).
+
+    A nominal column's level 0 is its probit block's reference level (the utility the others are
+    differenced against): with ``reference="first"`` (default) the first observed level in category
+    order; with ``"frequent"`` the most frequent observed level (ties: the first in category order),
+    then the others in category order. Reading the counts is fine here: the copula is not a
+    differentially private method (no DP method imports this module).
+    """
     margins: list[_Margin] = []
     j = 0
     for c in df.columns:
@@ -570,8 +607,14 @@ def _encode(df: pd.DataFrame, schema: Schema) -> list[_Margin]:
             raise ValueError(
                 f"Column '{c}' ({v.kind}) has {len(seen)} observed level; it needs at least 2 to be modelled."
             )
+        if v.kind == "nominal" and reference == "frequent":
+            counts = np.bincount(np.searchsorted(seen, codes[codes >= 0]), minlength=len(seen))
+            top = int(np.argmax(counts))  # first maximum: ties broken by category order
+            seen = np.concatenate([seen[top:top + 1], np.delete(seen, top)])
         level = np.full(len(codes), -1, dtype=np.int64)
-        level[codes >= 0] = np.searchsorted(seen, codes[codes >= 0])
+        pos = np.full(int(seen.max()) + 1, -1, dtype=np.int64)
+        pos[seen] = np.arange(len(seen))
+        level[codes >= 0] = pos[codes[codes >= 0]]
         if v.kind == "nominal":
             cols = list(range(j, j + len(seen) - 1))
         else:
@@ -1872,6 +1915,18 @@ class GaussianCopulaImputer(ParamsMixin):
         :class:`~synthmi.diagnostics.SamplerBudgetExceeded`, with the estimate
         and what to change, as soon as the projection or the clock exceeds the
         budget.
+    reference : {"first", "frequent"}, default "first"
+        Reference level of each nominal column's probit block (the utility the
+        others are differenced against, and the level left out of its indicators
+        in later blocks' designs): its first observed level in category order, or
+        its most frequent observed level (ties: category order). The block's own
+        likelihood and prior are the same for any reference; the prior of later
+        blocks' intercepts and indicator coefficients is not (module docstring,
+        "Reference level"). On the agency file (issue 28, 400 rows, risk-dami,
+        2 x 2,100 iterations, seeds 3-5; ``benchmarks/results/copula_reference.json``)
+        "frequent" gave min bulk ESS 95.6 / 284.2 / 241.1 (0.97 / 2.73 / 2.52 per
+        CPU-second) against 146.6 / 294.4 / 220.4 (1.50 / 2.71 / 2.38) for
+        "first": no reliable gain, so "first" is the default.
 
     Attributes
     ----------
@@ -1905,6 +1960,7 @@ class GaussianCopulaImputer(ParamsMixin):
         "n_jobs": [Interval("int", 1, None)],
         "collapsed": [Options("none", "binary", "all")],
         "max_seconds": [None, Interval("real", 0.0, None, closed="neither")],
+        "reference": [Options("first", "frequent")],
     }
 
     def __init__(
@@ -1919,7 +1975,9 @@ class GaussianCopulaImputer(ParamsMixin):
         n_jobs: int = 1,
         collapsed: str = "all",
         max_seconds: float | None = None,
+        reference: str = "first",
     ):
+        self.reference = reference
         self.collapsed = collapsed
         self.max_seconds = max_seconds
         self.n_iter = n_iter
@@ -1983,7 +2041,7 @@ class GaussianCopulaImputer(ParamsMixin):
             self.schema_ = schema
         else:
             self.schema_ = Schema.infer(df, schema)
-        self.margins_ = _encode(df, self.schema_)
+        self.margins_ = _encode(df, self.schema_, self.reference)
         q = sum(len(mg.cols) for mg in self.margins_)
         q_a = sum(1 for mg in self.margins_ if mg.ranked)
         if self.prior_df is not None and self.prior_df <= q_a - 1:
