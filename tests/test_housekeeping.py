@@ -41,11 +41,11 @@ def test_report_and_lower_layers_never_import_commands():
 
 
 def test_the_adult_workload_is_defined_once_and_used_everywhere():
-    from synthmi.commands.synthesize import DEFAULT_KEEP
+    from synthmi.commands.synthesize import default_keep
     from synthmi.data.workloads import ADULT, ADULT_DEMO
     from synthmi.demo import demo_synthesizers
 
-    assert DEFAULT_KEEP["adult"] == list(ADULT.keep)
+    assert default_keep("adult") == list(ADULT.keep) and default_keep("my.csv") is None
     assert demo_synthesizers(0)["dami"].masks == ADULT_DEMO.masks == ADULT.masks
     assert ADULT_DEMO.quasi_identifiers == ADULT.quasi_identifiers and ADULT_DEMO.formula == ADULT.formula
     # the figures and benchmarks read it too, never a copy of their own

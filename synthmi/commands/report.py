@@ -5,7 +5,6 @@ import argparse
 import sys
 import time
 
-from ..data.workloads import ADULT
 from ._common import (
     COMMA_NAMES_HELP,
     EXAMPLES_FMT,
@@ -66,8 +65,8 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help=f"quasi-identifiers, comma-separated (repeatable; {COMMA_NAMES_HELP}; "
                    "default: the spec's, else those recorded with the first release)")
     p.add_argument("--analysis", default=None,
-                   help="the analyst's model as a formula (default: the spec's first analysis; else the Adult "
-                   f"workload's, {ADULT.formula!r})")
+                   help="the analyst's model as a formula (default: the spec's first analysis; else, on the "
+                   "bundled Adult data, the Adult workload's probit of income on age, sex, race and education)")
     p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
                    help="model family (default: the spec's, else probit)")
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
@@ -117,6 +116,8 @@ def report_defaults(args, syn=None):
         if spec is not None and spec.analyses:
             formula, family = spec.analyses[0]["formula"], family or spec.analyses[0]["family"]
         elif str(getattr(args, "original", "adult")).lower() == "adult":
+            from ..data.workloads import ADULT
+
             formula = ADULT.formula
         else:
             # Adult's formula names Adult's columns: on other data it could only die in a

@@ -10,7 +10,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..data.workloads import ADULT
 from ._common import (
     COMMA_NAMES_HELP,
     EXAMPLES_FMT,
@@ -57,10 +56,15 @@ RISK_GROUPS: dict[str, tuple[str, ...]] = {"risk-dami": ("low", "medium", "high"
 # bundled data: the complete (no missing values) columns that are not recodes
 # of a quasi-identifier (Adult's education_num would reveal education) and not
 # bookkeeping (fnlwgt, split).
-DEFAULT_KEEP: dict[str, list[str]] = {
-    "adult": list(ADULT.keep),  # the Adult workload, defined in synthmi.data.workloads
-    "nhanes": ["smoked_100_cigarettes"],
-}
+def default_keep(source: str) -> list[str] | None:
+    """The bundled data's default kept columns (``None`` for a user's file).
+
+    Imported on use: ``synthmi --help`` and a call that fails validation need not import
+    the data package, and with it pandas (issue 30).
+    """
+    from ..data.workloads import ADULT  # the Adult workload, defined once there
+
+    return {"adult": list(ADULT.keep), "nhanes": ["smoked_100_cigarettes"]}.get(str(source).lower())
 
 EXAMPLES = """examples:
   # DA-MI, 20 copies of Adult's quasi-identifiers, noisy copies of age and masked categories
@@ -758,8 +762,8 @@ def run(args: argparse.Namespace) -> int:
         keep = spec.keep
     elif args.keep is not None:
         keep = split_list(args.keep)
-    elif source.lower() in DEFAULT_KEEP:
-        keep = [c for c in DEFAULT_KEEP[source.lower()] if c not in qi]
+    elif default_keep(source) is not None:
+        keep = [c for c in default_keep(source) if c not in qi]
     else:
         keep = [c for c in df.columns if c not in qi]
     if args.weights is not None:

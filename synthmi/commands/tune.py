@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.frontier import Target
     from ..models import DAMISynthesizer
     from ..tuning import tune
-    from .synthesize import DEFAULT_KEEP, parse_params
+    from .synthesize import default_keep, parse_params
 
     # outputs first: a bad --out / --trace costs nothing
     out = check_output_file(args.out, "--out", args.overwrite)
@@ -170,8 +170,8 @@ def run(args: argparse.Namespace) -> int:
         keep = None
     elif args.keep is not None:
         keep = split_list(args.keep)
-    elif str(args.data).lower() in DEFAULT_KEEP:
-        keep = [c for c in DEFAULT_KEEP[str(args.data).lower()] if c not in qi]
+    elif default_keep(args.data) is not None:
+        keep = [c for c in default_keep(args.data) if c not in qi]
     else:
         keep = [c for c in df.columns if c not in qi]
     unknown = [c for c in qi + (keep or []) if c not in df.columns]
