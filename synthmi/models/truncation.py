@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-import numba
 import numpy as np
 from scipy.special import log_ndtr, ndtr, ndtri, ndtri_exp
 
@@ -59,46 +59,54 @@ def _scipy_scalar(name: str, nargs: int = 1):
     return ctypes.CFUNCTYPE(ctypes.c_double, *([ctypes.c_double] * nargs))(addr)
 
 
-_c_ndtr = _scipy_scalar("__pyx_fuse_1ndtr")
-_c_log_ndtr = _scipy_scalar("__pyx_fuse_1log_ndtr")
-_c_ndtri = _scipy_scalar("ndtri")
-_c_ndtri_exp = _scipy_scalar("ndtri_exp")
+@cache
+def _kernel():
+    """The compiled body of :func:`truncated_normal`, built on first use: importing numba costs
+    about 0.2 s of CPU, which a command line that fails validation should not pay (issue 30)."""
+    import numba
 
+    c_ndtr = _scipy_scalar("__pyx_fuse_1ndtr")
+    c_log_ndtr = _scipy_scalar("__pyx_fuse_1log_ndtr")
+    c_ndtri = _scipy_scalar("ndtri")
+    c_ndtri_exp = _scipy_scalar("ndtri_exp")
+    far = _FAR
 
-# not cached on disk: numba cannot cache code that calls through ctypes pointers (compiles in ~0.3 s)
-@numba.njit(cache=False)
-def _truncated_normal_kernel(mu, sd, lo, hi, u, out):  # pragma: no cover - compiled
-    """Body of :func:`truncated_normal`, one element at a time (flat arrays of equal length);
-    the same operations as the vectorised NumPy form it replaced, without its temporaries."""
-    for i in range(mu.size):
-        a = (lo[i] - mu[i]) / sd[i]
-        b = (hi[i] - mu[i]) / sd[i]
-        # work on the lower tail, where Phi keeps full relative precision
-        flip = a > 0
-        if flip:
-            a2, b2 = -b, -a
-        else:
-            a2, b2 = a, b
-        # A bound more than _FAR standard deviations out cuts off less than 2^-61 of the mass, below
-        # the 2^-53 granularity of the uniforms: it is treated as infinite (Phi = 0 or 1). The lower
-        # one only when the interval holds at least half of the mass (b2 >= 0), so that the relative
-        # error stays below 2^-60.
-        pa = _c_ndtr(a2) if (a2 > -_FAR or b2 < 0) else 0.0
-        pb = _c_ndtr(b2) if b2 < _FAR else 1.0
-        if pb > 1e-300:
-            x = _c_ndtri(pa + u[i] * (pb - pa))
-        else:  # both bounds beyond the double range of Phi: invert in log space
-            la = _c_log_ndtr(a2)
-            lb = _c_log_ndtr(b2)
-            ratio = math.exp(la - lb)
-            if not math.isfinite(ratio):
-                ratio = 0.0
-            x = _c_ndtri_exp(min(lb + math.log(ratio + u[i] * (1.0 - ratio)), 0.0))
-        # rounding at the last ulp can step outside [a2, b2]; bring those back (a no-op otherwise)
-        x = min(max(x, a2), b2)
-        if flip:
-            x = -x
-        out[i] = mu[i] + sd[i] * x
+    # not cached on disk: numba cannot cache code that calls through ctypes pointers (compiles in ~0.3 s)
+    @numba.njit(cache=False)
+    def kernel(mu, sd, lo, hi, u, out):  # pragma: no cover - compiled
+        """One element at a time (flat arrays of equal length); the same operations as the
+        vectorised NumPy form it replaced, without its temporaries."""
+        for i in range(mu.size):
+            a = (lo[i] - mu[i]) / sd[i]
+            b = (hi[i] - mu[i]) / sd[i]
+            # work on the lower tail, where Phi keeps full relative precision
+            flip = a > 0
+            if flip:
+                a2, b2 = -b, -a
+            else:
+                a2, b2 = a, b
+            # A bound more than _FAR standard deviations out cuts off less than 2^-61 of the mass, below
+            # the 2^-53 granularity of the uniforms: it is treated as infinite (Phi = 0 or 1). The lower
+            # one only when the interval holds at least half of the mass (b2 >= 0), so that the relative
+            # error stays below 2^-60.
+            pa = c_ndtr(a2) if (a2 > -far or b2 < 0) else 0.0
+            pb = c_ndtr(b2) if b2 < far else 1.0
+            if pb > 1e-300:
+                x = c_ndtri(pa + u[i] * (pb - pa))
+            else:  # both bounds beyond the double range of Phi: invert in log space
+                la = c_log_ndtr(a2)
+                lb = c_log_ndtr(b2)
+                ratio = math.exp(la - lb)
+                if not math.isfinite(ratio):
+                    ratio = 0.0
+                x = c_ndtri_exp(min(lb + math.log(ratio + u[i] * (1.0 - ratio)), 0.0))
+            # rounding at the last ulp can step outside [a2, b2]; bring those back (a no-op otherwise)
+            x = min(max(x, a2), b2)
+            if flip:
+                x = -x
+            out[i] = mu[i] + sd[i] * x
+
+    return kernel
 
 
 def truncated_normal(mu: Any, sd: Any, lo: Any, hi: Any, rng: np.random.Generator) -> np.ndarray:
@@ -120,7 +128,7 @@ def truncated_normal(mu: Any, sd: Any, lo: Any, hi: Any, rng: np.random.Generato
             for v in (mu, sd, lo, hi)]
     u = rng.random(shape)
     out = np.empty(shape)
-    _truncated_normal_kernel(*flat, u.ravel(), out.reshape(-1))
+    _kernel()(*flat, u.ravel(), out.reshape(-1))
     return out
 
 
