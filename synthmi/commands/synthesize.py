@@ -516,10 +516,11 @@ def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep
     if not keep and not recode:
         return False
     cols = [c for c in keep if c in data.columns]
-    raw = read_csv_checked(source, sep=sep, encoding=encoding, dtype=str, keep_default_na=False, na_filter=False,
-                           usecols=lambda c: c in set(cols))
-    if len(raw) != len(data):
-        cols = []
+    if cols:
+        raw = read_csv_checked(source, sep=sep, encoding=encoding, dtype=str, keep_default_na=False, na_filter=False,
+                               usecols=lambda c: c in set(cols))
+        if len(raw) != len(data):
+            cols = []
     width = max(2, len(str(m)))
     for j in range(1, m + 1):
         f = out / f"copy_{j:0{width}d}.csv"
