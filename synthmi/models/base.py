@@ -942,8 +942,8 @@ class Synthesizer(ParamsMixin, abc.ABC):
 #:   DA-MI without mask 0.59-0.61, DA-MI ``agegrp:p=0.8`` 87% / 0.76-0.77 (the kept ``yrs_married``
 #:   predicts the age group: the copies reveal what the kept columns already reveal); randhie
 #:   (2,000 rows, QIs idp, hlthg) CART 0.54-0.57 (idp alone 0.93-0.94: the kept columns nearly
-#:   determine it), DA-MI without masks 0.11-0.12 (the issue-30 trial: anes96 CART 0.010,
-#:   randhie DA-MI 0.37). Largest: 0.77.
+#:   determine it), DA-MI without masks 0.11-0.12; anes96 (QIs age, educ, income) CART 0.010
+#:   (the issue-30 trial: randhie DA-MI 0.37). Largest: 0.77.
 #: - the original released by accident (a path that synthesizes nothing: identity copies,
 #:   risk-dami imputing only on complete data): 100% / 1.
 #:
