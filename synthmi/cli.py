@@ -200,7 +200,8 @@ def _main(argv: list[str] | None) -> int:
         msg = " ".join(str(exc).split()) or type(exc).__name__
         given = {item.split("=", 1)[0].strip() for item in (getattr(args, "param", None) or [])}
         msg = cli_message(msg, _verb_parser(parser, args), given)
-        if not isinstance(exc, (ValueError, TypeError, FileNotFoundError, KeyError)):
+        if not isinstance(exc, (ValueError, TypeError, FileNotFoundError, KeyError)) and not getattr(
+                type(exc), "user_message", False):
             msg = f"{type(exc).__name__}: {msg}"
         print(f"synthmi: error: {msg} (run with --debug for a traceback)", file=sys.stderr)
         return 1

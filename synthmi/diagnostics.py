@@ -61,6 +61,10 @@ class DiagnosticsFailed(RuntimeError):
         The synthesizer whose sampler failed.
     """
 
+    #: its text is written for people (what failed, what to do): the command line prints it
+    #: as one line without the class name
+    user_message = True
+
     def __init__(self, failures: pd.DataFrame, rhat_max: float, ess_min: float, owner: str = "the synthesizer",
                  cli: bool = False):
         self.failures = failures

@@ -266,16 +266,19 @@ class SyntheticData:
 
     @classmethod
     def from_dir(cls, path: str | Path) -> "SyntheticData":
-        """Read copies written by :meth:`to_dir` (dtypes restored from metadata)."""
+        """Read copies written by :meth:`to_dir` (dtypes restored from metadata; in the text
+        encoding ``metadata.json`` records under ``source.copies_encoding``, the input's
+        encoding the command line writes them in, else UTF-8)."""
         path = Path(path)
         meta_file = path / "metadata.json"
         files = sorted(path.glob("copy_*.csv"))
         if not files:
             raise ValueError(f"No synthetic copies (copy_*.csv) found in directory '{path}'.")
         meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
+        encoding = (meta.get("source") or {}).get("copies_encoding") or None
         copies = []
         for f in files:
-            df = pd.read_csv(f)
+            df = pd.read_csv(f, encoding=encoding)
             if meta.get("dtypes"):
                 df = apply_dtype_spec(df, meta["dtypes"])
             copies.append(df)

@@ -128,10 +128,13 @@ def test_messy_csv_never_leaks_or_crashes(case, tmp_path_factory, capsys):
     files = {p.relative_to(tmp).as_posix() for p in created if p.is_file()}
     assert files == {"syn/copy_01.csv", "syn/copy_02.csv", "syn/metadata.json"}, files
     released = qi + (keep if keep is not None else rest + ["secret"])
+    # copies are written in the input's --encoding (kept columns byte-identical), recorded in metadata
+    enc = json.loads((out / "metadata.json").read_text())["source"].get("copies_encoding") or "utf-8"
     for f in ("copy_01.csv", "copy_02.csv"):
-        copy = pd.read_csv(out / f, dtype=str, keep_default_na=False)
+        copy = pd.read_csv(out / f, dtype=str, keep_default_na=False, encoding=enc)
         assert sorted(copy.columns) == sorted(released)
-    blob = "".join((out / f).read_text(encoding="utf-8") for f in ("copy_01.csv", "copy_02.csv", "metadata.json"))
+    blob = "".join((out / f).read_text(encoding=enc) for f in ("copy_01.csv", "copy_02.csv")) + (
+        out / "metadata.json").read_text(encoding="utf-8")
     assert not any(s in blob for s in secret)  # the never-released column leaks nowhere
     assert str(tmp) not in (out / "metadata.json").read_text()  # no local path in a shared file
 

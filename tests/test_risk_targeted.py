@@ -103,7 +103,8 @@ def test_plain_copula_mi_without_masks(data):
     syn = s.sample(4, random_state=3, allow_unmodified=True)
     pd.testing.assert_frame_equal(df, before)
     assert syn.structure == {"output": "imputation", "rule": "rubin", "unmodified": {
-        "max_share": 1.0, "max_kappa": 1.0, "threshold": UNMODIFIED_MAX, "allowed": True}}
+        "max_share": 1.0, "max_kappa": 1.0, "threshold": UNMODIFIED_MAX, "allowed": True,
+        "cause": "unsynthesized", "reproduced": [], "per_qi": {q: {"share": 1.0, "kappa": 1.0} for q in s.spec_.quasi_identifiers}}}
     assert s.subgroup_labels_ is None
     assert syn.method == "risk-dami"
     n_mis = int(df["bmi"].isna().sum())  # 10 % MAR gaps in the kept column bmi (55 here)

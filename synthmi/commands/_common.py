@@ -457,6 +457,31 @@ def identifier_columns(df, columns) -> list[str]:
     return out
 
 
+def show_caught_warnings(caught, verb: str, args: argparse.Namespace, text=None, skip: tuple[str, ...] = ()) -> None:
+    """Print the library warnings a verb caught (``warnings.catch_warnings(record=True)``), once each.
+
+    Without ``--debug``: one line each, ``synthmi VERB: warning: ...`` (``text`` turns the message
+    into command-line terms). With ``--debug`` (before or after the verb): Python's own form,
+    with the category, source file and line, as the README and ``cli._warning_line`` promise.
+    Messages starting with one of ``skip`` were said otherwise and are left out.
+    """
+    import sys
+    import warnings
+
+    debug = bool(getattr(args, "debug", False))
+    seen: set[str] = set()
+    for w in caught:
+        msg = str(w.message)
+        if msg in seen or msg.startswith(tuple(skip)):
+            continue
+        seen.add(msg)
+        if debug:
+            sys.stderr.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line))
+        else:
+            print(f"synthmi {verb}: warning: {text(msg) if text else msg}", file=sys.stderr, flush=True)
+    sys.stderr.flush()
+
+
 def warn_identifiers(verb: str, ids: list[str], how: str) -> None:
     """One warning line naming identifier-like columns (names only, never values)."""
     import sys

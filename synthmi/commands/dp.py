@@ -6,7 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from ._common import EXAMPLES_FMT, add_common_flags, add_overwrite_flag, add_sep_flag, check_output_file, sep_of, step_line
+from ._common import (EXAMPLES_FMT, add_common_flags, add_overwrite_flag, add_sep_flag, check_output_file, sep_of,
+                      show_caught_warnings, step_line)
 
 EXAMPLES = """examples:
   synthmi dp bayes --n 100 --k 50 --eps 1 --mechanism global
@@ -218,9 +219,8 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     return (keys == key(positive)).astype(np.int64), len(s)
 
 
-def _print_warnings_once(caught) -> None:
-    for msg in dict.fromkeys(str(w.message) for w in caught):
-        print(f"synthmi dp: warning: {msg}", file=sys.stderr, flush=True)
+def _print_warnings_once(caught, args: argparse.Namespace) -> None:
+    show_caught_warnings(caught, "dp", args)
 
 
 def run_bayes(args: argparse.Namespace) -> int:
@@ -260,7 +260,7 @@ def run_bayes(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = mech.sample(random_state=args.seed)
-    _print_warnings_once(caught)
+    _print_warnings_once(caught, args)
     print(res.summary())
     payload = res.to_frame().iloc[0].to_dict()
     # The noise's seed is never written: only whether the user gave one.
@@ -299,7 +299,7 @@ def run_kmeans(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         km.fit(df[cols], domain=domain.select(cols))
-    _print_warnings_once(caught)
+    _print_warnings_once(caught, args)
     centres = np.asarray(km.cluster_centers_)
     print(f"DP k-means (epsilon={args.eps:g}, {args.iters} iterations, k={args.k}) on {', '.join(cols)}")
     for j, row in enumerate(centres):

@@ -23,6 +23,7 @@ from ._common import (
     na_values_of,
     progress_enabled,
     sep_of,
+    show_caught_warnings,
     split_list,
     warn_coded,
     warn_markers,
@@ -468,15 +469,25 @@ def parse_rules(items: list[str] | None) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _check_not_degenerate(data, qi: list[str], keep: list[str]) -> None:
+def _check_not_degenerate(data, qi: list[str], keep: list[str], keep_from: str = "option") -> None:
     """An entirely missing or constant released column, refused in the terms of the option
-    that names it (the synthesizers' own check says only that it is constant)."""
+    that names it (the synthesizers' own check says only that it is constant). ``keep_from``
+    says where the kept columns came from: ``"option"`` (--keep), ``"spec"`` (the --spec's
+    roles) or ``"default"`` (no --keep: every other column), so the error does not blame an
+    option the user did not give."""
     for cols, opt in ((qi, "--qi"), (keep, "--keep")):
         empty = [c for c in cols if c in data.columns and int(data[c].notna().sum()) == 0]
         constant = [c for c in cols if c in data.columns and c not in empty and data[c].nunique(dropna=True) < 2]
         for bad, what in ((empty, "entirely missing"), (constant, "constant (one observed value)")):
             if bad:
                 names = ", ".join(f"'{c}'" for c in bad)
+                if opt == "--keep" and keep_from != "option":
+                    where = ("The kept columns of the '--spec' file include" if keep_from == "spec" else
+                             "Without '--keep', every column not in --qi is kept; the default keep includes")
+                    raise ValueError(
+                        f"{where} {names}, which {'is' if len(bad) == 1 else 'are'} {what} in the data: nothing to "
+                        f"model or release. Pass --keep naming the columns to release, without {names}."
+                    )
                 raise ValueError(
                     f"The '{opt}' option names {names}, which {'is' if len(bad) == 1 else 'are'} {what} in the data: "
                     f"nothing to model or synthesize. Drop {'it' if len(bad) == 1 else 'them'} from {opt}"
@@ -484,7 +495,7 @@ def _check_not_degenerate(data, qi: list[str], keep: list[str]) -> None:
                 )
 
 
-def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep: str, encoding: str | None) -> None:
+def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep: str, encoding: str | None) -> bool:
     """Write the kept columns of the copies in ``out`` exactly as the input spells them.
 
     A kept column is released unchanged in value, but a CSV writer re-spells numbers
@@ -492,19 +503,28 @@ def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep
     original's is written back as the input's text, so a diff of a kept column is empty;
     missing cells and cells a model changed (imputed kept columns of risk-dami with
     ``impute_keep``) keep the writer's form. Read back, every cell parses to the same value.
+    The copies are written in the input's ``encoding`` (--encoding), so a kept column's bytes
+    equal the input's (issue 30 item 6); returns whether they were (then ``metadata.json``
+    records it under ``source.copies_encoding`` for :meth:`SyntheticData.from_dir`).
     """
     import numpy as np
     import pandas as pd
 
     from ..data import is_bundled_name, read_csv_checked
 
-    if is_bundled_name(source) or not keep:
-        return
+    if is_bundled_name(source):
+        return False
+    import codecs
+
+    recode = encoding is not None and codecs.lookup(encoding).name != "utf-8"
+    if not keep and not recode:
+        return False
     cols = [c for c in keep if c in data.columns]
-    raw = read_csv_checked(source, sep=sep, encoding=encoding, dtype=str, keep_default_na=False, na_filter=False,
-                           usecols=lambda c: c in set(cols))
-    if len(raw) != len(data):
-        return
+    if cols:
+        raw = read_csv_checked(source, sep=sep, encoding=encoding, dtype=str, keep_default_na=False, na_filter=False,
+                               usecols=lambda c: c in set(cols))
+        if len(raw) != len(data):
+            cols = []
     width = max(2, len(str(m)))
     for j in range(1, m + 1):
         f = out / f"copy_{j:0{width}d}.csv"
@@ -524,8 +544,9 @@ def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep
             if not np.array_equal(new, text[c].to_numpy(dtype=object)):
                 text[c] = new
                 changed = True
-        if changed:
-            text.to_csv(f, index=False)
+        if changed or recode:
+            text.to_csv(f, index=False, encoding=encoding)
+    return recode
 
 
 def _check_rules_before_fit(data, rules: dict, spec, qi: list[str], keep: list[str], kinds: dict,
@@ -760,12 +781,16 @@ def run(args: argparse.Namespace) -> int:
         # (DP: the columns only; the declared domain checks the values, naming the column only)
         spec.check_data(df, "--data", dtypes=not dp_release)
         keep = spec.keep
+        keep_from = "option" if args.keep is not None else "spec"
     elif args.keep is not None:
         keep = split_list(args.keep)
+        keep_from = "option"
     elif default_keep(source) is not None:
         keep = [c for c in default_keep(source) if c not in qi]
+        keep_from = "default"
     else:
         keep = [c for c in df.columns if c not in qi]
+        keep_from = "default"
     if args.weights is not None:
         if args.weights not in df.columns:
             raise ValueError(f"The '--weights' option names '{args.weights}', which is not a column of the data.")
@@ -812,7 +837,7 @@ def run(args: argparse.Namespace) -> int:
         warn_coded("synthesize", coded_columns(data, modelled),
                    "in the --spec" if spec is not None else "in a spec ('synthmi spec')")
     if args.method not in FULLY_SYNTHETIC:
-        _check_not_degenerate(data, qi, keep)
+        _check_not_degenerate(data, qi, keep, keep_from)
         ids = identifier_columns(data, [c for c in keep if c != args.weights])
         if ids and not args.allow_identifiers:
             names = ", ".join(f"'{c}'" for c in ids)
@@ -891,10 +916,8 @@ def run(args: argparse.Namespace) -> int:
         _log(args, f"drew {args.m} copies" + ("" if dp_release else f" in {time.perf_counter() - t_fit:.1f} s"),
              summary=True)
     # Warnings (e.g. r_hat > 1.01) are shown even with --quiet, once each, on one line.
-    for msg in dict.fromkeys(str(w.message) for w in caught):
-        if msg.startswith("DAMISynthesizer has no masks"):
-            continue  # said above in command-line terms
-        print(f"synthmi synthesize: warning: {method_terms(msg)}", file=sys.stderr, flush=True)
+    # ("DAMISynthesizer has no masks" is said above in command-line terms)
+    show_caught_warnings(caught, "synthesize", args, text=method_terms, skip=("DAMISynthesizer has no masks",))
     if dp_release:
         _report_rare_levels(synth)
         if args.map_other:
@@ -911,10 +934,12 @@ def run(args: argparse.Namespace) -> int:
             c: m.to_dict() if hasattr(m, "to_dict") else {k: v.to_dict() for k, v in m.items()}
             for c, m in params[mask_param].items()
         }
-    if not dp_release:
-        restore_kept_text(out, syn.m, source, keep, data, sep_of(args), getattr(args, "encoding", None))
+    recoded = not dp_release and restore_kept_text(out, syn.m, source, keep, data, sep_of(args),
+                                                   getattr(args, "encoding", None))
     # the file's base name only: metadata.json is shared, the local path is not
     meta["source"] = {"data": input_label(source), "keep": keep, "columns": list(data.columns)}
+    if recoded:
+        meta["source"]["copies_encoding"] = args.encoding  # the copies' text, as the input's
     if (syn.structure or {}).get("unmodified", {}).get("allowed"):
         meta["source"]["allow_unmodified"] = True
     if args.encoding:
@@ -989,8 +1014,7 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
                 syn = synth.sample(args.m, random_state=seed)
             except DiagnosticsFailed as exc:
                 raise exc.for_cli() from None
-        for msg in dict.fromkeys(str(w.message) for w in caught):
-            print(f"synthmi synthesize: warning: {msg}", file=sys.stderr, flush=True)
+        show_caught_warnings(caught, "synthesize", args)
         if out.exists():
             out.rmdir()  # empty (checked above); to_parquet creates it
         meta_out = syn.to_parquet(str(out))

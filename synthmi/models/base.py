@@ -741,11 +741,13 @@ class Synthesizer(ParamsMixin, abc.ABC):
         ``rhat_max`` or bulk ESS below ``ess_min`` for some column) unless the
         synthesizer was built with ``accept_diagnostics=True``.
 
-        Raises :class:`UnmodifiedRelease` when a copy holds, for more than
-        :data:`UNMODIFIED_MAX` of the records, the record's own original
-        quasi-identifier key (:func:`unmodified_share`): such copies are the
-        original, e.g. ``RiskTargetedSynthesizer(masks=None)`` on complete data,
-        which imputes and synthesizes nothing. ``allow_unmodified=True`` releases
+        Raises :class:`UnmodifiedRelease` when a copy's quasi-identifier keys
+        agree with the original's, record by record, beyond chance (Cohen's
+        kappa, :func:`unmodified_share`) by more than :data:`UNMODIFIED_MAX`
+        (:func:`check_unmodified`): such copies are (nearly) the original, e.g.
+        ``RiskTargetedSynthesizer(masks=None)`` on complete data, which imputes
+        and synthesizes nothing, or hold a quasi-identifier the kept columns
+        determine. ``allow_unmodified=True`` releases
         them anyway and records the choice (``structure["unmodified"]``).
         """
         self._check_fitted()
@@ -929,16 +931,31 @@ class Synthesizer(ParamsMixin, abc.ABC):
         return synth
 
 
-#: largest agreement beyond chance (Cohen's kappa of the record keys, see
-#: :func:`unmodified_share`) a copy may have with the original's quasi-identifier keys.
-#: Measured on 5,000 rows, 5 copies (share of records keeping their own key / kappa):
-#: Adult (age, sex, race, education): CART 3.5% / 0.03, Rubin 1.0% / 0.01, DA-MI with the
-#: workload masks (synthmi.data.workloads.ADULT) 17.4% / 0.17, risk-dami with the same masks
-#: (2,000 rows, 300 iterations) 16.0%; agency file (age, sex, race, hours, income): CART 1.6%,
-#: Rubin 0.0%, DA-MI (age K=3, sigma 3; sex, race alpha 5) 0.0%. Copies identical to the input score 1; imputation
-#: only (risk-dami without masks) scores about the share of rows complete on the
-#: quasi-identifiers. 0.5 is three times the largest legitimate value and half of "identical".
-UNMODIFIED_MAX = 0.5
+#: agreement beyond chance (Cohen's kappa of the record keys, see :func:`unmodified_share`)
+#: with the original's quasi-identifier keys above which a copy is "the original", refused
+#: by :func:`check_unmodified`. It separates two populations measured with the tool (share of
+#: records keeping their own key / kappa):
+#:
+#: - legitimate releases: Adult 5,000 rows, 5 copies (age, sex, race, education) CART 3.5% / 0.03,
+#:   Rubin 0.01, DA-MI with the workload masks 0.17, risk-dami with them 0.16; statsmodels fair
+#:   (6,366 rows, a 3-level age group as the only QI, 8 kept columns, 3 copies) CART 84% / 0.70-0.72,
+#:   DA-MI without mask 0.59-0.61, DA-MI ``agegrp:p=0.8`` 87% / 0.76-0.77 (the kept ``yrs_married``
+#:   predicts the age group: the copies reveal what the kept columns already reveal); randhie
+#:   (2,000 rows, QIs idp, hlthg) CART 0.54-0.57 (idp alone 0.93-0.94: the kept columns nearly
+#:   determine it), DA-MI without masks 0.11-0.12; anes96 (QIs age, educ, income) CART 0.010
+#:   (the issue-30 trial: randhie DA-MI 0.37). Largest: 0.77.
+#: - the original released by accident (a path that synthesizes nothing: identity copies,
+#:   risk-dami imputing only on complete data): 100% / 1.
+#:
+#: 0.9 lies between them with a margin of 0.13 on the legitimate side; a QI the kept columns
+#: nearly determine can reach it (randhie's idp as the only QI: 0.94), and is refused with an
+#: error that names it: synthesizing it protects nothing.
+UNMODIFIED_MAX = 0.9
+
+#: share of records keeping their own value of a quasi-identifier from which the copies are
+#: said to hold the original values (nothing synthesized), rather than a QI reproduced from
+#: the kept columns
+UNCHANGED_SHARE = 0.99
 
 
 class UnmodifiedRelease(ValueError):
@@ -996,14 +1013,24 @@ def unmodified_share(original: pd.DataFrame, copy: pd.DataFrame, columns: Sequen
 
 
 def check_unmodified(synth: "Synthesizer", copies: list[pd.DataFrame], allow: bool) -> dict[str, Any] | None:
-    """The release guard every synthesizer's ``sample`` passes through.
+    r"""The release guard every synthesizer's ``sample`` passes through.
 
-    Refuses (:class:`UnmodifiedRelease`) copies whose quasi-identifier keys agree with the
-    original's beyond chance by more than :data:`UNMODIFIED_MAX` (Cohen's kappa,
-    :func:`unmodified_share`; by more than 3 of Cohen's standard errors, so that chance on a
-    small file does not decide), unless ``allow``. Returns what metadata records (largest
-    share and kappa, the threshold, whether allowed), or None when the synthesizer holds no
-    original records to compare (a DP fit keeps none; a model saved without its records).
+    Refuses (:class:`UnmodifiedRelease`) copies that are (nearly) the original: the Cohen's
+    kappa of their joint quasi-identifier keys with the original's (:func:`unmodified_share`)
+    exceeds :data:`UNMODIFIED_MAX` (0.9) by more than 3 of Cohen's standard errors, so that
+    chance on a small file does not decide,
+
+    .. math:: \kappa - 3\,\frac{\sqrt{s(1-s)/n}}{1-e} > 0.9,
+
+    unless ``allow``. The threshold and the figures it rests on are at :data:`UNMODIFIED_MAX`:
+    a copy released by accident scores 1, the legitimate releases measured at most 0.77 (a
+    coarse QI that a kept column predicts). The error gives each quasi-identifier's share and
+    kappa and says why: every QI unchanged for at least :data:`UNCHANGED_SHARE` of the records
+    (nothing was synthesized), or which QIs the synthesis reproduces (nearly determined by the
+    kept columns: synthesizing them protects nothing). Returns what metadata records (largest
+    share and kappa, the threshold, whether allowed; for copies above the threshold the cause
+    and the per-QI figures), or None when the synthesizer holds no original records to
+    compare (a DP fit keeps none; a model saved without its records).
     """
     original = getattr(synth, "released_", None)
     if original is None or synth.differentially_private:
@@ -1015,32 +1042,48 @@ def check_unmodified(synth: "Synthesizer", copies: list[pd.DataFrame], allow: bo
     stats = [unmodified_share(original, c, qi) for c in copies]
     n = len(original)
     # Cohen's (1960) large-sample standard error of kappa under agreement s with chance e,
-    # sqrt(s (1 - s) / (n (1 - e)^2)); e is recovered from s and kappa. A copy is refused when
-    # kappa exceeds the limit by more than 3 standard errors' worth of chance (on 120 records a
-    # legitimate CART copy at kappa 0.3 has a standard error near 0.09; the largest of 200 copies
-    # reached 0.55), so small files are not refused for the luck of the draw.
+    # sqrt(s (1 - s) / (n (1 - e)^2)); e is recovered from s and kappa.
     lower = []
     for share, kappa in stats:
         one_minus_e = (1.0 - share) / (1.0 - kappa) if kappa < 1.0 else 1.0
         se = float(np.sqrt(share * (1.0 - share) / n)) / one_minus_e if one_minus_e > 0 else 0.0
         lower.append(kappa - 3.0 * se)
     k = int(np.argmax(lower))
+    above = lower[k] > UNMODIFIED_MAX
+    if not above:
+        k = int(np.argmax([kap for _, kap in stats]))
+        return {"max_share": round(stats[k][0], 4), "max_kappa": round(stats[k][1], 4), "threshold": UNMODIFIED_MAX,
+                "allowed": False}
     share, kappa = stats[k]
-    if lower[k] > UNMODIFIED_MAX and not allow:
+    per_qi = {q: unmodified_share(original, copies[k], [q]) for q in qi}
+    unsynthesized = all(s_q >= UNCHANGED_SHARE for s_q, _ in per_qi.values())
+    figures = ", ".join(f"{q}: {s_q:.1%} unchanged, kappa {k_q:.2f}" for q, (s_q, k_q) in per_qi.items())
+    driving = [q for q, (_, k_q) in per_qi.items() if k_q > UNMODIFIED_MAX] or [max(per_qi, key=lambda q: per_qi[q][1])]
+    if unsynthesized:
+        why = ("The copies hold the original values of every quasi-identifier: nothing was synthesized (e.g. "
+               "risk-dami without masks imputes missing values only; on complete data it changes nothing), or the "
+               "kept columns determine every quasi-identifier. Synthesize the quasi-identifiers (masks, another "
+               "method), or")
+    else:
+        names = ", ".join(map(str, driving))
+        why = (f"The synthesis reproduces {names}: the kept columns nearly determine "
+               f"{'it' if len(driving) == 1 else 'them'}, so synthesizing {'it' if len(driving) == 1 else 'them'} "
+               f"protects nothing. Drop {names} from the quasi-identifiers, or move the columns that determine "
+               f"{'it' if len(driving) == 1 else 'them'} to the quasi-identifiers, or")
+    if not allow:
         raise UnmodifiedRelease(
             f"{type(synth).__name__} refuses to release the copies: in copy {k + 1}, {share:.1%} of the records "
             f"carry their own original values of every quasi-identifier ({', '.join(map(str, qi))}), an agreement "
             f"beyond chance (Cohen's kappa) of {kappa:.2f}, above the limit of {UNMODIFIED_MAX:g} (by more than 3 "
-            "standard errors); the copies would "
-            "be (close to) the original, not synthetic data. This happens when nothing is synthesized (e.g. "
-            "risk-dami without masks imputes missing values only) or a quasi-identifier is (almost) determined by "
-            "the kept columns. Synthesize the quasi-identifiers (masks, another method, fewer kept predictors), or "
-            "pass allow_unmodified=True (command line: --allow-unmodified) to release them anyway, recorded in "
-            "metadata.json."
+            f"standard errors); per quasi-identifier: {figures}. {why} pass allow_unmodified=True (command line: "
+            "--allow-unmodified) to release them anyway, recorded in metadata.json."
         )
-    k = int(np.argmax([kap for _, kap in stats]))
-    return {"max_share": round(stats[k][0], 4), "max_kappa": round(stats[k][1], 4), "threshold": UNMODIFIED_MAX,
-            "allowed": bool(allow and lower[int(np.argmax(lower))] > UNMODIFIED_MAX)}
+    k_max = int(np.argmax([kap for _, kap in stats]))
+    return {"max_share": round(stats[k_max][0], 4), "max_kappa": round(stats[k_max][1], 4),
+            "threshold": UNMODIFIED_MAX, "allowed": True,
+            "cause": "unsynthesized" if unsynthesized else "determined",
+            "reproduced": [] if unsynthesized else [str(q) for q in driving],
+            "per_qi": {str(q): {"share": round(s_q, 4), "kappa": round(k_q, 4)} for q, (s_q, k_q) in per_qi.items()}}
 
 
 def _blank_like(s: pd.Series) -> pd.Series:

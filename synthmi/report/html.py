@@ -150,11 +150,23 @@ def _release_flags(releases: dict[str, Any]) -> str:
             )
         unmod = meta.get("unmodified") or {}
         if unmod.get("allowed"):
+            per_qi = unmod.get("per_qi") or {}
+            figures = ", ".join(f"{html.escape(str(q))} {float(v.get('share', 0)):.1%} (kappa {float(v.get('kappa', 0)):.2f})"
+                                for q, v in per_qi.items())
+            driving = [str(q) for q in unmod.get("reproduced") or []]
+            if unmod.get("cause") == "determined" and driving:
+                what = (f"the synthesis reproduces {html.escape(', '.join(driving))}, which the kept columns nearly "
+                        "determine: the release protects nothing on "
+                        f"{'this quasi-identifier' if len(driving) == 1 else 'these quasi-identifiers'}")
+            else:
+                what = "the copies hold the original values of the quasi-identifiers: nothing was synthesized"
             out.append(
                 f"<p class='note flag'>UNMODIFIED: release <b>{html.escape(str(label))}</b> was written with "
                 f"--allow-unmodified although {float(unmod.get('max_share', 0)):.1%} of the records of a copy keep "
                 f"their original quasi-identifier values (agreement beyond chance {float(unmod.get('max_kappa', 0)):.2f}"
-                f" &gt; {float(unmod.get('threshold', 0)):g}): it is close to the original, not synthetic data.</p>"
+                f" &gt; {float(unmod.get('threshold', 0)):g}"
+                + (f"; per quasi-identifier, share unchanged: {figures}" if figures else "")
+                + f"): {what}.</p>"
             )
         if meta.get("separated_copies"):
             out.append(
