@@ -227,6 +227,15 @@ class Synthesizer(ParamsMixin, abc.ABC):
     differentially_private: bool = False
     #: minimum number of complete rows needed to fit
     min_rows: int = 10
+
+    @property
+    def synthesizes_quasi_identifiers(self) -> bool:
+        """Whether this configuration draws new quasi-identifier values at all. False for a
+        configuration that only imputes missing cells (risk-dami with ``masks=None``): its
+        copies hold every observed original value, so the release guard refuses them
+        whatever their agreement statistic (issue 30)."""
+        return True
+
     #: whether the model can take missing values in the data (most cannot)
     allows_missing: bool = False
     #: fitted attributes holding original record-level values (left out of pickles)
@@ -1049,14 +1058,15 @@ def check_unmodified(synth: "Synthesizer", copies: list[pd.DataFrame], allow: bo
         se = float(np.sqrt(share * (1.0 - share) / n)) / one_minus_e if one_minus_e > 0 else 0.0
         lower.append(kappa - 3.0 * se)
     k = int(np.argmax(lower))
-    above = lower[k] > UNMODIFIED_MAX
+    by_design = not synth.synthesizes_quasi_identifiers
+    above = by_design or lower[k] > UNMODIFIED_MAX
     if not above:
         k = int(np.argmax([kap for _, kap in stats]))
         return {"max_share": round(stats[k][0], 4), "max_kappa": round(stats[k][1], 4), "threshold": UNMODIFIED_MAX,
                 "allowed": False}
     share, kappa = stats[k]
     per_qi = {q: unmodified_share(original, copies[k], [q]) for q in qi}
-    unsynthesized = all(s_q >= UNCHANGED_SHARE for s_q, _ in per_qi.values())
+    unsynthesized = by_design or all(s_q >= UNCHANGED_SHARE for s_q, _ in per_qi.values())
     figures = ", ".join(f"{q}: {s_q:.1%} unchanged, kappa {k_q:.2f}" for q, (s_q, k_q) in per_qi.items())
     driving = [q for q, (_, k_q) in per_qi.items() if k_q > UNMODIFIED_MAX] or [max(per_qi, key=lambda q: per_qi[q][1])]
     if unsynthesized:
@@ -1071,6 +1081,15 @@ def check_unmodified(synth: "Synthesizer", copies: list[pd.DataFrame], allow: bo
                f"protects nothing. Drop {names} from the quasi-identifiers, or move the columns that determine "
                f"{'it' if len(driving) == 1 else 'them'} to the quasi-identifiers, or")
     if not allow:
+        if by_design:
+            raise UnmodifiedRelease(
+                f"{type(synth).__name__} refuses to release the copies: as configured it synthesizes no "
+                f"quasi-identifier ({', '.join(map(str, qi))}), it only imputes missing cells, so every observed "
+                f"value is the original's (in copy {k + 1}, {share:.1%} of the records carry their own original "
+                f"key; per quasi-identifier: {figures}). Set masks to synthesize them, or pass allow_unmodified=True "
+                "(command line: --allow-unmodified) for a multiple-imputation release of the original, recorded "
+                "in metadata.json."
+            )
         raise UnmodifiedRelease(
             f"{type(synth).__name__} refuses to release the copies: in copy {k + 1}, {share:.1%} of the records "
             f"carry their own original values of every quasi-identifier ({', '.join(map(str, qi))}), an agreement "

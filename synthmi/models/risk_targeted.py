@@ -381,6 +381,11 @@ class RiskTargetedSynthesizer(Synthesizer):
         self.min_missing_cells = min_missing_cells
         self.max_seconds = max_seconds
 
+    @property
+    def synthesizes_quasi_identifiers(self) -> bool:
+        # masks=None is copula multiple imputation: observed quasi-identifiers are released as they are
+        return self.masks is not None
+
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:
         owner = type(self).__name__
