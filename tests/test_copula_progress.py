@@ -65,8 +65,15 @@ def test_pilot_projection_is_the_ess_rule_by_hand():
     e = dg.ess_bulk(x).min()
     per_chain = int(np.ceil(400.0 / (e / (2 * d) * 2)))
     assert mon.estimate["n_iter_needed_raw"] == 2 * per_chain
-    # shown and suggested: K = 5 times the projection (short pilots overstate the ESS per draw)
-    assert mon.estimate["n_iter_needed"] == 2 * int(np.ceil(5.0 * 400.0 / (e / (2 * d) * 2)))
+    # shown and suggested: K = max(1, 5 x 100 / t_pilot) times the projection (short pilots overstate
+    # the ESS per draw); this pilot reported at 2,000 iterations: K = 1
+    assert mon.estimate["safety_factor"] == 1.0 and mon.estimate["n_iter_needed"] == 2 * per_chain
+    short = _ChainMonitor(n_iter=5000, burn=2500, burn_param=None, chains=2, workers=2, max_seconds=None,
+                          ess_target=400.0, start=t0, say=None, owner="test")
+    for c in range(2):
+        short.handle("pilot", c, (x[c], 0.01, 200))  # reported at iteration 200: K = 2.5
+    assert short.estimate["safety_factor"] == 2.5
+    assert short.estimate["n_iter_needed"] == 2 * int(np.ceil(2.5 * 400.0 / (e / (2 * d) * 2)))
     # the AR(1)'s 0.111 within its sampling error (the ESS of 2,000 such draws has sd about 10 %)
     assert 0.08 < e / (2 * d) < 0.15
     # projected seconds: the time so far plus the rest of the running round at 0.01 s per iteration

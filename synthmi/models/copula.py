@@ -1710,8 +1710,15 @@ def _run_forked(sampler, chains, workers, n_iter, burn, rngs, spec, cspec, pilot
 # look alike): the projection is optimistic, not conservative. Measured realized / projected
 # bulk ESS at n_iter = 1,000 (agency file, 300 rows x 7 columns with gaps, 2 chains, seeds
 # 0-4): 0.19, 0.12, 0.067, 0.39, 0.23 (median 0.19); a user's 299-row file: 44.6 / 100 at
-# 300 vs a projected 338 (0.50). 1 / 0.19 ~ 5.
+# 300 vs a projected 338 (0.50). 1 / 0.19 ~ 5; and at 5 x the projection (n_iter 5,300 /
+# 6,600, seeds 4 / 3) the realized bulk ESS was 77 / 100 of the 100 wanted. A longer pilot
+# resolves more of the slow component: pilots of 530 / 660 iterations (a tenth of those
+# runs) projected 7,490 / 9,370 unscaled, already above the ~5,300-6,600 that gave ESS
+# 77-100. So the factor is _PILOT_SAFETY at the shortest pilot (_PILOT_MIN iterations) and
+# shrinks as 1 / (pilot iterations) to 1: K = max(1, 5 x 100 / t_pilot) (fitted to these two
+# pilot lengths on one file; a rule of thumb, not a bound).
 _PILOT_SAFETY = 5.0
+_PILOT_MIN = 100
 
 
 class _ChainMonitor:
@@ -1733,9 +1740,11 @@ class _ChainMonitor:
     any case when the budget has run out.
 
     The pilot is short and sits in the burn-in: its ESS per draw overstates the run's
-    (``_PILOT_SAFETY``: realized / projected ESS 0.07-0.50, median 0.19, measured), so
-    the iterations shown and suggested are :math:`K = 5` times the projection,
-    :math:`k = \lceil K E^* / (r C) \rceil`. The early stop on the threshold uses the
+    (realized / projected ESS 0.07-0.50, median 0.19, after a 100-iteration pilot;
+    measured, see ``_PILOT_SAFETY``), so the iterations shown and suggested are
+    :math:`K` times the projection, :math:`k = \lceil K E^* / (r C) \rceil`, with
+    :math:`K = \min(5, \max(1, 5 \cdot 100 / t_p))` for a pilot of :math:`t_p`
+    iterations (a longer pilot resolves more of the slow component). The early stop on the threshold uses the
     unscaled projection (``n_iter_needed_raw``): a run is stopped only when even the
     optimistic projection overruns the budget, so no run that could pass is stopped
     on the safety factor alone.
@@ -1763,7 +1772,7 @@ class _ChainMonitor:
     def pilot_plan(self) -> tuple[int, float]:
         """(iterations, deadline) of the pilot: a tenth of the run, at least 100 iterations
         (or the whole run when shorter), cut at a quarter of the budget left when the chains start."""
-        it = min(self.n_iter, max(100, self.n_iter // 10))
+        it = min(self.n_iter, max(_PILOT_MIN, self.n_iter // 10))
         if self.max_seconds is None:
             return it, np.inf
         left = max(self.max_seconds - (self.chains_start - self.start), 0.0)
@@ -1830,10 +1839,12 @@ class _ChainMonitor:
             per_chain = int(math.ceil(factor * target / (rate * self.chains)))
             return max(2 * per_chain if self.burn_param is None else self.burn_param + per_chain, 2)
 
-        need, raw = iterations(_PILOT_SAFETY), iterations(1.0)
+        # capped at _PILOT_SAFETY: a pilot cut short by the budget's deadline is not extrapolated beyond what was measured
+        factor = min(_PILOT_SAFETY, max(1.0, _PILOT_SAFETY * _PILOT_MIN / max(t_p, 1)))
+        need, raw = iterations(factor), iterations(1.0)
         self.estimate = {"pilot_iterations": int(t_p), "seconds_per_iteration": spi, "pilot_min_ess_bulk": worst,
                          "ess_target": target, "n_iter_needed": need, "n_iter_needed_raw": raw,
-                         "safety_factor": _PILOT_SAFETY,
+                         "safety_factor": factor,
                          "seconds_needed": None if need is None else self._seconds(need, spi),
                          "seconds_needed_raw": None if raw is None else self._seconds(raw, spi),
                          "seconds_planned": self._seconds(self.n_iter, spi)}
@@ -1842,7 +1853,7 @@ class _ChainMonitor:
                    f"{self.n_iter} takes about {self.estimate['seconds_planned']:.0f} s")
             if need is not None:
                 msg += (f"; the release check's bulk ESS >= {target:g} needs about n_iter={need} "
-                        f"({self.estimate['seconds_needed']:.0f} s; {_PILOT_SAFETY:g} x the pilot's projection "
+                        f"({self.estimate['seconds_needed']:.0f} s; {factor:.3g} x the pilot's projection "
                         f"n_iter={raw}, which short pilots overstate)")
             self.say(msg)
         if self.max_seconds is None:
@@ -1869,7 +1880,7 @@ class _ChainMonitor:
                  "seconds_planned": self._seconds(self.n_iter, spi) if t else None, "ess_target": self.ess_target}
         if e["n_iter_needed"] is not None:
             est = (f"the release threshold (bulk ESS >= {e['ess_target']:g}) needs about n_iter="
-                   f"{e['n_iter_needed']}, about {e['seconds_needed']:.0f} s ({e['safety_factor']:g} x the "
+                   f"{e['n_iter_needed']}, about {e['seconds_needed']:.0f} s ({e['safety_factor']:.3g} x the "
                    f"pilot's projection n_iter={e['n_iter_needed_raw']}, which short pilots overstate)")
             n_sugg, s_sugg = e["n_iter_needed"], e["seconds_needed"]
         else:
