@@ -37,8 +37,10 @@ _TIMING = re.compile(r"\d+(\.\d+)? s\b")
 # DPSyn: the noised values of a numeric column's report line (DPSyn summary, CLI stderr): the words
 # around them are fixed, so a flag or a missing range must not change anything else.
 CONTINUOUS_SPANS = [r"(?<=release range )(?:\[[^\]]*\]|none)", r"(?<=release mean )[^;\s]+",
-                    r"(?<=noisy mean )\S+", r"(?<=\(se )[^)]*", r"(?<=beyond the noise: )(?:YES|no|n/a)",
-                    r"(?<=share outside the range )\S+", r"(?<=truncated: )(?:YES|no|n/a)"]
+                    r"(?<=noisy mean )\S+", r"(?<=\(se )[^)]*",
+                    r"(?<=beyond the noise: )(?:YES|not detectable|no|n/a)",
+                    r"(?<=share outside the range )\S+", r"(?<=truncated: )(?:YES|not detectable|no|n/a)",
+                    r"(?<=share in empty cells inside the range )\S+"]
 
 
 @dataclass

@@ -1702,6 +1702,25 @@ def _run_forked(sampler, chains, workers, n_iter, burn, rngs, spec, cspec, pilot
     return [results[c] for c in range(chains)]
 
 
+# The pilot's projection of the iterations the ESS threshold needs is multiplied by this
+# factor. A pilot of 100 iterations keeps 50 draws a chain, in the burn-in: for the slow
+# quantity its bulk ESS is ~4, i.e. an autocorrelation time about half the pilot's length,
+# which a series that short cannot resolve (its own mean absorbs the slow component, so
+# the autocorrelations and the time are underestimated, and two chains that have not met
+# look alike): the projection is optimistic, not conservative. Measured realized / projected
+# bulk ESS at n_iter = 1,000 (agency file, 300 rows x 7 columns with gaps, 2 chains, seeds
+# 0-4): 0.19, 0.12, 0.067, 0.39, 0.23 (median 0.19); a user's 299-row file: 44.6 / 100 at
+# 300 vs a projected 338 (0.50). 1 / 0.19 ~ 5; and at 5 x the projection (n_iter 5,300 /
+# 6,600, seeds 4 / 3) the realized bulk ESS was 77 / 100 of the 100 wanted. A longer pilot
+# resolves more of the slow component: pilots of 530 / 660 iterations (a tenth of those
+# runs) projected 7,490 / 9,370 unscaled, already above the ~5,300-6,600 that gave ESS
+# 77-100. So the factor is _PILOT_SAFETY at the shortest pilot (_PILOT_MIN iterations) and
+# shrinks as 1 / (pilot iterations) to 1: K = max(1, 5 x 100 / t_pilot) (fitted to these two
+# pilot lengths on one file; a rule of thumb, not a bound).
+_PILOT_SAFETY = 5.0
+_PILOT_MIN = 100
+
+
 class _ChainMonitor:
     r"""Progress lines, the pilot's projection and the time budget of a copula fit (issue 28).
 
@@ -1718,9 +1737,17 @@ class _ChainMonitor:
     ``n_iter``. The fit stops with :class:`~synthmi.diagnostics.SamplerBudgetExceeded`
     when the configured ``n_iter`` would overrun ``max_seconds``, or when the
     threshold needs more iterations than configured and those overrun it; and in
-    any case when the budget has run out. The pilot sits in the burn-in, so its
-    ESS is if anything too small (the chain is still moving from its start): the
-    estimate errs towards more iterations.
+    any case when the budget has run out.
+
+    The pilot is short and sits in the burn-in: its ESS per draw overstates the run's
+    (realized / projected ESS 0.07-0.50, median 0.19, after a 100-iteration pilot;
+    measured, see ``_PILOT_SAFETY``), so the iterations shown and suggested are
+    :math:`K` times the projection, :math:`k = \lceil K E^* / (r C) \rceil`, with
+    :math:`K = \min(5, \max(1, 5 \cdot 100 / t_p))` for a pilot of :math:`t_p`
+    iterations (a longer pilot resolves more of the slow component). The early stop on the threshold uses the
+    unscaled projection (``n_iter_needed_raw``): a run is stopped only when even the
+    optimistic projection overruns the budget, so no run that could pass is stopped
+    on the safety factor alone.
     """
 
     def __init__(self, *, n_iter: int, burn: int, burn_param: int | None, chains: int, workers: int,
@@ -1745,7 +1772,7 @@ class _ChainMonitor:
     def pilot_plan(self) -> tuple[int, float]:
         """(iterations, deadline) of the pilot: a tenth of the run, at least 100 iterations
         (or the whole run when shorter), cut at a quarter of the budget left when the chains start."""
-        it = min(self.n_iter, max(100, self.n_iter // 10))
+        it = min(self.n_iter, max(_PILOT_MIN, self.n_iter // 10))
         if self.max_seconds is None:
             return it, np.inf
         left = max(self.max_seconds - (self.chains_start - self.start), 0.0)
@@ -1805,31 +1832,38 @@ class _ChainMonitor:
         rate = worst / (x.shape[0] * x.shape[1]) if np.isfinite(worst) and worst > 0 else np.nan
         t_p = max(self.pilot_t.values())
         spi = self.spi
-        target = 400.0 if self.ess_target is None else float(self.ess_target)
-        if np.isfinite(rate):
-            per_chain = int(math.ceil(target / (rate * self.chains)))
-            need = 2 * per_chain if self.burn_param is None else self.burn_param + per_chain
-            need = max(need, 2)
-        else:
-            need = None
+        target = dg.ESS_MIN if self.ess_target is None else float(self.ess_target)
+        def iterations(factor: float) -> int | None:
+            if not np.isfinite(rate):
+                return None
+            per_chain = int(math.ceil(factor * target / (rate * self.chains)))
+            return max(2 * per_chain if self.burn_param is None else self.burn_param + per_chain, 2)
+
+        # capped at _PILOT_SAFETY: a pilot cut short by the budget's deadline is not extrapolated beyond what was measured
+        factor = min(_PILOT_SAFETY, max(1.0, _PILOT_SAFETY * _PILOT_MIN / max(t_p, 1)))
+        need, raw = iterations(factor), iterations(1.0)
         self.estimate = {"pilot_iterations": int(t_p), "seconds_per_iteration": spi, "pilot_min_ess_bulk": worst,
-                         "ess_target": target, "n_iter_needed": need,
+                         "ess_target": target, "n_iter_needed": need, "n_iter_needed_raw": raw,
+                         "safety_factor": factor,
                          "seconds_needed": None if need is None else self._seconds(need, spi),
+                         "seconds_needed_raw": None if raw is None else self._seconds(raw, spi),
                          "seconds_planned": self._seconds(self.n_iter, spi)}
         if self.say is not None:
             msg = (f"copula Gibbs pilot ({t_p} iterations): {spi:.3f} s per iteration of a chain; n_iter="
                    f"{self.n_iter} takes about {self.estimate['seconds_planned']:.0f} s")
             if need is not None:
-                msg += f"; bulk ESS >= {target:g} needs about n_iter={need} ({self.estimate['seconds_needed']:.0f} s)"
+                msg += (f"; the release check's bulk ESS >= {target:g} needs about n_iter={need} "
+                        f"({self.estimate['seconds_needed']:.0f} s; {factor:.3g} x the pilot's projection "
+                        f"n_iter={raw}, which short pilots overstate)")
             self.say(msg)
         if self.max_seconds is None:
             return
         if self.estimate["seconds_planned"] > self.max_seconds:
             self._stop(f"n_iter={self.n_iter} would take about {self.estimate['seconds_planned']:.0f} s")
-        if (self.ess_target is not None and need is not None and need > self.n_iter
-                and self.estimate["seconds_needed"] > self.max_seconds):
-            self._stop(f"the release threshold (bulk ESS >= {target:g}) needs about n_iter={need}, "
-                       f"about {self.estimate['seconds_needed']:.0f} s")
+        if (self.ess_target is not None and raw is not None and raw > self.n_iter
+                and self.estimate["seconds_needed_raw"] > self.max_seconds):
+            self._stop(f"even the pilot's optimistic projection for the release threshold (bulk ESS >= {target:g}) "
+                       f"is n_iter={raw}, about {self.estimate['seconds_needed_raw']:.0f} s")
 
     def _stop(self, reason: str) -> None:
         from ..diagnostics import SamplerBudgetExceeded
@@ -1842,10 +1876,12 @@ class _ChainMonitor:
             # after the first iteration (which carries the compilation) when there is more than one
             spi = (time.monotonic() - t0) / (t - i0) if t > i0 else (time.monotonic() - self.chains_start) / max(t, 1)
             e = {"pilot_iterations": t, "seconds_per_iteration": spi, "n_iter_needed": None, "seconds_needed": None,
+                 "n_iter_needed_raw": None, "seconds_needed_raw": None, "safety_factor": _PILOT_SAFETY,
                  "seconds_planned": self._seconds(self.n_iter, spi) if t else None, "ess_target": self.ess_target}
         if e["n_iter_needed"] is not None:
             est = (f"the release threshold (bulk ESS >= {e['ess_target']:g}) needs about n_iter="
-                   f"{e['n_iter_needed']}, about {e['seconds_needed']:.0f} s")
+                   f"{e['n_iter_needed']}, about {e['seconds_needed']:.0f} s ({e['safety_factor']:.3g} x the "
+                   f"pilot's projection n_iter={e['n_iter_needed_raw']}, which short pilots overstate)")
             n_sugg, s_sugg = e["n_iter_needed"], e["seconds_needed"]
         else:
             est = "too few iterations to estimate the ESS"
@@ -2002,6 +2038,7 @@ class GaussianCopulaImputer(ParamsMixin):
         zero_coefficients: Sequence[tuple[str, str]] | None = None,
         *,
         ess_target: float | None = None,
+        rhat_target: float | None = None,
         progress_callback=None,
         budget_start: float | None = None,
     ) -> "GaussianCopulaImputer":
@@ -2023,7 +2060,14 @@ class GaussianCopulaImputer(ParamsMixin):
             The release threshold on the bulk ESS the caller will apply: with
             ``max_seconds``, the fit stops early when the pilot projects that
             reaching it takes longer than the budget. ``None``: only the run as
-            configured is held to the budget (the pilot's estimate, shown, uses 400).
+            configured is held to the budget (the pilot's estimate, shown, then uses
+            the release check's default, ``diagnostics.ESS_MIN``).
+        rhat_target : float, optional
+            The release threshold on R-hat the caller will apply (default
+            ``diagnostics.RHAT_MAX``). The warning after the chains names this
+            threshold and ``ess_target``: one set of thresholds in a run's messages
+            (issue 28 follow-up: the warning named 1.01 / 400 while the check
+            applied 1.05 / 100).
         progress_callback : callable, optional
             ``f(message)`` receiving the progress lines (default: stderr when
             ``progress``, else none).
@@ -2072,6 +2116,14 @@ class GaussianCopulaImputer(ParamsMixin):
         # compile the truncated-normal kernel (not cacheable on disk) here, once, so that the forked
         # chains and everything after them share it, and so that the budget is checked after it
         truncated_normal(np.zeros(1), 1.0, -1.0, 1.0, np.random.default_rng(0))
+        # ... and load the ESS routine the pilot calls (its first call imports ArviZ: 2.5 s quiet,
+        # 7-11 s at load ~7, measured): otherwise the pilot's step, run between two iterations,
+        # holds the progress lines back for that long (issue 28 follow-up, flaky progress test)
+        from .. import diagnostics as _dg
+
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _dg.ess_bulk(np.random.default_rng(0).normal(size=(2, 8, 1)))
         monitor = _ChainMonitor(n_iter=self.n_iter, burn=burn, burn_param=self.burn, chains=self.chains,
                                 workers=workers, max_seconds=self.max_seconds, ess_target=ess_target,
                                 start=budget_start, say=say,
@@ -2114,10 +2166,15 @@ class GaussianCopulaImputer(ParamsMixin):
         self.sampler_.set_hmc_tuning([r[5] for r in runs])
         self.diagnostics_ = _chain_diagnostics(corr, imp, self.margins_, self.latent_names_, spec, acc, coefs, cspec)
         d = self.diagnostics_
-        if d["max_r_hat"] is not None and (not d["max_r_hat"] <= 1.01 or not d["min_ess_bulk"] >= 400):
+        from .. import diagnostics as dg
+
+        r_req = dg.RHAT_MAX if rhat_target is None else float(rhat_target)
+        e_req = dg.ESS_MIN if ess_target is None else float(ess_target)
+        if d["max_r_hat"] is not None and (not d["max_r_hat"] <= r_req or not d["min_ess_bulk"] >= e_req):
             warnings.warn(
                 f"The copula of method 'risk-dami' (GaussianCopulaImputer): worst R-hat {d['max_r_hat']:.3f} "
-                f"(target <= 1.01), smallest bulk ESS {d['min_ess_bulk']:.0f} (target >= 400) over the "
+                f"(release check: <= {r_req:g}), smallest bulk ESS {d['min_ess_bulk']:.0f} (release check: "
+                f">= {e_req:g}) over the "
                 f"correlations and imputed-cell summaries ({d['worst']}); run longer or more chains: "
                 "--param n_iter=N --param chains=C (the 'n_iter' and 'chains' parameters).",
                 RuntimeWarning,

@@ -457,6 +457,7 @@ class RiskTargetedSynthesizer(Synthesizer):
             max_seconds=self.max_seconds,
         ).fit(frame, schema=schema, zero_coefficients=zero_pairs,
               ess_target=None if self.accept_diagnostics else self.ess_min,
+              rhat_target=None if self.accept_diagnostics else self.rhat_max,
               progress_callback=self._progress, budget_start=start)
 
     def _copula_frame(self, X: pd.DataFrame, Z: pd.DataFrame):

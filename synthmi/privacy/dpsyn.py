@@ -592,31 +592,49 @@ _FLAG_Z = 3.0
 
 
 # The fields of each numeric column's entry in ``continuous_`` (always all of them).
-_CONTINUOUS_KEYS = ("range", "mean", "noisy_mean", "noisy_mean_se", "mean_flag", "share_outside_range",
-                    "share_outside_se", "truncation_flag")
+_CONTINUOUS_KEYS = ("range", "declared", "mean", "noisy_mean", "noisy_mean_se", "mean_flag", "share_outside_range",
+                    "share_outside_range_raw", "share_outside_se", "truncation_flag", "share_empty_inside",
+                    "share_empty_inside_se")
+# A flag says "no" only when the test could have seen a material effect; otherwise it says
+# "not detectable" (issue 25 follow-up: "truncated: no" at se 10.4% while 5% of people were
+# cut). Truncation: "no" needs the share's se <= _MATERIAL_SE_SHARE (a 7.5% share then sits
+# 3 se out and is flagged with probability ~1/2, a 10% share with ~0.85). Mean: "no" needs
+# _FLAG_Z x se <= _MATERIAL_MEAN_SD x the release's sd (a move of a quarter sd is flagged).
+_MATERIAL_SE_SHARE = 0.025
+_MATERIAL_MEAN_SD = 0.25
 
 
 def continuous_lines(report: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """One line per numeric column of a fitted DPSyn's ``continuous_`` report (post-processing
-    of noisy counts). The words are fixed; only the values (range, means, shares, the
-    ``YES``/``no`` flags, ``n/a`` when the release holds no value of the column) depend on
-    the noise, so the line's shape is the same on neighbouring data sets.
+    of noisy counts). The words are fixed; only the values (ranges, means, shares, the
+    ``YES`` / ``no`` / ``not detectable`` flags, ``n/a`` when the release holds no value of
+    the column) depend on the noise, so the line's shape is the same on neighbouring data
+    sets. Shares are printed clamped to [0%, 100%] (the unbiased estimate can be negative;
+    its raw value is kept in ``share_outside_range_raw``).
     """
     def num(v, fmt: str, scale: float = 1.0, unit: str = "") -> str:
         return "n/a" if v is None else f"{scale * v:{fmt}}{unit}"
 
+    def share(v) -> str:
+        return "n/a" if v is None else f"{100.0 * min(max(v, 0.0), 1.0):.1f}%"
+
     def flag(v) -> str:
-        return "n/a" if v is None else ("YES" if v else "no")
+        return "n/a" if v is None else ("YES" if v is True else "no" if v is False else str(v))
+
+    def span(r) -> str:
+        return "none" if r is None else f"[{r[0]:.6g}, {r[1]:.6g}]"
 
     out = []
     for c, e in report.items():
-        rng = "none" if e.get("range") is None else f"[{e['range'][0]:.6g}, {e['range'][1]:.6g}]"
         out.append(
-            f"{c}: release range {rng}, release mean {num(e.get('mean'), '.4g')}; "
+            f"{c}: release range {span(e.get('range'))} of declared {span(e.get('declared'))}, "
+            f"release mean {num(e.get('mean'), '.4g')}; "
             f"noisy mean {num(e.get('noisy_mean'), '.4g')} (se {num(e.get('noisy_mean_se'), '.2g')}), "
             f"mean moved beyond the noise: {flag(e.get('mean_flag'))}; "
-            f"share outside the range {num(e.get('share_outside_range'), '.1f', 100.0, '%')} "
-            f"(se {num(e.get('share_outside_se'), '.1f', 100.0, '%')}), truncated: {flag(e.get('truncation_flag'))}"
+            f"share outside the range {share(e.get('share_outside_range'))} "
+            f"(se {num(e.get('share_outside_se'), '.1f', 100.0, '%')}), truncated: {flag(e.get('truncation_flag'))}; "
+            f"share in empty cells inside the range {share(e.get('share_empty_inside'))} "
+            f"(se {num(e.get('share_empty_inside_se'), '.1f', 100.0, '%')})"
         )
     return out
 
@@ -1504,10 +1522,26 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
           :math:`g_i = (m_i - \hat\mu)/\hat N`; ``mean_flag`` is set when
           :math:`|\bar m_q - \hat\mu| > 3\,\mathrm{se}` (``_FLAG_Z``): the release moved the mean
           by more than the noise explains;
-        * the share of people outside the release's range is estimated by
-          :math:`\hat s = \sum_{i: q_i = 0} \hat c_i / \hat N` with standard error
-          :math:`\sqrt{v^\top C v}/\hat N` (:math:`v` the indicator of those cells);
-          ``truncation_flag`` is set when :math:`\hat s > 3\,\mathrm{se}`.
+        * the share of people outside the release's range :math:`[a, b]` (the span of the
+          cells with :math:`q_i > 0`) is estimated by
+          :math:`\hat s = \sum_{i \in O} \hat c_i / \hat N`, :math:`O` the cells lying wholly
+          below :math:`a` or above :math:`b`, with standard error
+          :math:`\sqrt{v^\top C v}/\hat N` (:math:`v` the indicator of :math:`O`); when the
+          release range is the whole declared range, :math:`O` is empty and :math:`\hat s = 0`
+          by construction. The noisy share in cells the release left empty *inside*
+          :math:`[a, b]` is reported apart (``share_empty_inside``, same formula);
+        * each flag is ``"YES"`` when the effect exceeds ``_FLAG_Z`` = 3 of its standard
+          errors, ``"no"`` only when the test had the power to see a material effect, and
+          ``"not detectable"`` otherwise: truncation is ``"no"`` when
+          :math:`\mathrm{se}(\hat s) \le 2.5\%` (``_MATERIAL_SE_SHARE``), the mean when
+          :math:`3\,\mathrm{se} \le 0.25\, \mathrm{sd}_q` (``_MATERIAL_MEAN_SD``;
+          :math:`\mathrm{sd}_q` the release's sd). At n ~ 1,000 and eps = 1 a declared range
+          far wider than the data (``popul`` in [0, 8000] on anes96) gives se ~ 10% for the
+          share above the kept range: a thin tail cut by the hierarchy (``_TREE_GROW_Z``) is
+          then reported as ``"not detectable"``, not ``"no"``.
+
+        The printed shares are clamped to [0, 1]; ``share_outside_range_raw`` keeps the
+        unbiased (possibly negative) estimate.
         """
         out: dict[str, dict[str, Any]] = {}
         for a, col in enumerate(columns):
@@ -1534,21 +1568,35 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             # does not exist): which keys a release holds must not depend on the noise.
             entry: dict[str, Any] = dict.fromkeys(_CONTINUOUS_KEYS)
             n_hat = float(est.sum())
+            val_top = np.where(pt, lo, top)[:n_base]
+            entry["declared"] = [float(lo[:n_base].min()), float(val_top.max())]
             if q.sum() > 0:
                 held = np.flatnonzero(q > 0)
-                entry["range"] = [float(lo[held].min()), float(np.where(pt, lo, top)[held].max())]
+                entry["range"] = [float(lo[held].min()), float(val_top[held].max())]
                 entry["mean"] = float(mid @ q / q.sum())
             if n_hat > 0 and entry["mean"] is not None:
                 mu = float(mid @ est / n_hat)
                 grad = (mid - mu) / n_hat
                 se = math.sqrt(max(float(grad @ cov @ grad), 0.0))
-                out_cells = (q <= 0).astype(float)
+                r_lo, r_hi = entry["range"]
+                # outside: cells lying wholly below / above the release range (not every q = 0 cell)
+                outside = (val_top[:n_base] < r_lo) | (lo[:n_base] > r_hi)
+                out_cells = outside.astype(float)
+                empty_cells = (~outside & (q <= 0)).astype(float)
                 share = float(out_cells @ est / n_hat)
                 share_se = math.sqrt(max(float(out_cells @ cov @ out_cells), 0.0)) / n_hat
+                empty = float(empty_cells @ est / n_hat)
+                empty_se = math.sqrt(max(float(empty_cells @ cov @ empty_cells), 0.0)) / n_hat
+                sd_q = math.sqrt(max(float((mid - entry["mean"]) ** 2 @ q / q.sum()), 0.0))
+                moved = abs(entry["mean"] - mu) > _FLAG_Z * se
+                trunc = share > _FLAG_Z * share_se
                 entry.update(
-                    noisy_mean=mu, noisy_mean_se=se, mean_flag=bool(abs(entry["mean"] - mu) > _FLAG_Z * se),
-                    share_outside_range=share, share_outside_se=share_se,
-                    truncation_flag=bool(share > _FLAG_Z * share_se),
+                    noisy_mean=mu, noisy_mean_se=se,
+                    mean_flag="YES" if moved else "no" if _FLAG_Z * se <= _MATERIAL_MEAN_SD * sd_q else "not detectable",
+                    share_outside_range=min(max(share, 0.0), 1.0), share_outside_range_raw=share,
+                    share_outside_se=share_se,
+                    truncation_flag="YES" if trunc else "no" if share_se <= _MATERIAL_SE_SHARE else "not detectable",
+                    share_empty_inside=min(max(empty, 0.0), 1.0), share_empty_inside_se=empty_se,
                 )
             out[col.name] = entry
         return out
