@@ -384,7 +384,7 @@ class RiskTargetedSynthesizer(Synthesizer):
     @property
     def synthesizes_quasi_identifiers(self) -> bool:
         # masks=None is copula multiple imputation: observed quasi-identifiers are released as they are
-        return self.masks is not None
+        return self._masks() is not None
 
     # ------------------------------------------------------------------ params
     def _check_params(self) -> None:
