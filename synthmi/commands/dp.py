@@ -219,10 +219,6 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     return (keys == key(positive)).astype(np.int64), len(s)
 
 
-def _print_warnings_once(caught, args: argparse.Namespace) -> None:
-    show_caught_warnings(caught, "dp", args)
-
-
 def run_bayes(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -260,7 +256,7 @@ def run_bayes(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = mech.sample(random_state=args.seed)
-    _print_warnings_once(caught, args)
+    show_caught_warnings(caught, "dp", args)
     print(res.summary())
     payload = res.to_frame().iloc[0].to_dict()
     # The noise's seed is never written: only whether the user gave one.
@@ -299,7 +295,7 @@ def run_kmeans(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         km.fit(df[cols], domain=domain.select(cols))
-    _print_warnings_once(caught, args)
+    show_caught_warnings(caught, "dp", args)
     centres = np.asarray(km.cluster_centers_)
     print(f"DP k-means (epsilon={args.eps:g}, {args.iters} iterations, k={args.k}) on {', '.join(cols)}")
     for j, row in enumerate(centres):
