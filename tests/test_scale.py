@@ -22,7 +22,7 @@ from synthmi.models.dami import DAMISynthesizer  # noqa: E402
 from synthmi.models.rubin import RubinSynthesizer  # noqa: E402
 from synthmi.scale import risk as srisk  # noqa: E402
 from synthmi.scale import utility as sutil  # noqa: E402
-from synthmi.scale._frames import canonical_sum, partition_offsets  # noqa: E402
+from synthmi.engine import canonical_sum, partition_offsets  # noqa: E402
 from synthmi.scale.synthesis import BucketedCategoricalModel  # noqa: E402
 
 QI = ["age", "sex", "race", "education"]

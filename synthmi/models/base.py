@@ -88,7 +88,7 @@ from ..provenance import original_fingerprint
 from ..diagnostics import ESS_MIN, RHAT_MAX
 from ..diagnostics import enforce as enforce_diagnostics
 from ..schema import Schema
-from ..scale._frames import is_dask_frame as _is_dask_frame
+from ..engine import is_dask_frame as _is_dask_frame
 from ..spec import ReleaseSpec, as_spec
 from ..synthetic import SyntheticData
 
@@ -294,7 +294,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
             given = [k for k, v in fit_params.items() if v not in (None, False, {}, [])]
             if given:
                 # these were dropped silently before: refuse rather than synthesize without them
-                from ..scale._frames import refuse_dask
+                from ..engine import refuse_dask
 
                 refuse_dask(f"{type(self).__name__}.fit with '{given[0]}'",
                             "the partition-wise fit models complete data with the default main-effects models "

@@ -1246,7 +1246,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             column only (default), or with ``"other"`` is mapped to the column's
             declared ``other`` level.
         """
-        from ..scale._frames import is_dask_frame
+        from ..engine import is_dask_frame
 
         if is_dask_frame(df):
             # A dask DataFrame: columns are described from its (empty) meta frame and the
@@ -1284,7 +1284,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
 
     def _fit_release(self, df: pd.DataFrame, spec: Any, bounds=None, domain=None, ordinal=None,
                      out_of_domain: str = "error") -> None:
-        from ..scale._frames import is_dask_frame
+        from ..engine import is_dask_frame
 
         ddf = df[spec.released] if is_dask_frame(df) else None
         df = ddf._meta if ddf is not None else df[spec.released]

@@ -20,6 +20,6 @@ Results equal the in-memory ones (exactly for counts, tables, risk and
 copies across partitionings; to rounding for fitted parameters). Models with
 no partition-wise fit (copula Gibbs, CART, NUTS) refuse a Dask input.
 """
-from ._frames import is_dask_frame
+from ..engine import is_dask_frame
 
 __all__ = ["is_dask_frame"]

@@ -27,7 +27,7 @@ from ..evaluation.attribute_disclosure import (
 )
 from ..evaluation.attribute_disclosure import attribute_disclosure as _memory
 from .risk import ROWS_PER_BUCKET, _bucket_of, _copies_of, _reference, _split_kinds
-from ._frames import map_partitions_with_offset, partition_offsets
+from ..engine import map_partitions_with_offset, partition_offsets
 
 _COUNT_KEYS = ("DiSCO", "DiS", "iS", "Dorig", "DiSDiO", "repU", "UiO", "UiOiS", "all_matches_correct_share",
                "no_match_share")

@@ -29,8 +29,8 @@ from .._validate import check_scalar, param_error
 from ..evaluation import _matching as mt
 from ..evaluation.risk import MatchTally, RiskResult, _rates
 from ..evaluation.subgroups import RISK_LEVELS, RiskSubgroups
-from ._frames import copies_of as _copies_of
-from ._frames import map_partitions_with_offset, partition_offsets
+from ..engine import copies_of as _copies_of
+from ..engine import map_partitions_with_offset, partition_offsets
 
 _OWNER = "reidentification_risk"
 ROWS_PER_BUCKET = 500_000

@@ -81,7 +81,7 @@ from ..models.conjugate import NormalRegressionPosterior
 from ..models.glm import CategoricalModel, group_rows
 from ..models.masking import NormalMasking, TransitionMasking, make_masking, mask_kind_error
 from ..schema import Schema
-from ._frames import canonical_sum, is_dask_frame, map_partitions_with_offset, partition_offsets, refuse_dask
+from ..engine import canonical_sum, is_dask_frame, map_partitions_with_offset, partition_offsets, refuse_dask
 
 #: rows per bucket of grouped design rows (the number of buckets depends on n only)
 ROWS_PER_BUCKET = 250_000

@@ -37,7 +37,7 @@ from .._random import PositionalRNG, entropy_from
 from .._validate import check_option, check_random_state, check_scalar
 from ..evaluation.pmse import PMSEResult, _binned, _non_aliased_gram
 from ..evaluation.pmse import pmse as _pmse_memory
-from ._frames import canonical_sum, copies_of, map_partitions_with_offset, partition_offsets
+from ..engine import canonical_sum, copies_of, map_partitions_with_offset, partition_offsets
 
 
 def _variables(original, variables) -> list[str]:

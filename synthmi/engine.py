@@ -166,7 +166,7 @@ def compute_many(objs: Sequence) -> list:
 
 def copies_of(synthetic: Any) -> list:
     """The copies given to a Dask evaluation function, as a list of dask DataFrames."""
-    from .synthesis import DaskSyntheticData
+    from .scale.synthesis import DaskSyntheticData
 
     if isinstance(synthetic, DaskSyntheticData):
         return synthetic.copies
