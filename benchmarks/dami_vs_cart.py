@@ -28,7 +28,7 @@ from _bench import RESULTS, write_json  # noqa: E402
 from frontier import DATA, load  # noqa: E402
 
 from synthmi.evaluation import analyse, reidentification_risk  # noqa: E402
-from synthmi.tuning import make_synthesizer, remask  # noqa: E402
+from synthmi.workflow.tuning import make_synthesizer, remask  # noqa: E402
 
 AGE = {"K": 1, "sigma_e": 10.0}
 SETTINGS = {

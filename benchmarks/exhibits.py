@@ -47,7 +47,7 @@ import pandas as pd
 
 from synthmi.data.workloads import ADULT_DEMO
 from synthmi.report import figures
-from synthmi.report.collect import git_state as _git_state
+from synthmi.provenance import git_state as _git_state
 from synthmi.synthetic import package_versions
 
 __all__ = ["FiguresConfig", "FULL", "REDUCED", "make_figures", "EXHIBITS"]
@@ -658,7 +658,7 @@ def _screenshot(out: Path, cfg: FiguresConfig, progress: bool) -> dict[str, Any]
     """Run the demo (DA-MI and CART, M = 5) and screenshot its report's first screen."""
     import tempfile
 
-    from synthmi.demo import run_demo
+    from synthmi.workflow.demo import run_demo
     from synthmi.report.browser import find_chromium, png_pixel_std, render
 
     if find_chromium() is None:

@@ -69,7 +69,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench import RESULTS, write_json  # noqa: E402
 
-from synthmi.tuning import Setting, frontier  # noqa: E402
+from synthmi.workflow.tuning import Setting, frontier  # noqa: E402
 
 AGE_GRID = {"nhanes": ((3, 3.0), (1, 5.0), (1, 10.0)), "adult": ((3, 3.0), (1, 10.0))}
 ALPHAS = {"nhanes": (1.0, 2.0, 3.0, 4.0, 5.0), "adult": (0.0, 1.0, 3.0, 5.0)}
@@ -99,7 +99,7 @@ DATA = {
 def pmse_vars(cfg) -> list[str]:
     """S_pMSE on the QIs and the analyses' variables (as the report does): the other kept
     columns are released unchanged, and the full propensity model costs ~10x more on Adult."""
-    from synthmi.report.collect import formula_variables
+    from synthmi.workflow.evaluate import formula_variables
 
     cols = cfg["qi"] + cfg["keep"]
     used = {v for f, _ in cfg["analyses"] for v in formula_variables(f, cols)}
@@ -242,7 +242,7 @@ def _risk_dami_on_subset(df, cfg, rd, m, replicates, seed):
 
     from synthmi.evaluation.frontier import Analysis, evaluate_release, summarise
     from synthmi.evaluation.subgroups import risk_subgroups
-    from synthmi.tuning import FrontierResult, make_synthesizer, remask
+    from synthmi.workflow.tuning import FrontierResult, make_synthesizer, remask
 
     qi, keep = cfg["qi"], cfg["copula_keep"]
     labels = risk_subgroups(df, qi, cfg["k0"], cfg["subgroup_tolerance"]).labels

@@ -7,7 +7,7 @@ Quasi-identifiers X: age, gender, race_ethnicity (white / non-white), education
 block of the copula). Kept Z: bmi, income_poverty_ratio, total_cholesterol,
 diabetes (yes / no), smoked_100_cigarettes. The copula is fitted once (2 chains,
 ``--n-iter`` iterations each, run in parallel) and shared by the three copula
-columns (:func:`synthmi.tuning.remask`); its R-hat / ESS of every latent
+columns (:func:`synthmi.workflow.tuning.remask`); its R-hat / ESS of every latent
 correlation are recorded. The copies carry the imputed kept columns
 (``impute_keep=True``), as in the seed's study, so every method is analysed on
 completed data.
@@ -128,7 +128,7 @@ def main() -> None:
     import copy
     import resource
 
-    from synthmi.tuning import remask
+    from synthmi.workflow.tuning import remask
 
     load0 = os.getloadavg()
 

@@ -48,7 +48,7 @@ MEASURES = ("mean_ci_overlap", "s_pmse", "s_pmse_log_distance", "expected_matche
 def cart_reference() -> dict:
     from synthmi.data import load_adult
     from synthmi.evaluation.frontier import evaluate_release
-    from synthmi.tuning import make_synthesizer
+    from synthmi.workflow.tuning import make_synthesizer
 
     df = load_adult(recode=True)[QI + KEEP]
     rows = []

@@ -27,6 +27,8 @@ __all__ = [
     "PROVENANCE_KEY_ENV",
     "NOT_RECORDED",
     "frame_sha256",
+    "file_sha256",
+    "git_state",
     "confidential_digest",
     "original_fingerprint",
     "check_original",
@@ -127,3 +129,30 @@ def check_original(original: pd.DataFrame, fingerprint: Mapping[str, Any] | None
         raise ValueError(
             f"The '{name}' data are not the data these copies were made from: " + "; ".join(problems) + "."
         )
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 of a file's bytes (public inputs: bundled data, released copies)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def git_state() -> dict[str, Any]:
+    """Commit of the checkout and whether synthmi/ had uncommitted changes (None outside git)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / ".git").exists():
+        return {"commit": None}
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "synthmi"], cwd=root, capture_output=True,
+                               text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None}
+    if head.returncode != 0:
+        return {"commit": None}
+    return {"commit": head.stdout.strip(), "synthmi_modified": sorted(line[3:] for line in dirty.stdout.splitlines())}

@@ -14,10 +14,6 @@ import pandas as pd
 from .provenance import check_original
 from .schema import _jsonable
 
-#: combining rules a release may record (see synthmi.evaluation.combine)
-RULES = ("partial", "full", "rubin", "nested")
-
-
 def package_versions() -> dict[str, str]:
     """Versions of synthmi and the libraries whose behaviour shapes its output."""
     # reading package metadata costs ~30 ms; versions cannot change within a process
@@ -171,8 +167,12 @@ class SyntheticData:
                 "nested" if "r" in self.structure and "m" in self.structure
                 else "full" if self.method == "dpsyn" else "partial"
             )
-        if self.rule not in RULES:
-            raise ValueError(f"The 'rule' of SyntheticData must be one of {list(RULES)}. Got {self.rule!r} instead.")
+        # the combining rules live with combine(); a release records a rule's name, not an alias
+        from .evaluation.combining import RULES
+
+        names = list(dict.fromkeys(RULES.values()))
+        if self.rule not in names:
+            raise ValueError(f"The 'rule' of SyntheticData must be one of {names}. Got {self.rule!r} instead.")
         if self.spec is not None and not hasattr(self.spec, "to_dict"):
             from .spec import as_spec
 
@@ -333,19 +333,6 @@ class SyntheticData:
                 original = original[cols]
         return analyse(formula, family=family or "probit", original=original, synthetic=self,
                        rule=rule or self.rule, **kw)
-
-
-def recorded_weights(release: Any) -> str | None:
-    """The survey weight column recorded with a release (``synthesize --weights``,
-    ``weights=`` or the spec's role "weight"), or None.
-
-    The one place the evaluation (``analyse``, the report) and the command-line verbs
-    read it from: the copies' ``structure["weights"]`` in metadata.json. ``release``
-    is a :class:`SyntheticData` or anything with a ``structure`` mapping (a list of
-    copies has none).
-    """
-    w = (getattr(release, "structure", None) or {}).get("weights")
-    return str(w) if w else None
 
 
 def diagnostics_summary(idata: Any) -> dict[str, Any]:

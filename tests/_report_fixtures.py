@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from synthmi.report.collect import ReportData
+from synthmi.report.data import ReportData
 
 
 def fake_report_data(seed: int = 0) -> ReportData:

@@ -99,12 +99,12 @@ def test_analyse_formula_naming_a_dropped_column_says_so(people_csv, release, ca
 
 
 def test_tune_checks_the_formula_before_fitting(tmp_path, people_csv, capsys, monkeypatch):
-    import synthmi.tuning
+    import synthmi.workflow.tuning
 
     def _never(*a, **k):
         raise AssertionError("tune ran with an unreadable formula")
 
-    monkeypatch.setattr(synthmi.tuning, "tune", _never)
+    monkeypatch.setattr(synthmi.workflow.tuning, "tune", _never)
     out = tmp_path / "tuned.json"
     rc = main(["tune", "--data", str(people_csv), "--qi", "age,sex", "--keep", "class",
                "--analysis", "class ~ age + sex", "--target", "expected_matches<=5", "--out", str(out), "--quiet"])
@@ -120,12 +120,12 @@ def test_tune_checks_the_formula_before_fitting(tmp_path, people_csv, capsys, mo
 
 
 def test_report_checks_the_formula_before_evaluating(tmp_path, people_csv, release, capsys, monkeypatch):
-    import synthmi.report.collect
+    import synthmi.workflow.evaluate
 
     def _never(*a, **k):
         raise AssertionError("evaluated with an unreadable formula")
 
-    monkeypatch.setattr(synthmi.report.collect, "evaluate_release", _never)
+    monkeypatch.setattr(synthmi.workflow.evaluate, "evaluate_release", _never)
     out = tmp_path / "r.html"
     rc = main(["report", "--original", str(people_csv), "--synthetic", str(release), "--qi", "age,sex",
                "--analysis", "class ~ age", "--out", str(out), "--quiet"])

@@ -327,7 +327,7 @@ def test_dp_report_says_it_is_outside_the_guarantee():
 def test_dp_report_states_each_numeric_columns_range_and_flags():
     # issue 25 item 3: no unreported truncation -- the report carries the release's range and
     # the moved-mean / truncation flags that DPSyn computed from its noisy counts
-    from synthmi.report.collect import describe_release
+    from synthmi.workflow.evaluate import describe_release
     from synthmi.report.html import _privacy_html
 
     df = survey()

@@ -65,7 +65,7 @@ def _small(n=400, seed=0):
 
 
 def test_evaluate_release_original_is_perfect_and_independent_is_not():
-    from synthmi.tuning import independent_release
+    from synthmi.workflow.tuning import independent_release
 
     df = _small()
     qi = ["age", "sex", "edu"]
@@ -82,7 +82,7 @@ def test_evaluate_release_original_is_perfect_and_independent_is_not():
 def test_remask_equals_a_fresh_fit():
     # Masks act only in the predictive: a fitted DA-MI remasked must give the copies of a
     # synthesizer fitted from scratch with those masks (same seeds).
-    from synthmi.tuning import make_synthesizer, remask
+    from synthmi.workflow.tuning import make_synthesizer, remask
 
     df = _small()
     qi, keep = ["age", "sex", "edu"], ["hours", "y"]
@@ -108,7 +108,7 @@ def test_remask_equals_a_fresh_fit():
 
 
 def test_frontier_end_to_end_small():
-    from synthmi.tuning import Setting, frontier
+    from synthmi.workflow.tuning import Setting, frontier
 
     df = _small(300)
     qi, keep = ["age", "sex", "edu"], ["hours", "y"]
@@ -163,7 +163,7 @@ def test_greedy_ascent_by_hand():
     # Two coordinates with 4 levels each; risk = x0 + 2 x1 must stay <= 3; utility 0.1 x0 + 0.25 x1.
     # From (0,0): raises (1,0) u=.1 r=1, (0,1) u=.25 r=2 -> (0,1). Then (1,1) u=.35 r=3 ok, (0,2) r=4
     # infeasible (x1 blocked) -> (1,1). Then only x0: (2,1) r=4 infeasible -> boundary at (1,1).
-    from synthmi.tuning import greedy_ascent
+    from synthmi.workflow.tuning import greedy_ascent
 
     seen = []
 
@@ -196,7 +196,7 @@ def test_s_pmse_is_ranked_by_its_distance_from_one():
 
 def test_tune_in_two_processes_gives_the_same_choice():
     # Candidates have their own seeds and posterior-pool entries: n_jobs changes only the wall time.
-    from synthmi.tuning import tune
+    from synthmi.workflow.tuning import tune
 
     df = _small(300)
     kw = dict(quasi_identifiers=["age", "sex", "edu"], keep=["hours", "y"], analyses=["y ~ age + sex + edu"],
@@ -343,7 +343,7 @@ def test_tune_confirms_on_copies_independent_of_the_search(monkeypatch):
     # The confirmed figures (the risk checked against the targets, the utility reported) must come
     # from copies the search did not use to pick the candidates: a confirm copy equal to a search
     # copy re-uses the copies that made the candidate look feasible and useful (winner's curse).
-    import synthmi.tuning as tuning
+    import synthmi.workflow.tuning as tuning
 
     seen = {"search": [], "confirm": []}
     real = tuning.evaluate_release

@@ -43,7 +43,7 @@ def test_report_and_lower_layers_never_import_commands():
 def test_the_adult_workload_is_defined_once_and_used_everywhere():
     from synthmi.commands.synthesize import default_keep
     from synthmi.data.workloads import ADULT, ADULT_DEMO
-    from synthmi.demo import demo_synthesizers
+    from synthmi.workflow.demo import demo_synthesizers
 
     assert default_keep("adult") == list(ADULT.keep) and default_keep("my.csv") is None
     assert demo_synthesizers(0)["dami"].masks == ADULT_DEMO.masks == ADULT.masks

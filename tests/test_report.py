@@ -10,7 +10,8 @@ import pytest
 
 from synthmi.cli import main
 from synthmi.models.cart import CartSynthesizer
-from synthmi.report.collect import evaluate_release, frame_sha256
+from synthmi.provenance import frame_sha256
+from synthmi.workflow.evaluate import evaluate_release
 from synthmi.report.html import render_report, write_report
 
 from _report_fixtures import fake_report_data
@@ -90,7 +91,7 @@ def test_confidential_input_gets_a_keyed_digest_only(evaluated, monkeypatch):
     import hashlib
     import hmac
 
-    from synthmi.report.collect import confidential_digest
+    from synthmi.provenance import confidential_digest
 
     df = evaluated[0]
     monkeypatch.setenv("SYNTHMI_PROVENANCE_KEY", "holder-secret")
@@ -179,7 +180,8 @@ def test_report_decision_sections(tmp_path):
     import pandas as pd
 
     from synthmi.models import CartSynthesizer, DAMISynthesizer
-    from synthmi.report.collect import evaluate_release, impossible_values, pmse_reading
+    from synthmi.report.data import pmse_reading
+    from synthmi.workflow.evaluate import evaluate_release, impossible_values
     from synthmi.report.html import render_report
 
     rng = np.random.default_rng(0)

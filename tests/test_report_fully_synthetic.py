@@ -66,7 +66,7 @@ def test_report_on_a_dpsyn_release(tmp_path, capsys):
 
 def test_evaluate_release_uses_each_releases_recorded_rule():
     from synthmi.privacy import DPSynSynthesizer
-    from synthmi.report.collect import evaluate_release
+    from synthmi.workflow.evaluate import evaluate_release
 
     df = _data(800).assign(sex=lambda d: pd.Categorical(d["sex"], ["F", "M"]),
                            region=lambda d: pd.Categorical(d["region"], ["N", "S", "E", "W"]),

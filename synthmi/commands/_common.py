@@ -204,10 +204,10 @@ def load_original(spec: str, sep: str = ",", option: str = "--original", na_valu
     """The original frame and a digest of its source.
 
     Bundled public data get a plain SHA-256; a user's (confidential) file only a
-    keyed HMAC, or none without a key (see ``synthmi.report.collect.confidential_digest``).
+    keyed HMAC, or none without a key (see ``synthmi.provenance.confidential_digest``).
     """
     from ..data import load_dataset
-    from ..report.collect import confidential_digest, frame_sha256
+    from ..provenance import confidential_digest, frame_sha256
 
     path = Path(spec)
     public = is_bundled(spec)

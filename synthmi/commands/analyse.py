@@ -60,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
-    from ..synthetic import recorded_weights
+    from ..evaluation.analysis import recorded_weights
 
     check_output_file(args.out, "--out", args.overwrite)
     _, original, syn = load_release(args)

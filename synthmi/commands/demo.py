@@ -1,4 +1,4 @@
-"""``synthmi demo``: the main job end to end on the bundled Adult data (:func:`synthmi.demo.run_demo`).
+"""``synthmi demo``: the main job end to end on the bundled Adult data (:func:`synthmi.workflow.demo.run_demo`).
 
 Synthesize the quasi-identifiers age, sex, race and education of UCI Adult
 (recoded as in the source tables) with DA-MI and CART (M = 5 copies each),
@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
-    from ..demo import run_demo
+    from ..workflow.demo import run_demo
 
     if args.m < 2:
         raise ValueError(f"The '--m' option of synthmi demo must be >= 2 (combining rules need two copies). Got {args.m} instead.")

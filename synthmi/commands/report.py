@@ -147,7 +147,8 @@ def _read_frontier(path: str | None):
 
 
 def run(args) -> int:
-    from ..report.collect import evaluate_release, file_sha256
+    from ..provenance import file_sha256
+    from ..workflow.evaluate import evaluate_release
     from ..report.html import write_report
     from ..synthetic import SyntheticData
 

@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from ..diagnostics import DiagnosticsFailed
     from ..evaluation.frontier import Target
     from ..models import DAMISynthesizer
-    from ..tuning import tune
+    from ..workflow.tuning import tune
     from .synthesize import default_keep, parse_params
 
     # outputs first: a bad --out / --trace costs nothing

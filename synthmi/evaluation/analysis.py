@@ -431,8 +431,6 @@ def analyse(
     response = _response_name(formula)
     structure = getattr(synthetic, "structure", {}) or {}
     if weights is None:
-        from ..synthetic import recorded_weights
-
         weights = recorded_weights(synthetic)
     elif weights is False:
         weights = None
@@ -546,3 +544,16 @@ def _not_estimable(fit, terms: list[str]) -> np.ndarray:
     all_zero = (exog.fillna(0.0) == 0).all(axis=0).to_numpy()
     se = bse.to_numpy(dtype=float)
     return params.isna().to_numpy() | all_zero | ~np.isfinite(se) | (se <= 0)
+
+
+def recorded_weights(release: Any) -> str | None:
+    """The survey weight column recorded with a release (``synthesize --weights``,
+    ``weights=`` or the spec's role "weight"), or None.
+
+    The one place the evaluation (``analyse``, the report) and the command-line verbs
+    read it from: the copies' ``structure["weights"]`` in metadata.json. ``release``
+    is a :class:`SyntheticData` or anything with a ``structure`` mapping (a list of
+    copies has none).
+    """
+    w = (getattr(release, "structure", None) or {}).get("weights")
+    return str(w) if w else None

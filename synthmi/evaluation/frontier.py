@@ -8,7 +8,7 @@ risk on every risk measure, i.e. if it lies on the non-dominated frontier.
 
 This module evaluates releases that have already been made (lists of copies)
 and never imports :mod:`synthmi.models` (data flow is one way); the driver
-that fits synthesizers across tuning settings is :mod:`synthmi.tuning`.
+that fits synthesizers across tuning settings is :mod:`synthmi.workflow.tuning`.
 
 Measures of one release of M copies (:func:`evaluate_release`):
 
@@ -319,7 +319,7 @@ __all__ += ["Target"]
 
 @dataclass
 class FrontierResult:
-    """Replicates and summaries of a frontier run (see :func:`synthmi.tuning.frontier`)."""
+    """Replicates and summaries of a frontier run (see :func:`synthmi.workflow.tuning.frontier`)."""
 
     replicates: pd.DataFrame
     points: pd.DataFrame

@@ -934,7 +934,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
         """A synthesizer written by :meth:`save` (see :func:`synthmi.models.persist.load`)."""
         from .persist import load
 
-        synth = load(path)
+        synth = load(path, expected=Synthesizer)
         if not isinstance(synth, cls):
             raise TypeError(f"'{path}' holds a {type(synth).__name__}, not a {cls.__name__}.")
         return synth

@@ -101,9 +101,9 @@ def save(synth: Any, path: str | Path, overwrite: bool = False, include_records:
         Keep the original records in the saved model (needed by methods whose
         sampler conditions on them; the directory is then confidential).
     """
-    from .base import Synthesizer
-
-    if not isinstance(synth, Synthesizer):
+    # duck-typed, not isinstance(Synthesizer): base.py calls this module, so importing base here
+    # would close an import cycle (tests/test_layers.py)
+    if not callable(getattr(synth, "_check_fitted", None)):
         raise TypeError(f"save() takes a fitted Synthesizer. Got {type(synth).__name__} instead.")
     synth._check_fitted()
     path = Path(path)
@@ -153,10 +153,11 @@ def save(synth: Any, path: str | Path, overwrite: bool = False, include_records:
     return path
 
 
-def load(path: str | Path):
-    """Read a synthesizer written by :func:`save` (digests checked)."""
-    from .base import Synthesizer
+def load(path: str | Path, expected: type | None = None):
+    """Read a synthesizer written by :func:`save` (digests checked), an instance of ``expected``.
 
+    ``Synthesizer.load`` passes its class (this module does not import ``base``, which calls it).
+    """
     path = Path(path)
     man_path = path / "manifest.json"
     if not man_path.is_file():
@@ -168,8 +169,8 @@ def load(path: str | Path):
         if not (path / f).is_file() or _sha256(path / f) != digest:
             raise ValueError(f"The file '{path / f}' is missing or changed since it was saved (SHA-256 mismatch).")
     synth = pickle.loads((path / "synthesizer.pkl").read_bytes())
-    if not isinstance(synth, Synthesizer):
-        raise TypeError(f"'{path}' does not hold a Synthesizer.")
+    if expected is not None and not isinstance(synth, expected):
+        raise TypeError(f"'{path}' does not hold a {expected.__name__}.")
     return synth
 
 

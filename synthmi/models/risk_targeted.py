@@ -549,7 +549,7 @@ class RiskTargetedSynthesizer(Synthesizer):
 
     def _prepare_masks(self, X: pd.DataFrame, data: pd.DataFrame) -> None:
         """Subgroup labels and resolved masks (everything of the fit that depends on
-        ``masks``; the copula does not, so :func:`synthmi.tuning.remask` re-runs only this)."""
+        ``masks``; the copula does not, so :func:`synthmi.workflow.tuning.remask` re-runs only this)."""
         owner = type(self).__name__
         masks = self._per_group_masks(list(X.columns))
         # subgroups and masks are checked before the (long) Gibbs run

@@ -1,11 +1,11 @@
 """The disclosure review report: one self-contained HTML file.
 
-:func:`render_report` turns a :class:`~synthmi.report.collect.ReportData`
+:func:`render_report` turns a :class:`~synthmi.report.data.ReportData`
 (aggregated tables only: coefficients, S_pMSE, risk summaries, provenance)
 into an HTML string with inline CSS and figures embedded as base64 PNG, so the
 file opens offline with no external resource. Nothing here reads the
 confidential data; the one place that does is
-:func:`synthmi.report.collect.evaluate_release`, which keeps only aggregates.
+:func:`synthmi.workflow.evaluate_release`, which keeps only aggregates.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ..evaluation.analysis import format_estimate
 from . import figures
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .collect import ReportData
+    from .data import ReportData
 
 __all__ = ["render_report", "write_report", "frame_to_html", "png_img"]
 

@@ -1,11 +1,11 @@
 """Fit synthesizers across tuning settings: the risk-utility frontier and masking tuned to risk targets.
 
-Why here (a top-level module) and not in :mod:`synthmi.evaluation`: the
-evaluation package judges copies from any tool and must not import
-:mod:`synthmi.models` (data flows data -> models -> evaluation -> report).
-This driver needs both, fitting synthesizers (models) and measuring their
-copies (:mod:`synthmi.evaluation.frontier`), so it sits beside the report
-layer, importing downward only.
+Why here, in the orchestration layer (:mod:`synthmi.workflow`) and not in
+:mod:`synthmi.evaluation`: the measures judge copies from any tool and never
+import :mod:`synthmi.models` (data flows down the layers of
+:mod:`synthmi._layers`). This driver needs both, fitting synthesizers
+(models) and measuring their copies (:mod:`synthmi.evaluation.frontier`), so
+it sits above both and imports downward only.
 
 Cheap re-tuning: for DA-MI and risk-targeted DA-MI the masks act only in the
 predictive step (Jiang et al. 2022: with X observed and lambda known, W
@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .evaluation.frontier import (
+from ..evaluation.frontier import (
     Analysis,
     FrontierResult,
     Target,
@@ -65,7 +65,7 @@ class Setting:
 
 def make_synthesizer(method: str, params: Mapping[str, Any] | None = None):
     """An unfitted synthesizer for ``method`` with ``params``."""
-    from .models import CartSynthesizer, DAMISynthesizer, RiskTargetedSynthesizer, RubinSynthesizer
+    from ..models import CartSynthesizer, DAMISynthesizer, RiskTargetedSynthesizer, RubinSynthesizer
 
     p = dict(params or {})
     if method == "dami":
@@ -103,7 +103,7 @@ def remask(fitted, masks: Mapping[str, Any] | None, share_posterior_draws: bool 
     once and shared by every copy remasked from ``fitted`` (common random
     numbers across settings; same copies as without it, tested).
     """
-    from .models import DAMISynthesizer, RiskTargetedSynthesizer
+    from ..models import DAMISynthesizer, RiskTargetedSynthesizer
 
     new = copy.copy(fitted)
     new.masks = masks
@@ -187,7 +187,7 @@ def frontier(
     df = data[qi + keep]
     subgroups = None
     if k0 is not None:
-        from .evaluation.subgroups import risk_subgroups
+        from ..evaluation.subgroups import risk_subgroups
 
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
@@ -240,7 +240,7 @@ def frontier(
 
 def reference_points(df, qi, m, replicates, seed, ev) -> pd.DataFrame:
     """The original released as is and an independent release, measured like the settings."""
-    from .evaluation import attribute_disclosure, reidentification_risk
+    from ..evaluation import attribute_disclosure, reidentification_risk
 
     rr = reidentification_risk(df, [df], qi, tolerance=ev["tolerance"], by=ev["subgroups"])
     orig = {"method": "reference", "setting": "original", "mean_ci_overlap": 1.0, "mean_std_diff": 0.0,
@@ -535,8 +535,8 @@ def tune(
     TuneResult
         ``masks`` is None if no candidate met the targets at confirmation.
     """
-    from .diagnostics import enforce
-    from .models import DAMISynthesizer
+    from ..diagnostics import enforce
+    from ..models import DAMISynthesizer
 
     say = _progress(progress)
     t_start = time.perf_counter()
@@ -590,7 +590,7 @@ def tune(
     say(f"fitted once and drew {n_pool} posterior parameter sets in {fit_s:.1f} s")
     subgroups = None
     if k0 is not None:
-        from .evaluation.subgroups import risk_subgroups
+        from ..evaluation.subgroups import risk_subgroups
 
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,

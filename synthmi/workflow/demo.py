@@ -13,15 +13,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .data.workloads import ADULT_DEMO, Workload
+from ..data.workloads import ADULT_DEMO, Workload
 
 __all__ = ["run_demo", "demo_synthesizers"]
 
 
 def demo_synthesizers(seed: int | None = None, workload: Workload = ADULT_DEMO) -> dict[str, Any]:
     """The demo's methods: label -> unfitted synthesizer (DA-MI with the workload's masks, and CART)."""
-    from .models.cart import CartSynthesizer
-    from .models.dami import DAMISynthesizer
+    from ..models.cart import CartSynthesizer
+    from ..models.dami import DAMISynthesizer
 
     return {
         "dami": DAMISynthesizer(masks=dict(workload.masks), random_state=seed, progressbar=False),
@@ -54,10 +54,11 @@ def run_demo(out: str | Path, m: int = 5, seed: int = 2026, progress: bool = Fal
     """
     import sys
 
-    from ._progress import progress_bar
-    from ._validate import check_scalar
-    from .report.collect import evaluate_release, frame_sha256
-    from .report.html import write_report
+    from .._progress import progress_bar
+    from .._validate import check_scalar
+    from ..provenance import frame_sha256
+    from .evaluate import evaluate_release
+    from ..report.html import write_report
 
     m = check_scalar(m, "m", "run_demo", kind="int", lower=2)
     t0 = time.perf_counter()

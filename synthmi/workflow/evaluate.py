@@ -1,125 +1,31 @@
-"""Gather the numbers of a disclosure review: the one step that reads the original.
+"""Evaluate releases for the disclosure review: the one step that reads the original.
 
 :func:`evaluate_release` runs the evaluation layer (pMSE, the analysis model
-with combining rules, re-identification risk, risk subgroups) for each
-released set of synthetic copies and keeps only aggregates in a
-:class:`ReportData`: coefficient tables, S_pMSE values, risk summaries, risk
-values I_i (which are probabilities, not data values) and provenance (package
-versions, seeds, SHA-256 hashes of the inputs). No row or cell value of the
-original is stored, so a ``ReportData`` can be rendered and shared.
+with combining rules, re-identification risk, risk subgroups, attribute
+disclosure, the no-alignment measures of fully synthetic releases) for each
+released set of synthetic copies, plus two reference releases, and keeps only
+aggregates in a :class:`~synthmi.report.data.ReportData` for
+:mod:`synthmi.report` to format. It is orchestration (layer ``workflow`` in
+:mod:`synthmi._layers`): it calls the measures below it and is called by the
+command line and :func:`synthmi.workflow.demo.run_demo`.
 """
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .._validate import check_columns_exist, check_dataframe, check_scalar, param_error
-# digests live in synthmi.provenance (below report/ and evaluation/); re-exported here
-from ..provenance import NOT_RECORDED, PROVENANCE_KEY_ENV, confidential_digest, frame_sha256  # noqa: F401
-from ..synthetic import SyntheticData, package_versions, recorded_weights
+from ..provenance import confidential_digest, frame_sha256, git_state
+from ..report.data import SUBGROUP_ORDER, ReportData, pmse_reading
+from ..evaluation.analysis import recorded_weights
+from ..synthetic import SyntheticData, package_versions
 
-__all__ = ["ReportData", "evaluate_release", "frame_sha256", "file_sha256", "formula_variables", "git_state"]
-
-SUBGROUP_ORDER = ["low", "medium", "high"]
-
-
-@dataclass
-class ReportData:
-    """Everything the report shows; aggregates only.
-
-    Attributes
-    ----------
-    summary : DataFrame
-        One row per method: ``method``, ``M``, ``S_pMSE``, ``mean_ci_overlap``,
-        ``mean_std_diff``, ``expected_matches``, ``true_match_rate`` (and
-        ``share_above_threshold``).
-    per_variable : DataFrame
-        One-way S_pMSE, index = variable, one column per method.
-    coefficients : DataFrame
-        ``AnalysisResults.to_frame()`` of every method stacked, with ``method``
-        and ``term`` columns.
-    risk_by_subgroup : DataFrame
-        Per method and original risk subgroup: records, expected correct
-        matches, mean I_i, true-match rate, share above threshold.
-    individual_risk : dict
-        Method -> I_i per original record (probabilities in [0, 1]).
-    subgroup_labels : list of str
-        Risk subgroup of each original record, same order as the I_i.
-    settings, provenance : dict
-    releases : dict
-        Method -> plain-language description (:func:`describe_release`):
-        verbatim and synthesized columns, method, masks, rule, share of QI
-        values left unchanged per column, sampler diagnostics and their flags.
-    references : DataFrame
-        Summary rows of the original released as is and of an independent
-        release (each QI permuted on its own), same columns as ``summary``.
-    pmse_two_way : dict
-        Method -> square DataFrame of two-way table S_pMSE (variables x variables).
-    attribute : DataFrame
-        Attribute disclosure of ``target`` per method and reference (DiSCO etc.).
-    impossible : DataFrame
-        Per method and QI: synthetic values outside the original's observed
-        range, non-whole values where the original has whole numbers, and
-        categories the original lacks (counts over all copies; no bounds shown).
-    frontier : DataFrame
-        Points of a risk-utility frontier to draw (benchmarks/frontier.py or
-        :func:`synthmi.tuning.frontier`), plus the releases and references.
-    no_alignment : DataFrame
-        Per fully synthetic release (rule ``full`` or copies of another row count):
-        risk measures that need no row alignment -- distance to closest record
-        against a holdout (or leave-one-out) baseline, replicated uniques (repU) and
-        DiSCO of the target (:mod:`synthmi.evaluation.dcr`,
-        :func:`synthmi.evaluation.attribute_disclosure`).
-    """
-
-    summary: pd.DataFrame
-    per_variable: pd.DataFrame
-    coefficients: pd.DataFrame
-    risk_by_subgroup: pd.DataFrame
-    individual_risk: dict[str, np.ndarray]
-    subgroup_labels: list[str] | None
-    settings: dict[str, Any] = field(default_factory=dict)
-    provenance: dict[str, Any] = field(default_factory=dict)
-    releases: dict[str, dict[str, Any]] = field(default_factory=dict)
-    references: pd.DataFrame = field(default_factory=pd.DataFrame)
-    pmse_two_way: dict[str, pd.DataFrame] = field(default_factory=dict)
-    attribute: pd.DataFrame = field(default_factory=pd.DataFrame)
-    impossible: pd.DataFrame = field(default_factory=pd.DataFrame)
-    frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
-    no_alignment: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-
-def file_sha256(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def git_state() -> dict[str, Any]:
-    """Commit of the checkout and whether synthmi/ had uncommitted changes (None outside git)."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[2]
-    if not (root / ".git").exists():
-        return {"commit": None}
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "synthmi"], cwd=root, capture_output=True,
-                               text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None}
-    if head.returncode != 0:
-        return {"commit": None}
-    return {"commit": head.stdout.strip(), "synthmi_modified": sorted(line[3:] for line in dirty.stdout.splitlines())}
+__all__ = ["evaluate_release", "describe_release", "impossible_values", "formula_variables"]
 
 
 def formula_variables(formula: str, columns: Iterable[str]) -> list[str]:
@@ -157,30 +63,8 @@ def _risk_by_subgroup(method: str, by_group: pd.DataFrame | None) -> list[dict[s
     return rows
 
 
-#: S_pMSE under the null is about chi2_k / k (Snoke et al. 2018), sd sqrt(2 / k); values
-#: more than this many null sds away from 1 are flagged in the report.
-PMSE_FLAG_SDS = 3.0
+#: sampler diagnostics beyond these are flagged in the report
 DIAGNOSTIC_LIMITS = {"max_r_hat": 1.05, "min_ess_bulk": 100.0}
-
-
-def pmse_reading(s_pmse: float, k: float | None) -> tuple[str, bool]:
-    """Plain-language reading of an S_pMSE and whether it is flagged.
-
-    Below ``1 - 3 sd`` the copies are closer to the original than a draw from
-    a fitted model would be (little was changed: a disclosure concern); above
-    ``1 + 3 sd`` the propensity model tells them apart (a utility concern).
-    ``sd = sqrt(2 / k)`` with k the propensity model's parameters; without k
-    the band is 0.5 to 2.
-    """
-    if s_pmse is None or not np.isfinite(s_pmse):
-        return "not computed", False
-    sd = np.sqrt(2.0 / k) if k else None
-    lo, hi = (1 - PMSE_FLAG_SDS * sd, 1 + PMSE_FLAG_SDS * sd) if sd else (0.5, 2.0)
-    if s_pmse < lo:
-        return f"far below 1 (< {lo:.2f}): copies nearly identical to the original", True
-    if s_pmse > hi:
-        return f"far above 1 (> {hi:.2f}): copies differ from the original in ways the propensity model detects", True
-    return f"within {lo:.2f} to {hi:.2f}: consistent with copies drawn from a fitted model", False
 
 
 def _diag_flags(diag: Any) -> dict[str, Any]:
@@ -376,9 +260,95 @@ def evaluate_release(
     rows correspond to no original record); they get the no-alignment measures in
     ``no_alignment`` instead, and a DP release's guarantee is stated.
     """
-    from ..evaluation.analysis import analyse
-    from ..evaluation.pmse import pmse, utility_tables
-    from ..evaluation.risk import reidentification_risk
+    measures = _check_measures(
+        original, synthetic, quasi_identifiers, formula, family, alpha, tolerance, k0, risk_threshold, pmse_method,
+        pmse_variables, target, holdout, spec,
+    )
+    from .._progress import progress_bar
+
+    steps = progress_bar(total=4 * len(synthetic), desc="evaluating", unit="step", enabled=progress, leave=False)
+    evaluated = {method: _evaluate_one(measures, method, obj, _release_rule(method, obj, rule), steps)
+                 for method, obj in synthetic.items()}
+    steps.close()
+
+    ref_rows, ref_attr = [], []
+    if references:
+        ref_rows, ref_attr = _references(
+            original, measures.qi, formula, family, rule if rule is not None else "partial", alpha, tolerance,
+            measures.risk_threshold, pmse_method, measures.pmse_variables, target,
+            len(_copies(next(iter(synthetic.values())))), reference_seed,
+        )
+    per_variable = pd.DataFrame({method: e.per_variable for method, e in evaluated.items()})
+    per_variable.index.name = "variable"
+    releases = {method: e.release for method, e in evaluated.items()}
+    labels = measures.subgroup_labels.to_numpy()
+    return ReportData(
+        summary=pd.DataFrame([e.summary for e in evaluated.values()]),
+        per_variable=per_variable,
+        coefficients=pd.concat([e.coefficients for e in evaluated.values()], ignore_index=True),
+        risk_by_subgroup=pd.DataFrame([row for e in evaluated.values() for row in e.risk_rows]),
+        individual_risk={method: e.individual for method, e in evaluated.items() if e.individual is not None},
+        subgroup_labels=list(labels),
+        settings={**_settings(measures, rule, releases, original_label, labels), "target": target},
+        provenance=_provenance(original, original_is_public, input_hashes, seeds,
+                               {method: e.meta for method, e in evaluated.items()}),
+        releases=releases,
+        references=pd.DataFrame(ref_rows),
+        pmse_two_way={method: e.two_way for method, e in evaluated.items()},
+        attribute=pd.DataFrame([e.attribute for e in evaluated.values() if e.attribute is not None] + ref_attr),
+        impossible=pd.DataFrame([row for e in evaluated.values() for row in e.impossible]),
+        frontier=frontier if frontier is not None else pd.DataFrame(),
+        no_alignment=pd.DataFrame([e.no_alignment for e in evaluated.values() if e.no_alignment is not None]),
+    )
+
+
+@dataclass
+class _Measures:
+    """The measures every release is judged by, checked once: the analyst's model, the intruder's
+    quasi-identifiers and tolerance, and the original's risk subgroups."""
+
+    original: pd.DataFrame
+    qi: list[str]
+    formula: str
+    family: str
+    alpha: float
+    tolerance: Any
+    k0: int
+    risk_threshold: float
+    pmse_method: str
+    pmse_variables: list[str]
+    target: str | None
+    holdout: pd.DataFrame | None
+    spec: Any
+    subgroup_labels: pd.Series
+    response: str | None
+
+    @property
+    def tolerance_kw(self) -> dict[str, Any]:
+        # no tolerance given: the risk module's own default
+        return {} if self.tolerance is None else {"tolerance": self.tolerance}
+
+
+@dataclass
+class _Evaluated:
+    """The aggregates of one release (one entry of each of :class:`ReportData`'s tables)."""
+
+    summary: dict[str, Any]
+    coefficients: pd.DataFrame
+    per_variable: pd.Series
+    two_way: pd.DataFrame
+    release: dict[str, Any]
+    meta: dict[str, Any]
+    impossible: list[dict[str, Any]]
+    attribute: dict[str, Any] | None
+    risk_rows: list[dict[str, Any]]
+    individual: np.ndarray | None
+    no_alignment: dict[str, Any] | None
+
+
+def _check_measures(original, synthetic, quasi_identifiers, formula, family, alpha, tolerance, k0, risk_threshold,
+                    pmse_method, pmse_variables, target, holdout, spec) -> _Measures:
+    """Check :func:`evaluate_release`'s arguments and split the original into risk subgroups."""
     from ..evaluation.subgroups import risk_subgroups
 
     owner = "evaluate_release"
@@ -392,135 +362,154 @@ def evaluate_release(
         pmse_variables = list(dict.fromkeys(qi + formula_variables(formula, original.columns)))
     else:
         pmse_variables = check_columns_exist(original, pmse_variables, "pmse_variables", "original")
-
-    from .._progress import progress_bar
-
     sub_kw = {} if tolerance is None else {"tolerance": tolerance}
     subgroups = risk_subgroups(original, qi, k0=k0, **sub_kw)
-    labels_series = pd.Series(subgroups.labels, index=original.index).astype(str)
-    labels = labels_series.to_numpy()
-
-    from ..evaluation.attribute_disclosure import attribute_disclosure
-
     if target is not None:
         check_columns_exist(original, [target], "target", "original")
-    summary_rows, coef_frames, per_var, risk_rows, individual = [], [], {}, [], {}
-    releases, two_way, attr_rows, impossible = {}, {}, [], []
-    meta: dict[str, Any] = {}
-    steps = progress_bar(total=4 * len(synthetic), desc="evaluating", unit="step", enabled=progress, leave=False)
-    no_align_rows: list[dict[str, Any]] = []
-    response = _response(formula, original.columns)
-    for method, obj in synthetic.items():
-        copies = _copies(obj)
-        structure = getattr(obj, "structure", {}) or {}
-        # a survey weight is released unchanged: left out of pMSE / tables, used by the analysis
-        weight_col = recorded_weights(obj)
-        pm_vars = [v for v in pmse_variables if v != weight_col]
-        rel_rule = rule.get(method) if isinstance(rule, Mapping) else rule
-        rel_rule = rel_rule or getattr(obj, "rule", None) or structure.get("rule") or (
-            "nested" if {"m", "r"} <= set(structure) else "full" if getattr(obj, "method", None) == "dpsyn" else "partial")
-        fully = rel_rule == "full" or any(len(c) != len(original) for c in copies)
-        releases[method] = describe_release(method, obj, original, copies, qi, rel_rule)
-        releases[method]["fully_synthetic"] = fully
-        impossible += [{"method": method, **r} for r in impossible_values(original, copies, releases[method]["synthesized"])]
-        steps.set_postfix_str(f"{method}: pMSE")
-        pm = pmse(original, copies, method=pmse_method, variables=pm_vars, spec=spec)
-        ut = utility_tables(original, copies, variables=pm_vars, ways=(1, 2), spec=spec)
-        one = ut[ut["way"] == 1]
-        # kept columns are released unchanged (S_pMSE 0): show the synthesized ones
-        per_var[method] = one.set_index("variables")["s_pmse"].reindex([v for v in pm_vars if v in qi])
-        two_way[method] = _square(ut[ut["way"] == 2], list(pm_vars))
-        if target is not None:
-            ad = attribute_disclosure(original, copies, qi, target, tolerance=tolerance, threshold=risk_threshold)
-            attr_rows.append({"method": method, **_attr_row(ad.summary)})
-        steps.update()
-        steps.set_postfix_str(f"{method}: analysis")
-        # the SyntheticData itself when there is one: nested copies need their m x r structure
-        res = analyse(formula, family=family, original=original, synthetic=obj if isinstance(obj, SyntheticData) else copies,
-                      rule=rel_rule, alpha=alpha, spec=spec, weights=weight_col if weight_col else False)
-        frame = res.to_frame()
-        frame = frame.reset_index().rename(columns={frame.index.name or "index": "term"})
-        frame.insert(0, "method", method)
-        coef_frames.append(frame)
-        steps.update()
-        steps.set_postfix_str(f"{method}: risk")
-        if fully:
-            # No row of a fully synthetic copy belongs to an original record: measures
-            # that need no alignment instead of record-by-record identity matching.
-            no_align_rows.append(_no_alignment_row(method, original, copies, qi, target or response, holdout,
-                                                   tolerance, risk_threshold))
-            rs = {"expected_matches": np.nan, "true_match_rate": np.nan, "share_above_threshold": np.nan}
-        else:
-            risk = reidentification_risk(original, copies, qi, threshold=risk_threshold, by=labels_series, spec=spec, **sub_kw)
-            individual[method] = np.asarray(risk.individual, dtype=float)
-            risk_rows += _risk_by_subgroup(method, risk.by_group)
-            rs = risk.summary
-        steps.update()
-        k = float(np.mean(pm.k)) if getattr(pm, "k", None) is not None else None
-        reading, flagged = pmse_reading(pm.mean_s_pmse, k)
-        releases[method]["s_pmse_reading"] = reading
-        releases[method]["s_pmse_flag"] = flagged
-        summary_rows.append({
-            "method": method,
-            "M": len(copies),
-            "rule": rel_rule,
-            "S_pMSE": pm.mean_s_pmse,
-            "mean_ci_overlap": float(res.mean_ci_overlap),
-            "mean_std_diff": float(res.mean_std_diff),
-            "expected_matches": float(rs["expected_matches"]),
-            "true_match_rate": float(rs["true_match_rate"]),
-            "share_above_threshold": float(rs["share_above_threshold"]),
-        })
-        if fully:
-            # the no-alignment measures in the summary (NaN for the other releases)
-            summary_rows[-1]["DCR closer than baseline 5%"] = no_align_rows[-1]["closer than baseline 5%"]
-            if "repU" in no_align_rows[-1]:
-                summary_rows[-1]["repU"] = no_align_rows[-1]["repU"]
-        if isinstance(obj, SyntheticData):
-            meta[method] = {"method": obj.method, "params": obj.metadata()["params"],
-                            "quasi_identifiers": obj.quasi_identifiers, "versions_at_synthesis": obj.versions,
-                            "diagnostics": obj.metadata()["diagnostics"],
-                            "diagnostics_check": obj.diagnostics_check, "unconverged": obj.unconverged,
-                            "unmodified": (obj.structure or {}).get("unmodified")}
-            if "privacy" not in (obj.structure or {}):
-                meta[method]["seed"] = obj.seed  # a DP release records no seed (issue 11)
-        else:
-            meta[method] = {"copies": len(copies)}
-        meta[method]["weights"] = res.weights_note
-        releases[method]["weights_note"] = res.weights_note
-        meta[method]["copies_sha256"] = [frame_sha256(c) for c in copies]
-        meta[method]["rule"] = rel_rule
-        if res.separated:
-            meta[method]["separated_copies"] = list(res.separated)
-        steps.update()
-    steps.close()
+    return _Measures(
+        original=original, qi=qi, formula=formula, family=family, alpha=alpha, tolerance=tolerance, k0=k0,
+        risk_threshold=risk_threshold, pmse_method=pmse_method, pmse_variables=list(pmse_variables), target=target,
+        holdout=holdout, spec=spec, subgroup_labels=pd.Series(subgroups.labels, index=original.index).astype(str),
+        response=_response(formula, original.columns),
+    )
 
-    per_variable = pd.DataFrame(per_var)
-    per_variable.index.name = "variable"
-    ref_rows = []
-    if references:
-        ref_rule = rule if rule is not None else "partial"
-        ref_rows, ref_attr = _references(original, qi, formula, family, ref_rule, alpha, tolerance, risk_threshold,
-                                         pmse_method, pmse_variables, target, len(_copies(next(iter(synthetic.values())))),
-                                         reference_seed)
-        attr_rows += ref_attr
-    counts = {g: int((labels == g).sum()) for g in SUBGROUP_ORDER}
-    settings = {
-        "original": original_label,
-        "n_records": int(len(original)),
-        "quasi_identifiers": qi,
-        "formula": formula,
-        "family": family,
-        "rule": rule if isinstance(rule, str) else ", ".join(f"{k}: {v['rule']}" for k, v in releases.items()),
-        "alpha": alpha,
-        "pmse_method": pmse_method,
-        "pmse_variables": list(pmse_variables),
-        "tolerance": tolerance if tolerance is not None else "risk module default",
-        "k0": k0,
-        "risk_threshold": risk_threshold,
-        "risk_subgroup_counts_original": counts,
+
+def _release_rule(method: str, obj: Any, rule: str | Mapping[str, str] | None) -> str:
+    """The combining rule of one release: the user's (one, or per label), else the recorded one, else
+    ``nested`` for m x r copies, ``full`` for DPSyn, ``partial`` otherwise."""
+    structure = getattr(obj, "structure", {}) or {}
+    chosen = rule.get(method) if isinstance(rule, Mapping) else rule
+    return chosen or getattr(obj, "rule", None) or structure.get("rule") or (
+        "nested" if {"m", "r"} <= set(structure) else "full" if getattr(obj, "method", None) == "dpsyn" else "partial")
+
+
+def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: Any) -> _Evaluated:
+    """Utility, the analysis, identity (or no-alignment) risk and the description of one release."""
+    from ..evaluation.analysis import analyse
+    from ..evaluation.attribute_disclosure import attribute_disclosure
+    from ..evaluation.pmse import pmse, utility_tables
+    from ..evaluation.risk import reidentification_risk
+
+    original, qi = ms.original, ms.qi
+    copies = _copies(obj)
+    # a survey weight is released unchanged: left out of pMSE / tables, used by the analysis
+    weight_col = recorded_weights(obj)
+    pm_vars = [v for v in ms.pmse_variables if v != weight_col]
+    fully = rel_rule == "full" or any(len(c) != len(original) for c in copies)
+    release = describe_release(method, obj, original, copies, qi, rel_rule)
+    release["fully_synthetic"] = fully
+    impossible = [{"method": method, **r} for r in impossible_values(original, copies, release["synthesized"])]
+
+    steps.set_postfix_str(f"{method}: pMSE")
+    pm = pmse(original, copies, method=ms.pmse_method, variables=pm_vars, spec=ms.spec)
+    ut = utility_tables(original, copies, variables=pm_vars, ways=(1, 2), spec=ms.spec)
+    one = ut[ut["way"] == 1]
+    # kept columns are released unchanged (S_pMSE 0): show the synthesized ones
+    per_variable = one.set_index("variables")["s_pmse"].reindex([v for v in pm_vars if v in qi])
+    two_way = _square(ut[ut["way"] == 2], list(pm_vars))
+    attribute = None
+    if ms.target is not None:
+        ad = attribute_disclosure(original, copies, qi, ms.target, tolerance=ms.tolerance,
+                                  threshold=ms.risk_threshold)
+        attribute = {"method": method, **_attr_row(ad.summary)}
+    steps.update()
+
+    steps.set_postfix_str(f"{method}: analysis")
+    # the SyntheticData itself when there is one: nested copies need their m x r structure
+    res = analyse(ms.formula, family=ms.family, original=original,
+                  synthetic=obj if isinstance(obj, SyntheticData) else copies, rule=rel_rule, alpha=ms.alpha,
+                  spec=ms.spec, weights=weight_col if weight_col else False)
+    coefficients = res.to_frame()
+    coefficients = coefficients.reset_index().rename(columns={coefficients.index.name or "index": "term"})
+    coefficients.insert(0, "method", method)
+    steps.update()
+
+    steps.set_postfix_str(f"{method}: risk")
+    no_alignment, individual, risk_rows = None, None, []
+    if fully:
+        # No row of a fully synthetic copy belongs to an original record: measures
+        # that need no alignment instead of record-by-record identity matching.
+        no_alignment = _no_alignment_row(method, original, copies, qi, ms.target or ms.response, ms.holdout,
+                                         ms.tolerance, ms.risk_threshold)
+        rs = {"expected_matches": np.nan, "true_match_rate": np.nan, "share_above_threshold": np.nan}
+    else:
+        risk = reidentification_risk(original, copies, qi, threshold=ms.risk_threshold, by=ms.subgroup_labels,
+                                     spec=ms.spec, **ms.tolerance_kw)
+        individual = np.asarray(risk.individual, dtype=float)
+        risk_rows = _risk_by_subgroup(method, risk.by_group)
+        rs = risk.summary
+    steps.update()
+
+    k = float(np.mean(pm.k)) if getattr(pm, "k", None) is not None else None
+    release["s_pmse_reading"], release["s_pmse_flag"] = pmse_reading(pm.mean_s_pmse, k)
+    summary = {
+        "method": method,
+        "M": len(copies),
+        "rule": rel_rule,
+        "S_pMSE": pm.mean_s_pmse,
+        "mean_ci_overlap": float(res.mean_ci_overlap),
+        "mean_std_diff": float(res.mean_std_diff),
+        "expected_matches": float(rs["expected_matches"]),
+        "true_match_rate": float(rs["true_match_rate"]),
+        "share_above_threshold": float(rs["share_above_threshold"]),
     }
-    provenance = {
+    if fully:
+        # the no-alignment measures in the summary (NaN for the other releases)
+        summary["DCR closer than baseline 5%"] = no_alignment["closer than baseline 5%"]
+        if "repU" in no_alignment:
+            summary["repU"] = no_alignment["repU"]
+    release["weights_note"] = res.weights_note
+    meta = _release_meta(obj, copies, rel_rule, res)
+    steps.update()
+    return _Evaluated(summary=summary, coefficients=coefficients, per_variable=per_variable, two_way=two_way,
+                      release=release, meta=meta, impossible=impossible, attribute=attribute, risk_rows=risk_rows,
+                      individual=individual, no_alignment=no_alignment)
+
+
+def _release_meta(obj: Any, copies: list[pd.DataFrame], rel_rule: str, res: Any) -> dict[str, Any]:
+    """The provenance of one release: its recorded metadata (a DP release has no seed), copy digests, rule."""
+    if isinstance(obj, SyntheticData):
+        meta = {"method": obj.method, "params": obj.metadata()["params"],
+                "quasi_identifiers": obj.quasi_identifiers, "versions_at_synthesis": obj.versions,
+                "diagnostics": obj.metadata()["diagnostics"],
+                "diagnostics_check": obj.diagnostics_check, "unconverged": obj.unconverged,
+                "unmodified": (obj.structure or {}).get("unmodified")}
+        if "privacy" not in (obj.structure or {}):
+            meta["seed"] = obj.seed  # a DP release records no seed (issue 11)
+    else:
+        meta = {"copies": len(copies)}
+    meta["weights"] = res.weights_note
+    meta["copies_sha256"] = [frame_sha256(c) for c in copies]
+    meta["rule"] = rel_rule
+    if res.separated:
+        meta["separated_copies"] = list(res.separated)
+    return meta
+
+
+def _settings(ms: _Measures, rule: Any, releases: Mapping[str, Mapping[str, Any]], original_label: str,
+              labels: np.ndarray) -> dict[str, Any]:
+    """The settings the report states (no data value)."""
+    return {
+        "original": original_label,
+        "n_records": int(len(ms.original)),
+        "quasi_identifiers": ms.qi,
+        "formula": ms.formula,
+        "family": ms.family,
+        "rule": rule if isinstance(rule, str) else ", ".join(f"{k}: {v['rule']}" for k, v in releases.items()),
+        "alpha": ms.alpha,
+        "pmse_method": ms.pmse_method,
+        "pmse_variables": list(ms.pmse_variables),
+        "tolerance": ms.tolerance if ms.tolerance is not None else "risk module default",
+        "k0": ms.k0,
+        "risk_threshold": ms.risk_threshold,
+        "risk_subgroup_counts_original": {g: int((labels == g).sum()) for g in SUBGROUP_ORDER},
+    }
+
+
+def _provenance(original: pd.DataFrame, original_is_public: bool, input_hashes: Mapping[str, str] | None,
+                seeds: Mapping[str, Any] | None, meta: dict[str, Any]) -> dict[str, Any]:
+    """Versions, commit, digests of the inputs and each release's metadata."""
+    return {
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         "versions": package_versions(),
         "git": git_state(),
@@ -530,23 +519,6 @@ def evaluate_release(
         **({"seeds": dict(seeds)} if seeds else {}),
         "releases": meta,
     }
-    return ReportData(
-        summary=pd.DataFrame(summary_rows),
-        per_variable=per_variable,
-        coefficients=pd.concat(coef_frames, ignore_index=True),
-        risk_by_subgroup=pd.DataFrame(risk_rows),
-        individual_risk=individual,
-        subgroup_labels=list(labels),
-        settings={**settings, "target": target},
-        provenance=provenance,
-        releases=releases,
-        references=pd.DataFrame(ref_rows),
-        pmse_two_way=two_way,
-        attribute=pd.DataFrame(attr_rows),
-        impossible=pd.DataFrame(impossible),
-        frontier=frontier if frontier is not None else pd.DataFrame(),
-        no_alignment=pd.DataFrame(no_align_rows),
-    )
 
 
 def _response(formula: str, columns: Iterable[str]) -> str | None:
