@@ -6,7 +6,7 @@ import json
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -220,14 +220,19 @@ class SyntheticData:
             f"quasi_identifiers={self.quasi_identifiers}, rule={self.rule!r}, seed={self.seed})"
         )
 
-    def metadata(self) -> dict[str, Any]:
-        """Everything about the copies except the data, as JSON-ready values."""
+    def metadata(self, source: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Everything about the copies except the data, as JSON-ready values.
+
+        ``source``: where the copies came from, as the caller read it (the command line's
+        input file's base name, kept columns, encoding, missing-value markers, ...), recorded
+        under ``"source"``; :meth:`from_dir` reads ``source.copies_encoding`` back.
+        """
         diag = self.diagnostics
         if diag is not None and not isinstance(diag, dict):
             diag = diagnostics_summary(diag)
         out = {
             "method": self.method,
-            "params": _to_json(self.params),
+            "params": _to_json(_masks_described(self.params)),
             "seed": self.seed,
             "m": self.m,
             "quasi_identifiers": list(self.quasi_identifiers),
@@ -244,10 +249,16 @@ class SyntheticData:
             # A differentially private release records no seed at all (issue 11): its
             # structure says only whether a user seed was given.
             out.pop("seed")
+        if source is not None:
+            out["source"] = _to_json(dict(source))
         return out
 
-    def to_dir(self, path: str | Path) -> Path:
-        """Write ``copy_01.csv`` ... ``copy_MM.csv`` and ``metadata.json`` to ``path``."""
+    def to_dir(self, path: str | Path, source: Mapping[str, Any] | None = None) -> Path:
+        """Write ``copy_01.csv`` ... ``copy_MM.csv`` and ``metadata.json`` to ``path``.
+
+        The one writer of ``metadata.json`` (:meth:`metadata`, with ``source``): callers
+        pass what they add instead of rewriting the file.
+        """
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         width = max(2, len(str(self.m)))
@@ -261,7 +272,7 @@ class SyntheticData:
                 # back, the recorded dtype restores the copy exactly
                 c = c.assign(**{k: c[k].astype("Int64") for k in whole})
             c.to_csv(path / f"copy_{j:0{width}d}.csv", index=False)
-        (path / "metadata.json").write_text(json.dumps(self.metadata(), indent=2, sort_keys=True))
+        (path / "metadata.json").write_text(json.dumps(self.metadata(source), indent=2, sort_keys=True))
         return path
 
     @classmethod
@@ -362,6 +373,21 @@ def diagnostics_summary(idata: Any) -> dict[str, Any]:
     ss = getattr(idata, "sample_stats", None)
     if ss is not None and "diverging" in ss:
         out["divergences"] = int(ss["diverging"].sum())
+    return out
+
+
+def _masks_described(params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with the masking models of ``masks`` (one per column, or per risk subgroup and
+    column) written as their ``to_dict()``, so the recorded masks read back as dicts, not reprs."""
+
+    def described(m: Any) -> Any:
+        if callable(getattr(m, "to_dict", None)):
+            return m.to_dict()
+        return {k: described(v) for k, v in m.items()} if isinstance(m, Mapping) else m
+
+    out = dict(params)
+    if out.get("masks"):
+        out["masks"] = described(out["masks"])
     return out
 
 

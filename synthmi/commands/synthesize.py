@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 import time
 import warnings
@@ -495,6 +494,18 @@ def _check_not_degenerate(data, qi: list[str], keep: list[str], keep_from: str =
                 )
 
 
+def copies_recoded(source: str, encoding: str | None) -> bool | None:
+    """Whether :func:`restore_kept_text` writes the copies in ``encoding`` (not UTF-8); None
+    for a bundled data set (its copies are left as written)."""
+    import codecs
+
+    from ..data import is_bundled_name
+
+    if is_bundled_name(source):
+        return None
+    return encoding is not None and codecs.lookup(encoding).name != "utf-8"
+
+
 def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep: str, encoding: str | None) -> bool:
     """Write the kept columns of the copies in ``out`` exactly as the input spells them.
 
@@ -510,13 +521,11 @@ def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep
     import numpy as np
     import pandas as pd
 
-    from ..data import is_bundled_name, read_csv_checked
+    from ..data import read_csv_checked
 
-    if is_bundled_name(source):
+    recode = copies_recoded(source, encoding)
+    if recode is None:
         return False
-    import codecs
-
-    recode = encoding is not None and codecs.lookup(encoding).name != "utf-8"
     if not keep and not recode:
         return False
     cols = [c for c in keep if c in data.columns]
@@ -925,33 +934,26 @@ def run(args: argparse.Namespace) -> int:
             syn.structure["out_of_domain"] = "other"
     for f in old:
         f.unlink()
-    syn.to_dir(out)
-    meta_path = out / "metadata.json"
-    meta = json.loads(meta_path.read_text())
-    mask_param = MASK_PARAMETER.get(args.method)
-    if mask_param and params.get(mask_param):
-        meta["params"][mask_param] = {
-            c: m.to_dict() if hasattr(m, "to_dict") else {k: v.to_dict() for k, v in m.items()}
-            for c, m in params[mask_param].items()
-        }
-    recoded = not dp_release and restore_kept_text(out, syn.m, source, keep, data, sep_of(args),
-                                                   getattr(args, "encoding", None))
+    encoding = getattr(args, "encoding", None)
     # the file's base name only: metadata.json is shared, the local path is not
-    meta["source"] = {"data": input_label(source), "keep": keep, "columns": list(data.columns)}
-    if recoded:
-        meta["source"]["copies_encoding"] = args.encoding  # the copies' text, as the input's
+    source_meta: dict = {"data": input_label(source), "keep": keep, "columns": list(data.columns)}
+    if not dp_release and copies_recoded(source, encoding):
+        source_meta["copies_encoding"] = encoding  # the copies' text, as the input's
     if (syn.structure or {}).get("unmodified", {}).get("allowed"):
-        meta["source"]["allow_unmodified"] = True
+        source_meta["allow_unmodified"] = True
     if args.encoding:
-        meta["source"]["encoding"] = args.encoding  # the evaluation verbs' default --encoding
+        source_meta["encoding"] = args.encoding  # the evaluation verbs' default --encoding
     if na_values:
         # the evaluation verbs read the original with the same markers (their default)
-        meta["source"]["na_values"] = na_values
+        source_meta["na_values"] = na_values
     if dp_release:
-        meta["source"]["domain"] = args.domain or ("bundled" if source.lower() in BUNDLED_DOMAINS else None)
+        source_meta["domain"] = args.domain or ("bundled" if source.lower() in BUNDLED_DOMAINS else None)
     else:
-        meta["source"]["n_rows"] = int(len(data))
-    meta_path.write_text(json.dumps(meta, indent=2, sort_keys=True))
+        source_meta["n_rows"] = int(len(data))
+    # the release writes metadata.json alone (masks as their to_dict(), this source block)
+    syn.to_dir(out, source=source_meta)
+    if not dp_release:
+        restore_kept_text(out, syn.m, source, keep, data, sep_of(args), encoding)
     _log(args, f"wrote {syn.m} copies and metadata.json to {out}"
          + ("" if dp_release else f" in {time.perf_counter() - t0:.1f} s"), summary=True)
     return 0
@@ -1017,13 +1019,12 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
         show_caught_warnings(caught, "synthesize", args)
         if out.exists():
             out.rmdir()  # empty (checked above); to_parquet creates it
-        meta_out = syn.to_parquet(str(out))
+        meta_out = syn.to_parquet(str(out), source={
+            "data": input_label(source), "keep": keep, "columns": list(data.columns), "engine": "dask",
+            "scheduler": args.scheduler or "local threads"})
     finally:
         if client is not None:
             client.close()
-    meta_out["source"] = {"data": input_label(source), "keep": keep, "columns": list(data.columns), "engine": "dask",
-                          "scheduler": args.scheduler or "local threads"}
-    (out / "metadata.json").write_text(json.dumps(meta_out, indent=2, sort_keys=True))
     _log(args, f"drew and wrote {args.m} copies ({meta_out['n_partitions']} partitions each) to {out} in "
          f"{time.perf_counter() - t0:.1f} s", summary=True)
     return 0

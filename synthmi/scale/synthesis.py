@@ -760,8 +760,9 @@ class DaskSyntheticData:
 
         return list(dask.compute(*self.copies))
 
-    def to_parquet(self, directory: str) -> dict[str, Any]:
-        """Write ``directory/copy_XX/part.NNNNN.parquet`` for every copy and partition, and ``metadata.json``.
+    def to_parquet(self, directory: str, source: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write ``directory/copy_XX/part.NNNNN.parquet`` for every copy and partition, and ``metadata.json``
+        (the one writer of it; ``source``: where the data came from, recorded under ``"source"``).
 
         ``directory`` must not exist yet (nothing the user did not name is overwritten).
         """
@@ -783,8 +784,10 @@ class DaskSyntheticData:
             "diagnostics_check": _jsonable(self.diagnostics_check),
             "layout": "copy_XX/part.NNNNN.parquet, partition k of copy XX; index = original record labels",
         }
+        if source is not None:
+            meta["source"] = _jsonable(dict(source))
         with open(os.path.join(directory, "metadata.json"), "w") as fh:
-            json.dump(meta, fh, indent=2)
+            json.dump(meta, fh, indent=2, sort_keys=True)
         return meta
 
 
