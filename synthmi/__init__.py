@@ -1,13 +1,23 @@
 """synthmi: Bayesian multiple-imputation synthetic data.
 
-Layers (data flows down; nothing imports upward)::
+Layers, lowest first (data flows down: a module imports only from its own
+layer or a lower one, never up and never in a cycle). The order is written
+once, as ``LAYERS`` in :mod:`synthmi._layers`; ``tests/test_layers.py`` walks
+every import and fails on an arrow back up or a cycle::
 
-    cli.py, report/      what people run and read
-    evaluation/          utility, risk, combining rules, coherence (DataFrames only)
-    models/              synthesizers: fit(df) -> sample(m) -> SyntheticData
-    privacy/             DP mechanisms, accountant, DP Bayesian inference, DPSyn
-    data/                bundled public data and loaders
-    _validate.py         input checks and error messages
+    11 cli.py, __main__.py   the entry points
+    10 commands/             the command-line verbs
+     9 workflow/             orchestration: evaluate a release, tune, demo
+     8 report/               formats results (ReportData -> HTML); computes nothing
+     7 data/                 bundled public data and workloads
+     6 privacy/              DP mechanisms, accountant, DP Bayesian inference, DPSyn
+     5 models/               synthesizers: fit(df) -> sample(m) -> SyntheticData
+     4 synthetic.py          the release container; writes metadata.json alone
+     3 evaluation/           measures: take (original, copies, spec, rule), never a model
+     2 diagnostics.py        convergence diagnostics and the release check
+     1 spec.py, schema.py, domain.py   the column description
+     0 _validate.py, errors.py, _json.py, _random.py, _progress.py,
+       provenance.py, engine.py        base
 """
 
 __version__ = "0.1.0"

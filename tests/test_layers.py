@@ -254,3 +254,39 @@ def test_an_unplaced_module_is_caught():
     fake = {"synthmi.newroom": PACKAGE_DIR / "newroom.py"}
     assert unassigned(fake) == ["synthmi.newroom (synthmi/newroom.py): no layer in synthmi/_layers.py"]
     assert layer_of("synthmi") == 0 and layer_of("synthmi.evaluation.risk") == layer_of("synthmi.evaluation")
+
+
+# --------------------------------------------------------------------------- one layering everywhere
+
+
+def _doc_module(token: str) -> str:
+    """``models/`` -> synthmi.models, ``cli.py`` -> synthmi.cli, ``synthmi/report/`` -> synthmi.report."""
+    token = token.strip("`").removeprefix("synthmi/").rstrip("/").removesuffix(".py")
+    return "synthmi." + token.replace("/", ".")
+
+
+def test_the_package_docstring_and_readme_tell_the_same_order():
+    # the order is written once (synthmi/_layers.py); the two descriptions of it must agree with it
+    import re
+
+    import synthmi
+
+    stated: list[tuple[str, set[int]]] = []
+    layer = None
+    for line in synthmi.__doc__.split("::", 1)[1].splitlines():
+        m = re.match(r"\s+(\d+)\s+(.*)", line)
+        if m:
+            layer, line = int(m.group(1)), m.group(2)
+        if layer is None or not line.strip():
+            continue
+        names = line.split("  ")[0]  # the description follows two spaces
+        stated += [(_doc_module(t), {layer}) for t in re.findall(r"[\w/]+(?:\.py|/)", names)]
+    readme = (PACKAGE_DIR.parent / "README.md").read_text()
+    tour = readme.split("## A short tour", 1)[1].split("\n#", 1)[0]
+    for row in re.findall(r"^\| ([\d, ]+) \| (.*?) \|", tour, flags=re.M):
+        numbers = {int(n) for n in re.findall(r"\d+", row[0])}
+        stated += [(_doc_module(t), numbers) for t in re.findall(r"`([^`]+(?:\.py|/))`", row[1])]
+    assert len(stated) >= 2 * 15, stated  # both descriptions were read
+    wrong = [f"{module}: described as layer {sorted(numbers)}, synthmi/_layers.py says {layer_of(module)}"
+             for module, numbers in stated if layer_of(module) not in numbers]
+    assert not wrong, "\n".join(wrong)
