@@ -139,7 +139,7 @@ def test_row6_empty_kept_column_and_constant_qi_say_what_to_drop(tmp_path, capsy
 
 # row 7: `make demo` printed a Python UserWarning with base.py:312 and the source line
 def test_row7_library_warnings_are_one_line_messages(monkeypatch, capsys):
-    from synthmi import demo
+    from synthmi.workflow import demo
 
     def _demo(out, m=5, seed=2026, progress=False, **kw):
         # a real library warning raised inside a fit (DA-MI without masks), as the demo's fits raise theirs

@@ -25,7 +25,7 @@ from ..report.data import SUBGROUP_ORDER, ReportData, pmse_reading
 from ..evaluation.analysis import recorded_weights
 from ..synthetic import SyntheticData, package_versions
 
-__all__ = ["evaluate_release", "describe_release", "impossible_values", "formula_variables"]
+__all__ = ["evaluate_release", "describe_release", "impossible_values", "formula_variables", "independent_release"]
 
 
 def formula_variables(formula: str, columns: Iterable[str]) -> list[str]:
@@ -273,11 +273,8 @@ def evaluate_release(
 
     ref_rows, ref_attr = [], []
     if references:
-        ref_rows, ref_attr = _references(
-            original, measures.qi, formula, family, rule if rule is not None else "partial", alpha, tolerance,
-            measures.risk_threshold, pmse_method, measures.pmse_variables, target,
-            len(_copies(next(iter(synthetic.values())))), reference_seed,
-        )
+        ref_rows, ref_attr = _references(measures, rule if rule is not None else "partial",
+                                         len(_copies(next(iter(synthetic.values())))), reference_seed)
     per_variable = pd.DataFrame({method: e.per_variable for method, e in evaluated.items()})
     per_variable.index.name = "variable"
     releases = {method: e.release for method, e in evaluated.items()}
@@ -429,8 +426,7 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
     if fully:
         # No row of a fully synthetic copy belongs to an original record: measures
         # that need no alignment instead of record-by-record identity matching.
-        no_alignment = _no_alignment_row(method, original, copies, qi, ms.target or ms.response, ms.holdout,
-                                         ms.tolerance, ms.risk_threshold)
+        no_alignment = _no_alignment_row(ms, method, copies)
         rs = {"expected_matches": np.nan, "true_match_rate": np.nan, "share_above_threshold": np.nan}
     else:
         risk = reidentification_risk(original, copies, qi, threshold=ms.risk_threshold, by=ms.subgroup_labels,
@@ -527,9 +523,11 @@ def _response(formula: str, columns: Iterable[str]) -> str | None:
     return lhs if lhs in set(columns) else None
 
 
-def _no_alignment_row(method: str, original: pd.DataFrame, copies: list[pd.DataFrame], qi: Sequence[str],
-                      target: str | None, holdout: pd.DataFrame | None, tolerance: Any, threshold: float) -> dict[str, Any]:
-    """Distance to closest record vs its baseline, replicated uniques and DiSCO of one fully synthetic release."""
+def _no_alignment_row(ms: _Measures, method: str, copies: list[pd.DataFrame]) -> dict[str, Any]:
+    """Distance to closest record vs its baseline, replicated uniques and DiSCO of one fully synthetic release
+    (of ``target``, else of the analysis model's response)."""
+    original, qi, holdout, tolerance, threshold = ms.original, ms.qi, ms.holdout, ms.tolerance, ms.risk_threshold
+    target = ms.target or ms.response
     from ..evaluation.attribute_disclosure import attribute_disclosure
     from ..evaluation.dcr import distance_to_closest_record
 
@@ -570,9 +568,27 @@ def _attr_row(summary: Mapping[str, Any]) -> dict[str, float]:
     return {label: float(summary[k]) if summary[k] is not None else np.nan for k, label in _ATTR_KEYS.items()}
 
 
-def _references(original, qi, formula, family, rule, alpha, tolerance, threshold, pmse_method, pmse_variables,
-                target, m, seed) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Summary (and attribute) rows of the original released as is and of an independent release."""
+def independent_release(original: pd.DataFrame, quasi_identifiers: Sequence[str], m: int, seed: int) -> list[pd.DataFrame]:
+    """Reference release with no information linking a record's QIs to it or to each other:
+    each QI column permuted independently across records (marginals kept)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(m):
+        c = original.copy()
+        for q in quasi_identifiers:
+            c[q] = original[q].to_numpy()[rng.permutation(len(original))]
+            if isinstance(original[q].dtype, pd.CategoricalDtype):
+                c[q] = pd.Categorical(c[q], categories=original[q].cat.categories, ordered=original[q].cat.ordered)
+        out.append(c)
+    return out
+
+
+def _references(ms: _Measures, rule: Any, m: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Summary (and attribute) rows of the original released as is and of an independent release
+    (``max(m, 2)`` copies, each quasi-identifier permuted on its own with ``seed``)."""
+    original, qi, formula, family, alpha = ms.original, ms.qi, ms.formula, ms.family, ms.alpha
+    tolerance, threshold, target = ms.tolerance, ms.risk_threshold, ms.target
+    pmse_method, pmse_variables = ms.pmse_method, ms.pmse_variables
     from ..evaluation.analysis import analyse
     from ..evaluation.attribute_disclosure import attribute_disclosure
     from ..evaluation.pmse import pmse
@@ -587,15 +603,7 @@ def _references(original, qi, formula, family, rule, alpha, tolerance, threshold
     if target is not None:
         attr.append({"method": "reference: original released as is",
                      **_attr_row(attribute_disclosure(original, [original], qi, target, threshold=threshold, **kw).summary)})
-    rng = np.random.default_rng(seed)
-    copies = []
-    for _ in range(max(int(m), 2)):
-        c = original.copy()
-        for q in qi:
-            vals = original[q].to_numpy()[rng.permutation(len(original))]
-            c[q] = pd.Categorical(vals, categories=original[q].cat.categories, ordered=original[q].cat.ordered) \
-                if isinstance(original[q].dtype, pd.CategoricalDtype) else vals
-        copies.append(c)
+    copies = independent_release(original, qi, max(int(m), 2), seed)
     # the permuted copies are a partially synthetic release (no nests): the user's rule
     # when one rule was given, else partial
     ref_rule = rule if isinstance(rule, str) and rule != "nested" else "partial"

@@ -36,6 +36,7 @@ from ..evaluation.frontier import (
     pareto_front,
     summarise,
 )
+from .evaluate import independent_release  # the review's reference release, also a frontier reference
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
            "independent_release", "greedy_ascent"]
@@ -122,21 +123,6 @@ def remask(fitted, masks: Mapping[str, Any] | None, share_posterior_draws: bool 
     else:
         raise TypeError(f"remask takes a fitted DA-MI or risk-targeted synthesizer. Got {type(fitted).__name__}.")
     return new
-
-
-def independent_release(original: pd.DataFrame, quasi_identifiers: Sequence[str], m: int, seed: int) -> list[pd.DataFrame]:
-    """Reference release with no information linking a record's QIs to it or to each other:
-    each QI column permuted independently across records (marginals kept)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(m):
-        c = original.copy()
-        for q in quasi_identifiers:
-            c[q] = original[q].to_numpy()[rng.permutation(len(original))]
-            if isinstance(original[q].dtype, pd.CategoricalDtype):
-                c[q] = pd.Categorical(c[q], categories=original[q].cat.categories, ordered=original[q].cat.ordered)
-        out.append(c)
-    return out
 
 
 def _progress(progress: Callable[[str], None] | bool | None) -> Callable[[str], None]:
