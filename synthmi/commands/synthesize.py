@@ -934,29 +934,37 @@ def run(args: argparse.Namespace) -> int:
             syn.structure["out_of_domain"] = "other"
     for f in old:
         f.unlink()
-    encoding = getattr(args, "encoding", None)
-    # the file's base name only: metadata.json is shared, the local path is not
-    source_meta: dict = {"data": input_label(source), "keep": keep, "columns": list(data.columns)}
-    if not dp_release and copies_recoded(source, encoding):
-        source_meta["copies_encoding"] = encoding  # the copies' text, as the input's
-    if (syn.structure or {}).get("unmodified", {}).get("allowed"):
-        source_meta["allow_unmodified"] = True
-    if args.encoding:
-        source_meta["encoding"] = args.encoding  # the evaluation verbs' default --encoding
-    if na_values:
-        # the evaluation verbs read the original with the same markers (their default)
-        source_meta["na_values"] = na_values
-    if dp_release:
-        source_meta["domain"] = args.domain or ("bundled" if source.lower() in BUNDLED_DOMAINS else None)
-    else:
-        source_meta["n_rows"] = int(len(data))
-    # the release writes metadata.json alone (masks as their to_dict(), this source block)
-    syn.to_dir(out, source=source_meta)
+    # the release writes metadata.json alone (masks as their to_dict(), the source block)
+    syn.to_dir(out, source=_source_metadata(args, source, keep, data, syn, na_values, dp_release))
     if not dp_release:
-        restore_kept_text(out, syn.m, source, keep, data, sep_of(args), encoding)
+        restore_kept_text(out, syn.m, source, keep, data, sep_of(args), getattr(args, "encoding", None))
     _log(args, f"wrote {syn.m} copies and metadata.json to {out}"
          + ("" if dp_release else f" in {time.perf_counter() - t0:.1f} s"), summary=True)
     return 0
+
+
+def _source_metadata(args: argparse.Namespace, source: str, keep: list[str], data, syn, na_values,
+                     dp_release: bool) -> dict[str, Any]:
+    """What metadata.json records under ``source``: how the evaluation verbs read the original
+    back (file base name, kept columns, encoding, missing-value markers) and, for a DP release,
+    the declared domain instead of the record count."""
+    encoding = getattr(args, "encoding", None)
+    # the file's base name only: metadata.json is shared, the local path is not
+    meta: dict[str, Any] = {"data": input_label(source), "keep": keep, "columns": list(data.columns)}
+    if not dp_release and copies_recoded(source, encoding):
+        meta["copies_encoding"] = encoding  # the copies' text, as the input's (restore_kept_text)
+    if (syn.structure or {}).get("unmodified", {}).get("allowed"):
+        meta["allow_unmodified"] = True
+    if args.encoding:
+        meta["encoding"] = args.encoding  # the evaluation verbs' default --encoding
+    if na_values:
+        # the evaluation verbs read the original with the same markers (their default)
+        meta["na_values"] = na_values
+    if dp_release:
+        meta["domain"] = args.domain or ("bundled" if source.lower() in BUNDLED_DOMAINS else None)
+    else:
+        meta["n_rows"] = int(len(data))
+    return meta
 
 
 def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], out: Path, t0: float) -> int:
