@@ -264,3 +264,42 @@ def test_risk_dami_through_cli(adult_csv, tmp_path):
     assert meta["method"] == "risk-dami" and meta["params"]["masks"]["age"]["sigma_e"] == 3.0
     assert meta["diagnostics_check"]["accepted"] is True  # ... and flagged as such
     assert len(_files(out)) == 2
+
+
+def test_metadata_json_is_written_once_by_the_release(adult_csv, tmp_path, monkeypatch):
+    # issue 27: the release container writes metadata.json alone; the command passes the source
+    # block it adds (SyntheticData.to_dir(source=...)) instead of rewriting the model's file
+    from pathlib import Path
+
+    writes = []
+    real = Path.write_text
+
+    def counting(self, *args, **kwargs):
+        if self.name == "metadata.json":
+            writes.append(self)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", counting)
+    out = tmp_path / "syn"
+    assert _run("--data", str(adult_csv), "--qi", ",".join(QI), "--method", "cart", "--m", "2", "--seed", "1",
+                "--out", str(out), "--quiet") == 0
+    assert writes == [out / "metadata.json"]
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["source"] == {"data": "adult_small.csv", "keep": KEEP, "columns": QI + KEEP, "n_rows": 2000}
+
+
+def test_the_release_records_masks_and_source_itself(tmp_path):
+    # the masks as their to_dict() (read back as dicts, not reprs) and the caller's source block,
+    # written by SyntheticData without the command line
+    copy = pd.DataFrame({"age": [30.0, 41.0], "sex": ["F", "M"]})
+    masks = {"age": NormalMasking(K=2, sigma_e=3.0), "sex": LinearCategoricalMasking(alpha=2.0)}
+    syn = SyntheticData(copies=[copy, copy], method="dami", params={"masks": masks, "proper": True}, seed=1)
+    syn.to_dir(tmp_path, source={"data": "x.csv", "copies_encoding": "latin-1"})
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    assert meta["params"] == {"masks": {"age": masks["age"].to_dict(), "sex": {"type": "linear", "alpha": 2.0}},
+                              "proper": True}
+    assert meta["source"] == {"data": "x.csv", "copies_encoding": "latin-1"}
+    # per risk subgroup (risk-dami): {group: {column: mask}}
+    nested = SyntheticData(copies=[copy], method="risk-dami", params={"masks": {"high": masks}}).metadata()
+    assert nested["params"]["masks"]["high"]["sex"] == {"type": "linear", "alpha": 2.0}
+    assert "source" not in syn.metadata()
