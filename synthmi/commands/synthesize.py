@@ -760,9 +760,10 @@ def run(args: argparse.Namespace) -> int:
             "risk group, e.g. --mask age@low:K=3,sigma=2 --mask age@medium:K=2,sigma=4 --mask age@high:K=1,sigma=8 "
             "(see --help), or add --allow-unmodified for a multiple-imputation release of the original."
         )
-    qi = split_list(args.qi) if spec is None else spec.quasi_identifiers
-    if not qi:
-        raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
+    from ..spec import resolve_quasi_identifiers
+
+    # (with a --spec, --qi is in its roles already: with_roles above)
+    qi = resolve_quasi_identifiers(split_list(args.qi) if spec is None else None, spec, option="--qi")
     if args.scheduler and args.engine != "dask":
         raise ValueError("The '--scheduler' option is for --engine dask.")
     if args.engine == "dask":

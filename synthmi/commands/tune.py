@@ -148,9 +148,10 @@ def run(args: argparse.Namespace) -> int:
         spec = ReleaseSpec.load(args.spec)
         if args.qi or args.keep is not None:
             spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
-    qi = spec.quasi_identifiers if spec is not None else split_list(args.qi)
-    if not qi:
-        raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
+    from ..spec import resolve_quasi_identifiers
+
+    # (with a --spec, --qi is in its roles already: with_roles above)
+    qi = resolve_quasi_identifiers(split_list(args.qi) if spec is None else None, spec, option="--qi")
     if args.analysis:
         analyses = [(a, args.family) for a in args.analysis]
     elif spec is not None and spec.analyses:
