@@ -36,8 +36,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .domain import PublicDomain
-from .kinds import CATEGORICAL_KINDS, KINDS, domain_kind, model_kind, spec_kind
+from .domain import ColumnDomain, PublicDomain
+from .kinds import CATEGORICAL_KINDS, KINDS, NUMERIC_KINDS, domain_kind, model_kind, spec_kind
 from .schema import Schema, Variable, _infer_variable, _jsonable
 
 __all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spec", "spec_frames",
@@ -83,6 +83,8 @@ class ColumnSpec:
     missing : bool
         Whether the column may hold missing values (default ``True``); ``False``
         declares it complete.
+    note : str
+        Free text (a public domain's ``description``); not compared.
     """
 
     name: str
@@ -94,6 +96,7 @@ class ColumnSpec:
     declared: bool = False
     other: Any = None
     missing: bool = True
+    note: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         where = f"The spec of column '{self.name}'"
@@ -154,7 +157,25 @@ class ColumnSpec:
             d["other"] = _jsonable(self.other)
         if not self.missing:
             d["missing"] = False
+        if self.note:
+            d["note"] = self.note
         return d
+
+    @classmethod
+    def from_domain(cls, name: str, domain: ColumnDomain, role: str = "keep",
+                    ordered: bool | None = None) -> "ColumnSpec":
+        """The declared column a :class:`~synthmi.domain.ColumnDomain` describes (its kind in
+        the spec's spelling, levels or bounds, point masses, ``other``, ``missing``).
+
+        ``ordered`` (a discrete column, not binary): ordinal when true, nominal when
+        false, instead of the domain's kind.
+        """
+        kind = spec_kind(domain.kind)
+        if ordered is not None and domain.is_discrete and kind != "binary":
+            kind = "ordinal" if ordered else "nominal"
+        return cls(name, role, kind, levels=domain.levels, bounds=domain.bounds,
+                   point_masses=tuple(domain.point_masses) or None, declared=True, other=domain.other,
+                   missing=bool(domain.missing), note=domain.description)
 
     @classmethod
     def from_dict(cls, name: str, d: Mapping[str, Any]) -> "ColumnSpec":
@@ -177,6 +198,7 @@ class ColumnSpec:
             declared=d.get("declared", False),
             other=d.get("other"),
             missing=d.get("missing", True),
+            note=str(d.get("note") or ""),
         )
 
 
@@ -347,6 +369,8 @@ class ReleaseSpec:
                     entry["point_masses"] = [_num(x) for x in v.point_masses]
             if not v.missing:
                 entry["missing"] = False
+            if v.note:
+                entry["description"] = v.note
             cols[c] = entry
         return PublicDomain.from_dict({"columns": cols, "source": self.source or "release spec (declared values)"})
 
@@ -365,12 +389,7 @@ class ReleaseSpec:
             raise ValueError(f"The 'quasi_identifiers' name columns the domain does not declare: {unknown}.")
         cols = {}
         for c in _role_order(list(domain), qi, None):
-            d = domain[c]
-            cols[c] = ColumnSpec(
-                c, "quasi_identifier" if c in qi else "keep", spec_kind(d.kind),
-                levels=d.levels, bounds=d.bounds, point_masses=d.point_masses or None, declared=True,
-                other=d.other, missing=bool(d.missing),
-            )
+            cols[c] = ColumnSpec.from_domain(c, domain[c], "quasi_identifier" if c in qi else "keep")
         return cls(cols, source=domain.source)
 
     @classmethod
@@ -696,7 +715,7 @@ def _draft_column(name: str, s: pd.Series, role: str, kind: str | None) -> Colum
         else:
             var = Variable(name, "continuous")
         col = _column_from_variable(name, s, var, role)
-        return replace(col, kind=kind) if kind in ("integer", "continuous") else col
+        return replace(col, kind=kind) if kind in NUMERIC_KINDS else col
     return _column_from_variable(name, s, var, role)
 
 
