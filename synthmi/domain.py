@@ -20,7 +20,10 @@ The JSON format::
         "capital_gain": {"kind": "continuous", "bounds": [0, 100000], "point_masses": [0]}},
      "source": "where these public values come from"}
 
-Kinds:
+A domain is the view of a release spec's declared columns
+(:meth:`synthmi.spec.ReleaseSpec.public_domain`; :meth:`ReleaseSpec.from_public_domain`
+is the way back). Kinds are those of :mod:`synthmi.kinds`, with ``nominal`` spelt
+``categorical`` in this format:
 
 ``categorical``
     Unordered levels (``levels``, non-empty, distinct). ``other`` may name one of

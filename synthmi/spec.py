@@ -7,12 +7,13 @@ A :class:`ReleaseSpec` says, for every column of the confidential data,
   unchanged like ``keep`` by partially synthetic methods), ``weight`` (a survey
   weight, released unchanged) or ``excluded`` (neither modelled nor released);
 * its **kind**: ``continuous``, ``integer``, ``binary``, ``nominal`` or
-  ``ordinal``;
+  ``ordinal`` (:mod:`synthmi.kinds`, the one vocabulary);
 * its public **levels** (categorical kinds) or **bounds** (numeric kinds),
   each marked ``declared`` (the data holder states they are public, e.g. from
   the survey's code book) or not (inferred from the data by
   :meth:`ReleaseSpec.draft`, hence confidential: differentially private code
-  never reads them, see :meth:`ReleaseSpec.public_domain`);
+  never reads them, see :meth:`ReleaseSpec.public_domain`), and for declared
+  columns the ``other`` level and whether ``missing`` values may occur;
 
 and, for the release as a whole, the masks of the quasi-identifiers (one per
 column, or per risk subgroup ``low`` / ``medium`` / ``high``), per-variable
@@ -25,6 +26,15 @@ edited by the user, saved to and loaded from JSON, and passed to the
 synthesizers (``fit(df, spec)``), the evaluation functions (``spec=``) and the
 command line (``--spec``). Kinds in models and evaluation come from the spec,
 not from re-inferring dtypes.
+
+It is the one description of the columns. The :class:`~synthmi.schema.Schema`
+models use and the :class:`~synthmi.domain.PublicDomain` DP code uses are views
+of it (:meth:`ReleaseSpec.schema`, :meth:`ReleaseSpec.public_domain`, the latter
+from declared values only) and convert back without loss
+(:meth:`ReleaseSpec.from_schema`, :meth:`ReleaseSpec.from_public_domain`). The
+quasi-identifiers are resolved in one place, :func:`resolve_quasi_identifiers`
+(given names, else the spec's, else those recorded with a release), which the
+models, the evaluation functions and the command-line verbs call.
 """
 from __future__ import annotations
 

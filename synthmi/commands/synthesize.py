@@ -549,16 +549,11 @@ def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep
     return recode
 
 
-def _check_rules_before_fit(data, rules: dict, spec, qi: list[str], keep: list[str], kinds: dict,
-                            owner: str) -> None:
+def _check_rules_before_fit(data, rules: dict, spec, owner: str) -> None:
     """The synthesizers' own check of ``rules`` (:func:`synthmi.models.base.check_rules`), run on
-    the released columns with the kinds the fit will use (the --spec's, else inferred as the
-    synthesizer infers them, with --categorical)."""
+    the released columns with the kinds of the release's spec, which the fit takes too."""
     from ..models.base import check_rules
-    from ..spec import ReleaseSpec
 
-    if spec is None:
-        spec = ReleaseSpec.from_roles(data, qi, keep, kinds or None)
     check_rules(data, rules, owner, spec.schema([c for c in data.columns if c in spec.columns]))
 
 
@@ -864,6 +859,12 @@ def run(args: argparse.Namespace) -> int:
         if "random_state" in _param_names(cls) and "random_state" not in params:
             # randomness drawn at fit time (e.g. DA-MI's pseudo-variables W) follows --seed too
             params["random_state"] = seed
+    if spec is None and not dp_release:
+        # The release's spec, built once here from --qi / --keep / --categorical (or read from
+        # --spec above): the rules check and the fit take it; nothing below re-resolves roles.
+        from ..spec import ReleaseSpec
+
+        spec = ReleaseSpec.from_roles(data, qi, keep, kinds or None)
     if rules and not dp_release:
         # a misspelled column or level is refused before the (possibly long) fit, in the
         # terms of --rule (the synthesizer runs the same check again)
@@ -871,7 +872,7 @@ def run(args: argparse.Namespace) -> int:
         if dropped:
             raise ValueError(f"The '--rule' option names '{dropped[0]}', which is not released: only the --qi and "
                              "--keep columns are written (add it to --keep, or leave the rule out).")
-        _check_rules_before_fit(data, rules, spec, qi, keep, kinds, cls.__name__)
+        _check_rules_before_fit(data, rules, spec, cls.__name__)
     synth = cls(**params)
     _log(args, f"fitting method {args.method!r} (quasi-identifiers {qi}; {len(keep)} kept columns)")
     if dp_release:
@@ -882,9 +883,7 @@ def run(args: argparse.Namespace) -> int:
         flag = "--bounds" if args.bounds else "--domain" if args.domain else "--map-other"
         raise ValueError(f"The '{flag}' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
     else:
-        fit_kwargs = {"spec": spec} if spec is not None else {"quasi_identifiers": qi, "keep": keep}
-        if kinds and spec is None:
-            fit_kwargs["schema"] = kinds
+        fit_kwargs = {"spec": spec}
         # the per-variable options apply with a --spec too (they were dropped silently before)
         for name, value in (("weights", args.weights), ("semicont", semicont or None), ("rules", rules or None)):
             if value is not None:
