@@ -266,3 +266,33 @@ def test_models_and_measures_resolve_the_spec_quasi_identifiers_alike(release):
     copies = SyntheticData.from_dir(tmp / "syn").copies
     res = reidentification_risk(df, copies, spec=spec)
     assert list(res.to_dict()["settings"]["quasi_identifiers"]) == spec.quasi_identifiers
+
+
+def test_a_dp_release_takes_kinds_levels_and_bounds_from_the_declaration_not_the_dtypes():
+    """The DP path once took kinds from dtypes (issue 27): here every dtype disagrees with the
+    declaration (age float, smoker text '0'/'1', region with a level no record holds), and the
+    spec the release records is the declared domain's spec, whatever the dtypes."""
+    from synthmi.privacy import DPSynSynthesizer
+
+    dom = PublicDomain({
+        "region": {"kind": "categorical", "levels": ["N", "S", "Atlantis"]},
+        "age": {"kind": "integer", "bounds": [18, 90], "missing": False},
+        "smoker": {"kind": "binary", "levels": [0, 1]},
+        "income": {"kind": "continuous", "bounds": [0, 1e5], "point_masses": [0]},
+    }, source="code book")
+    rng = np.random.default_rng(5)
+    n = 200
+    df = pd.DataFrame({"region": rng.choice(["N", "S"], n), "age": rng.integers(18, 80, n).astype(float),
+                       "smoker": rng.choice(["0", "1"], n), "income": rng.gamma(2.0, 1e4, n).round()})
+    synth = DPSynSynthesizer(epsilon=1.0, delta=1e-9, random_state=0)
+    with pytest.warns(UserWarning, match="user seed"):
+        synth.fit(df, domain=dom)
+    released = synth.spec_
+    assert released.inferred == []
+    assert {c: released[c].kind for c in df} == {"region": "nominal", "age": "integer", "smoker": "binary",
+                                                  "income": "continuous"}
+    expected = ReleaseSpec.from_public_domain(dom)
+    for c in df:
+        got, want = released[c], expected[c]
+        assert (got.levels, got.bounds, got.point_masses, got.other, got.missing) == (
+            want.levels, want.bounds, want.point_masses, want.other, want.missing), c
