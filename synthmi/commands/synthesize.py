@@ -24,6 +24,7 @@ from ._common import (
     progress_enabled,
     sep_of,
     show_caught_warnings,
+    spec_and_quasi_identifiers,
     split_list,
     warn_coded,
     warn_markers,
@@ -733,13 +734,7 @@ def run(args: argparse.Namespace) -> int:
     old = sorted(out.glob("copy_*.csv")) if out.is_dir() else []
     _check_copies_combinable(args, cls, params)
 
-    spec = None
-    if args.spec:
-        from ..spec import ReleaseSpec
-
-        spec = ReleaseSpec.load(args.spec)
-        if args.qi or args.keep is not None:
-            spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
+    spec, qi = spec_and_quasi_identifiers(args)
     if args.method == "dami" and not params.get("masks") and not (spec is not None and spec.masks):
         # (a spec's masks, e.g. written by 'synthmi tune', are used when --mask is not given)
         print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
@@ -755,10 +750,6 @@ def run(args: argparse.Namespace) -> int:
             "risk group, e.g. --mask age@low:K=3,sigma=2 --mask age@medium:K=2,sigma=4 --mask age@high:K=1,sigma=8 "
             "(see --help), or add --allow-unmodified for a multiple-imputation release of the original."
         )
-    from ..spec import resolve_quasi_identifiers
-
-    # (with a --spec, --qi is in its roles already: with_roles above)
-    qi = resolve_quasi_identifiers(split_list(args.qi) if spec is None else None, spec, option="--qi")
     if args.scheduler and args.engine != "dask":
         raise ValueError("The '--scheduler' option is for --engine dask.")
     if args.engine == "dask":
