@@ -20,7 +20,10 @@ The JSON format::
         "capital_gain": {"kind": "continuous", "bounds": [0, 100000], "point_masses": [0]}},
      "source": "where these public values come from"}
 
-Kinds:
+A domain is the view of a release spec's declared columns
+(:meth:`synthmi.spec.ReleaseSpec.public_domain`; :meth:`ReleaseSpec.from_public_domain`
+is the way back). Kinds are those of :mod:`synthmi.kinds`, with ``nominal`` spelt
+``categorical`` in this format:
 
 ``categorical``
     Unordered levels (``levels``, non-empty, distinct). ``other`` may name one of
@@ -58,6 +61,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .kinds import CATEGORICAL_KINDS, DOMAIN_KINDS, NUMERIC_KINDS, ORDERED_KINDS, domain_kind
+
 __all__ = [
     "KINDS",
     "ColumnDomain",
@@ -66,9 +71,9 @@ __all__ = [
     "as_public_domain",
 ]
 
-KINDS = ("categorical", "ordinal", "binary", "integer", "continuous")
-DISCRETE_KINDS = ("categorical", "ordinal", "binary")
-NUMERIC_KINDS = ("integer", "continuous")
+#: the kinds of synthmi.kinds as the domain JSON format spells them ("categorical" = nominal)
+KINDS = DOMAIN_KINDS
+DISCRETE_KINDS = tuple(domain_kind(k) for k in CATEGORICAL_KINDS)
 _KEYS = {"kind", "levels", "bounds", "point_masses", "other", "missing", "description"}
 
 
@@ -124,6 +129,7 @@ class ColumnDomain:
     Parameters
     ----------
     kind : {"categorical", "ordinal", "binary", "integer", "continuous"}
+        The kinds of :mod:`synthmi.kinds`, with ``nominal`` spelt ``categorical``.
     levels : sequence, optional
         The levels of a discrete column (required for the discrete kinds, not
         allowed for the numeric ones).
@@ -221,7 +227,7 @@ class ColumnDomain:
     @property
     def ordered(self) -> bool:
         """Whether the values have a public order (ordinal and numeric kinds)."""
-        return self.kind in ("ordinal", "integer", "continuous")
+        return self.kind in ORDERED_KINDS
 
     def dtype(self, ordered: bool | None = None) -> Any:
         """The pandas dtype a DP release gives this column, decided by the declaration only.

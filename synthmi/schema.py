@@ -1,6 +1,8 @@
-"""Variable roles and types, described once and shared by models and evaluation.
+"""The model's view of a release spec: the kind and levels of each column.
 
-A :class:`Schema` maps each column to one of four kinds:
+A :class:`Schema` maps each column to one of the four kinds a model works with
+(:data:`synthmi.kinds.MODEL_KINDS`: the spec's ``integer`` is modelled as
+``continuous``):
 
 ``continuous``
     real-valued (float or integer with many values);
@@ -11,7 +13,10 @@ A :class:`Schema` maps each column to one of four kinds:
 ``ordinal``
     ordered categories (ordered Categorical).
 
-It is inferred from dtypes and may be overridden per column.
+It is the view :meth:`synthmi.spec.ReleaseSpec.schema` gives of a release spec
+(the one description of the columns; :meth:`ReleaseSpec.from_schema` is the way
+back), or, for the ``schema=`` shortcut, inferred from dtypes and overridden per
+column. The kinds come from :mod:`synthmi.kinds`, the one vocabulary.
 """
 from __future__ import annotations
 
@@ -21,8 +26,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-KINDS = ("continuous", "binary", "nominal", "ordinal")
-CATEGORICAL_KINDS = ("binary", "nominal", "ordinal")
+from .kinds import CATEGORICAL_KINDS, MODEL_KINDS
+
+#: the kinds a :class:`Variable` may have (the model's spelling of synthmi.kinds.KINDS)
+KINDS = MODEL_KINDS
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,12 @@ class Variable:
     name: str
     kind: str
     categories: tuple | None = None
+
+    def __post_init__(self) -> None:
+        # the one vocabulary (synthmi.kinds): a misspelt kind is refused here, not
+        # treated as "not continuous" by whichever model reads it first
+        if self.kind not in KINDS:
+            raise ValueError(f"The kind of column '{self.name}' must be one of {list(KINDS)}. Got {self.kind!r} instead.")
 
     @property
     def is_categorical(self) -> bool:

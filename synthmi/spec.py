@@ -7,12 +7,13 @@ A :class:`ReleaseSpec` says, for every column of the confidential data,
   unchanged like ``keep`` by partially synthetic methods), ``weight`` (a survey
   weight, released unchanged) or ``excluded`` (neither modelled nor released);
 * its **kind**: ``continuous``, ``integer``, ``binary``, ``nominal`` or
-  ``ordinal``;
+  ``ordinal`` (:mod:`synthmi.kinds`, the one vocabulary);
 * its public **levels** (categorical kinds) or **bounds** (numeric kinds),
   each marked ``declared`` (the data holder states they are public, e.g. from
   the survey's code book) or not (inferred from the data by
   :meth:`ReleaseSpec.draft`, hence confidential: differentially private code
-  never reads them, see :meth:`ReleaseSpec.public_domain`);
+  never reads them, see :meth:`ReleaseSpec.public_domain`), and for declared
+  columns the ``other`` level and whether ``missing`` values may occur;
 
 and, for the release as a whole, the masks of the quasi-identifiers (one per
 column, or per risk subgroup ``low`` / ``medium`` / ``high``), per-variable
@@ -25,6 +26,15 @@ edited by the user, saved to and loaded from JSON, and passed to the
 synthesizers (``fit(df, spec)``), the evaluation functions (``spec=``) and the
 command line (``--spec``). Kinds in models and evaluation come from the spec,
 not from re-inferring dtypes.
+
+It is the one description of the columns. The :class:`~synthmi.schema.Schema`
+models use and the :class:`~synthmi.domain.PublicDomain` DP code uses are views
+of it (:meth:`ReleaseSpec.schema`, :meth:`ReleaseSpec.public_domain`, the latter
+from declared values only) and convert back without loss
+(:meth:`ReleaseSpec.from_schema`, :meth:`ReleaseSpec.from_public_domain`). The
+quasi-identifiers are resolved in one place, :func:`resolve_quasi_identifiers`
+(given names, else the spec's, else those recorded with a release), which the
+models, the evaluation functions and the command-line verbs call.
 """
 from __future__ import annotations
 
@@ -36,24 +46,22 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .domain import ColumnDomain, PublicDomain
+from .kinds import CATEGORICAL_KINDS, KINDS, NUMERIC_KINDS, domain_kind, model_kind, spec_kind
 from .schema import Schema, Variable, _infer_variable, _jsonable
 
-__all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spec", "spec_frames"]
+__all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spec", "spec_frames",
+           "resolve_quasi_identifiers"]
 
 #: column roles; the first four are released, ``excluded`` is dropped
 ROLES = ("quasi_identifier", "keep", "outcome", "weight", "excluded")
-#: column kinds (``integer`` is a continuous variable on a whole-number grid)
-KINDS = ("continuous", "integer", "binary", "nominal", "ordinal")
-CATEGORICAL_KINDS = ("binary", "nominal", "ordinal")
+# column kinds: KINDS and CATEGORICAL_KINDS of synthmi.kinds, the one vocabulary
 #: risk subgroups that may carry their own masks
 RISK_GROUPS = ("low", "medium", "high")
 FAMILIES = ("probit", "logit", "gaussian")
 #: JSON format version written by :meth:`ReleaseSpec.to_dict`
 FORMAT = 1
 
-# the public-domain vocabulary (synthmi.domain) names unordered categories "categorical"
-_DOMAIN_KIND = {"nominal": "categorical", "binary": "binary", "ordinal": "ordinal",
-                "integer": "integer", "continuous": "continuous"}
 _OWNER = "ReleaseSpec"
 
 
@@ -79,6 +87,14 @@ class ColumnSpec:
     declared : bool
         ``True``: the levels / bounds are public (declared by the data holder);
         ``False``: they were inferred from the data and are confidential.
+    other : level, optional
+        A declared level that out-of-domain values of a categorical column map to
+        (differentially private releases; see :class:`synthmi.domain.ColumnDomain`).
+    missing : bool
+        Whether the column may hold missing values (default ``True``); ``False``
+        declares it complete.
+    note : str
+        Free text (a public domain's ``description``); not compared.
     """
 
     name: str
@@ -88,6 +104,9 @@ class ColumnSpec:
     bounds: tuple[float, float] | None = None
     point_masses: tuple | None = None
     declared: bool = False
+    other: Any = None
+    missing: bool = True
+    note: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         where = f"The spec of column '{self.name}'"
@@ -117,6 +136,10 @@ class ColumnSpec:
             object.__setattr__(self, "point_masses", tuple(float(v) for v in self.point_masses))
         if not isinstance(self.declared, (bool, np.bool_)):
             raise _err(f"{where}: 'declared'", "true or false", self.declared)
+        if not isinstance(self.missing, (bool, np.bool_)):
+            raise _err(f"{where}: 'missing'", "true or false", self.missing)
+        if self.other is not None and (self.levels is None or self.other not in self.levels):
+            raise ValueError(f"{where} names an 'other' level that is not one of its levels.")
 
     @property
     def is_categorical(self) -> bool:
@@ -128,8 +151,7 @@ class ColumnSpec:
 
     def variable(self) -> Variable:
         """The :class:`~synthmi.schema.Variable` models use (``integer`` -> continuous)."""
-        kind = "continuous" if self.kind == "integer" else self.kind
-        return Variable(self.name, kind, self.levels if self.is_categorical else None)
+        return Variable(self.name, model_kind(self.kind), self.levels if self.is_categorical else None)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"role": self.role, "kind": self.kind}
@@ -141,17 +163,40 @@ class ColumnSpec:
             d["point_masses"] = [_num(v) for v in self.point_masses]
         if self.levels is not None or self.bounds is not None:
             d["declared"] = bool(self.declared)
+        if self.other is not None:
+            d["other"] = _jsonable(self.other)
+        if not self.missing:
+            d["missing"] = False
+        if self.note:
+            d["note"] = self.note
         return d
+
+    @classmethod
+    def from_domain(cls, name: str, domain: ColumnDomain, role: str = "keep",
+                    ordered: bool | None = None) -> "ColumnSpec":
+        """The declared column a :class:`~synthmi.domain.ColumnDomain` describes (its kind in
+        the spec's spelling, levels or bounds, point masses, ``other``, ``missing``).
+
+        ``ordered`` (a discrete column, not binary): ordinal when true, nominal when
+        false, instead of the domain's kind.
+        """
+        kind = spec_kind(domain.kind)
+        if ordered is not None and domain.is_discrete and kind != "binary":
+            kind = "ordinal" if ordered else "nominal"
+        return cls(name, role, kind, levels=domain.levels, bounds=domain.bounds,
+                   point_masses=tuple(domain.point_masses) or None, declared=True, other=domain.other,
+                   missing=bool(domain.missing), note=domain.description)
 
     @classmethod
     def from_dict(cls, name: str, d: Mapping[str, Any]) -> "ColumnSpec":
         if not isinstance(d, Mapping):
             raise _err(f"The spec of column '{name}'", "an object with 'role' and 'kind'", d)
-        unknown = sorted(set(d) - {"role", "kind", "levels", "bounds", "point_masses", "declared", "note"})
+        unknown = sorted(set(d) - {"role", "kind", "levels", "bounds", "point_masses", "declared", "other",
+                                   "missing", "note"})
         if unknown:
             raise ValueError(
                 f"The spec of column '{name}' has unknown keys {unknown}; allowed: role, kind, levels, bounds, "
-                "point_masses, declared, note."
+                "point_masses, declared, other, missing, note."
             )
         return cls(
             name=name,
@@ -161,6 +206,9 @@ class ColumnSpec:
             bounds=None if d.get("bounds") is None else tuple(d["bounds"]),
             point_masses=d.get("point_masses"),
             declared=d.get("declared", False),
+            other=d.get("other"),
+            missing=d.get("missing", True),
+            note=str(d.get("note") or ""),
         )
 
 
@@ -309,27 +357,71 @@ class ReleaseSpec:
         cols = self.released if columns is None else list(columns)
         return Schema({c: self.columns[c].variable() for c in cols})
 
-    def public_domain(self):
+    def public_domain(self) -> PublicDomain:
         """The :class:`synthmi.domain.PublicDomain` of the released columns, from DECLARED values only.
 
         Levels and bounds that were inferred from the data are confidential and
         left out (a DP method then asks for them instead of reading the data).
         """
-        from .domain import PublicDomain
-
         cols = {}
         for c in self.released:
             v = self.columns[c]
-            entry: dict[str, Any] = {"kind": _DOMAIN_KIND[v.kind]}
-            if v.declared and v.levels is not None:
+            if not v.declared or (v.levels is None and v.bounds is None):
+                continue
+            entry: dict[str, Any] = {"kind": domain_kind(v.kind)}
+            if v.levels is not None:
                 entry["levels"] = [_jsonable(x) for x in v.levels]
-            if v.declared and v.bounds is not None:
+                if v.other is not None:
+                    entry["other"] = _jsonable(v.other)
+            else:
                 entry["bounds"] = [_num(x) for x in v.bounds]
                 if v.point_masses:
                     entry["point_masses"] = [_num(x) for x in v.point_masses]
-            if len(entry) > 1:
-                cols[c] = entry
+            if not v.missing:
+                entry["missing"] = False
+            if v.note:
+                entry["description"] = v.note
+            cols[c] = entry
         return PublicDomain.from_dict({"columns": cols, "source": self.source or "release spec (declared values)"})
+
+    @classmethod
+    def from_public_domain(cls, domain: PublicDomain, quasi_identifiers: Sequence[str] | None = None) -> "ReleaseSpec":
+        """The spec a public domain describes: every column declared, with its domain's kind,
+        levels or bounds, point masses, ``other`` level and ``missing``.
+
+        A domain says nothing of roles: the ``quasi_identifiers`` get that role and the
+        other columns ``keep``. :meth:`public_domain` is the way back (a round trip
+        returns an equal domain).
+        """
+        qi = list(quasi_identifiers or [])
+        unknown = [c for c in qi if c not in domain]
+        if unknown:
+            raise ValueError(f"The 'quasi_identifiers' name columns the domain does not declare: {unknown}.")
+        cols = {}
+        for c in _role_order(list(domain), qi, None):
+            cols[c] = ColumnSpec.from_domain(c, domain[c], "quasi_identifier" if c in qi else "keep")
+        return cls(cols, source=domain.source)
+
+    @classmethod
+    def from_schema(cls, schema: Schema, quasi_identifiers: Sequence[str] | None = None,
+                    keep: Sequence[str] | None = None) -> "ReleaseSpec":
+        """The spec of a :class:`~synthmi.schema.Schema`'s columns: its kinds and levels (marked
+        inferred, as a schema's levels are read from data), the ``quasi_identifiers`` with that
+        role, the others kept (all of them when ``keep`` is None, else only ``keep``).
+        :meth:`schema` is the way back (a round trip returns an equal schema).
+        """
+        qi = list(quasi_identifiers or [])
+        keep_l = None if keep is None else list(keep)
+        unknown = [c for c in qi + (keep_l or []) if c not in schema]
+        if unknown:
+            raise ValueError(f"The 'quasi_identifiers' / 'keep' name columns the schema does not describe: {unknown}.")
+        cols = {}
+        for c in _role_order(schema.columns, qi, keep_l):
+            v = schema[c]
+            role = "quasi_identifier" if c in qi else ("keep" if keep_l is None or c in keep_l else "excluded")
+            levels = None if v.categories is None else tuple(_jsonable(x) for x in v.categories)
+            cols[c] = ColumnSpec(c, role, v.kind, levels=levels if v.is_categorical else None, declared=False)
+        return cls(cols)
 
     def apply_kinds(self, df: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataFrame:
         """A copy of ``df`` whose dtypes follow the spec's kinds.
@@ -633,7 +725,7 @@ def _draft_column(name: str, s: pd.Series, role: str, kind: str | None) -> Colum
         else:
             var = Variable(name, "continuous")
         col = _column_from_variable(name, s, var, role)
-        return replace(col, kind=kind) if kind in ("integer", "continuous") else col
+        return replace(col, kind=kind) if kind in NUMERIC_KINDS else col
     return _column_from_variable(name, s, var, role)
 
 
@@ -661,22 +753,62 @@ def _jsonify(obj: Any) -> Any:
     return _jsonable(obj)
 
 
-def spec_quasi_identifiers(quasi_identifiers: Any, spec: Any, df: pd.DataFrame, owner: str,
-                           frame: str = "original") -> list[str]:
-    """The quasi-identifiers an evaluation function works on: given, or the spec's.
+def resolve_quasi_identifiers(given: Any = None, spec: Any = None, *, recorded: Sequence[str] | None = None,
+                              df: pd.DataFrame | None = None, frame: str = "data", owner: str = "",
+                              option: str | None = None, spec_option: str | None = "--spec") -> list[str]:
+    """The quasi-identifiers of a release, resolved in this one place for every layer.
 
-    One check for every risk measure: a single name is a list of one; every
-    column must exist in ``df``; the list must not be empty.
+    The names ``given`` (a parameter, or the ``--qi`` flag), else the spec's columns
+    with the role ``quasi_identifier``, else ``recorded`` (the ones recorded with a
+    release). A single name is a list of one; each name may appear once; with ``df``
+    each must be one of its columns; the result must not be empty.
+
+    Parameters
+    ----------
+    given : str or list of str, optional
+    spec : ReleaseSpec, its dict form or a JSON path, optional
+    recorded : list of str, optional
+    df : DataFrame, optional
+        The frame the names must be columns of (named ``frame`` in errors).
+    owner : str
+        The function or class the names are given to (Python errors).
+    option : str, optional
+        The command-line flag that gives them (``"--qi"``): errors name it instead
+        of the ``quasi_identifiers`` parameter.
+    spec_option : str or None
+        The flag of the command's spec, named in the error when there are none
+        (``None``: the command takes no spec).
     """
     from ._validate import check_columns_exist, param_error
 
-    if quasi_identifiers is None:
-        if spec is None:
-            raise ValueError(f"{owner} needs the 'quasi_identifiers' or a spec that names them.")
-        quasi_identifiers = spec.quasi_identifiers
-    if isinstance(quasi_identifiers, str):
-        quasi_identifiers = [quasi_identifiers]
-    qis = check_columns_exist(df, list(quasi_identifiers), "quasi_identifiers", frame)
+    name = option or "quasi_identifiers"
+    if isinstance(given, str):
+        given = [given]
+    if given is not None and (len(given) or option is None):
+        # (an empty --qi means "not given"; an empty Python list is an error below)
+        qis = list(given)
+    elif spec is not None and as_spec(spec).quasi_identifiers:
+        qis = as_spec(spec).quasi_identifiers
+    else:
+        qis = list(recorded or [])
     if not qis:
-        raise param_error("quasi_identifiers", owner, "a non-empty list of columns", qis)
+        if option is not None:
+            raise ValueError(f"The '{option}' option must name at least one column."
+                             + (f" Give {option}, or a {spec_option} that names quasi-identifiers." if spec_option
+                                else ""))
+        if given is None and spec is None:
+            raise ValueError(f"{owner} needs the 'quasi_identifiers' or a spec that names them.")
+        raise param_error(name, owner, "a non-empty list of columns", qis)
+    if df is not None:
+        return check_columns_exist(df, qis, name, frame)
+    dup = sorted({c for c in qis if qis.count(c) > 1})
+    if dup:
+        raise ValueError(f"The '{name}' {'option' if option else 'parameter'} names columns more than once: {dup}.")
     return qis
+
+
+def spec_quasi_identifiers(quasi_identifiers: Any, spec: Any, df: pd.DataFrame, owner: str,
+                           frame: str = "original") -> list[str]:
+    """The quasi-identifiers an evaluation function works on: given, or the spec's
+    (:func:`resolve_quasi_identifiers`, checked against ``df``)."""
+    return resolve_quasi_identifiers(quasi_identifiers, spec, df=df, frame=frame, owner=owner)

@@ -293,6 +293,24 @@ def load_spec_option(args: argparse.Namespace, syn=None):
     return getattr(syn, "spec", None)
 
 
+def spec_and_quasi_identifiers(args: argparse.Namespace):
+    """(spec or None, quasi-identifiers) of the verbs that fit a release (synthesize, tune).
+
+    The ``--spec`` file with the ``--qi`` / ``--keep`` given beside it applied to its
+    roles (the flags win), and the quasi-identifiers resolved from it, or from ``--qi``
+    alone, by :func:`synthmi.spec.resolve_quasi_identifiers`.
+    """
+    from ..spec import ReleaseSpec, resolve_quasi_identifiers
+
+    spec = None
+    if args.spec:
+        spec = ReleaseSpec.load(args.spec)
+        if args.qi or args.keep is not None:
+            spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
+    # (with a --spec, --qi is in its roles already)
+    return spec, resolve_quasi_identifiers(split_list(args.qi) if spec is None else None, spec, option="--qi")
+
+
 def load_release(args: argparse.Namespace):
     """(full original, original restricted to the copies' columns, SyntheticData).
 

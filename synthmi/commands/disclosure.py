@@ -71,9 +71,9 @@ def run(args: argparse.Namespace) -> int:
     check_summary_outputs(args)
     original_full, original, syn = load_release(args)
     spec = load_spec_option(args, syn)
-    qi = split_list(args.qi) or (spec.quasi_identifiers if spec is not None else [])
-    if not qi:
-        raise ValueError("The '--qi' option must name at least one column (or give a spec that names them).")
+    from ..spec import resolve_quasi_identifiers
+
+    qi = resolve_quasi_identifiers(split_list(args.qi), spec, option="--qi")
     if args.target and args.target in qi:
         raise ValueError(f"The '--target' column '{args.target}' is also in --qi: a column is either a "
                          "quasi-identifier the intruder knows or the attribute to learn; drop it from one.")

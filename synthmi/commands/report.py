@@ -104,13 +104,12 @@ def tolerance_from(args) -> dict[str, float] | None:
 def report_defaults(args, syn=None):
     """(quasi-identifiers, formula, family, spec): flags, else the spec (``--spec`` or
     recorded with the copies), else the release's recorded QIs and the Adult workload's formula."""
+    from ..spec import resolve_quasi_identifiers
     from ._common import load_spec_option
 
     spec = load_spec_option(args, syn)
-    qi = split_list(args.qi) or (spec.quasi_identifiers if spec is not None else []) or list(
-        getattr(syn, "quasi_identifiers", []) or [])
-    if not qi:
-        raise ValueError("The '--qi' option is needed: neither a spec nor the release names the quasi-identifiers.")
+    qi = resolve_quasi_identifiers(split_list(args.qi), spec, recorded=getattr(syn, "quasi_identifiers", None),
+                                   option="--qi")
     formula, family = args.analysis, args.family
     if formula is None:
         if spec is not None and spec.analyses:

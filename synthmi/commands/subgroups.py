@@ -56,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
     check_summary_outputs(args)
     df, _ = load_original(args.data, sep_of(args), option="--data", na_values=na_values_of(args),
                              encoding=getattr(args, "encoding", None))
-    qi = split_list(args.qi)
-    if not qi:
-        raise ValueError("The '--qi' option must name at least one column.")
+    from ..spec import resolve_quasi_identifiers
+
+    qi = resolve_quasi_identifiers(split_list(args.qi), option="--qi", spec_option=None)
     tol = parse_assignments(args.tol, "tol") or None
     t0 = time.perf_counter()
     res = risk_subgroups(df, qi, k0=args.k0, tolerance=tol)

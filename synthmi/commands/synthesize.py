@@ -23,6 +23,7 @@ from ._common import (
     progress_enabled,
     sep_of,
     show_caught_warnings,
+    spec_and_quasi_identifiers,
     split_list,
     warn_coded,
     warn_markers,
@@ -558,16 +559,11 @@ def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep
     return recode
 
 
-def _check_rules_before_fit(data, rules: dict, spec, qi: list[str], keep: list[str], kinds: dict,
-                            owner: str) -> None:
+def _check_rules_before_fit(data, rules: dict, spec, owner: str) -> None:
     """The synthesizers' own check of ``rules`` (:func:`synthmi.models.base.check_rules`), run on
-    the released columns with the kinds the fit will use (the --spec's, else inferred as the
-    synthesizer infers them, with --categorical)."""
+    the released columns with the kinds of the release's spec, which the fit takes too."""
     from ..models.base import check_rules
-    from ..spec import ReleaseSpec
 
-    if spec is None:
-        spec = ReleaseSpec.from_roles(data, qi, keep, kinds or None)
     check_rules(data, rules, owner, spec.schema([c for c in data.columns if c in spec.columns]))
 
 
@@ -747,13 +743,7 @@ def run(args: argparse.Namespace) -> int:
     old = sorted(out.glob("copy_*.csv")) if out.is_dir() else []
     _check_copies_combinable(args, cls, params)
 
-    spec = None
-    if args.spec:
-        from ..spec import ReleaseSpec
-
-        spec = ReleaseSpec.load(args.spec)
-        if args.qi or args.keep is not None:
-            spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
+    spec, qi = spec_and_quasi_identifiers(args)
     if args.method == "dami" and not params.get("masks") and not (spec is not None and spec.masks):
         # (a spec's masks, e.g. written by 'synthmi tune', are used when --mask is not given)
         print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "
@@ -769,9 +759,6 @@ def run(args: argparse.Namespace) -> int:
             "risk group, e.g. --mask age@low:K=3,sigma=2 --mask age@medium:K=2,sigma=4 --mask age@high:K=1,sigma=8 "
             "(see --help), or add --allow-unmodified for a multiple-imputation release of the original."
         )
-    qi = split_list(args.qi) if spec is None else spec.quasi_identifiers
-    if not qi:
-        raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
     if args.scheduler and args.engine != "dask":
         raise ValueError("The '--scheduler' option is for --engine dask.")
     if args.engine == "dask":
@@ -872,6 +859,12 @@ def run(args: argparse.Namespace) -> int:
         if "random_state" in _param_names(cls) and "random_state" not in params:
             # randomness drawn at fit time (e.g. DA-MI's pseudo-variables W) follows --seed too
             params["random_state"] = seed
+    if spec is None and not dp_release:
+        # The release's spec, built once here from --qi / --keep / --categorical (or read from
+        # --spec above): the rules check and the fit take it; nothing below re-resolves roles.
+        from ..spec import ReleaseSpec
+
+        spec = ReleaseSpec.from_roles(data, qi, keep, kinds or None)
     if rules and not dp_release:
         # a misspelled column or level is refused before the (possibly long) fit, in the
         # terms of --rule (the synthesizer runs the same check again)
@@ -879,7 +872,7 @@ def run(args: argparse.Namespace) -> int:
         if dropped:
             raise ValueError(f"The '--rule' option names '{dropped[0]}', which is not released: only the --qi and "
                              "--keep columns are written (add it to --keep, or leave the rule out).")
-        _check_rules_before_fit(data, rules, spec, qi, keep, kinds, cls.__name__)
+        _check_rules_before_fit(data, rules, spec, cls.__name__)
     synth = cls(**params)
     _log(args, f"fitting method {args.method!r} (quasi-identifiers {qi}; {len(keep)} kept columns)")
     if dp_release:
@@ -890,9 +883,7 @@ def run(args: argparse.Namespace) -> int:
         flag = "--bounds" if args.bounds else "--domain" if args.domain else "--map-other"
         raise ValueError(f"The '{flag}' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
     else:
-        fit_kwargs = {"spec": spec} if spec is not None else {"quasi_identifiers": qi, "keep": keep}
-        if kinds and spec is None:
-            fit_kwargs["schema"] = kinds
+        fit_kwargs = {"spec": spec}
         # the per-variable options apply with a --spec too (they were dropped silently before)
         for name, value in (("weights", args.weights), ("semicont", semicont or None), ("rules", rules or None)):
             if value is not None:

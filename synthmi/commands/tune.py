@@ -15,6 +15,7 @@ from ._common import (
     parse_assignments,
     progress_enabled,
     sep_of,
+    spec_and_quasi_identifiers,
     split_list,
     step_line,
 )
@@ -141,16 +142,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
     grids = dict(continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
                  alpha_grid=_grid(args.alpha_grid, "alpha-grid"))
-    spec = None
-    if args.spec:
-        from ..spec import ReleaseSpec
-
-        spec = ReleaseSpec.load(args.spec)
-        if args.qi or args.keep is not None:
-            spec = spec.with_roles(split_list(args.qi) or None, split_list(args.keep) if args.keep is not None else None)
-    qi = spec.quasi_identifiers if spec is not None else split_list(args.qi)
-    if not qi:
-        raise ValueError("The '--qi' option must name at least one column. Give --qi, or a --spec that names quasi-identifiers.")
+    spec, qi = spec_and_quasi_identifiers(args)
     if args.analysis:
         analyses = [(a, args.family) for a in args.analysis]
     elif spec is not None and spec.analyses:

@@ -89,7 +89,7 @@ from ..diagnostics import ESS_MIN, RHAT_MAX
 from ..diagnostics import enforce as enforce_diagnostics
 from ..schema import Schema
 from ..engine import is_dask_frame as _is_dask_frame
-from ..spec import ReleaseSpec, as_spec
+from ..spec import ReleaseSpec, as_spec, resolve_quasi_identifiers
 from ..synthetic import SyntheticData
 
 #: level that stands for a missing value of a categorical column in the models
@@ -285,7 +285,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
 
             if isinstance(spec, (ReleaseSpec, dict, str)):
                 s = as_spec(spec)
-                quasi_identifiers = quasi_identifiers or s.quasi_identifiers
+                quasi_identifiers = resolve_quasi_identifiers(quasi_identifiers, s, owner=type(self).__name__)
                 keep = keep if keep is not None else s.keep
                 schema = s.schema()
             elif spec is not None:
@@ -341,18 +341,9 @@ class Synthesizer(ParamsMixin, abc.ABC):
                         "Got neither."
                     )
                 quasi_identifiers = [c for c in df.columns if keep is None or c not in keep]
-            if isinstance(quasi_identifiers, str):
-                quasi_identifiers = [quasi_identifiers]
-            qi = list(quasi_identifiers)
-            missing = [c for c in qi if c not in df.columns]
-            if missing:
-                raise ValueError(
-                    f"The 'quasi_identifiers' parameter names columns not in 'df': {missing}. "
-                    f"Available columns: {list(df.columns)}."
-                )
-            dup = sorted({c for c in qi if qi.count(c) > 1})
-            if dup:
-                raise ValueError(f"The 'quasi_identifiers' parameter names columns more than once: {dup}.")
+            # (an empty list is refused below, after the spec's roles, as for a spec without one)
+            qi = resolve_quasi_identifiers(quasi_identifiers, df=df, frame="df", owner=owner) if len(
+                quasi_identifiers) else []
             if keep is not None:
                 keep = [keep] if isinstance(keep, str) else list(keep)
                 missing = [c for c in keep if c not in df.columns]

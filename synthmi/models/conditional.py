@@ -58,6 +58,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
+from ..kinds import CATEGORICAL_KINDS, MODEL_KINDS
 from ..schema import Schema
 from .truncation import Support
 
@@ -82,11 +83,11 @@ TRANSFORMS = ("log", "log1p", "rank")
 _METHOD_KINDS = {
     "normal": ("continuous",),
     "hierarchical": ("continuous",),
-    "logit": ("binary", "nominal", "ordinal"),
+    "logit": CATEGORICAL_KINDS,
     "probit": ("binary",),
     "ordered": ("binary", "ordinal"),
-    "multinomial": ("binary", "nominal", "ordinal"),
-    "cart": ("continuous", "binary", "nominal", "ordinal"),
+    "multinomial": CATEGORICAL_KINDS,
+    "cart": MODEL_KINDS,
 }
 
 

@@ -372,13 +372,7 @@ def _declared_spec(spec: Any, domain: PublicDomain, columns: Sequence[_Column]) 
             if v.declared:
                 cols[name] = v
             continue
-        cd, col = domain[name], described[name]
-        if cd.is_discrete:
-            kind = "binary" if cd.kind == "binary" else ("ordinal" if col.ordered else "nominal")
-            cols[name] = ColumnSpec(name, v.role, kind, levels=tuple(cd.levels), declared=True)
-        else:
-            cols[name] = ColumnSpec(name, v.role, cd.kind, bounds=cd.bounds,
-                                    point_masses=tuple(cd.point_masses) or None, declared=True)
+        cols[name] = ColumnSpec.from_domain(name, domain[name], v.role, ordered=described[name].ordered)
     return ReleaseSpec(cols, spec.masks, spec.models, spec.visit_sequence, list(spec.analyses), spec.source,
                        spec.na_values)
 
