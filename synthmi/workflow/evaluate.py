@@ -347,10 +347,11 @@ def _check_measures(original, synthetic, quasi_identifiers, formula, family, alp
                     pmse_method, pmse_variables, target, holdout, spec) -> _Measures:
     """Check :func:`evaluate_release`'s arguments and split the original into risk subgroups."""
     from ..evaluation.subgroups import risk_subgroups
+    from ..spec import resolve_quasi_identifiers
 
     owner = "evaluate_release"
     check_dataframe(original, "original")
-    qi = check_columns_exist(original, quasi_identifiers, "quasi_identifiers", "original")
+    qi = resolve_quasi_identifiers(quasi_identifiers, spec, df=original, frame="original", owner=owner)
     if not synthetic:
         raise param_error("synthetic", owner, "a non-empty mapping of method -> copies", synthetic)
     k0 = check_scalar(k0, "k0", owner, kind="int", lower=1)
