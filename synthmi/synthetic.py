@@ -13,6 +13,7 @@ import pandas as pd
 
 from .provenance import check_original
 from .schema import _jsonable
+from .errors import InputError, ParameterError
 
 #: combining rules a release may record (see synthmi.evaluation.combine)
 RULES = ("partial", "full", "rubin", "nested")
@@ -172,7 +173,7 @@ class SyntheticData:
                 else "full" if self.method == "dpsyn" else "partial"
             )
         if self.rule not in RULES:
-            raise ValueError(f"The 'rule' of SyntheticData must be one of {list(RULES)}. Got {self.rule!r} instead.")
+            raise InputError(f"The 'rule' of SyntheticData must be one of {list(RULES)}. Got {self.rule!r} instead.")
         if self.spec is not None and not hasattr(self.spec, "to_dict"):
             from .spec import as_spec
 
@@ -273,7 +274,7 @@ class SyntheticData:
         meta_file = path / "metadata.json"
         files = sorted(path.glob("copy_*.csv"))
         if not files:
-            raise ValueError(f"No synthetic copies (copy_*.csv) found in directory '{path}'.")
+            raise InputError(f"No synthetic copies (copy_*.csv) found in directory '{path}'.")
         meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
         encoding = (meta.get("source") or {}).get("copies_encoding") or None
         copies = []
@@ -314,12 +315,12 @@ class SyntheticData:
         from .evaluation.analysis import analyse
 
         if original is None:
-            raise ValueError("The 'original' parameter of SyntheticData.analyse is required.")
+            raise ParameterError("The 'original' parameter of SyntheticData.analyse is required.", parameter='original')
         if formula is None:
             analyses = self.spec.analyses if self.spec is not None else []
             if not analyses:
-                raise ValueError(
-                    "The 'formula' parameter of SyntheticData.analyse is required: the copies' spec lists no analyses."
+                raise ParameterError(
+                    "The 'formula' parameter of SyntheticData.analyse is required: the copies' spec lists no analyses.", parameter='formula'
                 )
             formula = analyses[0]["formula"]
             family = family or analyses[0]["family"]

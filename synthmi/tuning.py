@@ -36,6 +36,7 @@ from .evaluation.frontier import (
     pareto_front,
     summarise,
 )
+from .errors import InputError, InputTypeError
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
            "independent_release", "greedy_ascent"]
@@ -78,7 +79,7 @@ def make_synthesizer(method: str, params: Mapping[str, Any] | None = None):
     if method == "norm+logit":
         p.setdefault("progressbar", False)
         return RubinSynthesizer(**p)
-    raise ValueError(f"The method must be one of {list(METHODS)}. Got {method!r} instead.")
+    raise InputError(f"The method must be one of {list(METHODS)}. Got {method!r} instead.")
 
 
 def _memo_draws(self, m: int, rng: np.random.Generator):
@@ -120,7 +121,7 @@ def remask(fitted, masks: Mapping[str, Any] | None, share_posterior_draws: bool 
             new._posterior_memo = fitted._posterior_memo
             new._posterior_draws = MethodType(_memo_draws, new)
     else:
-        raise TypeError(f"remask takes a fitted DA-MI or risk-targeted synthesizer. Got {type(fitted).__name__}.")
+        raise InputTypeError(f"remask takes a fitted DA-MI or risk-targeted synthesizer. Got {type(fitted).__name__}.")
     return new
 
 
@@ -328,7 +329,7 @@ class TuneResult:
         from dataclasses import replace
 
         if not self.feasible:
-            raise ValueError("No setting met the targets: there are no chosen masks to write as a spec.")
+            raise InputError("No setting met the targets: there are no chosen masks to write as a spec.")
         return replace(self.spec, masks=_jsonable(self.masks))
 
     def to_dict(self) -> dict[str, Any]:
@@ -542,16 +543,16 @@ def tune(
     t_start = time.perf_counter()
     targets = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
     if not targets:
-        raise ValueError("tune needs at least one target such as 'expected_matches<=50'.")
+        raise InputError("tune needs at least one target such as 'expected_matches<=50'.")
     # m, m_search >= 2: the partial-synthesis rule needs the between-copy variance of the analyses
     for name, v, lo in (("m_search", m_search, 2), ("m", m, 2), ("replicates", replicates, 1), ("n_confirm", n_confirm, 1),
                         ("n_jobs", n_jobs, 1)):
         if not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
+            raise InputError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
     analyses = [Analysis.coerce(a) for a in analyses]
     params = dict(base_params or {})
     if "masks" in params:
-        raise ValueError("The 'base_params' of tune cannot set masks: tune chooses them.")
+        raise InputError("The 'base_params' of tune cannot set masks: tune chooses them.")
     params.setdefault("progressbar", False)
     fit_kw: dict[str, Any] = {"quasi_identifiers": quasi_identifiers, "keep": keep}
     if spec is not None:

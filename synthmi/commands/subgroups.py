@@ -17,6 +17,7 @@ from ._common import (
     step_line,
     write_summary_and_records,
 )
+from ..errors import InputError
 
 EXAMPLES = """examples:
   synthmi subgroups --data adult --qi age,sex,race,education --k0 5 --tol age=2 --out subgroups.json
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                              encoding=getattr(args, "encoding", None))
     qi = split_list(args.qi)
     if not qi:
-        raise ValueError("The '--qi' option must name at least one column.")
+        raise InputError("The '--qi' option must name at least one column.")
     tol = parse_assignments(args.tol, "tol") or None
     t0 = time.perf_counter()
     res = risk_subgroups(df, qi, k0=args.k0, tolerance=tol)

@@ -43,6 +43,7 @@ from .._validate import (
     check_scalar,
     param_error,
 )
+from ..errors import InputError, InputTypeError
 
 __all__ = ["wasserstein_1", "clopper_pearson", "demographic_coherence", "CoherenceResult"]
 
@@ -68,9 +69,9 @@ def wasserstein_1(u: Any, v: Any) -> float:
     u = np.asarray(u, dtype=float).ravel()
     v = np.asarray(v, dtype=float).ravel()
     if u.size == 0 or v.size == 0:
-        raise ValueError("wasserstein_1 needs two non-empty samples.")
+        raise InputError("wasserstein_1 needs two non-empty samples.")
     if not (np.isfinite(u).all() and np.isfinite(v).all()):
-        raise ValueError("wasserstein_1 needs finite values.")
+        raise InputError("wasserstein_1 needs finite values.")
     return float(wasserstein_distance(u, v))
 
 
@@ -353,7 +354,7 @@ def demographic_coherence(
         elif not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
             levels[c] = sorted(s.dropna().unique().tolist(), key=str)
     if data[lens].isna().any().any():
-        raise ValueError(f"The lens columns {lens} of 'data' have missing values; the predictor needs complete lens features.")
+        raise InputError(f"The lens columns {lens} of 'data' have missing values; the predictor needs complete lens features.")
 
     n = len(data)
     half = n // 2
@@ -371,7 +372,7 @@ def demographic_coherence(
             if hasattr(rel, "copies") and not isinstance(rel, pd.DataFrame):
                 rel = pd.concat(list(rel.copies), ignore_index=True)
             if not isinstance(rel, pd.DataFrame):
-                raise TypeError(f"The release callable must return a DataFrame or SyntheticData. Got {type(rel).__name__} instead.")
+                raise InputTypeError(f"The release callable must return a DataFrame or SyntheticData. Got {type(rel).__name__} instead.")
             check_columns_exist(rel, lens + [target], "release output", "release")
         y_rel = (np.asarray(rel[target], dtype=object) == positive)
         ok = ~pd.isna(rel[target]).to_numpy()

@@ -56,6 +56,7 @@ from .analysis import analyse
 from .attribute_disclosure import attribute_disclosure
 from .pmse import pmse
 from .risk import reidentification_risk
+from ..errors import InputError
 
 __all__ = [
     "Analysis",
@@ -289,16 +290,16 @@ class Target:
             if op in t:
                 name, val = t.split(op, 1)
                 if name not in RISK_MEASURES + UTILITY_MEASURES:
-                    raise ValueError(
+                    raise InputError(
                         f"The target {text!r} names an unknown measure {name!r}; use one of "
                         f"{list(RISK_MEASURES + UTILITY_MEASURES)}."
                     )
                 try:
                     v = float(val)
                 except ValueError:
-                    raise ValueError(f"The target {text!r} must end in a number. Got {val!r} instead.") from None
+                    raise InputError(f"The target {text!r} must end in a number. Got {val!r} instead.") from None
                 return cls(name, op, v)
-        raise ValueError(f"A target reads MEASURE<=VALUE or MEASURE>=VALUE, e.g. 'expected_matches<=50'. Got {text!r}.")
+        raise InputError(f"A target reads MEASURE<=VALUE or MEASURE>=VALUE, e.g. 'expected_matches<=50'. Got {text!r}.")
 
     def met(self, row: Mapping[str, Any], se_mult: float = 0.0) -> bool:
         """Whether ``row`` meets the target; with ``se_mult`` > 0 the mean plus

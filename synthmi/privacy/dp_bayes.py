@@ -90,6 +90,7 @@ from .accountant import PrivacyAccountant
 from .discrete import sample_discrete_laplace
 from .noise_source import noise_generator, user_seed_given
 from .hellinger import hellinger_beta
+from ..errors import InputError
 
 __all__ = [
     "PrivateBetaPosterior",
@@ -284,7 +285,7 @@ class PrivateBetaPosterior:
                 check_delta(self.delta, _OWNER)
             delta = 0.0
         if mech == "local" and self.allow_non_private is not True:
-            raise ValueError(
+            raise InputError(
                 "mechanism='local' (exponential mechanism with local sensitivity) is NOT differentially "
                 "private (the draft 'Differentially Private Bayesian Inference', Sec. 1.2.2); pass allow_non_private=True to run it for study."
             )
