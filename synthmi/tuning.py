@@ -36,6 +36,7 @@ from .evaluation.frontier import (
     pareto_front,
     summarise,
 )
+from ._json import jsonable
 from .errors import InputError, InputTypeError
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
@@ -219,7 +220,7 @@ def frontier(
                 samp_s = time.perf_counter() - t1
                 res = evaluate_release(df, syn.copies, **ev)
                 rows.append({"method": st.method, "setting": st.label,
-                             "params": json.dumps(_jsonable(st.params), sort_keys=True),
+                             "params": json.dumps(jsonable(st.params), sort_keys=True),
                              "replicate": r, "fit_seconds": fit_s, "sample_seconds": samp_s, **res})
         last = rows[-1]
         say(f"{st.method:>10} {st.label:<40} overlap {last['mean_ci_overlap']:.3f}  "
@@ -233,8 +234,8 @@ def frontier(
     return FrontierResult(
         replicates=reps, points=points, references=refs,
         settings={"quasi_identifiers": qi, "keep": keep, "analyses": [a.__dict__ for a in analyses], "m": m,
-                  "replicates": replicates, "seed": seed, "tolerance": _jsonable(tolerance), "target": target,
-                  "k0": k0, "subgroup_tolerance": _jsonable(subgroup_tolerance), "rule": rule,
+                  "replicates": replicates, "seed": seed, "tolerance": jsonable(tolerance), "target": target,
+                  "k0": k0, "subgroup_tolerance": jsonable(subgroup_tolerance), "rule": rule,
                   "pmse_copies": pmse_copies, "pmse_variables": pmse_variables},
     )
 
@@ -245,12 +246,12 @@ def reference_points(df, qi, m, replicates, seed, ev) -> pd.DataFrame:
 
     rr = reidentification_risk(df, [df], qi, tolerance=ev["tolerance"], by=ev["subgroups"])
     orig = {"method": "reference", "setting": "original", "mean_ci_overlap": 1.0, "mean_std_diff": 0.0,
-            "s_pmse": np.nan, **{k: float(rr.summary[k]) for k in ("expected_matches", "true_match_rate",
+            "s_pmse": np.nan, **{k: float(rr.figures[k]) for k in ("expected_matches", "true_match_rate",
                                                                  "share_above_threshold", "mean_risk")}}
     orig["high_risk_mean_risk"] = (float(rr.by_group.loc["high", "mean_risk"])
                                    if rr.by_group is not None and "high" in rr.by_group.index else np.nan)
     if ev["target"] is not None:
-        ad = attribute_disclosure(df, [df], qi, ev["target"], tolerance=ev["tolerance"]).summary
+        ad = attribute_disclosure(df, [df], qi, ev["target"], tolerance=ev["tolerance"]).figures
         orig.update(disco=ad["DiSCO"], dcap=ad["DCAP"], attribute_risk_mean=ad["attribute_risk_mean"], repU=ad["repU"])
     rows = []
     for r in range(replicates):
@@ -261,25 +262,11 @@ def reference_points(df, qi, m, replicates, seed, ev) -> pd.DataFrame:
     return pd.concat([pd.DataFrame([orig]), ind], ignore_index=True)
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if hasattr(x, "to_dict"):
-        return x.to_dict()
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating,)):
-        return float(x)
-    return x
-
-
 def mask_flags(masks: Mapping[str, Any]) -> list[str]:
     """``{"age": {"K": 3, "sigma_e": 3}}`` -> ``["age:K=3,sigma=3"]`` (``synthmi synthesize --mask``)."""
     out = []
     for col, spec in masks.items():
-        spec = _jsonable(spec)
+        spec = jsonable(spec)
         parts = []
         for k, v in spec.items():
             if k == "kind" or v is None:
@@ -330,17 +317,17 @@ class TuneResult:
 
         if not self.feasible:
             raise InputError("No setting met the targets: there are no chosen masks to write as a spec.")
-        return replace(self.spec, masks=_jsonable(self.masks))
+        return replace(self.spec, masks=jsonable(self.masks))
 
     def to_dict(self) -> dict[str, Any]:
         """Everything about the run as JSON-ready data (the chosen masks, figures, trace, timing)."""
         return {
-            "masks": _jsonable(self.masks),
+            "masks": jsonable(self.masks),
             "mask_flags": mask_flags(self.masks) if self.masks else None,
             "params": self.settings.get("base_params") or {},
             "targets": [str(t) for t in self.targets],
-            "confirmed": _jsonable(self.confirmed),
-            "validated": _jsonable(self.validated),
+            "confirmed": jsonable(self.confirmed),
+            "validated": jsonable(self.validated),
             "wall_seconds": self.wall_seconds,
             "search": self.settings,
             "trace": json.loads(self.trace.to_json(orient="records")),
@@ -685,11 +672,11 @@ def tune(
         settings={"method": "dami", "predictive": base.predictive, "quasi_identifiers": qi, "keep": keep,
                   "analyses": [a.__dict__ for a in analyses], "m_search": m_search, "m": m,
                   "replicates": replicates, "n_confirm": n_confirm, "seed": seed,
-                  "tolerance": _jsonable(tolerance), "target": target,
+                  "tolerance": jsonable(tolerance), "target": target,
                   "continuous_grid": [list(c) for c in continuous_grid], "alpha_grid": list(alpha_grid),
                   "fit_seconds": fit_s, "posterior_pool": n_pool, "search_stopped_by": stopped,
                   "search_points": sum(r["stage"] == "search" for r in trace), "n_jobs": int(n_jobs),
-                  "diagnostics_check": _jsonable(check), "base_params": _jsonable(dict(base_params or {}))},
+                  "diagnostics_check": jsonable(check), "base_params": jsonable(dict(base_params or {}))},
         spec=rel,
         validated={k: v for k, v in validated.items() if k != "levels"} if validated else None,
     )

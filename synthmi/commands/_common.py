@@ -352,8 +352,9 @@ def write_summary_and_records(args: argparse.Namespace, verb: str, result, extra
     """``--out`` JSON summary (``result.to_dict()`` plus ``extra``) and the per-record
     CSV (``result.to_frame()``) at ``--records`` or its name derived from ``--out``;
     prints the report. Call :func:`check_summary_outputs` before computing."""
-    import json
     import sys
+
+    from .._json import dumps as json_dumps
 
     out = Path(args.out)
     records = records_path(args)
@@ -361,7 +362,7 @@ def write_summary_and_records(args: argparse.Namespace, verb: str, result, extra
     payload.update(extra or {})
     payload["records_csv"] = str(records)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(payload, indent=2, sort_keys=True))
+    out.write_text(json_dumps(payload, indent=2, sort_keys=True))
     records.parent.mkdir(parents=True, exist_ok=True)
     result.to_frame().to_csv(records, index_label="record")
     print(result.report())

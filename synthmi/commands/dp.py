@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ._common import (EXAMPLES_FMT, add_common_flags, add_overwrite_flag, add_sep_flag, check_output_file, sep_of,
                       show_caught_warnings, step_line)
+from .._json import dumps as json_dumps
 from ..errors import ColumnError, InputError
 
 EXAMPLES = """examples:
@@ -130,7 +130,7 @@ def _write(out: str | None, payload: dict, args: argparse.Namespace) -> None:
     if out:
         path = Path(out)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=float))
+        path.write_text(json_dumps(payload, indent=2, sort_keys=True))
         step_line(args, f"dp {args.dp_action}", f"wrote {path}", summary=True)
 
 

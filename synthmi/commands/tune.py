@@ -18,6 +18,7 @@ from ._common import (
     split_list,
     step_line,
 )
+from .._json import dumps as json_dumps
 from ..errors import InputError
 
 EXAMPLES = """examples:
@@ -203,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
         record["data"] = str(args.data)
         record["spec_file"] = str(out) if res.feasible else None
         trace_path.parent.mkdir(parents=True, exist_ok=True)
-        trace_path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str))
+        trace_path.write_text(json_dumps(record, indent=2, sort_keys=True))
     if not res.feasible:
         print(f"No setting met {', '.join(map(str, targets))}; no spec was written"
               + (f" (the search is in {trace_path})." if trace_path is not None else "."))
@@ -214,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     d["note"] = (f"masks chosen by 'synthmi tune' for {', '.join(map(str, targets))}: mean CI overlap "
                  f"{c['mean_ci_overlap']:.3f}; synthesize with --spec THIS_FILE --method dami {extra}".rstrip())
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(d, indent=2) + "\n")
+    out.write_text(json_dumps(d, indent=2) + "\n")
     print(f"chosen masks: {json.dumps(res.masks, sort_keys=True)}")
     print(f"mean CI overlap {c['mean_ci_overlap']:.3f} (se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
           + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t.op} {t.value:g})" for t in targets)

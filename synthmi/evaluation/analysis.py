@@ -19,6 +19,7 @@ from scipy import stats
 
 from .._validate import check_copies, check_dataframe, check_option, check_same_structure
 from .ci_overlap import ci_overlap
+from ..results import Result
 from .combining import RULES, CombineResult, combine
 from .standardized_difference import standardized_difference
 from ..errors import InputError, ParameterError
@@ -214,7 +215,7 @@ def _fit(formula: str, data: pd.DataFrame, family: str, weights: str | None = No
 
 
 @dataclass
-class AnalysisResults:
+class AnalysisResults(Result):
     """Original-data vs combined synthetic-data inference for one analysis model.
 
     Attributes
@@ -334,25 +335,34 @@ class AnalysisResults:
         out = pd.DataFrame(rows, columns=["term", "", "original", f"synthetic (M={self.M})", "std. diff", "CI overlap"])
         return out.set_index(["term", ""])
 
-    def summary(self) -> str:
-        head = (
-            f"Analysis: {self.formula}  [{self.family}]\n"
-            f"original n = {self.n_original}; synthetic copies combined by rule={self.rule!r}, M = {self.M}\n"
-        )
+    @property
+    def _summary_title(self) -> str:
+        return f"Analysis: {self.formula}  [{self.family}]"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.table()
+
+    def _summary_notes(self) -> list[str]:
+        notes = [f"original n = {self.n_original}; synthetic copies combined by rule={self.rule!r}, M = {self.M}"]
         if self.weights is not None:
-            head += f"weights: {self.weights_note}\n"
+            notes.append(f"weights: {self.weights_note}")
         n_bad = len([t for t in self.not_estimable if t != "Intercept"])
         left_out = f"; {n_bad} term(s) not estimable, left out" if n_bad else ""
-        tail = (
-            f"\nmean CI overlap = {self.mean_ci_overlap:.3f}, "
-            f"mean standardized difference = {self.mean_std_diff:.3f} (intercept excluded{left_out})"
-        )
+        notes.append(f"mean CI overlap = {self.mean_ci_overlap:.3f}, "
+                     f"mean standardized difference = {self.mean_std_diff:.3f} (intercept excluded{left_out})")
         if self.separated:
-            tail += "\nWARNING: " + _separation_message(self.separated, self.M)
-        return head + self.table().to_string() + tail
+            notes.append("WARNING: " + _separation_message(self.separated, self.M))
+        return notes
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"formula": self.formula, "family": self.family, "rule": self.rule, "alpha": self.alpha,
+                "M": self.M, "n_original": self.n_original, "terms": self.to_frame().reset_index(),
+                "mean_ci_overlap": self.mean_ci_overlap, "mean_std_diff": self.mean_std_diff,
+                "separated_copies": list(self.separated), "not_estimable": dict(self.not_estimable),
+                "weights": self.weights, "weight_type": self.weight_type}
 
     def __repr__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
 
 def format_estimate(x: float) -> str:

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..results import Result
 from .._validate import (
     check_columns_exist,
     check_dataframe,
@@ -93,7 +94,7 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 
 
 @dataclass
-class CoherenceResult:
+class CoherenceResult(Result):
     """Outcome of repeated demographic-coherence trials.
 
     Attributes
@@ -166,17 +167,25 @@ class CoherenceResult:
             }
         )
 
-    def summary(self) -> str:
+    @property
+    def _summary_title(self) -> str:
+        return f"Demographic coherence: {self.n_trials} trials, alpha = {self.alpha:g}, gamma = {self.gamma}"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.to_frame()
+
+    def _summary_notes(self) -> list[str]:
         lo, hi = self.beta_ci
-        lines = [
-            f"Demographic coherence: {self.n_trials} trials, alpha = {self.alpha:g}, gamma = {self.gamma}",
-            f"  estimated beta = {self.beta:.3f}  ({self.level:.0%} Clopper-Pearson CI [{lo:.3f}, {hi:.3f}])",
-            f"  worst subgroup: {self.worst_subgroup} (mean W1 = {self.worst_distance:.4f})",
-            self.to_frame().to_string(float_format=lambda x: f"{x:.4f}"),
-        ]
+        notes = [f"estimated beta = {self.beta:.3f}  ({self.level:.0%} Clopper-Pearson CI [{lo:.3f}, {hi:.3f}])",
+                 f"worst subgroup: {self.worst_subgroup} (mean W1 = {self.worst_distance:.4f})"]
         if len(self.excluded):
-            lines.append(f"  excluded (< gamma records): {list(self.excluded.index)}")
-        return "\n".join(lines)
+            notes.append(f"excluded (< gamma records): {list(self.excluded.index)}")
+        return notes
+
+    def _dict_extra(self) -> dict[str, Any]:
+        lo, hi = self.beta_ci
+        return {"n_trials": self.n_trials, "beta": self.beta, "beta_ci": [lo, hi], "alpha": self.alpha,
+                "gamma": self.gamma, "level": self.level, "excluded": list(map(str, self.excluded.index))}
 
 
 def _subgroup_masks(data: pd.DataFrame, subgroups: Any) -> dict[str, np.ndarray]:

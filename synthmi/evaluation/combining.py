@@ -73,6 +73,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..results import Result
 from .._validate import param_error
 from ..errors import InputError, ParameterError
 
@@ -90,7 +91,7 @@ RULES = {
 
 
 @dataclass
-class CombineResult:
+class CombineResult(Result):
     """Combined inference, one entry per coefficient.
 
     Attributes
@@ -147,12 +148,18 @@ class CombineResult:
             index=pd.Index(list(idx), name="term"),
         )
 
-    def summary(self) -> str:
-        head = f"Combined inference (rule={self.rule!r}, M={self.M}, {100 * (1 - self.alpha):.0f}% CI)"
-        return head + "\n" + self.to_frame().to_string(float_format=lambda x: f"{x:.4g}")
+    @property
+    def _summary_title(self) -> str:
+        return f"Combined inference (rule={self.rule!r}, M={self.M}, {100 * (1 - self.alpha):.0f}% CI)"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.to_frame()
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"rule": self.rule, "M": self.M, "alpha": self.alpha}
 
     def __repr__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
 
 def _as_array(x: Any, name: str) -> np.ndarray:

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from .._validate import param_error
+from ..results import Result
 from .analysis import analyse
 from .attribute_disclosure import attribute_disclosure
 from .pmse import pmse
@@ -199,7 +200,7 @@ def evaluate_release(
     out["s_pmse_log_distance"] = s_pmse_log_distance(out["s_pmse"])
     rr = reidentification_risk(original, copies, list(quasi_identifiers), tolerance=tolerance, threshold=threshold,
                                by=subgroups)
-    s = rr.summary
+    s = rr.figures
     for k in ("expected_matches", "true_match_rate", "share_above_threshold", "mean_risk"):
         out[k] = float(s[k])
     out["high_risk_mean_risk"] = (
@@ -208,7 +209,7 @@ def evaluate_release(
     )
     if target is not None:
         ad = attribute_disclosure(original, copies, list(quasi_identifiers), target, tolerance=tolerance,
-                                  threshold=threshold).summary
+                                  threshold=threshold).figures
         out["disco"] = float(ad["DiSCO"])
         out["dcap"] = float(ad["DCAP"])
         out["attribute_risk_mean"] = float(ad["attribute_risk_mean"])
@@ -319,8 +320,11 @@ __all__ += ["Target"]
 
 
 @dataclass
-class FrontierResult:
-    """Replicates and summaries of a frontier run (see :func:`synthmi.tuning.frontier`)."""
+class FrontierResult(Result):
+    """Replicates and summaries of a frontier run (see :func:`synthmi.tuning.frontier`).
+
+    :meth:`summary` and :meth:`to_frame` show ``points`` (one row per method and
+    setting: mean and standard error of each measure over the replicates)."""
 
     replicates: pd.DataFrame
     points: pd.DataFrame
@@ -331,6 +335,14 @@ class FrontierResult:
               utility: str = "mean_ci_overlap") -> pd.DataFrame:
         mask = pareto_front(self.points, risks, utility)
         return self.points[mask.to_numpy()]
+
+    _summary_title = "Risk-utility frontier"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.points
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"references": self.references, "settings": self.settings}
 
 
 __all__ += ["FrontierResult"]

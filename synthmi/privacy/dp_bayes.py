@@ -91,6 +91,7 @@ from .discrete import sample_discrete_laplace
 from .noise_source import noise_generator, user_seed_given
 from .hellinger import hellinger_beta
 from ..errors import InputError
+from ..results import Result
 
 __all__ = [
     "PrivateBetaPosterior",
@@ -191,7 +192,7 @@ def smooth_sensitivity(n: int, beta: float, prior: tuple[float, float] = (1.0, 1
 
 
 @dataclass
-class PrivatePosteriorResult:
+class PrivatePosteriorResult(Result):
     """A released private posterior ``Beta(alpha, beta)``."""
 
     alpha: float
@@ -214,13 +215,17 @@ class PrivatePosteriorResult:
               "alpha": self.alpha, "beta": self.beta, "mean": self.mean, "private": self.private}]
         )
 
-    def summary(self) -> str:
+    @property
+    def _summary_title(self) -> str:
         flag = "" if self.private else "  ** NOT DIFFERENTIALLY PRIVATE (local sensitivity) **"
-        return (
-            f"Private Beta posterior via '{self.mechanism}' (epsilon={self.epsilon:g}, delta={self.delta:g}, "
-            f"n={self.n}, prior=Beta{self.prior}){flag}\n"
-            f"  released: Beta({self.alpha:.6g}, {self.beta:.6g}), mean {self.mean:.4f}"
-        )
+        return (f"Private Beta posterior via '{self.mechanism}' (epsilon={self.epsilon:g}, delta={self.delta:g}, "
+                f"n={self.n}, prior=Beta{self.prior}){flag}")
+
+    def _summary_rows(self) -> dict[str, Any]:
+        return self.to_frame().iloc[0].to_dict()
+
+    def _summary_notes(self) -> list[str]:
+        return [f"released: Beta({self.alpha:.6g}, {self.beta:.6g}), mean {self.mean:.4f}"]
 
 
 class PrivateBetaPosterior:

@@ -432,7 +432,7 @@ def evaluate_release(
         two_way[method] = _square(ut[ut["way"] == 2], list(pm_vars))
         if target is not None:
             ad = attribute_disclosure(original, copies, qi, target, tolerance=tolerance, threshold=risk_threshold)
-            attr_rows.append({"method": method, **_attr_row(ad.summary)})
+            attr_rows.append({"method": method, **_attr_row(ad.figures)})
         steps.update()
         steps.set_postfix_str(f"{method}: analysis")
         # the SyntheticData itself when there is one: nested copies need their m x r structure
@@ -454,7 +454,7 @@ def evaluate_release(
             risk = reidentification_risk(original, copies, qi, threshold=risk_threshold, by=labels_series, spec=spec, **sub_kw)
             individual[method] = np.asarray(risk.individual, dtype=float)
             risk_rows += _risk_by_subgroup(method, risk.by_group)
-            rs = risk.summary
+            rs = risk.figures
         steps.update()
         k = float(np.mean(pm.k)) if getattr(pm, "k", None) is not None else None
         reading, flagged = pmse_reading(pm.mean_s_pmse, k)
@@ -563,7 +563,7 @@ def _no_alignment_row(method: str, original: pd.DataFrame, copies: list[pd.DataF
 
     cols = [c for c in copies[0].columns if c in original.columns]
     dcr = distance_to_closest_record(original, copies, columns=cols,
-                                     holdout=None if holdout is None else holdout[cols]).summary
+                                     holdout=None if holdout is None else holdout[cols]).figures
     row: dict[str, Any] = {
         "method": method,
         "DCR baseline": "holdout" if holdout is not None else "leave-one-out",
@@ -575,7 +575,7 @@ def _no_alignment_row(method: str, original: pd.DataFrame, copies: list[pd.DataF
     }
     if target is not None and target not in qi:
         kw = {} if tolerance is None else {"tolerance": tolerance}
-        ad = attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).summary
+        ad = attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).figures
         row.update({"target": target, "repU": ad.get("repU"), "DiSCO": ad.get("DiSCO"), "DCAP": ad.get("DCAP")})
     return row
 
@@ -607,14 +607,14 @@ def _references(original, qi, formula, family, rule, alpha, tolerance, threshold
     from ..evaluation.risk import reidentification_risk
 
     kw = {} if tolerance is None else {"tolerance": tolerance}
-    rr = reidentification_risk(original, [original], qi, threshold=threshold, **kw).summary
+    rr = reidentification_risk(original, [original], qi, threshold=threshold, **kw).figures
     rows = [{"method": "reference: original released as is", "M": 1, "S_pMSE": np.nan, "mean_ci_overlap": 1.0,
              "mean_std_diff": 0.0, "expected_matches": float(rr["expected_matches"]),
              "true_match_rate": float(rr["true_match_rate"]), "share_above_threshold": float(rr["share_above_threshold"])}]
     attr = []
     if target is not None:
         attr.append({"method": "reference: original released as is",
-                     **_attr_row(attribute_disclosure(original, [original], qi, target, threshold=threshold, **kw).summary)})
+                     **_attr_row(attribute_disclosure(original, [original], qi, target, threshold=threshold, **kw).figures)})
     rng = np.random.default_rng(seed)
     copies = []
     for _ in range(max(int(m), 2)):
@@ -628,7 +628,7 @@ def _references(original, qi, formula, family, rule, alpha, tolerance, threshold
     # when one rule was given, else partial
     ref_rule = rule if isinstance(rule, str) and rule != "nested" else "partial"
     res = analyse(formula, family=family, original=original, synthetic=copies, rule=ref_rule, alpha=alpha)
-    ri = reidentification_risk(original, copies, qi, threshold=threshold, **kw).summary
+    ri = reidentification_risk(original, copies, qi, threshold=threshold, **kw).figures
     rows.append({"method": "reference: independent release", "M": len(copies),
                  "S_pMSE": pmse(original, copies, method=pmse_method, variables=pmse_variables).mean_s_pmse,
                  "mean_ci_overlap": float(res.mean_ci_overlap), "mean_std_diff": float(res.mean_std_diff),
@@ -636,5 +636,5 @@ def _references(original, qi, formula, family, rule, alpha, tolerance, threshold
                  "share_above_threshold": float(ri["share_above_threshold"])})
     if target is not None:
         attr.append({"method": "reference: independent release",
-                     **_attr_row(attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).summary)})
+                     **_attr_row(attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).figures)})
     return rows, attr
