@@ -72,13 +72,51 @@ class SynthmiError(Exception):
             return self._render(parameter, data)
         text = str(self)
         if parameter is not None and self.parameter:
-            phrase = self._parameter_phrase()
             for lead in ("The ", "the "):
-                text = text.replace(lead + phrase, lead + parameter)
+                text = _replace_phrase(text, f"{lead}'{self.parameter}' parameter", f"{lead}{parameter}")
         if data is not None and self.data:
             for lead in ("in ", "of "):
                 text = text.replace(f"{lead}'{self.data}'", f"{lead}{data}")
+                text = _replace_word(text, f"{lead}{self.data}", f"{lead}{data}")
         return text
+
+
+def _replace_phrase(text: str, phrase: str, new: str) -> str:
+    """``text`` with each ``phrase`` ("The 'rules' parameter"), and the " of Owner" that may
+    follow it, replaced by ``new``; a phrase followed by " (--param" (already in
+    command-line terms) is kept."""
+    out, i = [], 0
+    while (j := text.find(phrase, i)) != -1:
+        k = j + len(phrase)
+        if text.startswith(" (--param", k):
+            out.append(text[i:k])
+            i = k
+            continue
+        if text.startswith(" of ", k):
+            m = k + 4
+            while m < len(text) and (text[m].isalnum() or text[m] in "_."):
+                m += 1
+            while m > k + 4 and text[m - 1] == ".":  # a sentence's full stop is not the owner's
+                m -= 1
+            if m > k + 4:
+                k = m
+        out.append(text[i:j] + new)
+        i = k
+    out.append(text[i:])
+    return "".join(out)
+
+
+def _replace_word(text: str, old: str, new: str) -> str:
+    """``text`` with ``old`` replaced where it ends a word ("of df." but not "of dfs")."""
+    out, i = [], 0
+    while (j := text.find(old, i)) != -1:
+        k = j + len(old)
+        whole = (k == len(text) or not (text[k].isalnum() or text[k] == "_")) and (
+            j == 0 or not (text[j - 1].isalnum() or text[j - 1] == "_"))
+        out.append(text[i:j] + (new if whole else old))
+        i = k
+    out.append(text[i:])
+    return "".join(out)
 
 
 class InputError(SynthmiError, ValueError):
