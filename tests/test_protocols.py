@@ -195,6 +195,10 @@ def _build(kind: str):
         from synthmi.evaluation.risk import reidentification_risk
 
         return reidentification_risk(orig, copies, ["age", "sex"], tolerance={"age": 1.0})
+    if kind == "subgroups":
+        from synthmi.evaluation.subgroups import risk_subgroups
+
+        return risk_subgroups(orig, ["age", "sex"], k0=3, tolerance={"age": 1.0})
     if kind == "attribute":
         from synthmi.evaluation.attribute_disclosure import attribute_disclosure
 
@@ -230,7 +234,7 @@ def _build(kind: str):
     raise AssertionError(kind)
 
 
-RESULT_KINDS = ["pmse", "marginals", "risk", "attribute", "dcr", "combine", "analysis", "coherence", "audit",
+RESULT_KINDS = ["pmse", "marginals", "risk", "subgroups", "attribute", "dcr", "combine", "analysis", "coherence", "audit",
                 "posterior"]
 
 
