@@ -222,10 +222,16 @@ class PrivatePosteriorResult(Result):
                 f"n={self.n}, prior=Beta{self.prior}){flag}")
 
     def _summary_rows(self) -> dict[str, Any]:
-        return self.to_frame().iloc[0].to_dict()
+        # the release's public settings; the noised content is the one "released:" line
+        # below, so two neighbouring releases print identical text apart from that line
+        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "delta": self.delta, "n": self.n,
+                "prior": f"Beta{self.prior}", "private": self.private}
 
     def _summary_notes(self) -> list[str]:
         return [f"released: Beta({self.alpha:.6g}, {self.beta:.6g}), mean {self.mean:.4f}"]
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"released": {"alpha": self.alpha, "beta": self.beta, "mean": self.mean}}
 
 
 class PrivateBetaPosterior:
