@@ -116,7 +116,7 @@ def main_joint() -> None:
             int_res = analyse(FORMULA_INT, family=FAMILY, original=df, synthetic=syn, rule="partial")
             fi = int_res.to_frame()
             term = next(t for t in fi.index if ":" in t)
-            risk = reidentification_risk(df, syn, QI, tolerance=RISK_TOLERANCE).summary
+            risk = reidentification_risk(df, syn, QI, tolerance=RISK_TOLERANCE).figures
             summary[label][f"M={M}"] = {
                 "mean_ci_overlap": main_res.mean_ci_overlap,
                 "mean_std_diff": main_res.mean_std_diff,
@@ -157,7 +157,7 @@ def main() -> None:
     timings: dict[str, dict[str, float]] = {}
     original_done = False
     # Reference: the risk of releasing the quasi-identifiers unperturbed (one copy = the original).
-    base = reidentification_risk(df, [df], QI, tolerance=RISK_TOLERANCE).summary
+    base = reidentification_risk(df, [df], QI, tolerance=RISK_TOLERANCE).figures
     summary["original (no synthesis)"] = {
         "M=1": {"expected_correct_matches": float(base["expected_matches"]), "true_match_rate": float(base["true_match_rate"])}
     }
@@ -187,7 +187,7 @@ def main() -> None:
                      "ci_lower": r.ci_lower_syn, "ci_upper": r.ci_upper_syn, "std_diff": r.std_diff,
                      "ci_overlap": r.ci_overlap}
                 )
-            risk = reidentification_risk(df, syn, QI, tolerance=RISK_TOLERANCE).summary
+            risk = reidentification_risk(df, syn, QI, tolerance=RISK_TOLERANCE).figures
             summary[label][f"M={M}"] = {
                 "mean_ci_overlap": res.mean_ci_overlap,
                 "mean_std_diff": res.mean_std_diff,

@@ -114,7 +114,7 @@ def simulate_multi(reps: int = 20, M: int = 5, n: int = 300, seed: int = 2311, p
                 res = combine(est, var, rule="partial")
                 sq[pr][s] += ((res.estimate - e_o[0]) ** 2).mean()
                 ov[pr][s] += np.mean(ci_overlap(lo_o, hi_o, res.ci_lower, res.ci_upper))
-                risk = reidentification_risk(df, copies, ["x1", "x2", "x3"], tolerance={"x1": 0.25}).summary
+                risk = reidentification_risk(df, copies, ["x1", "x2", "x3"], tolerance={"x1": 0.25}).figures
                 em[pr][s] += float(risk["expected_matches"])
                 tm[pr][s] += float(risk["true_match_rate"])
     return {

@@ -58,7 +58,7 @@ def main() -> None:
             for r in range(2):
                 syn = s.sample(5, random_state=2026 + r)
                 f = analyse(formula, family="probit", original=df, synthetic=syn.copies, rule="partial").to_frame()
-                risk = reidentification_risk(df, syn.copies, qi, tolerance=cfg["tolerance"]).summary
+                risk = reidentification_risk(df, syn.copies, qi, tolerance=cfg["tolerance"]).figures
                 for term, x in f.iterrows():
                     if term != "Intercept":
                         rows.append({"setting": label, "replicate": r, "term": term, "ci_overlap": x.ci_overlap,

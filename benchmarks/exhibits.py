@@ -250,8 +250,8 @@ def exhibit_tuning(cfg: FiguresConfig, out: Path, progress: bool) -> dict[str, A
                 risk = reidentification_risk(df, copies, QI, tolerance=cfg.tolerance)
                 row = dict(rep=rep, method=method, K=int(K), sigma_e=s, M=M,
                            mse=float(np.mean(err**2)), mean_ci_overlap=float(fr["ci_overlap"].mean()),
-                           expected_matches=risk.summary["expected_matches"],
-                           true_match_rate=risk.summary["true_match_rate"])
+                           expected_matches=risk.figures["expected_matches"],
+                           true_match_rate=risk.figures["true_match_rate"])
                 for term, e in zip(fr.index, err):
                     row[f"err[{term}]"] = float(e)
                 rows.append(row)

@@ -235,8 +235,8 @@ def main() -> None:
                 "n_records": int(bg.loc[g, "n_records"])}
             for g in bg.index
         }
-        risk[meth]["all"] = {"mean_risk": float(rr.summary["mean_risk"]),
-                             "true_match_rate": float(rr.summary["true_match_rate"])}
+        risk[meth]["all"] = {"mean_risk": float(rr.figures["mean_risk"]),
+                             "true_match_rate": float(rr.figures["true_match_rate"])}
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     table.to_csv(RESULTS / "nhanes_table.csv", index=False)

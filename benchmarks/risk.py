@@ -70,11 +70,11 @@ def main() -> None:
             "seed": SEED,
         },
         "targets_seconds": {"reidentification_risk_m20": 5.0, "risk_subgroups": 2.0},
-        "reidentification_risk_m20": {**risk, "summary": res.summary},
+        "reidentification_risk_m20": {**risk, "summary": res.figures},
         "risk_subgroups_k0_5": {**sub, "counts": labels.counts.to_dict()},
-        "two_continuous_qis": {"quasi_identifiers": qi2, "tolerance": tol2, "risk": {**two, "summary": res2.summary},
+        "two_continuous_qis": {"quasi_identifiers": qi2, "tolerance": tol2, "risk": {**two, "summary": res2.figures},
                                "subgroups": {**sub2, "counts": labels2.counts.to_dict()}},
-        "identical_copies_m20": {**ident, "summary": res_id.summary},
+        "identical_copies_m20": {**ident, "summary": res_id.figures},
         "scaling_in_n": scaling,
     }
     print(f"reidentification_risk, Adult, 4 QIs, M=20: {risk['wall_seconds_median']:.3f} s "
@@ -82,7 +82,7 @@ def main() -> None:
     print(f"risk_subgroups, Adult, k0=5: {sub['wall_seconds_median']:.3f} s "
           f"(peak traced {sub['peak_traced_mib']:.0f} MiB); target 2 s")
     print(f"two continuous QIs: risk {two['wall_seconds_median']:.3f} s, subgroups {sub2['wall_seconds_median']:.3f} s")
-    print(f"identical copies: {ident['wall_seconds_median']:.3f} s, expected matches {res_id.summary['expected_matches']:.1f}")
+    print(f"identical copies: {ident['wall_seconds_median']:.3f} s, expected matches {res_id.figures['expected_matches']:.1f}")
     print("scaling:", ", ".join(f"n={s['n']}: {s['wall_seconds_median']:.3f} s" for s in scaling))
     print(res.report())
     print(labels.report())

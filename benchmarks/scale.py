@@ -95,8 +95,8 @@ def job_inmem(path: str, m: int) -> dict:
     t = time.perf_counter()
     r = reidentification_risk(df, copies, QI, tolerance=TOL)
     out["risk_s"] = time.perf_counter() - t
-    out["expected_matches"] = r.summary["expected_matches"]
-    out["true_match_rate"] = r.summary["true_match_rate"]
+    out["expected_matches"] = r.figures["expected_matches"]
+    out["true_match_rate"] = r.figures["true_match_rate"]
     out["n"] = len(df)
     out["posterior"] = _posterior_summary(syn)
     out["peak_rss_mib"] = _rss_mib()
@@ -145,9 +145,9 @@ def job_dask(path: str, m: int, workers: int, memory_limit: str, outdir: str) ->
         copies = [c.reset_index(drop=True) if c.index.name is not None else c for c in copies]
         r = srisk.reidentification_risk(ddf, copies, QI, tolerance=TOL)
         out["risk_s"] = time.perf_counter() - t
-        out["expected_matches"] = r.summary["expected_matches"]
-        out["true_match_rate"] = r.summary["true_match_rate"]
-        out["n"] = r.summary["n_records"]
+        out["expected_matches"] = r.figures["expected_matches"]
+        out["true_match_rate"] = r.figures["true_match_rate"]
+        out["n"] = r.figures["n_records"]
         out["worker_peak_rss_mib"] = sorted(
             v / 1024 for v in client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
         out["n_workers_at_end"] = len(client.scheduler_info()["workers"])

@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "synthmi._validate",
         "synthmi.errors",
         "synthmi._json",
+        "synthmi.results",
         "synthmi._random",
         "synthmi._progress",
         "synthmi.provenance",

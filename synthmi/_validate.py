@@ -1,10 +1,17 @@
 """One place for input checks and their error messages.
 
 Every public entry point validates through these helpers so that a bad input
-gets one clear ``ValueError`` (or ``TypeError``) naming the parameter or column
+gets one clear error naming the parameter or column
 and what was wrong, in scikit-learn's sentence form::
 
     The 'epsilon' parameter of LaplaceMechanism must be > 0. Got -1 instead.
+
+The errors are the package's own (:mod:`synthmi.errors`): a
+:class:`~synthmi.errors.ParameterError` (a ``ValueError``) carries the
+parameter, what was expected and what was got as fields, which the command
+line maps to its options; a :class:`~synthmi.errors.ColumnError` names the
+column(s); a wrong type is an :class:`~synthmi.errors.InputTypeError` (a
+``TypeError``).
 
 Messages never echo values *from the data* (they may be confidential): they
 name columns, counts and parameters the caller passed, never cell values.
@@ -18,16 +25,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .errors import ColumnError, InputTypeError, NotFittedError, ParameterError, _literal
 
-class NotFittedError(ValueError, AttributeError):
-    """Raised when ``sample`` (or similar) is called before ``fit``."""
+# (NotFittedError is re-exported here: it used to be defined in this module)
 
 
-def param_error(name: str, owner: str, requirement: str, got: Any) -> ValueError:
-    """Build the standard error for a parameter that breaks its constraint."""
-    return ValueError(
-        f"The '{name}' parameter of {owner} must be {requirement}. Got {got!r} instead."
-    )
+def param_error(name: str, owner: str, requirement: str, got: Any) -> ParameterError:
+    """Build the standard error for a parameter that breaks its constraint: a
+    :class:`~synthmi.errors.ParameterError` (a ``ValueError``) reading "The '{name}'
+    parameter of {owner} must be {requirement}. Got {got!r} instead.", with
+    ``parameter``, ``owner``, ``expected`` and ``got`` (its repr) as fields."""
+    return ParameterError.build(name, owner, requirement, got)
 
 
 def check_scalar(
@@ -103,20 +111,26 @@ def check_dataframe(df: Any, name: str = "data", *, min_rows: int = 1) -> pd.Dat
     """A non-empty DataFrame with unique string-like column names."""
     if not isinstance(df, pd.DataFrame):
         if type(df).__module__.startswith("dask"):
-            raise TypeError(
+            raise InputTypeError(
                 f"The '{name}' parameter must be a pandas DataFrame here: this function or model has no Dask path "
                 "(on Dask run Rubin / DA-MI synthesis with sampler='fast', reidentification_risk, risk_subgroups, "
                 "utility tables, logit pMSE and DPSyn; see synthmi.scale). Fit on a subsample in memory "
-                "(ddf.sample(frac=...).compute()) if that is valid for your use."
+                "(ddf.sample(frac=...).compute()) if that is valid for your use.",
+                parameter=name, expected="a pandas DataFrame", got=type(df).__name__,
             )
-        raise TypeError(f"The '{name}' parameter must be a pandas DataFrame. Got {type(df).__name__} instead.")
+        raise InputTypeError(template="The {parameter} must be a pandas DataFrame. Got "
+                             f"{type(df).__name__} instead.",
+                             parameter=name, expected="a pandas DataFrame", got=type(df).__name__)
     if df.shape[1] == 0:
-        raise ValueError(f"The '{name}' DataFrame has no columns.")
+        raise ParameterError(f"The '{name}' DataFrame has no columns.", parameter=name,
+                             expected="a DataFrame with columns", got="no columns")
     if len(df) < min_rows:
-        raise ValueError(f"The '{name}' DataFrame has {len(df)} rows; at least {min_rows} are needed.")
+        raise ParameterError(f"The '{name}' DataFrame has {len(df)} rows; at least {min_rows} are needed.",
+                             parameter=name, expected=f"at least {min_rows} rows", got=f"{len(df)} rows")
     if df.columns.duplicated().any():
         dup = list(df.columns[df.columns.duplicated()])
-        raise ValueError(f"The '{name}' DataFrame has duplicated column names: {dup}.")
+        raise ColumnError(f"The '{name}' DataFrame has duplicated column names: {dup}.", column=dup,
+                          problem="duplicated")
     return df
 
 
@@ -127,13 +141,15 @@ def check_columns_exist(df: pd.DataFrame, columns: Sequence[str], name: str, df_
     columns = list(columns)
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise ValueError(
-            f"The '{name}' parameter names columns not in '{df_name}': {missing}. "
-            f"Available columns: {list(df.columns)}."
+        raise ColumnError(
+            template="The {parameter} names columns not in {data}: "
+            + _literal(f"{missing}. Available columns: {list(df.columns)}."),
+            parameter=name, data=df_name, column=missing, problem="not a column",
         )
     dup = sorted({c for c in columns if columns.count(c) > 1})
     if dup:
-        raise ValueError(f"The '{name}' parameter names columns more than once: {dup}.")
+        raise ColumnError(template="The {parameter} names columns more than once: " + _literal(f"{dup}."),
+                          parameter=name, column=dup, problem="named more than once")
     return columns
 
 
@@ -147,13 +163,15 @@ def check_not_degenerate(df: pd.DataFrame, columns: Sequence[str], df_name: str 
     """No column entirely missing, and none with a single observed value (every offender named)."""
     empty = [c for c in columns if int(df[c].notna().sum()) == 0]
     if empty:
-        raise ValueError(_columns_phrase(empty, df_name, "is entirely missing (all NaN).", "are entirely missing (all NaN)."))
+        raise ColumnError(_columns_phrase(empty, df_name, "is entirely missing (all NaN).",
+                                          "are entirely missing (all NaN)."), column=empty, problem="entirely missing", data=df_name)
     constant = [c for c in columns if df[c].nunique(dropna=True) < 2]
     if constant:
-        raise ValueError(
+        raise ColumnError(
             _columns_phrase(constant, df_name, "is constant (one observed value); it carries",
                             "are constant (one observed value each); they carry")
-            + " no information to model or synthesize."
+            + " no information to model or synthesize.",
+            column=constant, problem="constant", data=df_name,
         )
 
 
@@ -169,7 +187,7 @@ def check_no_missing(df: pd.DataFrame, columns: Sequence[str], df_name: str = "d
     else:
         listing = ", ".join(f"'{c}' ({n})" for c, n in bad.items())
         msg = f"Columns of '{df_name}' have missing values where none are allowed: {listing}."
-    raise ValueError(msg + (f" {why}" if why else ""))
+    raise ColumnError(msg + (f" {why}" if why else ""), column=list(bad), problem="missing values", data=df_name)
 
 
 def check_finite(df: pd.DataFrame, columns: Sequence[str], df_name: str = "data") -> None:
@@ -181,8 +199,9 @@ def check_finite(df: pd.DataFrame, columns: Sequence[str], df_name: str = "data"
             if bool(np.isinf(s.to_numpy(dtype=float, na_value=np.nan)).any()):
                 bad.append(c)
     if bad:
-        raise ValueError(
-            f"Columns {bad} of '{df_name}' hold infinite values; replace them by finite numbers or missing values."
+        raise ColumnError(
+            f"Columns {bad} of '{df_name}' hold infinite values; replace them by finite numbers or missing values.",
+            column=bad, problem="infinite values", data=df_name,
         )
 
 
@@ -197,8 +216,9 @@ def check_same_structure(
     missing = [c for c in cols if c not in synthetic.columns]
     extra = [c for c in synthetic.columns if c not in original.columns] if columns is None else []
     if missing or extra:
-        raise ValueError(
-            f"Columns of '{name}' do not match the original: missing {missing}, unexpected {extra}."
+        raise ColumnError(
+            f"Columns of '{name}' do not match the original: missing {missing}, unexpected {extra}.",
+            column=missing + extra, problem="columns differ from the original",
         )
     for c in cols:
         o, s = original[c], synthetic[c]
@@ -207,9 +227,10 @@ def check_same_structure(
         o_num = pd.api.types.is_numeric_dtype(o) and not o_cat
         s_num = pd.api.types.is_numeric_dtype(s) and not s_cat
         if o_num != s_num:
-            raise ValueError(
+            raise ColumnError(
                 f"Column '{c}' is {'numeric' if o_num else 'categorical'} in the original but "
-                f"{'numeric' if s_num else 'categorical'} in '{name}'."
+                f"{'numeric' if s_num else 'categorical'} in '{name}'.",
+                column=c, problem="type differs from the original",
             )
         if not o_num:
             o_levels = set(o.cat.categories) if o_cat else set(o.dropna().unique())
@@ -218,9 +239,10 @@ def check_same_structure(
                 s_levels = set(s.dropna().unique())
             unknown = s_levels - o_levels
             if unknown:
-                raise ValueError(
+                raise ColumnError(
                     f"Column '{c}' of '{name}' has {len(unknown)} categor"
-                    f"{'y' if len(unknown) == 1 else 'ies'} that the original does not have."
+                    f"{'y' if len(unknown) == 1 else 'ies'} that the original does not have.",
+                    column=c, problem="categories the original does not have",
                 )
 
 
@@ -231,9 +253,11 @@ def check_copies(copies: Any, name: str = "synthetic", min_copies: int = 1) -> l
     if isinstance(copies, pd.DataFrame):
         copies = [copies]
     if not isinstance(copies, (list, tuple)):
-        raise TypeError(
+        raise InputTypeError(
             f"The '{name}' parameter must be a DataFrame, a list of DataFrames or a SyntheticData. "
-            f"Got {type(copies).__name__} instead."
+            f"Got {type(copies).__name__} instead.",
+            parameter=name, expected="a DataFrame, a list of DataFrames or a SyntheticData",
+            got=type(copies).__name__,
         )
     copies = list(copies)
     if len(copies) < min_copies:
@@ -254,7 +278,7 @@ class Interval:
     def __init__(self, kind: str, lower: float | None = None, upper: float | None = None,
                  closed: str = "both") -> None:
         if kind not in ("real", "int") or closed not in ("both", "left", "right", "neither"):
-            raise ValueError(f"Interval({kind!r}, closed={closed!r}) is not a valid constraint.")
+            raise ParameterError(f"Interval({kind!r}, closed={closed!r}) is not a valid constraint.")
         self.kind, self.lower, self.upper, self.closed = kind, lower, upper, closed
 
     def check(self, value: Any, name: str, owner: str) -> Any:
@@ -317,7 +341,7 @@ def _describe(c: Any) -> str:
         return _NAMED[c][0]
     if isinstance(c, type):
         return f"an instance of {c.__name__}"
-    raise ValueError(f"Unknown parameter constraint {c!r}.")
+    raise ParameterError(f"Unknown parameter constraint {c!r}.")
 
 
 def _satisfies(c: Any, value: Any, name: str, owner: str) -> bool:
@@ -333,7 +357,7 @@ def _satisfies(c: Any, value: Any, name: str, owner: str) -> bool:
         return bool(_NAMED[c][1](value))
     if isinstance(c, type):
         return isinstance(value, c)
-    raise ValueError(f"Unknown parameter constraint {c!r}.")
+    raise ParameterError(f"Unknown parameter constraint {c!r}.")
 
 
 def validate_params(params: dict[str, Any], constraints: dict[str, list], owner: str) -> None:

@@ -12,7 +12,6 @@ import contextlib
 import importlib
 import os
 import pkgutil
-import re
 import sys
 import warnings
 
@@ -78,7 +77,9 @@ OPTION_OF_PARAMETER = {
     "random_state": "--seed",
     "epsilon": "--eps",
 }
-_PARAMETER_PHRASE = re.compile(r"\b([Tt])he '([A-Za-z_]\w*)' parameter(?: of [A-Za-z_][\w.]*)?(?! \(--param)")
+#: names of the data frame argument of the Python functions; on the command line it is the
+#: file the verb read
+DATA_ARGUMENTS = ("df", "original")
 
 
 def _verb_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser | None:
@@ -95,33 +96,61 @@ def _verb_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> a
         found = parser
 
 
-def cli_message(message: str, verb_parser: argparse.ArgumentParser | None, given_as_param: set[str] = frozenset()) -> str:
-    """An error message in command-line terms: "The 'tolerance' parameter of
-    risk_subgroups must be >= 0" -> "The '--tol' option must be >= 0".
+def option_of(parameter: str | None, verb_parser: argparse.ArgumentParser | None,
+              given_as_param: set[str] = frozenset()) -> str | None:
+    """The command-line option of a library parameter (``quasi_identifiers`` -> ``--qi``,
+    from :data:`OPTION_OF_PARAMETER`, else ``--name-with-dashes``), or ``None`` when the verb
+    has no such option or the user gave the parameter with ``--param NAME=VALUE`` (then its
+    name is what the user typed)."""
+    if verb_parser is None or not parameter or parameter in given_as_param:
+        return None
+    flag = OPTION_OF_PARAMETER.get(parameter, "--" + parameter.replace("_", "-"))
+    options = {o for a in getattr(verb_parser, "_actions", ()) for o in a.option_strings}
+    return flag if flag in options else None
 
-    Only names the verb has an option for are rewritten; a synthesizer parameter the
-    user gave with ``--param NAME=VALUE`` (``given_as_param``) keeps its name, which is
-    what the user typed.
+
+def cli_message(exc: BaseException, verb_parser: argparse.ArgumentParser | None,
+                given_as_param: set[str] = frozenset()) -> str:
+    """An error in command-line terms, from its structured fields
+    (:class:`synthmi.errors.SynthmiError`): "The 'tolerance' parameter of risk_subgroups
+    must be >= 0" -> "The '--tol' option must be >= 0"; "not in 'df'" -> "not in the data".
+
+    Only a parameter the verb has an option for is restated (see :func:`option_of`); an
+    error without fields (a library outside synthmi) keeps its text. A synthesizer class
+    named in the text becomes the ``--method`` a user typed.
     """
+    from .errors import SynthmiError
+
+    if isinstance(exc, SynthmiError):
+        flag = option_of(exc.parameter, verb_parser, given_as_param)
+        data = "the data" if verb_parser is not None and exc.data in DATA_ARGUMENTS else None
+        text = exc.restated(f"'{flag}' option" if flag else None, data)
+    elif isinstance(exc, (ValueError, TypeError)) and verb_parser is not None:
+        text = _unconverted_message(str(exc), verb_parser, given_as_param)
+    else:
+        text = str(exc)
+    text = " ".join(text.split()) or type(exc).__name__
     if verb_parser is None:
-        return message
-    options = {o for a in verb_parser._actions for o in a.option_strings}
-
-    def repl(m: re.Match) -> str:
-        name = m.group(2)
-        if name in given_as_param:
-            return m.group(0)
-        flag = OPTION_OF_PARAMETER.get(name, "--" + name.replace("_", "-"))
-        if flag not in options:
-            return m.group(0)
-        return f"{m.group(1)}he '{flag}' option"
-
-    out = _PARAMETER_PHRASE.sub(repl, message)
+        return text
     # a synthesizer class is the --method a user typed
     from .commands.synthesize import method_terms
 
-    out = method_terms(out)
-    # the data frame argument of the Python functions is the file the verb read
+    return method_terms(text)
+
+
+def _unconverted_message(message: str, verb_parser: argparse.ArgumentParser, given_as_param: set[str]) -> str:
+    """TRANSITIONAL: the text of a builtin ``ValueError``/``TypeError`` raised by a synthmi
+    module whose raise sites are not yet converted to :mod:`synthmi.errors` (issue 27: other
+    branches edited them at the same time). Delete this function, and its call in
+    :func:`cli_message`, once ``tests/test_protocols.py::test_every_raise_is_a_synthmi_error``
+    passes: every error then carries its fields and nothing is parsed."""
+    import re
+
+    def repl(m: re.Match) -> str:
+        flag = option_of(m.group(2), verb_parser, given_as_param)
+        return f"{m.group(1)}he '{flag}' option" if flag else m.group(0)
+
+    out = re.sub(r"\b([Tt])he '([A-Za-z_]\w*)' parameter(?: of [A-Za-z_][\w.]*)?(?! \(--param)", repl, message)
     return re.sub(r"(?:in|of) '?(?:df|original)'?(?=[ .,:;)]|$)", lambda m: m.group(0).split()[0] + " the data", out)
 
 
@@ -129,12 +158,15 @@ def _warning_line(parser: argparse.ArgumentParser, args: argparse.Namespace):
     """``warnings.showwarning`` for the command line: one line per warning, ``synthmi VERB:
     warning: ...`` in command-line terms, never the Python file and source line (those
     are for ``--debug``, which keeps Python's own form)."""
-    given = {item.split("=", 1)[0].strip() for item in (getattr(args, "param", None) or [])}
     verb = getattr(args, "verb", None) or "synthmi"
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         text = " ".join(str(message).split()) or category.__name__
-        text = cli_message(text, _verb_parser(parser, args), given)
+        if _verb_parser(parser, args) is not None:
+            # warnings are text: only the synthesizer class becomes the --method typed
+            from .commands.synthesize import method_terms
+
+            text = method_terms(text)
         print(f"synthmi {verb}: warning: {text}", file=sys.stderr, flush=True)
 
     return show
@@ -197,9 +229,8 @@ def _main(argv: list[str] | None) -> int:
     except Exception as exc:  # one line for people; --debug for developers
         if getattr(args, "debug", False):
             raise
-        msg = " ".join(str(exc).split()) or type(exc).__name__
         given = {item.split("=", 1)[0].strip() for item in (getattr(args, "param", None) or [])}
-        msg = cli_message(msg, _verb_parser(parser, args), given)
+        msg = cli_message(exc, _verb_parser(parser, args), given)
         if not isinstance(exc, (ValueError, TypeError, FileNotFoundError, KeyError)) and not getattr(
                 type(exc), "user_message", False):
             msg = f"{type(exc).__name__}: {msg}"

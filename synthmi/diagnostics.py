@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .errors import DiagnosticsError, InputError
+
 #: default thresholds of the release check
 RHAT_MAX: float = 1.05
 ESS_MIN: float = 100.0
@@ -47,7 +49,7 @@ _TRY_CLI = (
 )
 
 
-class DiagnosticsFailed(RuntimeError):
+class DiagnosticsFailed(DiagnosticsError):
     """The posterior sampler did not converge well enough to release copies.
 
     Attributes
@@ -93,7 +95,7 @@ class DiagnosticsFailed(RuntimeError):
         return DiagnosticsFailed(self.failures, self.rhat_max, self.ess_min, self.owner, cli=True)
 
 
-class SamplerBudgetExceeded(RuntimeError):
+class SamplerBudgetExceeded(DiagnosticsError):
     """A sampler was stopped because it would overrun its time budget (``max_seconds``).
 
     Raised during the fit, before anything is released; the message gives the
@@ -105,6 +107,9 @@ class SamplerBudgetExceeded(RuntimeError):
         Pilot iterations, seconds per iteration of a chain, ``n_iter_needed``
         (``None`` when too few iterations ran to estimate it), projected seconds.
     """
+
+    #: the command line names the class (tests and users look for it)
+    user_message = False
 
     def __init__(self, message: str, estimate: dict | None = None):
         self.estimate = dict(estimate or {})
@@ -118,7 +123,7 @@ def _as_chains(draws: Any) -> np.ndarray:
     if x.ndim == 2:
         x = x[:, :, None]
     if x.ndim != 3:
-        raise ValueError(f"The 'draws' array must have shape (chains, draws) or (chains, draws, k). Got {x.shape} instead.")
+        raise InputError(f"The 'draws' array must have shape (chains, draws) or (chains, draws, k). Got {x.shape} instead.")
     return x
 
 

@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
+from .errors import InputError
 
 __all__ = [
     "PROVENANCE_KEY_ENV",
@@ -126,7 +127,7 @@ def check_original(original: pd.DataFrame, fingerprint: Mapping[str, Any] | None
         if _canonical_hmac(original[[have[c] for c in cols]], key) != mac:
             problems.append(f"its values differ (the keyed HMAC under {PROVENANCE_KEY_ENV} does not match)")
     if problems:
-        raise ValueError(
+        raise InputError(
             f"The '{name}' data are not the data these copies were made from: " + "; ".join(problems) + "."
         )
 

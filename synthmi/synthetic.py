@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from .provenance import check_original
-from .schema import _jsonable
+from ._json import dumps as json_dumps, jsonable
+from .errors import InputError, ParameterError
 
 def package_versions() -> dict[str, str]:
     """Versions of synthmi and the libraries whose behaviour shapes its output."""
@@ -41,7 +42,7 @@ def dtype_spec(df: pd.DataFrame) -> dict[str, dict[str, Any]]:
         if isinstance(dt, pd.CategoricalDtype):
             spec[c] = {
                 "dtype": "category",
-                "categories": [_jsonable(x) for x in dt.categories],
+                "categories": [jsonable(x) for x in dt.categories],
                 "ordered": bool(dt.ordered),
             }
         else:
@@ -172,7 +173,7 @@ class SyntheticData:
 
         names = list(dict.fromkeys(RULES.values()))
         if self.rule not in names:
-            raise ValueError(f"The 'rule' of SyntheticData must be one of {names}. Got {self.rule!r} instead.")
+            raise InputError(f"The 'rule' of SyntheticData must be one of {names}. Got {self.rule!r} instead.")
         if self.spec is not None and not hasattr(self.spec, "to_dict"):
             from .spec import as_spec
 
@@ -232,18 +233,18 @@ class SyntheticData:
             diag = diagnostics_summary(diag)
         out = {
             "method": self.method,
-            "params": _to_json(_masks_described(self.params)),
+            "params": jsonable(_masks_described(self.params)),
             "seed": self.seed,
             "m": self.m,
             "quasi_identifiers": list(self.quasi_identifiers),
             "versions": self.versions,
-            "structure": _to_json(self.structure),
-            "diagnostics": _to_json(diag),
-            "diagnostics_check": _to_json(self.diagnostics_check),
+            "structure": jsonable(self.structure),
+            "diagnostics": jsonable(diag),
+            "diagnostics_check": jsonable(self.diagnostics_check),
             "dtypes": dtype_spec(self.copies[0]) if self.copies else {},
             "rule": self.rule,
             "spec": None if self.spec is None else self.spec.to_dict(),
-            "fingerprint": _to_json(self.fingerprint),
+            "fingerprint": jsonable(self.fingerprint),
         }
         if "privacy" in self.structure:
             # A differentially private release records no seed at all (issue 11): its
@@ -272,7 +273,7 @@ class SyntheticData:
                 # back, the recorded dtype restores the copy exactly
                 c = c.assign(**{k: c[k].astype("Int64") for k in whole})
             c.to_csv(path / f"copy_{j:0{width}d}.csv", index=False)
-        (path / "metadata.json").write_text(json.dumps(self.metadata(source), indent=2, sort_keys=True))
+        (path / "metadata.json").write_text(json_dumps(self.metadata(source), indent=2, sort_keys=True))
         return path
 
     @classmethod
@@ -284,7 +285,7 @@ class SyntheticData:
         meta_file = path / "metadata.json"
         files = sorted(path.glob("copy_*.csv"))
         if not files:
-            raise ValueError(f"No synthetic copies (copy_*.csv) found in directory '{path}'.")
+            raise InputError(f"No synthetic copies (copy_*.csv) found in directory '{path}'.")
         meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
         encoding = (meta.get("source") or {}).get("copies_encoding") or None
         copies = []
@@ -325,12 +326,12 @@ class SyntheticData:
         from .evaluation.analysis import analyse
 
         if original is None:
-            raise ValueError("The 'original' parameter of SyntheticData.analyse is required.")
+            raise ParameterError("The 'original' parameter of SyntheticData.analyse is required.", parameter='original')
         if formula is None:
             analyses = self.spec.analyses if self.spec is not None else []
             if not analyses:
-                raise ValueError(
-                    "The 'formula' parameter of SyntheticData.analyse is required: the copies' spec lists no analyses."
+                raise ParameterError(
+                    "The 'formula' parameter of SyntheticData.analyse is required: the copies' spec lists no analyses.", parameter='formula'
                 )
             formula = analyses[0]["formula"]
             family = family or analyses[0]["family"]
@@ -391,15 +392,6 @@ def _masks_described(params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _to_json(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _to_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_to_json(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _to_json(obj.tolist())
-    if isinstance(obj, (np.generic,)):
-        return obj.item()
-    if isinstance(obj, (str, int, float, bool)) or obj is None:
-        return obj
-    return repr(obj)
+#: the package's one JSON converter (this name stays for callers not yet switched to
+#: :func:`synthmi._json.jsonable`: models/persist.py)
+_to_json = jsonable

@@ -210,7 +210,7 @@ def test_weighted_combined_estimate_matches_hand_computation():
     half = stats.t.ppf(0.975, df_) * np.sqrt(T)
     assert c.ci_lower[0] == pytest.approx(qm - half, rel=1e-8)
     assert res.weights == "w" and "design-based" in res.weights_note
-    assert "weights:" in res.summary()
+    assert "weights:" in str(res.summary())
     # the same through combine() with the per-copy values
     assert combine(np.array(q)[:, None], np.array(u)[:, None], rule="partial").estimate[0] == pytest.approx(qm)
 

@@ -97,20 +97,28 @@ def test_errors_name_the_command_line_options(tmp_path, capsys):
 
 
 def test_cli_message_rewrites_only_names_the_verb_has():
+    """The command line restates an error from its fields (parameter -> option, from the
+    table), never by parsing its text."""
     import argparse
+
+    from synthmi._validate import param_error
+    from synthmi.errors import ParameterError
 
     p = argparse.ArgumentParser()
     for flag in ("--tol", "--target", "--target-tol", "--threshold", "--param"):
         p.add_argument(flag)
-    assert cli_message("The 'target_tolerance' parameter of attribute_disclosure must be >= 0.0.", p) == \
-        "The '--target-tol' option must be >= 0.0."
-    assert cli_message("The 'target' parameter of attribute_disclosure must be a column.", p) == \
+    assert cli_message(param_error("target_tolerance", "attribute_disclosure", ">= 0.0", -1.0), p) == \
+        "The '--target-tol' option must be >= 0.0. Got -1.0 instead."
+    assert cli_message(ParameterError("The 'target' parameter of attribute_disclosure must be a column.",
+                                      parameter="target", owner="attribute_disclosure"), p) == \
         "The '--target' option must be a column."
     # a name without an option of this verb, and one the user typed with --param, stay as they are
-    assert cli_message("The 'k0' parameter of f must be >= 1.", p) == "The 'k0' parameter of f must be >= 1."
-    assert cli_message("The 'threshold' parameter of C must be <= 1.", p, {"threshold"}) == \
-        "The 'threshold' parameter of C must be <= 1."
-    assert cli_message("The 'r' parameter (--param r=...) must be >= 2", p) == "The 'r' parameter (--param r=...) must be >= 2"
+    assert cli_message(param_error("k0", "f", ">= 1", 0), p) == "The 'k0' parameter of f must be >= 1. Got 0 instead."
+    assert cli_message(param_error("threshold", "C", "<= 1", 2), p, {"threshold"}) == \
+        "The 'threshold' parameter of C must be <= 1. Got 2 instead."
+    # an error without fields keeps its text: nothing is parsed
+    assert cli_message(ParameterError("The 'tolerance' parameter must be >= 0"), p) == \
+        "The 'tolerance' parameter must be >= 0"
 
 
 # ---- the joint predictive with a two-part column ---------------------------------------------

@@ -51,7 +51,7 @@ def test_original_fit_matches_statsmodels_and_copies_combine_by_rule():
     comb = combine(res.estimates, res.variances, rule="partial")
     np.testing.assert_allclose(f["est_syn"], comb.estimate)
     np.testing.assert_allclose(f["ci_upper_syn"], comb.ci_upper)
-    text = res.summary()
+    text = str(res.summary())
     assert "mean CI overlap" in text and "95% CI" in text
     assert res.table().shape[0] == 2 * len(f)
 

@@ -95,8 +95,8 @@ def test_fast_matches_brute_force(case):
     for col, k in (("disco", "disco"), ("dis", "dis"), ("in_synthetic", "in_s"), ("dcap", "dcap"), ("repU", "repu"),
                    ("attribute_risk", "a"), ("all_matches_correct", "allc"), ("no_match", "none")):
         np.testing.assert_allclose(rec[col].to_numpy(), acc[k] / m, rtol=0, atol=1e-12, err_msg=col)
-    assert res.summary["expected_correct_attributions"] == pytest.approx(acc["a"].sum() / m, abs=1e-12)
-    assert res.summary["share_above_threshold"] == pytest.approx(((acc["a"] / m) > 0.5).mean(), abs=1e-12)
+    assert res.figures["expected_correct_attributions"] == pytest.approx(acc["a"].sum() / m, abs=1e-12)
+    assert res.figures["share_above_threshold"] == pytest.approx(((acc["a"] / m) > 0.5).mean(), abs=1e-12)
     for a_, b_ in zip(before, [original] + copies):
         pd.testing.assert_frame_equal(a_, b_)  # inputs never mutated
 
@@ -127,7 +127,7 @@ def test_hand_worked_example():
     #   rec2 M[30,50] -> {M40, M40, M50}, all yes: A = 1; rec3 M[40,60] -> same three, all yes: A = 0.
     original, copy = _hand()
     res = attribute_disclosure(original, copy, ["sex", "age"], "y", tolerance={"age": 10}, by="sex")
-    s = res.summary
+    s = res.figures
     expect = {"DiSCO": 0.5, "DiS": 1.0, "iS": 1.0, "DCAP": 0.5, "TCAP": 0.5, "Dorig": 0.5, "DiSDiO": 0.25,
               "UiO": 0.5, "repU": 0.25, "UiS": 0.5, "UiOiS": 0.5, "expected_correct_attributions": 2.0,
               "attribute_risk_mean": 0.5, "share_above_threshold": 0.5, "all_matches_correct_share": 0.5,
@@ -139,7 +139,7 @@ def test_hand_worked_example():
     np.testing.assert_allclose(res.records["mean_n_matches"], [1, 1, 3, 3])
     np.testing.assert_allclose(res.by_group.loc["M", ["disco", "repU", "dcap"]].to_numpy(dtype=float), [0.5, 0.5, 0.5])
     # Releasing the original itself: DiSCO = Dorig and repU = UiO, whatever the data.
-    same = attribute_disclosure(original, original, ["sex", "age"], "y").summary
+    same = attribute_disclosure(original, original, ["sex", "age"], "y").figures
     assert same["DiSCO"] == same["Dorig"] == 0.5 and same["repU"] == same["UiO"] == 0.5
     assert same["DCAP"] == pytest.approx((0.5 + 0.5 + 1 + 1) / 4)  # synthpop's CAPd of the original
     assert "yes" not in res.report() and "F" not in str(res.to_dict()["summary"])  # no confidential values
@@ -166,11 +166,11 @@ def test_simulation_independent_target_gives_base_cap():
     o = pd.DataFrame({"k": pd.Categorical(rng.integers(0, 3, n)), "y": pd.Categorical(rng.random(n) < 0.3)})
     c = o.copy()
     c["y"] = pd.Categorical(rng.random(n) < 0.3, categories=o["y"].cat.categories)
-    s = attribute_disclosure(o, c, ["k"], "y").summary
+    s = attribute_disclosure(o, c, ["k"], "y").figures
     assert s["DCAP"] == pytest.approx(0.58, abs=0.02)
     assert s["DiSCO"] == 0.0  # every key shows both target values
     # The original released as is: every record's key group is (nearly) a 30/70 mix, the same figure.
-    assert attribute_disclosure(o, o, ["k"], "y").summary["DCAP"] == pytest.approx(0.58, abs=0.02)
+    assert attribute_disclosure(o, o, ["k"], "y").figures["DCAP"] == pytest.approx(0.58, abs=0.02)
 
 
 def test_simulation_masking_lowers_disco():
@@ -183,8 +183,8 @@ def test_simulation_masking_lowers_disco():
     noisy = o.copy()
     flip = rng.random(n) < 0.5
     noisy.loc[flip, "age"] = noisy.loc[flip, "age"] + rng.integers(1, 4, flip.sum())
-    d0 = attribute_disclosure(o, o, ["age", "sex"], "y").summary["DiSCO"]
-    d1 = attribute_disclosure(o, noisy, ["age", "sex"], "y").summary["DiSCO"]
+    d0 = attribute_disclosure(o, o, ["age", "sex"], "y").figures["DiSCO"]
+    d1 = attribute_disclosure(o, noisy, ["age", "sex"], "y").figures["DiSCO"]
     assert d0 > 0.2 and d1 < 0.75 * d0  # seed 5: 0.22 -> 0.13
 
 

@@ -74,7 +74,7 @@ def test_copy_release_is_incoherent_and_noise_release_is_coherent():
     assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 8))
     assert set(copy.sizes.index) == {"g=a", "g=b"}
     assert copy.worst_subgroup in ("g=a", "g=b")
-    assert "Clopper-Pearson" in copy.summary()
+    assert "Clopper-Pearson" in str(copy.summary())
     frame = copy.to_frame()
     assert list(frame.columns) == [
         "size", "mean_w1", "sd_w1", "max_w1", "share_above_alpha", "mean_null_w1", "excess_w1"

@@ -90,7 +90,7 @@ def test_vectorised_over_coefficients_matches_scalar_calls():
             assert res.df[j] == pytest.approx(one.df[0])
         frame = res.to_frame()
         assert list(frame.index) == list("abcd")
-        assert "estimate" in res.summary()
+        assert "estimate" in str(res.summary())
 
 
 @pytest.mark.parametrize("rule", ["partial", "full", "rubin"])

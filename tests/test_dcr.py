@@ -34,17 +34,17 @@ def test_copies_are_flagged_and_fresh_draws_are_not():
     rng = np.random.default_rng(0)
     train, holdout, fresh = _population(3000, rng), _population(1000, rng), _population(3000, rng)
     # a release that copies training records: every DCR is 0, all below the holdout's 5% quantile
-    leak = distance_to_closest_record(train, [train.sample(1000, random_state=1)], holdout=holdout, sample=500).summary
+    leak = distance_to_closest_record(train, [train.sample(1000, random_state=1)], holdout=holdout, sample=500).figures
     assert leak["share_exact_synthetic"] == 1.0 and leak["share_exact_baseline"] == 0.0
     assert leak["share_below_holdout_q05"] == 1.0
     assert "holdout" in leak["baseline"]
     # new draws of the same population: about 5% below the holdout's 5% quantile
     # (binomial sd for 1000 sampled records 0.007; the quantile itself from 1000 holdout records ~0.007)
-    ok = distance_to_closest_record(train, [fresh], holdout=holdout, sample=1000).summary
+    ok = distance_to_closest_record(train, [fresh], holdout=holdout, sample=1000).figures
     assert ok["share_below_holdout_q05"] == pytest.approx(0.05, abs=0.035)
     assert ok["median_dcr_synthetic"] == pytest.approx(ok["median_dcr_baseline"], rel=0.15)
     # leave-one-out baseline when no holdout is given
-    loo = distance_to_closest_record(train, [fresh], sample=500).summary
+    loo = distance_to_closest_record(train, [fresh], sample=500).figures
     assert "leave-one-out" in loo["baseline"] and loo["n_baseline_sampled"] == 500
     assert 0 <= loo["share_below_holdout_q05"] < 0.15
 
@@ -65,7 +65,7 @@ def test_near_copies_of_large_values_are_not_exact():
     orig = pd.DataFrame({"income": x, "sex": rng.choice(["f", "m"], 50)})
     syn = orig.assign(income=orig["income"] + 0.01)
     r = distance_to_closest_record(orig, syn, sample=50, random_state=0)
-    assert r.summary["share_exact_synthetic"] == 0.0
+    assert r.figures["share_exact_synthetic"] == 0.0
     # each record's nearest original is itself, 0.01 / 1e6 away on one of 2 columns
     np.testing.assert_allclose(r.dcr_synthetic, 0.01 / 1e6 / 2, rtol=1e-3)
-    assert distance_to_closest_record(orig, orig, sample=50, random_state=0).summary["share_exact_synthetic"] == 1.0
+    assert distance_to_closest_record(orig, orig, sample=50, random_state=0).figures["share_exact_synthetic"] == 1.0

@@ -77,7 +77,7 @@ def _kmeans_python(domain_path):
 def _beta_python(df, out):
     res = PrivateBetaPosterior(epsilon=1.0, mechanism="laplace").fit(df["smoker"].to_numpy()).sample()
     (out / "posterior.json").write_text(res.to_frame().iloc[0].to_json())
-    return res.summary()
+    return str(res.summary())
 
 
 def cases(domain_path) -> dict[str, Case]:

@@ -102,7 +102,7 @@ def test_audit_global_and_smooth_every_n_up_to_200(eps):
     for n in range(1, 201):
         for mech, delta in (("global", None), ("smooth", 1e-5)):
             res = audit_privacy_loss(PrivateBetaPosterior(eps, mech, delta=delta), n)
-            assert res.holds, res.summary()
+            assert res.holds, str(res.summary())
             worst[mech] = max(worst[mech], res.max_loss / eps)
             if mech == "global":
                 assert not res.exceeds_epsilon
@@ -117,7 +117,7 @@ def test_audit_global_and_smooth_every_n_up_to_200(eps):
 def test_audit_spot_checks_large_n(n):
     for mech, delta in (("global", None), ("smooth", 1e-5), ("laplace", None), ("laplace_rounded", None)):
         res = audit_privacy_loss(PrivateBetaPosterior(1.0, mech, delta=delta), n)
-        assert res.holds, res.summary()
+        assert res.holds, str(res.summary())
 
 
 @pytest.mark.parametrize("prior", [(0.1, 0.1), (0.5, 0.5), (5.0, 5.0)])
@@ -216,12 +216,12 @@ def test_fit_sample_and_accounting():
     assert r1.alpha + r1.beta == pytest.approx(102)
     assert m.accountant_.spent(method="basic") == (1.0, 0)
     assert x.equals(before)
-    assert "Beta(" in r1.summary() and list(r1.to_frame().columns)[:2] == ["mechanism", "epsilon"]
+    assert "Beta(" in str(r1.summary()) and list(r1.to_frame().columns)[:2] == ["mechanism", "epsilon"]
     s = PrivateBetaPosterior(1.0, "smooth", delta=1e-6).fit(x.astype(bool))
     s.sample(random_state=1)
     assert s.accountant_.spent(method="basic") == (1.0, 1e-6)
     loc = PrivateBetaPosterior(1.0, "local", allow_non_private=True).fit(x).sample(random_state=0)
-    assert not loc.private and "NOT DIFFERENTIALLY PRIVATE" in loc.summary()
+    assert not loc.private and "NOT DIFFERENTIALLY PRIVATE" in str(loc.summary())
 
 
 def test_smooth_beyond_the_audited_range_warns():

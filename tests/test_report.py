@@ -119,7 +119,7 @@ def test_evaluate_release_numbers_match_the_evaluation_layer(evaluated):
     assert row["mean_ci_overlap"] == pytest.approx(res.mean_ci_overlap)
     assert row["mean_std_diff"] == pytest.approx(res.mean_std_diff)
     risk = reidentification_risk(df, syn.copies, QI, tolerance={"age": 5.0})
-    assert row["expected_matches"] == pytest.approx(risk.summary["expected_matches"])
+    assert row["expected_matches"] == pytest.approx(risk.figures["expected_matches"])
     np.testing.assert_allclose(data.individual_risk["cart"], risk.individual.to_numpy())
     # the subgroup table partitions the records and the expected matches
     rb = data.risk_by_subgroup

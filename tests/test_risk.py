@@ -82,12 +82,12 @@ def test_fast_matches_brute_force(case):
     np.testing.assert_array_equal(res.records["false_unique_copies"].to_numpy(), fu)
     np.testing.assert_array_equal(res.records["no_match_copies"].to_numpy(), none)
     n = len(original)
-    assert res.summary["expected_matches"] == pytest.approx(risk.sum(), abs=1e-12)
-    assert res.summary["true_match_rate"] == pytest.approx(tu.sum() / (n * m), abs=1e-12)
+    assert res.figures["expected_matches"] == pytest.approx(risk.sum(), abs=1e-12)
+    assert res.figures["true_match_rate"] == pytest.approx(tu.sum() / (n * m), abs=1e-12)
     if tu.sum() + fu.sum():
-        assert res.summary["false_match_rate"] == pytest.approx(fu.sum() / (tu.sum() + fu.sum()), abs=1e-12)
+        assert res.figures["false_match_rate"] == pytest.approx(fu.sum() / (tu.sum() + fu.sum()), abs=1e-12)
     else:
-        assert math.isnan(res.summary["false_match_rate"])
+        assert math.isnan(res.figures["false_match_rate"])
     for a, b in zip(before, [original] + copies):
         pd.testing.assert_frame_equal(a, b)
 
@@ -122,7 +122,7 @@ def test_hand_worked_example():
     original, copies = _hand_data()
     res = reidentification_risk(original, copies, ["sex", "age"], tolerance={"age": 1}, threshold=0.5, by="sex")
     np.testing.assert_allclose(res.individual.to_numpy(), [0.75, 0.25, 0.5, 0.5], rtol=0, atol=1e-15)
-    s = res.summary
+    s = res.figures
     assert s["expected_matches"] == pytest.approx(2.0)
     assert s["true_match_rate"] == pytest.approx(0.375)
     assert s["false_match_rate"] == pytest.approx(0.25)
@@ -147,7 +147,7 @@ def test_hand_worked_example():
     np.testing.assert_allclose(g["share_above_threshold"], [0.5, 0.0])
     # A lower threshold counts t2, t3 too (0.5 > 0.4).
     low = reidentification_risk(original, copies, ["sex", "age"], tolerance={"age": 1}, threshold=0.4)
-    assert low.summary["share_above_threshold"] == pytest.approx(0.75)
+    assert low.figures["share_above_threshold"] == pytest.approx(0.75)
     # Tables and JSON form.
     assert list(res.summary_frame().index) == ["all", "F", "M"]
     assert res.to_frame()["risk"].equals(res.individual.rename("risk"))
@@ -166,7 +166,7 @@ def test_relative_tolerance_hand_example():
     same = reidentification_risk(original, copy, ["x"], tolerance={"x": ("relative", 0.1)})
     assert same.individual.equals(res.individual)
     # Default tolerance is exact matching.
-    assert reidentification_risk(original, copy, ["x"]).summary["expected_matches"] == 0.0
+    assert reidentification_risk(original, copy, ["x"]).figures["expected_matches"] == 0.0
 
 
 def test_missing_value_matches_only_missing():
@@ -187,8 +187,8 @@ def test_identical_copy_is_computed():
     original = pd.DataFrame({"s": pd.Categorical(["a", "a", "b", "b", "b"]), "x": [1.0, 1.0, 2.0, 3.0, 4.0]})
     res = reidentification_risk(original, [original, original.copy()], ["s", "x"])
     np.testing.assert_array_equal(res.individual.to_numpy(), [0.5, 0.5, 1.0, 1.0, 1.0])
-    assert res.summary["false_match_rate"] == 0.0
-    assert res.summary["true_match_rate"] == pytest.approx(3 / 5)
+    assert res.figures["false_match_rate"] == 0.0
+    assert res.figures["true_match_rate"] == pytest.approx(3 / 5)
 
 
 def test_simulation_matches_closed_form():
@@ -208,11 +208,11 @@ def test_simulation_matches_closed_form():
     res = reidentification_risk(original, copies, ["id", "age"], tolerance={"age": tol})
     p = 2 * norm.cdf(tol / sigma) - 1
     se = math.sqrt(p * (1 - p) / (n * m))
-    assert abs(res.summary["mean_risk"] - p) < 4 * se
-    assert res.summary["false_match_rate"] == 0.0  # only the true record can share a key
+    assert abs(res.figures["mean_risk"] - p) < 4 * se
+    assert res.figures["false_match_rate"] == 0.0  # only the true record can share a key
     # More noise -> lower risk (same seed stream, sigma 2 -> 8: p = 0.197).
     noisy = [c.assign(age=original["age"] + rng.normal(0, 8.0, n)) for c in copies]
-    assert reidentification_risk(original, noisy, ["id", "age"], tolerance={"age": tol}).summary["mean_risk"] < 0.3
+    assert reidentification_risk(original, noisy, ["id", "age"], tolerance={"age": tol}).figures["mean_risk"] < 0.3
 
 
 def test_alignment_by_index():

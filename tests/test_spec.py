@@ -130,8 +130,8 @@ def test_evaluation_kinds_come_from_the_spec():
     kept = CartSynthesizer().fit(df, quasi_identifiers=["age"], keep=["grp", "x"]).sample(2, random_state=1)
     loose = reidentification_risk(df[["age", "grp", "x"]], kept, ["age", "grp"], tolerance=100)
     exact_grp = reidentification_risk(df[["age", "grp", "x"]], kept, ["age", "grp"], tolerance=100, spec=nominal)
-    assert loose.summary["expected_matches"] == pytest.approx(1.0)
-    assert exact_grp.summary["expected_matches"] == pytest.approx(3.0)
+    assert loose.figures["expected_matches"] == pytest.approx(1.0)
+    assert exact_grp.figures["expected_matches"] == pytest.approx(3.0)
     qi_from_spec = reidentification_risk(df, syn, spec=nominal)
     assert qi_from_spec.settings["quasi_identifiers"] == ["age", "grp"]
     sub = risk_subgroups(df, None, 5, spec=nominal)

@@ -6,6 +6,7 @@ import csv
 import os
 import tempfile
 from pathlib import Path
+from ..errors import InputError
 
 EXAMPLES_FMT = argparse.RawDescriptionHelpFormatter
 
@@ -27,7 +28,7 @@ def split_list(text: str | list[str] | None) -> list[str]:
     try:
         fields = next(csv.reader([text], skipinitialspace=True, strict=True))
     except csv.Error:
-        raise ValueError(
+        raise InputError(
             f"A comma-separated list has an unbalanced double quote: {text!r}. Quote a name that holds a "
             'comma, e.g. \'age,"income, household"\'.'
         ) from None
@@ -51,9 +52,9 @@ def _check_location(path: Path, option: str) -> None:
     while not a.exists() and a != a.parent:
         a = a.parent
     if not a.is_dir():
-        raise ValueError(f"The '{option}' path '{path}' cannot be created: '{a}' is a file, not a directory.")
+        raise InputError(f"The '{option}' path '{path}' cannot be created: '{a}' is a file, not a directory.")
     if not _writable(a):
-        raise ValueError(
+        raise InputError(
             f"The '{option}' location '{a}' is not writable (permission denied or a read-only file system); "
             "choose another place. Nothing was computed."
         )
@@ -68,12 +69,12 @@ def check_output_file(path: str | Path | None, option: str, overwrite: bool) -> 
         return None
     p = Path(path)
     if p.is_dir():
-        raise ValueError(f"The '{option}' option names a directory, '{p}'; give a file name.")
+        raise InputError(f"The '{option}' option names a directory, '{p}'; give a file name.")
     if p.exists() and not overwrite:
-        raise ValueError(f"The '{option}' file '{p}' already exists; add --overwrite to replace it.")
+        raise InputError(f"The '{option}' file '{p}' already exists; add --overwrite to replace it.")
     _check_location(p.parent if str(p.parent) else Path("."), option)
     if p.exists() and not os.access(p, os.W_OK):
-        raise ValueError(f"The '{option}' file '{p}' is not writable.")
+        raise InputError(f"The '{option}' file '{p}' is not writable.")
     return p
 
 
@@ -83,11 +84,11 @@ def check_output_dir(path: str | Path, option: str, overwrite: bool, owned: list
     writes there (default: any file at all)."""
     p = Path(path)
     if p.exists() and not p.is_dir():
-        raise ValueError(f"The '{option}' option must be a directory. '{p}' is a file.")
+        raise InputError(f"The '{option}' option must be a directory. '{p}' is a file.")
     if p.is_dir() and not overwrite:
         held = [f for pat in (owned or ["*"]) for f in p.glob(pat)]
         if held:
-            raise ValueError(
+            raise InputError(
                 f"The '{option}' directory '{p}' already holds output ({held[0].name}, ...); "
                 "add --overwrite to replace it, or choose another directory."
             )
@@ -120,7 +121,7 @@ def na_values_of(args: argparse.Namespace, spec=None, recorded=None) -> list[str
     if given is not None:
         markers = split_list(given)
         if not markers:
-            raise ValueError("The '--na-values' option must list at least one marker, e.g. --na-values '?,-9'.")
+            raise InputError("The '--na-values' option must list at least one marker, e.g. --na-values '?,-9'.")
         return markers
     if spec is not None and getattr(spec, "na_values", None):
         return list(spec.na_values)
@@ -170,7 +171,7 @@ def parse_assignments(items: list[str] | None, name: str) -> dict[str, str]:
     for item in items or []:
         for part in split_list(item):
             if "=" not in part:
-                raise ValueError(f"The '--{name}' option takes COLUMN=VALUE pairs. Got {part!r} instead.")
+                raise InputError(f"The '--{name}' option takes COLUMN=VALUE pairs. Got {part!r} instead.")
             k, v = part.split("=", 1)
             out[k.strip()] = v.strip()
     return out
@@ -229,7 +230,7 @@ def align_original(original, syn):
     cols = list(syn.copies[0].columns)
     missing = [c for c in cols if c not in original.columns]
     if missing:
-        raise ValueError(f"The synthetic copies have columns the original lacks: {missing}.")
+        raise InputError(f"The synthetic copies have columns the original lacks: {missing}.")
     return declared_categories(original[cols], syn)
 
 
@@ -362,15 +363,16 @@ def check_summary_outputs(args: argparse.Namespace) -> None:
     out = check_output_file(args.out, "--out", args.overwrite)
     rec = check_output_file(records_path(args), "--records", args.overwrite)
     if out.resolve() == rec.resolve():
-        raise ValueError(f"The '--out' and '--records' options name the same file '{out}'.")
+        raise InputError(f"The '--out' and '--records' options name the same file '{out}'.")
 
 
 def write_summary_and_records(args: argparse.Namespace, verb: str, result, extra: dict | None = None) -> None:
     """``--out`` JSON summary (``result.to_dict()`` plus ``extra``) and the per-record
     CSV (``result.to_frame()``) at ``--records`` or its name derived from ``--out``;
     prints the report. Call :func:`check_summary_outputs` before computing."""
-    import json
     import sys
+
+    from .._json import dumps as json_dumps
 
     out = Path(args.out)
     records = records_path(args)
@@ -378,7 +380,7 @@ def write_summary_and_records(args: argparse.Namespace, verb: str, result, extra
     payload.update(extra or {})
     payload["records_csv"] = str(records)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(payload, indent=2, sort_keys=True))
+    out.write_text(json_dumps(payload, indent=2, sort_keys=True))
     records.parent.mkdir(parents=True, exist_ok=True)
     result.to_frame().to_csv(records, index_label="record")
     print(result.report())
@@ -412,7 +414,7 @@ def check_formula(formula: str, columns, option: str, what: str = "the data") ->
 
     cols = [str(c) for c in columns]
     if not isinstance(formula, str) or "~" not in formula:
-        raise ValueError(f"The '{option}' option must be a formula such as 'y ~ x1 + x2'. Got {formula!r} instead.")
+        raise InputError(f"The '{option}' option must be a formula such as 'y ~ x1 + x2'. Got {formula!r} instead.")
     # awkward names written bare (not already inside Q("..."))
     awkward = [c for c in cols if (not c.isidentifier() or keyword.iskeyword(c)) and c in formula
                and f'Q("{c}")' not in formula and f"Q('{c}')" not in formula]
@@ -423,7 +425,7 @@ def check_formula(formula: str, columns, option: str, what: str = "the data") ->
         desc = ModelDesc.from_formula(formula)
     except PatsyError as exc:
         reason = str(exc).splitlines()[0].strip()
-        raise ValueError(f"The formula {formula!r} ({option}) cannot be read ({reason}).{hint}") from None
+        raise InputError(f"The formula {formula!r} ({option}) cannot be read ({reason}).{hint}") from None
     unknown: list[str] = []
     for term in desc.lhs_termlist + desc.rhs_termlist:
         for factor in term.factors:
@@ -431,7 +433,7 @@ def check_formula(formula: str, columns, option: str, what: str = "the data") ->
             try:
                 tree = ast.parse(code, mode="eval")
             except SyntaxError:
-                raise ValueError(f"The formula {formula!r} ({option}) cannot be read at '{code}'.{hint}") from None
+                raise InputError(f"The formula {formula!r} ({option}) cannot be read at '{code}'.{hint}") from None
             called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
             for node in ast.walk(tree):
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Q"
@@ -448,7 +450,7 @@ def check_formula(formula: str, columns, option: str, what: str = "the data") ->
     if unknown:
         names = ", ".join(repr(u) for u in unknown)
         are = "is not a column" if len(unknown) == 1 else "are not columns"
-        raise ValueError(
+        raise InputError(
             f"The formula {formula!r} ({option}) names {names}, which {are} of {what}."
             + (hint if awkward else f" Columns: {cols}.")
         )
@@ -546,13 +548,13 @@ def categorical_kinds(df, columns: list[str], option: str = "--categorical") -> 
     """``--categorical`` columns -> their kind: binary with 2 distinct values, else nominal."""
     unknown = [c for c in columns if c not in df.columns]
     if unknown:
-        raise ValueError(f"The '{option}' option names columns not in the data: {unknown}. "
+        raise InputError(f"The '{option}' option names columns not in the data: {unknown}. "
                          f"Available columns: {list(df.columns)}.")
     kinds = {}
     for c in columns:
         n = int(df[c].nunique(dropna=True))
         if n < 2:
-            raise ValueError(f"The '{option}' option names column '{c}', which holds fewer than 2 distinct values.")
+            raise InputError(f"The '{option}' option names column '{c}', which holds fewer than 2 distinct values.")
         kinds[c] = "binary" if n == 2 else "nominal"
     return kinds
 

@@ -18,6 +18,7 @@ from ._common import (
     recorded_rule,
     step_line,
 )
+from ..errors import InputError
 
 EXAMPLES = """examples:
   synthmi analyse --original adult --synthetic syn/ --formula "income ~ age + sex + race + education"
@@ -73,13 +74,13 @@ def run(args) -> int:
     else:
         weights = args.weights
         if weights not in original.columns:
-            raise ValueError(f"The '--weights' option names '{weights}', which is not a column of the copies.")
+            raise InputError(f"The '--weights' option names '{weights}', which is not a column of the copies.")
     spec = load_spec_option(args, syn)
     formula, family = args.formula, args.family
     if formula is None:
         analyses = spec.analyses if spec is not None else []
         if not analyses:
-            raise ValueError("The '--formula' option is needed: the spec lists no analyses.")
+            raise InputError("The '--formula' option is needed: the spec lists no analyses.")
         formula, family = analyses[0]["formula"], family or analyses[0]["family"]
     check_formula(formula, original.columns, "--formula" if args.formula is not None else "--spec", "the copies")
     t0 = time.perf_counter()

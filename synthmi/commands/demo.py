@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ._common import EXAMPLES_FMT, add_common_flags, add_overwrite_flag, check_output_dir, progress_enabled, step_line
+from ..errors import InputError
 
 EXAMPLES = """examples:
   synthmi demo                       # writes ./synthmi-demo/report.html
@@ -40,7 +41,7 @@ def run(args) -> int:
     from ..workflow.demo import run_demo
 
     if args.m < 2:
-        raise ValueError(f"The '--m' option of synthmi demo must be >= 2 (combining rules need two copies). Got {args.m} instead.")
+        raise InputError(f"The '--m' option of synthmi demo must be >= 2 (combining rules need two copies). Got {args.m} instead.")
     out = check_output_dir(args.out, "--out", args.overwrite, owned=["report.html", "dami", "cart"])
     path, _ = run_demo(out, m=args.m, seed=args.seed, progress=progress_enabled(args),
                        summary=lambda msg: step_line(args, "demo", msg, summary=True))

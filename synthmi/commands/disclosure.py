@@ -19,6 +19,7 @@ from ._common import (
     step_line,
     write_summary_and_records,
 )
+from ..errors import InputError
 
 EXAMPLES = """examples:
   synthmi disclosure --original adult --synthetic syn/ --qi age,sex,race,education --tol age=2 --out risk.json
@@ -75,12 +76,12 @@ def run(args: argparse.Namespace) -> int:
 
     qi = resolve_quasi_identifiers(split_list(args.qi), spec, option="--qi")
     if args.target and args.target in qi:
-        raise ValueError(f"The '--target' column '{args.target}' is also in --qi: a column is either a "
+        raise InputError(f"The '--target' column '{args.target}' is also in --qi: a column is either a "
                          "quasi-identifier the intruder knows or the attribute to learn; drop it from one.")
     by = None
     if args.by:
         if args.by not in original_full.columns:
-            raise ValueError(f"The '--by' option names a column not in the original: {args.by!r}.")
+            raise InputError(f"The '--by' option names a column not in the original: {args.by!r}.")
         by = original_full[args.by]
     tol = parse_assignments(args.tol, "tol") or None
     t0 = time.perf_counter()
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         from ..evaluation.attribute_disclosure import attribute_disclosure
 
         if args.target not in original.columns:
-            raise ValueError(f"The '--target' option names a column not in the release: {args.target!r}.")
+            raise InputError(f"The '--target' option names a column not in the release: {args.target!r}.")
         t1 = time.perf_counter()
         attr = attribute_disclosure(original, syn.copies, qi, args.target, tolerance=tol,
                                     target_tolerance=args.target_tol, threshold=args.threshold, by=by, spec=spec)

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ._common import (EXAMPLES_FMT, add_common_flags, add_overwrite_flag, add_sep_flag, check_output_file, sep_of,
                       show_caught_warnings, step_line)
+from .._json import dumps as json_dumps
+from ..errors import ColumnError, InputError
 
 EXAMPLES = """examples:
   synthmi dp bayes --n 100 --k 50 --eps 1 --mechanism global
@@ -121,7 +122,7 @@ def _prior(text: str) -> tuple[float, float]:
     try:
         a, b = (float(v) for v in text.split(","))
     except ValueError:
-        raise ValueError(f"The '--prior' option takes two numbers 'a,b'. Got {text!r} instead.") from None
+        raise InputError(f"The '--prior' option takes two numbers 'a,b'. Got {text!r} instead.") from None
     return a, b
 
 
@@ -129,7 +130,7 @@ def _write(out: str | None, payload: dict, args: argparse.Namespace) -> None:
     if out:
         path = Path(out)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=float))
+        path.write_text(json_dumps(payload, indent=2, sort_keys=True))
         step_line(args, f"dp {args.dp_action}", f"wrote {path}", summary=True)
 
 
@@ -164,16 +165,16 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
 
     df, _ = load_original(data, sep, option="--data", na_values=na_values, private=True, encoding=encoding)
     if column not in df.columns:
-        raise ValueError(f"The '--column' option names a column not in the data: {column!r}.")
+        raise InputError(f"The '--column' option names a column not in the data: {column!r}.")
     s = df[column]
     if n_declared is not None and n_declared != len(s):
-        raise ValueError(
+        raise InputError(
             f"The '--n' option must equal the number of rows of '--data' (n is public and fixed under "
             f"substitution neighbours). Got {n_declared} instead."
         )
     if s.isna().any():
         # No count in the message: how many are missing is a data-dependent figure.
-        raise ValueError(
+        raise ColumnError(
             f"Column '{column}' has missing values. The release needs a public record count n; drop or "
             f"impute them beforehand by a rule that does not depend on this column's values."
         )
@@ -184,7 +185,7 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
         if cd.is_discrete:
             if positive is None:
                 if cd.kind != "binary":
-                    raise ValueError(
+                    raise InputError(
                         f"The '--positive' option is required for the {cd.kind} column '{column}': name the declared "
                         f"level that counts as 1."
                     )
@@ -192,7 +193,7 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
             else:
                 keys = [_level_key(v) for v in cd.levels]
                 if _level_key(positive) not in keys:
-                    raise ValueError(
+                    raise InputError(
                         f"The '--positive' option must be one of the declared levels of column '{column}': "
                         f"{list(cd.levels)}. Got {positive!r} instead."
                     )
@@ -210,7 +211,7 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     keys = np.array([key(v) for v in s.astype(object).to_numpy()], dtype=object)
     if positive is None:
         if not np.isin(keys, ["0", "1"]).all():
-            raise ValueError(
+            raise InputError(
                 f"The '--positive' option is required for column '{column}' unless it is coded 0/1: name the level "
                 f"that counts as 1 (every other value counts as 0), or declare the column binary in --domain. It is "
                 f"not inferred from the data."
@@ -227,30 +228,30 @@ def run_bayes(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out", args.overwrite)
 
     if args.mechanism == "local":
-        raise ValueError("mechanism 'local' is NOT differentially private; use 'synthmi dp audit' to study it.")
+        raise InputError("mechanism 'local' is NOT differentially private; use 'synthmi dp audit' to study it.")
     if args.data is not None:
         if args.column is None:
-            raise ValueError("The '--data' option needs '--column'.")
+            raise InputError("The '--data' option needs '--column'.")
         if args.k is not None:
-            raise ValueError("The '--k' option cannot be combined with '--data' (k is counted privately).")
+            raise InputError("The '--k' option cannot be combined with '--data' (k is counted privately).")
         from ._common import na_values_of
 
         x, _ = _binary_column(args.data, args.column, args.positive, args.n, args.domain, sep_of(args),
                               na_values_of(args), getattr(args, "encoding", None))
     else:
         if args.n is None or args.k is None:
-            raise ValueError("Give either '--n' and '--k' or '--data' and '--column'.")
+            raise InputError("Give either '--n' and '--k' or '--data' and '--column'.")
         if args.n < 1:
-            raise ValueError(f"The '--n' option must be >= 1. Got {args.n} instead.")
+            raise InputError(f"The '--n' option must be >= 1. Got {args.n} instead.")
         if not 0 <= args.k <= args.n:
-            raise ValueError(f"The '--k' option must be in [0, n = {args.n}]. Got {args.k} instead.")
+            raise InputError(f"The '--k' option must be in [0, n = {args.n}]. Got {args.k} instead.")
         x = np.r_[np.ones(args.k, dtype=np.int64), np.zeros(args.n - args.k, dtype=np.int64)]
     import warnings
 
     from ..privacy.noise_source import noise_provenance
 
     if args.data is None and args.domain is not None:
-        raise ValueError("The '--domain' option goes with '--data'.")
+        raise InputError("The '--domain' option goes with '--data'.")
     prior = _prior(args.prior)
     mech = PrivateBetaPosterior(epsilon=args.eps, mechanism=args.mechanism, delta=args.delta, prior=prior).fit(x)
     with warnings.catch_warnings(record=True) as caught:
@@ -283,11 +284,11 @@ def run_kmeans(args: argparse.Namespace) -> int:
 
     cols = split_list(args.columns)
     if not cols:
-        raise ValueError("The '--columns' option must name at least one column.")
+        raise InputError("The '--columns' option must name at least one column.")
     df, _ = load_original(args.data, option="--data", private=True)
     unknown = [c for c in cols if c not in df.columns]
     if unknown:
-        raise ValueError(f"The '--columns' option names columns not in the data: {unknown}.")
+        raise InputError(f"The '--columns' option names columns not in the data: {unknown}.")
     domain = _declared_domain(args.data, args.domain)
     domain.require(cols, flag="--domain")
     clip = float(len(cols)) if args.clip is None else args.clip

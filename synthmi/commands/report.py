@@ -23,6 +23,7 @@ from ._common import (
     step_line,
     synthetic_dir,
 )
+from ..errors import InputError
 
 EXAMPLES = """examples:
   synthmi report --original adult --synthetic syn_dami/ --qi age,sex,race,education \\
@@ -97,7 +98,7 @@ def tolerance_from(args) -> dict[str, float] | None:
         try:
             out[k] = float(v)
         except ValueError:
-            raise ValueError(f"The '--tol' option takes COLUMN=NUMBER. Got {k}={v!r} instead.") from None
+            raise InputError(f"The '--tol' option takes COLUMN=NUMBER. Got {k}={v!r} instead.") from None
     return out or None
 
 
@@ -121,7 +122,7 @@ def report_defaults(args, syn=None):
         else:
             # Adult's formula names Adult's columns: on other data it could only die in a
             # PatsyError deep inside the model fit
-            raise ValueError(
+            raise InputError(
                 f"The '--analysis' option is required when --original is not adult (got {args.original!r}) "
                 "and no spec declares an analysis: give the analyst's model as a formula, e.g. "
                 "--analysis 'y ~ age + sex'."
@@ -141,7 +142,7 @@ def _read_frontier(path: str | None):
     df = pd.read_csv(path)
     need = {"method", "mean_ci_overlap", "expected_matches", "true_match_rate"}
     if not need <= set(df.columns):
-        raise ValueError(f"The '--frontier' file must have the columns {sorted(need)}; it lacks {sorted(need - set(df.columns))}.")
+        raise InputError(f"The '--frontier' file must have the columns {sorted(need)}; it lacks {sorted(need - set(df.columns))}.")
     return df
 
 

@@ -22,6 +22,7 @@ from ._common import (
     warn_markers,
     warn_identifiers,
 )
+from ..errors import InputError
 
 EXAMPLES = """examples:
   synthmi spec --data survey.csv --qi age,sex,region > spec.json
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from ._common import input_label
 
     if args.out and Path(args.out).exists() and not args.overwrite:
-        raise ValueError(f"The '--out' file '{args.out}' already exists; add --overwrite to replace it.")
+        raise InputError(f"The '--out' file '{args.out}' already exists; add --overwrite to replace it.")
     na_values = na_values_of(args)
     df = load_dataset(str(args.data), sep=sep_of(args), option="--data", na_values=na_values,
                       encoding=getattr(args, "encoding", None))
@@ -79,11 +80,11 @@ def run(args: argparse.Namespace) -> int:
     qi = split_list(args.qi)
     unknown = [c for c in qi if c not in df.columns]
     if unknown:
-        raise ValueError(f"The '--qi' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
+        raise InputError(f"The '--qi' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
     keep = split_list(args.keep) if args.keep is not None else None
     unknown = [c for c in keep or [] if c not in df.columns]
     if unknown:
-        raise ValueError(f"The '--keep' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
+        raise InputError(f"The '--keep' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
     for formula in args.analysis or []:
         check_formula(formula, df.columns, "--analysis")
     kinds = categorical_kinds(df, split_list(args.categorical))

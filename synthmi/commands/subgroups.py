@@ -17,6 +17,7 @@ from ._common import (
     step_line,
     write_summary_and_records,
 )
+from ..errors import InputError
 
 EXAMPLES = """examples:
   synthmi subgroups --data adult --qi age,sex,race,education --k0 5 --tol age=2 --out subgroups.json

@@ -19,6 +19,8 @@ from ._common import (
     split_list,
     step_line,
 )
+from .._json import dumps as json_dumps
+from ..errors import InputError
 
 EXAMPLES = """examples:
   synthmi tune --data adult --qi age,sex,race,education \\
@@ -108,10 +110,10 @@ def _grid(text: str, name: str):
             out = tuple(float(t) for t in split_list(text))
             bad = [f"{a:g}" for a in out if a < 0]
     except ValueError:
-        raise ValueError(f"The '--{name}' option could not be read: {text!r}.") from None
+        raise InputError(f"The '--{name}' option could not be read: {text!r}.") from None
     if bad or not out:
         what = "K:sigma_e pairs with K >= 0 and sigma_e > 0" if name == "continuous-grid" else "alphas >= 0"
-        raise ValueError(f"The '--{name}' option must list {what}. Got {text!r} instead.")
+        raise InputError(f"The '--{name}' option must list {what}. Got {text!r} instead.")
     return out
 
 
@@ -127,19 +129,19 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_file(args.out, "--out", args.overwrite)
     trace_path = check_output_file(args.trace, "--trace", args.overwrite)
     if trace_path is not None and trace_path.resolve() == out.resolve():
-        raise ValueError("The '--out' and '--trace' options name the same file; give two files.")
+        raise InputError("The '--out' and '--trace' options name the same file; give two files.")
     targets = [Target.parse(t) for t in args.target]
     base_params = parse_params(args.param, DAMISynthesizer)
     if "masks" in base_params:
-        raise ValueError("The '--param' option cannot set masks: tune chooses them.")
+        raise InputError("The '--param' option cannot set masks: tune chooses them.")
     for name in ("accept_diagnostics", "rhat_max", "ess_min"):
         if name in base_params:
-            raise ValueError(f"Give {name} with --{name.replace('_', '-')}, not --param.")
+            raise InputError(f"Give {name} with --{name.replace('_', '-')}, not --param.")
         base_params[name] = getattr(args, name)
     for name in ("m", "replicates", "m_search", "n_confirm", "jobs"):
         lo = 2 if name in ("m", "m_search") else 1  # the partial-synthesis rule needs >= 2 copies
         if getattr(args, name) < lo:
-            raise ValueError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
+            raise InputError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
     grids = dict(continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
                  alpha_grid=_grid(args.alpha_grid, "alpha-grid"))
     spec, qi = spec_and_quasi_identifiers(args)
@@ -148,13 +150,13 @@ def run(args: argparse.Namespace) -> int:
     elif spec is not None and spec.analyses:
         analyses = [(a["formula"], a["family"]) for a in spec.analyses]
     else:
-        raise ValueError("The '--analysis' option is needed: give the analyses the release must support "
+        raise InputError("The '--analysis' option is needed: give the analyses the release must support "
                          "(or a --spec that lists them).")
     needs_target = {"disco", "dcap", "attribute_risk_mean", "repU"} & {t.measure for t in targets}
     if needs_target and not args.attribute_target:
-        raise ValueError(f"The targets {sorted(needs_target)} need --attribute-target (the sensitive column).")
+        raise InputError(f"The targets {sorted(needs_target)} need --attribute-target (the sensitive column).")
     if any(t.measure == "high_risk_mean_risk" for t in targets) and args.k0 is None:
-        raise ValueError("The target high_risk_mean_risk needs --k0 (the risk-subgroup threshold).")
+        raise InputError("The target high_risk_mean_risk needs --k0 (the risk-subgroup threshold).")
     df = load_dataset(args.data, sep=sep_of(args), option="--data", na_values=na_values_of(args, spec),
                       encoding=getattr(args, "encoding", None))
     if spec is not None:
@@ -168,10 +170,10 @@ def run(args: argparse.Namespace) -> int:
         keep = [c for c in df.columns if c not in qi]
     unknown = [c for c in qi + (keep or []) if c not in df.columns]
     if unknown:
-        raise ValueError(f"The '--qi'/'--keep' options name columns not in the data: {unknown}. "
+        raise InputError(f"The '--qi'/'--keep' options name columns not in the data: {unknown}. "
                          f"Available columns: {list(df.columns)}.")
     if args.attribute_target and args.attribute_target not in df.columns:
-        raise ValueError(f"The '--attribute-target' option names '{args.attribute_target}', which is not a column "
+        raise InputError(f"The '--attribute-target' option names '{args.attribute_target}', which is not a column "
                          "of the data.")
     released = (spec.quasi_identifiers + spec.keep) if spec is not None else qi + keep
     for formula, _ in analyses:
@@ -194,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
         record["data"] = str(args.data)
         record["spec_file"] = str(out) if res.feasible else None
         trace_path.parent.mkdir(parents=True, exist_ok=True)
-        trace_path.write_text(json.dumps(record, indent=2, sort_keys=True, default=str))
+        trace_path.write_text(json_dumps(record, indent=2, sort_keys=True))
     if not res.feasible:
         print(f"No setting met {', '.join(map(str, targets))}; no spec was written"
               + (f" (the search is in {trace_path})." if trace_path is not None else "."))
@@ -205,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     d["note"] = (f"masks chosen by 'synthmi tune' for {', '.join(map(str, targets))}: mean CI overlap "
                  f"{c['mean_ci_overlap']:.3f}; synthesize with --spec THIS_FILE --method dami {extra}".rstrip())
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(d, indent=2) + "\n")
+    out.write_text(json_dumps(d, indent=2) + "\n")
     print(f"chosen masks: {json.dumps(res.masks, sort_keys=True)}")
     print(f"mean CI overlap {c['mean_ci_overlap']:.3f} (se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
           + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t.op} {t.value:g})" for t in targets)

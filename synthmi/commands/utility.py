@@ -13,6 +13,7 @@ from ._common import (
     load_spec_option,
     split_list,
 )
+from ..errors import InputError
 
 EXAMPLES = """examples:
   synthmi utility --original adult --synthetic syn/
@@ -49,7 +50,7 @@ def run(args) -> int:
 
     check_output_file(args.out, "--out", args.overwrite)
     if args.out and not split_list(args.tables):
-        raise ValueError("The '--out' option writes the per-table S_pMSE, but '--tables' is empty: give --tables 1 (or 1,2).")
+        raise InputError("The '--out' option writes the per-table S_pMSE, but '--tables' is empty: give --tables 1 (or 1,2).")
     _, original, syn = load_release(args)
     spec = load_spec_option(args, syn)
     variables = split_list(args.variables) or None

@@ -15,6 +15,7 @@ from importlib import resources
 
 import numpy as np
 import pandas as pd
+from ..errors import InputError, ParameterError
 
 __all__ = [
     "load_adult",
@@ -83,8 +84,8 @@ def load_domain(name: str, recode: bool = False):
 
     key = str(name).lower()
     if key not in ("adult", "nhanes", "adult_discretized"):
-        raise ValueError(
-            f"The 'name' parameter of load_domain must be 'adult', 'nhanes' or 'adult_discretized'. Got {name!r} instead."
+        raise ParameterError(
+            f"The 'name' parameter of load_domain must be 'adult', 'nhanes' or 'adult_discretized'. Got {name!r} instead.", parameter='name', owner='load_domain'
         )
     d = _domain_json(key)
     if recode and key == "adult":
@@ -317,12 +318,12 @@ def check_column_names(names: list[str], where: str) -> None:
     exact = [v for v in dup if len(set(v)) == 1]
     if exact:
         listed = ", ".join(f"'{v[0]}' ({len(v)} times)" for v in exact)
-        raise ValueError(
+        raise InputError(
             f"{where} has columns with the same name: {listed}. A repeated column would be renamed and could be "
             "released beside its synthetic version; rename or remove the repeats in the file."
         )
     listed = "; ".join(" and ".join(repr(x) for x in v) for v in dup)
-    raise ValueError(
+    raise InputError(
         f"{where} has columns whose names differ only by case or spaces: {listed}. They are easily confused "
         "(one synthesized, the other released unchanged); rename or remove one of each in the file."
     )
@@ -339,14 +340,14 @@ def _decompressed_head(p, suffix: str, where: str) -> bytes:
             with zipfile.ZipFile(p) as z:
                 names = z.namelist()
                 if len(names) != 1:
-                    raise ValueError(f"{where} is a zip archive of {len(names)} files; give the CSV itself.")
+                    raise InputError(f"{where} is a zip archive of {len(names)} files; give the CSV itself.")
                 with z.open(names[0]) as fh:
                     return fh.read(1 << 16)
         opener = bz2.open if suffix == ".bz2" else lzma.open
         with opener(p, "rb") as fh:
             return fh.read(1 << 16)
     except (OSError, EOFError, lzma.LZMAError, zipfile.BadZipFile):
-        raise ValueError(f"{where} is a damaged compressed file.") from None
+        raise InputError(f"{where} is a damaged compressed file.") from None
 
 
 def read_csv_checked(path, sep: str = ",", option: str | None = None, na_values: list[str] | None = None,
@@ -363,13 +364,13 @@ def read_csv_checked(path, sep: str = ",", option: str | None = None, na_values:
     p = Path(path)
     where = _where(str(path), option)
     if p.is_dir():
-        raise ValueError(f"{where} is a directory; give a CSV file.")
+        raise InputError(f"{where} is a directory; give a CSV file.")
     if not p.exists():
         raise FileNotFoundError(f"{where} does not exist.")
     with open(p, "rb") as fh:
         head = fh.read(1 << 16)
     if not head:
-        raise ValueError(f"{where} is empty: it has no header line and no rows.")
+        raise InputError(f"{where} is empty: it has no header line and no rows.")
     compression = read_kw.pop("compression", "infer")
     if head.startswith(_GZIP):
         import gzip
@@ -379,9 +380,9 @@ def read_csv_checked(path, sep: str = ",", option: str | None = None, na_values:
             with gzip.open(p, "rb") as fh:
                 head = fh.read(1 << 16)
         except (OSError, EOFError):
-            raise ValueError(f"{where} is a damaged gzip file.") from None
+            raise InputError(f"{where} is a damaged gzip file.") from None
     elif p.suffix.lower() in (".gz", ".gzip"):
-        raise ValueError(f"{where} is named .gz but is not gzip-compressed; rename it to .csv.")
+        raise InputError(f"{where} is named .gz but is not gzip-compressed; rename it to .csv.")
     else:
         for magic, suffixes, what, todo in _NOT_CSV:
             if magic == b"BZh" and not (head[3:4].isdigit() and head[4:10] == b"1AY&SY"):
@@ -389,14 +390,14 @@ def read_csv_checked(path, sep: str = ",", option: str | None = None, na_values:
             if not head.startswith(magic):
                 continue
             if p.suffix.lower() not in suffixes:
-                raise ValueError(f"{where} is {what}, not a CSV text file: {todo}.")
+                raise InputError(f"{where} is {what}, not a CSV text file: {todo}.")
             head = _decompressed_head(p, p.suffix.lower(), where)  # a compressed CSV pandas reads
         if head.startswith(_PARQUET):
             with open(p, "rb") as fh:
                 fh.seek(max(0, p.stat().st_size - 4))
                 tail = fh.read(4)
             if tail == _PARQUET:
-                raise ValueError(f"{where} is a Parquet file, not a CSV text file: read it with --engine dask, or "
+                raise InputError(f"{where} is a Parquet file, not a CSV text file: read it with --engine dask, or "
                                  "convert it to CSV (pandas: read_parquet, to_csv).")
     enc = encoding or "utf-8"
     try:
@@ -404,19 +405,19 @@ def read_csv_checked(path, sep: str = ",", option: str | None = None, na_values:
 
         codecs.lookup(enc)
     except LookupError:
-        raise ValueError(f"The '--encoding' option names an unknown encoding, {enc!r}; e.g. utf-8, cp1252, latin-1.") from None
+        raise InputError(f"The '--encoding' option names an unknown encoding, {enc!r}; e.g. utf-8, cp1252, latin-1.") from None
     if b"\x00" in head[:4096] and not enc.lower().replace("-", "").startswith("utf16"):
-        raise ValueError(f"{where} holds binary data (NUL bytes), not CSV text; give a CSV file (or its encoding, "
+        raise InputError(f"{where} holds binary data (NUL bytes), not CSV text; give a CSV file (or its encoding, "
                          "e.g. --encoding utf-16).")
     try:
         text = head.decode(enc)
     except UnicodeDecodeError as exc:
         if exc.start < len(head) - 4:  # not a multi-byte character cut at the end of the sample
-            raise ValueError(f"{where} is not {enc} text (byte 0x{head[exc.start]:02x} at position {exc.start} "
+            raise InputError(f"{where} is not {enc} text (byte 0x{head[exc.start]:02x} at position {exc.start} "
                              f"cannot be decoded). {_encoding_hint(head, option)}") from None
         text = head[: exc.start].decode(enc)
     if not text.strip():
-        raise ValueError(f"{where} is empty: it has no header line and no rows.")
+        raise InputError(f"{where} is empty: it has no header line and no rows.")
     check_column_names(_header_fields(text.lstrip("\ufeff"), sep), where)
     try:
         df = pd.read_csv(p, sep=sep, na_values=list(na_values) if na_values else None, encoding=enc,
@@ -424,16 +425,16 @@ def read_csv_checked(path, sep: str = ",", option: str | None = None, na_values:
     except UnicodeDecodeError as exc:
         with open(p, "rb") as fh:
             raw = fh.read()
-        raise ValueError(f"{where} is not {enc} text (a byte after the first lines cannot be decoded: "
+        raise InputError(f"{where} is not {enc} text (a byte after the first lines cannot be decoded: "
                          f"{exc.reason}). {_encoding_hint(raw if compression != 'gzip' else head, option)}") from None
     except pd.errors.EmptyDataError:
-        raise ValueError(f"{where} is empty: it has no header line and no rows.") from None
+        raise InputError(f"{where} is empty: it has no header line and no rows.") from None
     except pd.errors.ParserError as exc:
         reason = " ".join(str(exc).split())
-        raise ValueError(f"{where} cannot be read as CSV with separator {sep!r} ({reason}); check the separator "
+        raise InputError(f"{where} cannot be read as CSV with separator {sep!r} ({reason}); check the separator "
                          f"({'--sep' if option else 'sep='}) and the quoting of its cells.") from None
     if len(df) == 0:
-        raise ValueError(f"{where} has a header line but no data rows.")
+        raise InputError(f"{where} has a header line but no data rows.")
     return df
 
 
@@ -491,7 +492,7 @@ def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str |
         for cand, shown in ((";", "';'"), ("\t", "'\\t'"), ("|", "'|'")):
             if cand != sep and cand in name:
                 how = f"--sep {shown}" if option else f"sep={shown}"
-                raise ValueError(
+                raise InputError(
                     f"{where} has a single column whose name contains {shown}: it looks separated by {shown}, "
                     f"not {sep!r}. Pass {how}."
                 )
@@ -514,7 +515,7 @@ def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str |
         pos = int(s.index.get_loc(obs.index[row])) + 1
         bad_cells.append(f"'{c}' (first at data row {pos})")
     if bad_cells:
-        raise ValueError(
+        raise InputError(
             f"{where} has numeric-looking columns with cells that are not plain numbers (words, spaces, "
             f"thousands separators): {'; '.join(bad_cells)}. Fix those cells (write missing values as empty "
             "cells); read as they are, the columns would become categories with one level per value."
@@ -525,4 +526,4 @@ def check_csv_frame(df: pd.DataFrame, source: str, sep: str = ",", option: str |
         and bool(np.isinf(df[c].to_numpy(dtype=float, na_value=np.nan)).any())
     ]
     if inf_cols:
-        raise ValueError(f"{where} has infinite values in columns {inf_cols}; replace them by finite numbers or empty cells.")
+        raise InputError(f"{where} has infinite values in columns {inf_cols}; replace them by finite numbers or empty cells.")

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from ..errors import ParameterError
 
 __all__ = ["make_agency_data", "STATES", "AGENCY_QI", "AGENCY_KEEP", "AGENCY_RULES"]
 
@@ -74,7 +75,7 @@ def make_agency_data(n: int = 40_000, seed: int = 0) -> pd.DataFrame:
     from . import load_adult, load_nhanes
 
     if not isinstance(n, (int, np.integer)) or n < 100:
-        raise ValueError(f"The 'n' parameter of make_agency_data must be an integer >= 100. Got {n!r} instead.")
+        raise ParameterError(f"The 'n' parameter of make_agency_data must be an integer >= 100. Got {n!r} instead.", parameter='n', owner='make_agency_data')
     rng = np.random.default_rng(seed)
     adult = load_adult(recode=False)
     rows = rng.choice(len(adult), size=n, replace=n > len(adult))

@@ -44,6 +44,7 @@ import pandas as pd
 
 from .._validate import param_error
 from ..schema import Schema
+from ..errors import ColumnError
 
 # Upper bound on candidate pairs materialised at once in the several-continuous
 # case: 4M pairs ~ 100 MB of temporaries.
@@ -178,7 +179,7 @@ class Encoder:
             v = pd.to_numeric(df[c]).to_numpy(dtype=np.float64, na_value=np.nan)
             miss = np.isnan(v)
             if np.isinf(v).any():
-                raise ValueError(f"Column '{c}' of '{df_name}' has infinite values; matching needs finite ones.")
+                raise ColumnError(f"Column '{c}' of '{df_name}' has infinite values; matching needs finite ones.")
             codes[:, off + j] = miss
             vals[:, j] = np.where(miss, 0.0, v)
         return codes, vals

@@ -19,8 +19,10 @@ from scipy import stats
 
 from .._validate import check_copies, check_dataframe, check_option, check_same_structure
 from .ci_overlap import ci_overlap
+from ..results import Result
 from .combining import RULES, CombineResult, combine
 from .standardized_difference import standardized_difference
+from ..errors import InputError, ParameterError
 
 FAMILIES = ("probit", "logit", "gaussian")
 
@@ -37,7 +39,7 @@ def _family(name: str):
 
 def _response_name(formula: str) -> str:
     if "~" not in formula:
-        raise ValueError(f"The 'formula' parameter of analyse must look like 'y ~ x1 + x2'. Got {formula!r} instead.")
+        raise ParameterError(f"The 'formula' parameter of analyse must look like 'y ~ x1 + x2'. Got {formula!r} instead.", parameter='formula', owner='analyse')
     lhs = formula.split("~", 1)[0].strip()
     # a name with spaces is quoted in the formula (patsy's Q("..."), formulaic's backticks);
     # the column it names is the response
@@ -72,7 +74,7 @@ def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str, leve
             if levels is not None and set(cats) <= set(levels):
                 cats = list(levels)
             if len(cats) != 2:
-                raise ValueError(
+                raise InputError(
                     f"The response '{response}' of a {family} model must have 2 categories; "
                     f"'{name}' has {len(cats)}."
                 )
@@ -86,7 +88,7 @@ def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str, leve
         if not obs.isin([0, 1]).all():
             where = "the original" if name == "original" else f"the copy {name}"
             coded = obs.nunique() == 2
-            raise ValueError(
+            raise InputError(
                 f"The response '{response}' of a {family} model must be binary (--family {family}): two "
                 f"categories, or numbers 0/1; in {where} it holds "
                 + ("two numbers other than 0/1 (a code such as 1/2). Declare it a category, modelled as 1 = "
@@ -133,12 +135,12 @@ def _expression_response(formula: str, df: pd.DataFrame, name: str,
         return formula, df, None
     cols = list(levels) if levels is not None else list(y.columns)
     if len(cols) != 2:
-        raise ValueError(
+        raise InputError(
             f"The response {lhs.strip()!r} of the formula {formula!r} takes {len(cols)} values in "
             f"'{name}'; a response must be numeric or have two levels (e.g. I(x == 2)).")
     unknown = [c for c in y.columns if c not in cols]
     if unknown:
-        raise ValueError(f"The response {lhs.strip()!r} of the formula {formula!r} takes values in '{name}' "
+        raise InputError(f"The response {lhs.strip()!r} of the formula {formula!r} takes values in '{name}' "
                          "that it does not take in the original.")
     out = df.copy()
     out[_EXPR_RESPONSE] = y.reindex(columns=cols, fill_value=0.0)[cols[1]].to_numpy(dtype=float)
@@ -213,7 +215,7 @@ def _fit(formula: str, data: pd.DataFrame, family: str, weights: str | None = No
 
 
 @dataclass
-class AnalysisResults:
+class AnalysisResults(Result):
     """Original-data vs combined synthetic-data inference for one analysis model.
 
     Attributes
@@ -333,25 +335,34 @@ class AnalysisResults:
         out = pd.DataFrame(rows, columns=["term", "", "original", f"synthetic (M={self.M})", "std. diff", "CI overlap"])
         return out.set_index(["term", ""])
 
-    def summary(self) -> str:
-        head = (
-            f"Analysis: {self.formula}  [{self.family}]\n"
-            f"original n = {self.n_original}; synthetic copies combined by rule={self.rule!r}, M = {self.M}\n"
-        )
+    @property
+    def _summary_title(self) -> str:
+        return f"Analysis: {self.formula}  [{self.family}]"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.table()
+
+    def _summary_notes(self) -> list[str]:
+        notes = [f"original n = {self.n_original}; synthetic copies combined by rule={self.rule!r}, M = {self.M}"]
         if self.weights is not None:
-            head += f"weights: {self.weights_note}\n"
+            notes.append(f"weights: {self.weights_note}")
         n_bad = len([t for t in self.not_estimable if t != "Intercept"])
         left_out = f"; {n_bad} term(s) not estimable, left out" if n_bad else ""
-        tail = (
-            f"\nmean CI overlap = {self.mean_ci_overlap:.3f}, "
-            f"mean standardized difference = {self.mean_std_diff:.3f} (intercept excluded{left_out})"
-        )
+        notes.append(f"mean CI overlap = {self.mean_ci_overlap:.3f}, "
+                     f"mean standardized difference = {self.mean_std_diff:.3f} (intercept excluded{left_out})")
         if self.separated:
-            tail += "\nWARNING: " + _separation_message(self.separated, self.M)
-        return head + self.table().to_string() + tail
+            notes.append("WARNING: " + _separation_message(self.separated, self.M))
+        return notes
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"formula": self.formula, "family": self.family, "rule": self.rule, "alpha": self.alpha,
+                "M": self.M, "n_original": self.n_original, "terms": self.to_frame().reset_index(),
+                "mean_ci_overlap": self.mean_ci_overlap, "mean_std_diff": self.mean_std_diff,
+                "separated_copies": list(self.separated), "not_estimable": dict(self.not_estimable),
+                "weights": self.weights, "weight_type": self.weight_type}
 
     def __repr__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
 
 def format_estimate(x: float) -> str:
@@ -421,10 +432,10 @@ def analyse(
 
         analyses = as_spec(spec).analyses
         if not analyses:
-            raise ValueError("The 'formula' parameter of analyse is required: the spec lists no analyses.")
+            raise ParameterError("The 'formula' parameter of analyse is required: the spec lists no analyses.", parameter='formula', owner='analyse')
         formula, family = analyses[0]["formula"], family or analyses[0]["family"]
     if not isinstance(formula, str):
-        raise ValueError(f"The 'formula' parameter of analyse must be a formula such as 'y ~ x1 + x2'. Got {formula!r} instead.")
+        raise ParameterError(f"The 'formula' parameter of analyse must be a formula such as 'y ~ x1 + x2'. Got {formula!r} instead.", parameter='formula', owner='analyse')
     family = check_option(family or "probit", "family", "analyse", FAMILIES)
     weight_type = check_option(weight_type, "weight_type", "analyse", WEIGHT_TYPES)
     check_dataframe(original, "original", min_rows=2)
@@ -436,10 +447,10 @@ def analyse(
         weights = None
     if weights is not None:
         if weights not in original.columns:
-            raise ValueError(f"The 'weights' parameter of analyse names '{weights}', which is not a column of 'original'.")
+            raise ParameterError(f"The 'weights' parameter of analyse names '{weights}', which is not a column of 'original'.", parameter='weights', owner='analyse', data='original')
         w = original[weights]
         if not pd.api.types.is_numeric_dtype(w) or w.isna().any() or (w.to_numpy(dtype=float) <= 0).any():
-            raise ValueError(f"The weight column '{weights}' must be numeric, positive and complete.")
+            raise InputError(f"The weight column '{weights}' must be numeric, positive and complete.")
     nested_lists = isinstance(synthetic, (list, tuple)) and synthetic and isinstance(synthetic[0], (list, tuple))
     if nested_lists:
         shape = (len(synthetic), len(synthetic[0]))
@@ -494,13 +505,13 @@ def analyse(
     not_est = {t: int(absent[i]) for i, t in enumerate(terms) if absent[i] > 0 or bad_orig[i]}
     good = [i for i, t in enumerate(terms) if t not in not_est]
     if not good:
-        raise ValueError(
+        raise InputError(
             f"No term of {formula!r} is estimable from every copy and the original (categories absent from the copies?)."
         )
     est, var = est[:, good], var[:, good]
     if RULES.get(str(rule).lower()) == "nested":
         if shape is None:
-            raise ValueError(
+            raise InputError(
                 "rule='nested' needs the copies' nest structure: pass a SyntheticData with structure "
                 "{'m': ..., 'r': ...} or a list of m lists of r copies."
             )

@@ -71,6 +71,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ..results import Result
 from .._validate import check_columns_exist, check_copies, check_dataframe, check_scalar, param_error
 from . import _matching as mt
 from .risk import _group_labels, _summaries_to_dict
@@ -92,13 +93,14 @@ _RECORD_COLS = ("disco", "dis", "in_synthetic", "dcap", "repU", "attribute_risk"
 
 
 @dataclass
-class AttributeDisclosureResult:
+class AttributeDisclosureResult(Result):
     """Attribute disclosure of a target and replicated uniques, over M copies.
 
     Attributes
     ----------
-    summary : dict
-        Means over copies of the per-copy measures (:data:`KEY_MEASURES`,
+    figures : dict
+        The headline figures (:meth:`summary` shows the record-based ones as a
+        table): means over copies of the per-copy measures (:data:`KEY_MEASURES`,
         :data:`MATCHING_MEASURES`), plus ``n_records``, ``n_copies``,
         ``threshold``. ``TCAP`` is the mean over the copies where it is
         defined (NaN if DiS = 0 in every copy).
@@ -116,7 +118,7 @@ class AttributeDisclosureResult:
     settings : dict
     """
 
-    summary: dict[str, Any]
+    figures: dict[str, Any]
     per_copy: pd.DataFrame
     records: pd.DataFrame
     by_group: pd.DataFrame | None
@@ -129,7 +131,7 @@ class AttributeDisclosureResult:
     def summary_frame(self) -> pd.DataFrame:
         """Row ``"all"`` with the record-based measures, then one row per group."""
         cols = ["n_records", *_RECORD_COLS]
-        allrow = {"n_records": self.summary["n_records"], **{c: float(self.records[c].mean()) for c in _RECORD_COLS}}
+        allrow = {"n_records": self.figures["n_records"], **{c: float(self.records[c].mean()) for c in _RECORD_COLS}}
         rows = pd.DataFrame([allrow], index=pd.Index(["all"], name="group"))[cols]
         if self.by_group is not None:
             g = self.by_group[cols].copy()
@@ -138,7 +140,7 @@ class AttributeDisclosureResult:
         return rows
 
     def report(self) -> str:
-        s, st = self.summary, self.settings
+        s, st = self.figures, self.settings
         tol = ", ".join(f"{c}: {v}" for c, v in st["tolerance"].items()) or "none"
         lines = [
             f"Attribute disclosure of '{st['target']}'",
@@ -162,6 +164,13 @@ class AttributeDisclosureResult:
 
     def __str__(self) -> str:
         return self.report()
+
+    @property
+    def _summary_title(self) -> str:
+        return f"Attribute disclosure of '{self.settings.get('target')}'"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.summary_frame()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summaries (no record-level values)."""
@@ -336,13 +345,13 @@ def attribute_disclosure(
     pc = pd.DataFrame(per_copy, index=pd.RangeIndex(1, m_copies + 1, name="copy"))
     records = pd.DataFrame({c: acc[c] / m_copies for c in _RECORD_COLS}, index=original.index)
     records["mean_n_matches"] = n_sum / m_copies
-    summary: dict[str, Any] = {"n_records": int(n), "n_copies": int(m_copies), "threshold": threshold}
+    figures: dict[str, Any] = {"n_records": int(n), "n_copies": int(m_copies), "threshold": threshold}
     for k in (*KEY_MEASURES, *MATCHING_MEASURES):
         col = pc[k].to_numpy(dtype=float)
-        summary[k] = float(np.nanmean(col)) if np.isfinite(col).any() else np.nan
+        figures[k] = float(np.nanmean(col)) if np.isfinite(col).any() else np.nan
     # A_i is averaged over copies first, so these two are record-based, not copy means
-    summary["share_above_threshold"] = float((records["attribute_risk"] > threshold).mean())
-    summary["expected_correct_attributions"] = float(records["attribute_risk"].sum())
+    figures["share_above_threshold"] = float((records["attribute_risk"] > threshold).mean())
+    figures["expected_correct_attributions"] = float(records["attribute_risk"].sum())
 
     by_group = None
     if groups is not None:
@@ -373,4 +382,4 @@ def attribute_disclosure(
         "key_rule": "keys compared exactly (synthpop); a missing value is a level of its own",
         "match_rule": "as reidentification_risk; a missing value matches only a missing value",
     }
-    return AttributeDisclosureResult(summary=summary, per_copy=pc, records=records, by_group=by_group, settings=settings)
+    return AttributeDisclosureResult(figures=figures, per_copy=pc, records=records, by_group=by_group, settings=settings)

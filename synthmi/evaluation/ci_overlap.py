@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from ..errors import InputError
 
 
 def ci_overlap(lower_orig: Any, upper_orig: Any, lower_syn: Any, upper_syn: Any) -> np.ndarray:
@@ -22,8 +23,8 @@ def ci_overlap(lower_orig: Any, upper_orig: Any, lower_syn: Any, upper_syn: Any)
     """
     lo_o, hi_o, lo_s, hi_s = (np.asarray(a, dtype=float) for a in (lower_orig, upper_orig, lower_syn, upper_syn))
     if not all(np.all(np.isfinite(a)) for a in (lo_o, hi_o, lo_s, hi_s)):
-        raise ValueError("ci_overlap got NaN or infinite interval bounds.")
+        raise InputError("ci_overlap got NaN or infinite interval bounds.")
     if np.any(hi_o <= lo_o) or np.any(hi_s <= lo_s):
-        raise ValueError("ci_overlap needs intervals with upper > lower for both the original and the synthetic CI.")
+        raise InputError("ci_overlap needs intervals with upper > lower for both the original and the synthetic CI.")
     inter = np.minimum(hi_o, hi_s) - np.maximum(lo_o, lo_s)
     return 0.5 * (inter / (hi_o - lo_o) + inter / (hi_s - lo_s))

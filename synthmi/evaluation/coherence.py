@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..results import Result
 from .._validate import (
     check_columns_exist,
     check_dataframe,
@@ -43,6 +44,7 @@ from .._validate import (
     check_scalar,
     param_error,
 )
+from ..errors import InputError, InputTypeError
 
 __all__ = ["wasserstein_1", "clopper_pearson", "demographic_coherence", "CoherenceResult"]
 
@@ -68,9 +70,9 @@ def wasserstein_1(u: Any, v: Any) -> float:
     u = np.asarray(u, dtype=float).ravel()
     v = np.asarray(v, dtype=float).ravel()
     if u.size == 0 or v.size == 0:
-        raise ValueError("wasserstein_1 needs two non-empty samples.")
+        raise InputError("wasserstein_1 needs two non-empty samples.")
     if not (np.isfinite(u).all() and np.isfinite(v).all()):
-        raise ValueError("wasserstein_1 needs finite values.")
+        raise InputError("wasserstein_1 needs finite values.")
     return float(wasserstein_distance(u, v))
 
 
@@ -92,7 +94,7 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 
 
 @dataclass
-class CoherenceResult:
+class CoherenceResult(Result):
     """Outcome of repeated demographic-coherence trials.
 
     Attributes
@@ -165,17 +167,25 @@ class CoherenceResult:
             }
         )
 
-    def summary(self) -> str:
+    @property
+    def _summary_title(self) -> str:
+        return f"Demographic coherence: {self.n_trials} trials, alpha = {self.alpha:g}, gamma = {self.gamma}"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.to_frame()
+
+    def _summary_notes(self) -> list[str]:
         lo, hi = self.beta_ci
-        lines = [
-            f"Demographic coherence: {self.n_trials} trials, alpha = {self.alpha:g}, gamma = {self.gamma}",
-            f"  estimated beta = {self.beta:.3f}  ({self.level:.0%} Clopper-Pearson CI [{lo:.3f}, {hi:.3f}])",
-            f"  worst subgroup: {self.worst_subgroup} (mean W1 = {self.worst_distance:.4f})",
-            self.to_frame().to_string(float_format=lambda x: f"{x:.4f}"),
-        ]
+        notes = [f"estimated beta = {self.beta:.3f}  ({self.level:.0%} Clopper-Pearson CI [{lo:.3f}, {hi:.3f}])",
+                 f"worst subgroup: {self.worst_subgroup} (mean W1 = {self.worst_distance:.4f})"]
         if len(self.excluded):
-            lines.append(f"  excluded (< gamma records): {list(self.excluded.index)}")
-        return "\n".join(lines)
+            notes.append(f"excluded (< gamma records): {list(self.excluded.index)}")
+        return notes
+
+    def _dict_extra(self) -> dict[str, Any]:
+        lo, hi = self.beta_ci
+        return {"n_trials": self.n_trials, "beta": self.beta, "beta_ci": [lo, hi], "alpha": self.alpha,
+                "gamma": self.gamma, "level": self.level, "excluded": list(map(str, self.excluded.index))}
 
 
 def _subgroup_masks(data: pd.DataFrame, subgroups: Any) -> dict[str, np.ndarray]:
@@ -353,7 +363,7 @@ def demographic_coherence(
         elif not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
             levels[c] = sorted(s.dropna().unique().tolist(), key=str)
     if data[lens].isna().any().any():
-        raise ValueError(f"The lens columns {lens} of 'data' have missing values; the predictor needs complete lens features.")
+        raise InputError(f"The lens columns {lens} of 'data' have missing values; the predictor needs complete lens features.")
 
     n = len(data)
     half = n // 2
@@ -371,7 +381,7 @@ def demographic_coherence(
             if hasattr(rel, "copies") and not isinstance(rel, pd.DataFrame):
                 rel = pd.concat(list(rel.copies), ignore_index=True)
             if not isinstance(rel, pd.DataFrame):
-                raise TypeError(f"The release callable must return a DataFrame or SyntheticData. Got {type(rel).__name__} instead.")
+                raise InputTypeError(f"The release callable must return a DataFrame or SyntheticData. Got {type(rel).__name__} instead.")
             check_columns_exist(rel, lens + [target], "release output", "release")
         y_rel = (np.asarray(rel[target], dtype=object) == positive)
         ok = ~pd.isna(rel[target]).to_numpy()

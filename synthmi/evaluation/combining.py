@@ -73,7 +73,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..results import Result
 from .._validate import param_error
+from ..errors import InputError, ParameterError
 
 #: rule name or citation alias -> rule (the table in the module docstring)
 RULES = {
@@ -89,7 +91,7 @@ RULES = {
 
 
 @dataclass
-class CombineResult:
+class CombineResult(Result):
     """Combined inference, one entry per coefficient.
 
     Attributes
@@ -146,20 +148,26 @@ class CombineResult:
             index=pd.Index(list(idx), name="term"),
         )
 
-    def summary(self) -> str:
-        head = f"Combined inference (rule={self.rule!r}, M={self.M}, {100 * (1 - self.alpha):.0f}% CI)"
-        return head + "\n" + self.to_frame().to_string(float_format=lambda x: f"{x:.4g}")
+    @property
+    def _summary_title(self) -> str:
+        return f"Combined inference (rule={self.rule!r}, M={self.M}, {100 * (1 - self.alpha):.0f}% CI)"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.to_frame()
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"rule": self.rule, "M": self.M, "alpha": self.alpha}
 
     def __repr__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
 
 def _as_array(x: Any, name: str) -> np.ndarray:
     arr = np.asarray(x, dtype=float)
     if arr.size == 0:
-        raise ValueError(f"The '{name}' parameter of combine is empty.")
+        raise InputError(f"The '{name}' parameter of combine is empty.")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"The '{name}' parameter of combine contains NaN or infinite values.")
+        raise InputError(f"The '{name}' parameter of combine contains NaN or infinite values.")
     return arr
 
 
@@ -202,31 +210,31 @@ def combine(
     if not (0.0 < alpha < 1.0):
         raise param_error("alpha", "combine", "in the open interval (0, 1)", alpha)
     if df_complete is not None and rule != "rubin":
-        raise ValueError(
+        raise ParameterError(
             f"The 'df_complete' parameter of combine applies only to rule='rubin' "
-            f"(Barnard-Rubin 1999). Got it with rule={rule!r}."
+            f"(Barnard-Rubin 1999). Got it with rule={rule!r}.", parameter='df_complete', owner='combine'
         )
     q = _as_array(estimates, "estimates")
     u = _as_array(variances, "variances")
     if q.shape != u.shape:
-        raise ValueError(
+        raise InputError(
             f"The 'estimates' and 'variances' parameters of combine must have the same shape. "
             f"Got {q.shape} and {u.shape} instead."
         )
     if np.any(u < 0):
-        raise ValueError("The 'variances' parameter of combine must be >= 0 everywhere.")
+        raise ParameterError("The 'variances' parameter of combine must be >= 0 everywhere.", parameter='variances', owner='combine')
 
     if rule == "nested":
         if q.ndim == 2:
             q, u = q[..., None], u[..., None]
         if q.ndim != 3:
-            raise ValueError(
+            raise InputError(
                 "For rule='nested' the 'estimates' parameter of combine must have shape (m, r) or (m, r, p). "
                 f"Got {q.shape} instead."
             )
         m, r = q.shape[:2]
         if m < 2 or r < 2:
-            raise ValueError(
+            raise InputError(
                 f"rule='nested' needs m >= 2 imputations and r >= 2 synthetic copies each. Got m={m}, r={r} instead."
             )
         return _nested(q, u, alpha, names)
@@ -234,10 +242,10 @@ def combine(
     if q.ndim == 1:
         q, u = q[:, None], u[:, None]
     if q.ndim != 2:
-        raise ValueError(f"The 'estimates' parameter of combine must have shape (M,) or (M, p). Got {q.shape} instead.")
+        raise ParameterError(f"The 'estimates' parameter of combine must have shape (M,) or (M, p). Got {q.shape} instead.", parameter='estimates', owner='combine')
     M = q.shape[0]
     if M < 2:
-        raise ValueError(
+        raise InputError(
             f"rule={rule!r} needs at least M = 2 copies to estimate the between-copy variance. Got M = {M} instead."
         )
     q_bar = q.mean(axis=0)
@@ -302,8 +310,8 @@ def _finish(q_bar, T, df, b, v_bar, r_ratio, rule, M, alpha, names, extra) -> Co
     if names is not None:
         names = list(names)
         if len(names) != q_bar.shape[0]:
-            raise ValueError(
-                f"The 'names' parameter of combine has {len(names)} entries for {q_bar.shape[0]} coefficients."
+            raise ParameterError(
+                f"The 'names' parameter of combine has {len(names)} entries for {q_bar.shape[0]} coefficients.", parameter='names', owner='combine'
             )
     return CombineResult(
         estimate=q_bar,

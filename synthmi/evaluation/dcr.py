@@ -44,7 +44,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from .._json import jsonable
 from .._validate import check_columns_exist, check_copies, check_dataframe, check_random_state, check_scalar
+from ..results import Result
 
 __all__ = ["DCRResult", "distance_to_closest_record", "gower_nearest"]
 
@@ -52,18 +54,33 @@ _OWNER = "distance_to_closest_record"
 
 
 @dataclass
-class DCRResult:
-    """DCR of synthetic records and of the baseline records (aggregates only)."""
+class DCRResult(Result):
+    """DCR of synthetic records and of the baseline records (aggregates only).
 
-    summary: dict[str, Any]
+    Attributes
+    ----------
+    figures : dict
+        The headline figures (``median_dcr_synthetic``, ``share_exact_synthetic``,
+        ``share_below_holdout_q05``, ...); :meth:`summary` shows them as a table.
+    dcr_synthetic, dcr_baseline : ndarray
+        The per-record distances (record-level: left out of :meth:`to_dict`).
+    """
+
+    figures: dict[str, Any]
     dcr_synthetic: np.ndarray = field(repr=False)
     dcr_baseline: np.ndarray = field(repr=False)
 
+    _summary_title = "Distance to closest record (Gower)"
+
+    def _summary_rows(self) -> dict[str, Any]:
+        return self.figures
+
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.summary)
+        """The figures, JSON-safe (no per-record distance)."""
+        return jsonable(dict(self.figures))
 
     def report(self) -> str:
-        s = self.summary
+        s = self.figures
         return (
             f"Distance to closest record (Gower, {s['columns']} columns; baseline: {s['baseline']})\n"
             f"  synthetic: median {s['median_dcr_synthetic']:.4f}, exact copies {s['share_exact_synthetic']:.2%}\n"
@@ -190,7 +207,7 @@ def distance_to_closest_record(
         ref_ordered = (ref[0][order], ref[1][order])
         d_base = gower_nearest((ref[0][idx], ref[1][idx]), ref_ordered, exclude_self=True)
     q05 = float(np.quantile(d_base, 0.05))
-    summary = {
+    figures = {
         "columns": len(cols),
         "numeric_columns": num,
         "categorical_columns": cat,
@@ -205,4 +222,4 @@ def distance_to_closest_record(
         # quantile is 0 and no synthetic record can be "closer" than that
         "share_below_holdout_q05": float(np.mean(d_syn < q05)),
     }
-    return DCRResult(summary, d_syn, d_base)
+    return DCRResult(figures, d_syn, d_base)

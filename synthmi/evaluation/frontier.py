@@ -52,10 +52,12 @@ import numpy as np
 import pandas as pd
 
 from .._validate import param_error
+from ..results import Result
 from .analysis import analyse
 from .attribute_disclosure import attribute_disclosure
 from .pmse import pmse
 from .risk import reidentification_risk
+from ..errors import InputError
 
 __all__ = [
     "Analysis",
@@ -198,7 +200,7 @@ def evaluate_release(
     out["s_pmse_log_distance"] = s_pmse_log_distance(out["s_pmse"])
     rr = reidentification_risk(original, copies, list(quasi_identifiers), tolerance=tolerance, threshold=threshold,
                                by=subgroups)
-    s = rr.summary
+    s = rr.figures
     for k in ("expected_matches", "true_match_rate", "share_above_threshold", "mean_risk"):
         out[k] = float(s[k])
     out["high_risk_mean_risk"] = (
@@ -207,7 +209,7 @@ def evaluate_release(
     )
     if target is not None:
         ad = attribute_disclosure(original, copies, list(quasi_identifiers), target, tolerance=tolerance,
-                                  threshold=threshold).summary
+                                  threshold=threshold).figures
         out["disco"] = float(ad["DiSCO"])
         out["dcap"] = float(ad["DCAP"])
         out["attribute_risk_mean"] = float(ad["attribute_risk_mean"])
@@ -289,16 +291,16 @@ class Target:
             if op in t:
                 name, val = t.split(op, 1)
                 if name not in RISK_MEASURES + UTILITY_MEASURES:
-                    raise ValueError(
+                    raise InputError(
                         f"The target {text!r} names an unknown measure {name!r}; use one of "
                         f"{list(RISK_MEASURES + UTILITY_MEASURES)}."
                     )
                 try:
                     v = float(val)
                 except ValueError:
-                    raise ValueError(f"The target {text!r} must end in a number. Got {val!r} instead.") from None
+                    raise InputError(f"The target {text!r} must end in a number. Got {val!r} instead.") from None
                 return cls(name, op, v)
-        raise ValueError(f"A target reads MEASURE<=VALUE or MEASURE>=VALUE, e.g. 'expected_matches<=50'. Got {text!r}.")
+        raise InputError(f"A target reads MEASURE<=VALUE or MEASURE>=VALUE, e.g. 'expected_matches<=50'. Got {text!r}.")
 
     def met(self, row: Mapping[str, Any], se_mult: float = 0.0) -> bool:
         """Whether ``row`` meets the target; with ``se_mult`` > 0 the mean plus
@@ -318,8 +320,11 @@ __all__ += ["Target"]
 
 
 @dataclass
-class FrontierResult:
-    """Replicates and summaries of a frontier run (see :func:`synthmi.workflow.tuning.frontier`)."""
+class FrontierResult(Result):
+    """Replicates and summaries of a frontier run (see :func:`synthmi.workflow.tuning.frontier`).
+
+    :meth:`summary` and :meth:`to_frame` show ``points`` (one row per method and
+    setting: mean and standard error of each measure over the replicates)."""
 
     replicates: pd.DataFrame
     points: pd.DataFrame
@@ -330,6 +335,14 @@ class FrontierResult:
               utility: str = "mean_ci_overlap") -> pd.DataFrame:
         mask = pareto_front(self.points, risks, utility)
         return self.points[mask.to_numpy()]
+
+    _summary_title = "Risk-utility frontier"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.points
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"references": self.references, "settings": self.settings}
 
 
 __all__ += ["FrontierResult"]

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..results import Result
 from .._validate import check_columns_exist, check_copies, check_dataframe, check_scalar, param_error
 
 __all__ = ["marginal_tvd", "MarginalTVDResult", "total_variation"]
@@ -39,7 +40,7 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
 
 
 @dataclass
-class MarginalTVDResult:
+class MarginalTVDResult(Result):
     """Per-marginal total variation distances and their means.
 
     Attributes
@@ -67,15 +68,18 @@ class MarginalTVDResult:
             self.by_marginal.groupby(["ways", "columns", "cells"], sort=False)["tvd"].mean().reset_index()
         )
 
-    def summary(self) -> str:
-        lines = ["Marginal total variation distance (original vs synthetic)"]
-        for k, v in self.mean.items():
-            sub = self.by_marginal[self.by_marginal["ways"] == k]
-            lines.append(
-                f"  {k}-way: mean TVD = {v:.4f} over {self.n_marginals[k]} marginals "
-                f"(max {sub['tvd'].max():.4f}), {sub['copy'].nunique()} cop{'y' if sub['copy'].nunique() == 1 else 'ies'}"
-            )
-        return "\n".join(lines)
+    _summary_title = "Marginal total variation distance (original vs synthetic)"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        """One row per order k: mean and max TVD, number of marginals and of copies."""
+        g = self.by_marginal.groupby("ways")
+        out = pd.DataFrame({"mean_tvd": g["tvd"].mean(), "max_tvd": g["tvd"].max(),
+                            "marginals": g["columns"].nunique(), "copies": g["copy"].nunique()})
+        out.index = pd.Index([f"{int(k)}-way" for k in out.index], name="order")
+        return out
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"params": self.params}
 
     def __repr__(self) -> str:
         return "MarginalTVDResult(" + ", ".join(f"{k}-way={v:.4f}" for k, v in self.mean.items()) + ")"

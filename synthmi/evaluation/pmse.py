@@ -48,6 +48,7 @@ import pandas as pd
 from scipy import linalg
 from scipy.special import expit
 
+from ..results import Result
 from .._validate import (
     check_columns_exist,
     check_copies,
@@ -60,7 +61,7 @@ from .._validate import (
 
 
 @dataclass
-class PMSEResult:
+class PMSEResult(Result):
     """pMSE of each synthetic copy against the original.
 
     Attributes
@@ -97,18 +98,24 @@ class PMSEResult:
             df["k"] = self.k
         return df
 
-    def summary(self) -> str:
-        lines = [
-            f"pMSE ({self.method}) over {len(self.pmse)} cop{'y' if len(self.pmse) == 1 else 'ies'}, "
-            f"{len(self.variables)} variables",
-            self.to_frame().to_string(float_format=lambda x: f"{x:.4g}"),
-            f"mean pMSE = {self.mean_pmse:.4g}, mean S_pMSE = {self.mean_s_pmse:.4g}",
-        ]
-        lines += [f"note: {n}" for n in self.notes]
-        return "\n".join(lines)
+    @property
+    def _summary_title(self) -> str:
+        return (f"pMSE ({self.method}) over {len(self.pmse)} cop{'y' if len(self.pmse) == 1 else 'ies'}, "
+                f"{len(self.variables)} variables")
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.to_frame()
+
+    def _summary_notes(self) -> list[str]:
+        return [f"mean pMSE = {self.mean_pmse:.4g}, mean S_pMSE = {self.mean_s_pmse:.4g}",
+                *(f"note: {n}" for n in self.notes)]
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"method": self.method, "variables": list(self.variables), "mean_pmse": self.mean_pmse,
+                "mean_s_pmse": self.mean_s_pmse, "notes": list(self.notes)}
 
     def __repr__(self) -> str:
-        return self.summary()
+        return str(self.summary())
 
 
 # --------------------------------------------------------------------------- design

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ..results import Result
 from .._validate import (
     check_columns_exist,
     check_copies,
@@ -55,14 +56,15 @@ _SUMMARY_KEYS = (
 
 
 @dataclass
-class RiskResult:
+class RiskResult(Result):
     """Re-identification risk of M released copies.
 
     Attributes
     ----------
     individual : Series
         ``I_i`` per original record (index = the original's index).
-    summary : dict
+    figures : dict
+        The headline figures (:meth:`summary` shows them as a table):
         ``n_records`` (N), ``n_copies`` (M), ``expected_matches``,
         ``true_match_rate``, ``false_match_rate``, ``share_above_threshold``,
         ``mean_risk``, ``max_risk``, ``unique_match_share``, ``no_match_share``,
@@ -82,7 +84,7 @@ class RiskResult:
     """
 
     individual: pd.Series
-    summary: dict[str, Any]
+    figures: dict[str, Any]
     by_group: pd.DataFrame | None
     per_copy: pd.DataFrame
     records: pd.DataFrame
@@ -95,7 +97,7 @@ class RiskResult:
     def summary_frame(self) -> pd.DataFrame:
         """One row ``"all"`` with the summaries, then one row per group if ``by`` was given."""
         cols = [k for k in _SUMMARY_KEYS if k != "n_copies"]
-        rows = pd.DataFrame([{k: self.summary[k] for k in cols}], index=pd.Index(["all"], name="group"))
+        rows = pd.DataFrame([{k: self.figures[k] for k in cols}], index=pd.Index(["all"], name="group"))
         if self.by_group is not None:
             g = self.by_group[cols].copy()
             g.index = pd.Index([str(x) for x in g.index], name="group")
@@ -106,8 +108,8 @@ class RiskResult:
         return self.report()
 
     def report(self) -> str:
-        """Plain-text summary (statsmodels-like; ``summary`` is the dict of figures)."""
-        s, st = self.summary, self.settings
+        """Plain-text summary (statsmodels-like; ``figures`` is the dict of figures)."""
+        s, st = self.figures, self.settings
         tol = ", ".join(f"{c}: {v}" for c, v in st["tolerance"].items()) or "none (no continuous QI)"
         lines = [
             "Re-identification risk by matching",
@@ -126,6 +128,11 @@ class RiskResult:
             lines += ["-" * 60, f"by {st['by']}:", self.by_group.to_string(float_format=lambda x: f"{x:.4f}")]
         return "\n".join(lines)
 
+    _summary_title = "Re-identification risk by matching"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.summary_frame()
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summaries (no record-level values)."""
         return _summaries_to_dict(self)
@@ -134,7 +141,7 @@ class RiskResult:
 def _summaries_to_dict(result: Any) -> dict[str, Any]:
     """JSON-ready summary, per-copy, settings and by-group tables of a risk result (no record-level values)."""
     out: dict[str, Any] = {
-        "summary": {k: _json_num(v) for k, v in result.summary.items()},
+        "summary": {k: _json_num(v) for k, v in result.figures.items()},
         "per_copy": [{k: _json_num(v) for k, v in r.items()} for r in result.per_copy.to_dict("records")],
         "settings": result.settings,
     }
@@ -399,9 +406,9 @@ def reidentification_risk(
     risk = tally.risk
     records = pd.DataFrame(tally.columns(), index=original.index)
     n_unique, n_true_unique, n_none = tally.n_unique, tally.n_true_unique, tally.n_none
-    summary = _rates(risk, n_unique, n_true_unique, n_none, m_copies, threshold)
-    summary["n_copies"] = m_copies
-    summary["threshold"] = threshold
+    figures = _rates(risk, n_unique, n_true_unique, n_none, m_copies, threshold)
+    figures["n_copies"] = m_copies
+    figures["threshold"] = threshold
 
     by_group = None
     if groups is not None:
@@ -430,7 +437,7 @@ def reidentification_risk(
     }
     return RiskResult(
         individual=pd.Series(risk, index=original.index, name="risk"),
-        summary=summary,
+        figures=figures,
         by_group=by_group,
         per_copy=pd.DataFrame(per_copy, index=pd.RangeIndex(1, m_copies + 1, name="copy")),
         records=records,

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from ..errors import InputError, ParameterError
 
 
 def standardized_difference(est_orig: Any, est_syn: Any, se_orig: Any) -> np.ndarray:
@@ -18,7 +19,7 @@ def standardized_difference(est_orig: Any, est_syn: Any, se_orig: Any) -> np.nda
     """
     b_o, b_s, se = (np.asarray(a, dtype=float) for a in (est_orig, est_syn, se_orig))
     if not all(np.all(np.isfinite(a)) for a in (b_o, b_s, se)):
-        raise ValueError("standardized_difference got NaN or infinite estimates or standard errors.")
+        raise InputError("standardized_difference got NaN or infinite estimates or standard errors.")
     if np.any(se <= 0):
-        raise ValueError("The 'se_orig' parameter of standardized_difference must be > 0 everywhere.")
+        raise ParameterError("The 'se_orig' parameter of standardized_difference must be > 0 everywhere.", parameter='se_orig', owner='standardized_difference')
     return np.abs(b_o - b_s) / se

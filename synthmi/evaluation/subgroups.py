@@ -32,7 +32,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from .._json import jsonable
 from .._validate import check_dataframe, check_scalar
+from ..results import Result
 from . import _matching as mt
 
 __all__ = ["risk_subgroups", "RiskSubgroups", "RISK_LEVELS"]
@@ -42,7 +44,7 @@ RISK_LEVELS = ("low", "medium", "high")
 
 
 @dataclass
-class RiskSubgroups:
+class RiskSubgroups(Result):
     """Risk-subgroup labels.
 
     Attributes
@@ -90,8 +92,15 @@ class RiskSubgroups:
     def __str__(self) -> str:
         return self.report()
 
+    _summary_title = "Risk subgroups"
+
+    def _summary_rows(self) -> pd.DataFrame:
+        n = int(self.counts.sum())
+        return pd.DataFrame({"records": self.counts.astype(int),
+                             "share": self.counts / n if n else np.nan}).rename_axis("label")
+
     def to_dict(self) -> dict[str, Any]:
-        return {"counts": {k: int(v) for k, v in self.counts.items()}, "settings": self.settings}
+        return {"counts": {k: int(v) for k, v in self.counts.items()}, "settings": jsonable(self.settings)}
 
 
 def risk_subgroups(

@@ -27,6 +27,7 @@ import pandas as pd
 from scipy.optimize import minimize_scalar
 
 from .._validate import check_delta, check_epsilon, check_option, check_scalar, param_error
+from ..errors import InputError, ParameterError
 
 __all__ = [
     "PrivacyAccountant",
@@ -250,7 +251,7 @@ class PrivacyAccountant:
                 raise
             if eps > self.epsilon * (1.0 + 1e-12):
                 self._entries.pop()
-                raise ValueError(
+                raise InputError(
                     f"The privacy budget of PrivacyAccountant is exceeded: spending {entry.kind} "
                     f"'{entry.label}' would bring the total to epsilon={eps:.6g} > {self.epsilon:g}"
                     + (f" at delta={self.delta:g}." if self.delta is not None else ".")
@@ -262,9 +263,9 @@ class PrivacyAccountant:
         has_rdp_part = any(e.kind == "gaussian" for e in self._entries)
         if self.delta is None:
             if has_rdp_part or approx_delta > 0:
-                raise ValueError(
+                raise ParameterError(
                     "The 'delta' parameter of PrivacyAccountant must be set to spend on Gaussian or "
-                    "(epsilon, delta) mechanisms. Got None instead."
+                    "(epsilon, delta) mechanisms. Got None instead.", parameter='delta', owner='PrivacyAccountant'
                 )
             return self.spent(method="basic")[0]
         room = self.delta - approx_delta

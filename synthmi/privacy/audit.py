@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .._validate import check_epsilon, check_scalar, param_error
+from ..results import Result
 from .dp_bayes import FINITE_OUTPUT, PrivateBetaPosterior
 
 __all__ = ["audit_privacy_loss", "AuditResult"]
@@ -34,7 +35,7 @@ _BLOCK = 512
 
 
 @dataclass
-class AuditResult:
+class AuditResult(Result):
     """Outcome of :func:`audit_privacy_loss`."""
 
     mechanism: str
@@ -67,14 +68,21 @@ class AuditResult:
             "exceeds_epsilon": self.exceeds_epsilon, "holds": self.holds,
         }])
 
-    def summary(self) -> str:
+    @property
+    def _summary_title(self) -> str:
+        return f"Exact privacy audit of '{self.mechanism}'"
+
+    def _summary_rows(self) -> dict[str, Any]:
+        return self.to_frame().iloc[0].to_dict()
+
+    def _summary_notes(self) -> list[str]:
         verdict = "guarantee holds" if self.holds else "GUARANTEE VIOLATED"
-        return (
+        return [(
             f"Exact privacy audit of '{self.mechanism}' at n={self.n}, epsilon={self.epsilon:g}, delta={self.delta:g}: "
             f"max privacy loss {self.max_loss:.6g} ({self.max_loss / self.epsilon:.4f} x epsilon) on the pair "
             f"k={self.worst_pair[0]} vs k={self.worst_pair[1]} at output {self.worst_output:g}; "
             f"delta(epsilon) = {self.delta_at_epsilon:.3g}; {verdict}."
-        )
+        )]
 
 
 def _pair_stats(lp_x: np.ndarray, lp_y: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -90,6 +90,8 @@ from .accountant import PrivacyAccountant
 from .discrete import sample_discrete_laplace
 from .noise_source import noise_generator, user_seed_given
 from .hellinger import hellinger_beta
+from ..errors import InputError
+from ..results import Result
 
 __all__ = [
     "PrivateBetaPosterior",
@@ -190,7 +192,7 @@ def smooth_sensitivity(n: int, beta: float, prior: tuple[float, float] = (1.0, 1
 
 
 @dataclass
-class PrivatePosteriorResult:
+class PrivatePosteriorResult(Result):
     """A released private posterior ``Beta(alpha, beta)``."""
 
     alpha: float
@@ -213,13 +215,23 @@ class PrivatePosteriorResult:
               "alpha": self.alpha, "beta": self.beta, "mean": self.mean, "private": self.private}]
         )
 
-    def summary(self) -> str:
+    @property
+    def _summary_title(self) -> str:
         flag = "" if self.private else "  ** NOT DIFFERENTIALLY PRIVATE (local sensitivity) **"
-        return (
-            f"Private Beta posterior via '{self.mechanism}' (epsilon={self.epsilon:g}, delta={self.delta:g}, "
-            f"n={self.n}, prior=Beta{self.prior}){flag}\n"
-            f"  released: Beta({self.alpha:.6g}, {self.beta:.6g}), mean {self.mean:.4f}"
-        )
+        return (f"Private Beta posterior via '{self.mechanism}' (epsilon={self.epsilon:g}, delta={self.delta:g}, "
+                f"n={self.n}, prior=Beta{self.prior}){flag}")
+
+    def _summary_rows(self) -> dict[str, Any]:
+        # the release's public settings; the noised content is the one "released:" line
+        # below, so two neighbouring releases print identical text apart from that line
+        return {"mechanism": self.mechanism, "epsilon": self.epsilon, "delta": self.delta, "n": self.n,
+                "prior": f"Beta{self.prior}", "private": self.private}
+
+    def _summary_notes(self) -> list[str]:
+        return [f"released: Beta({self.alpha:.6g}, {self.beta:.6g}), mean {self.mean:.4f}"]
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"released": {"alpha": self.alpha, "beta": self.beta, "mean": self.mean}}
 
 
 class PrivateBetaPosterior:
@@ -284,7 +296,7 @@ class PrivateBetaPosterior:
                 check_delta(self.delta, _OWNER)
             delta = 0.0
         if mech == "local" and self.allow_non_private is not True:
-            raise ValueError(
+            raise InputError(
                 "mechanism='local' (exponential mechanism with local sensitivity) is NOT differentially "
                 "private (the draft 'Differentially Private Bayesian Inference', Sec. 1.2.2); pass allow_non_private=True to run it for study."
             )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import gammaln
+from ..errors import InputError
 
 __all__ = ["hellinger_beta", "log_bhattacharyya_beta"]
 
@@ -95,7 +96,7 @@ def hellinger_beta(a1, b1, a2, b2) -> np.ndarray | float:
     arrs = [np.asarray(v, dtype=float) for v in (a1, b1, a2, b2)]
     for name, v in zip(("a1", "b1", "a2", "b2"), arrs):
         if not np.all(np.isfinite(v)) or np.any(v <= 0):
-            raise ValueError(
+            raise InputError(
                 f"The '{name}' parameter of hellinger_beta must be finite and > 0. Got {v.min() if v.size else v!r} instead."
             )
     lbc = np.minimum(log_bhattacharyya_beta(*arrs), 0.0)

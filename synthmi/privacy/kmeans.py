@@ -51,6 +51,7 @@ from ..domain import as_public_domain
 from .accountant import PrivacyAccountant
 from .discrete import sample_discrete_laplace
 from .noise_source import SecretSeedMixin, noise_generator, noise_provenance, user_seed_given
+from ..errors import ColumnError
 
 __all__ = ["DPKMeans", "uniform_l1_ball", "clip_l1", "step_statistics"]
 
@@ -209,12 +210,12 @@ class DPKMeans(SecretSeedMixin):
         domain.require(X.columns, flag="--domain", parameter="domain")
         for col in X.columns:
             if domain[col].is_discrete:
-                raise ValueError(f"Column '{col}' is declared {domain[col].kind}; DP k-means needs numeric columns.")
+                raise ColumnError(f"Column '{col}' is declared {domain[col].kind}; DP k-means needs numeric columns.")
         Z = domain.select(X.columns).conform(X)
         for col in Z.columns:
             if Z[col].isna().any():
                 # No count: how many values are missing is a data-dependent figure.
-                raise ValueError(f"Column '{col}' has missing values; DP k-means needs complete numeric columns.")
+                raise ColumnError(f"Column '{col}' has missing values; DP k-means needs complete numeric columns.")
         lo = np.array([domain[col].bounds[0] for col in X.columns])
         hi = np.array([domain[col].bounds[1] for col in X.columns])
         hi = np.where(hi > lo, hi, lo + 1.0)  # an integer column declared with one value

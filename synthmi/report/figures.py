@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import matplotlib
+from ..errors import ParameterError
 
 matplotlib.use("Agg")  # headless: the report and `make figures` never open a window
 
@@ -108,7 +109,7 @@ def coefficient_plot(coef: pd.DataFrame, title: str | None = None) -> Figure:
     need = ["method", "term", "est_orig", "ci_lower_orig", "ci_upper_orig", "est_syn", "ci_lower_syn", "ci_upper_syn"]
     missing = [c for c in need if c not in coef.columns]
     if missing:
-        raise ValueError(f"The 'coef' parameter of coefficient_plot is missing columns {missing}.")
+        raise ParameterError(f"The 'coef' parameter of coefficient_plot is missing columns {missing}.", parameter='coef', owner='coefficient_plot')
     methods = list(dict.fromkeys(coef["method"]))
     terms = list(dict.fromkeys(coef["term"]))
     n_series = len(methods) + 1
@@ -154,7 +155,7 @@ def risk_histogram(
     """
     names = list(individual)
     if not names:
-        raise ValueError("The 'individual' parameter of risk_histogram must hold at least one method.")
+        raise ParameterError("The 'individual' parameter of risk_histogram must hold at least one method.", parameter='individual', owner='risk_histogram')
     bins = np.linspace(0.0, 1.0, 21)
     fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names) + 0.6, 3.2), sharey=True, squeeze=False)
     sub_colors = {"low": "#a6d96a", "medium": "#fdae61", "high": "#d7191c"}

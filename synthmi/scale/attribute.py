@@ -148,12 +148,12 @@ def attribute_disclosure(original, synthetic: Any, quasi_identifiers: Sequence[s
         row["share_above_threshold"] = t["above"] / n
         per_copy.append(row)
     pc = pd.DataFrame(per_copy, index=pd.RangeIndex(1, m + 1, name="copy"))
-    summary: dict[str, Any] = {"n_records": n, "n_copies": m, "threshold": float(threshold)}
+    figures: dict[str, Any] = {"n_records": n, "n_copies": m, "threshold": float(threshold)}
     for k in (*KEY_MEASURES, *MATCHING_MEASURES):
         col = pc[k].to_numpy(dtype=float) if k in pc else np.array([np.nan])
-        summary[k] = float(np.nanmean(col)) if np.isfinite(col).any() else np.nan
-    summary["share_above_threshold"] = float((records["attribute_risk"] > threshold).mean())
-    summary["expected_correct_attributions"] = float(records["attribute_risk"].sum())
+        figures[k] = float(np.nanmean(col)) if np.isfinite(col).any() else np.nan
+    figures["share_above_threshold"] = float((records["attribute_risk"] > threshold).mean())
+    figures["expected_correct_attributions"] = float(records["attribute_risk"].sum())
     settings = {"quasi_identifiers": qis, "target": target, "categorical": categorical, "continuous": continuous,
                 "threshold": float(threshold), "engine": f"dask: shuffle on the exact-match key into {B} buckets"}
-    return AttributeDisclosureResult(summary=summary, per_copy=pc, records=records, by_group=None, settings=settings)
+    return AttributeDisclosureResult(figures=figures, per_copy=pc, records=records, by_group=None, settings=settings)

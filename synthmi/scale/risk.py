@@ -227,9 +227,9 @@ def reidentification_risk(original, synthetic: Any, quasi_identifiers: Sequence[
 
     (tot,) = dask.compute(aggs(records))
     tot = {k: (float(v) if k in ("risk_sum", "max") else int(v)) for k, v in tot.items()}
-    summary = summarise(None, tot)
-    summary["n_copies"] = m_copies
-    summary["threshold"] = threshold
+    figures = summarise(None, tot)
+    figures["n_copies"] = m_copies
+    figures["threshold"] = threshold
     per_copy = []
     for j in range(m_copies):
         nu = sum(b[j]["nu"] for b in per_bucket_copy)
@@ -271,7 +271,7 @@ def reidentification_risk(original, synthetic: Any, quasi_identifiers: Sequence[
     }
     return RiskResult(
         individual=records[["position", "risk"]],
-        summary=summary,
+        figures=figures,
         by_group=by_group,
         per_copy=pd.DataFrame(per_copy, index=pd.RangeIndex(1, m_copies + 1, name="copy")),
         records=records,

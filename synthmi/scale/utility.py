@@ -321,8 +321,8 @@ class ScalePMSEResult(PMSEResult):
 
     note: str = ""
 
-    def summary(self) -> str:
-        return super().summary() + (f"\nnote: {self.note}" if self.note else "")
+    def _summary_notes(self) -> list[str]:
+        return super()._summary_notes() + ([f"note: {self.note}"] if self.note else [])
 
 
 def _subsample(part: pd.DataFrame, offset: int, entropy, frac: float) -> pd.DataFrame:

@@ -409,7 +409,7 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
     if ms.target is not None:
         ad = attribute_disclosure(original, copies, qi, ms.target, tolerance=ms.tolerance,
                                   threshold=ms.risk_threshold)
-        attribute = {"method": method, **_attr_row(ad.summary)}
+        attribute = {"method": method, **_attr_row(ad.figures)}
     steps.update()
 
     steps.set_postfix_str(f"{method}: analysis")
@@ -434,7 +434,7 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
                                      spec=ms.spec, **ms.tolerance_kw)
         individual = np.asarray(risk.individual, dtype=float)
         risk_rows = _risk_by_subgroup(method, risk.by_group)
-        rs = risk.summary
+        rs = risk.figures
     steps.update()
 
     k = float(np.mean(pm.k)) if getattr(pm, "k", None) is not None else None
@@ -534,7 +534,7 @@ def _no_alignment_row(ms: _Measures, method: str, copies: list[pd.DataFrame]) ->
 
     cols = [c for c in copies[0].columns if c in original.columns]
     dcr = distance_to_closest_record(original, copies, columns=cols,
-                                     holdout=None if holdout is None else holdout[cols]).summary
+                                     holdout=None if holdout is None else holdout[cols]).figures
     row: dict[str, Any] = {
         "method": method,
         "DCR baseline": "holdout" if holdout is not None else "leave-one-out",
@@ -546,7 +546,7 @@ def _no_alignment_row(ms: _Measures, method: str, copies: list[pd.DataFrame]) ->
     }
     if target is not None and target not in qi:
         kw = {} if tolerance is None else {"tolerance": tolerance}
-        ad = attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).summary
+        ad = attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).figures
         row.update({"target": target, "repU": ad.get("repU"), "DiSCO": ad.get("DiSCO"), "DCAP": ad.get("DCAP")})
     return row
 
@@ -596,20 +596,20 @@ def _references(ms: _Measures, rule: Any, m: int, seed: int) -> tuple[list[dict[
     from ..evaluation.risk import reidentification_risk
 
     kw = {} if tolerance is None else {"tolerance": tolerance}
-    rr = reidentification_risk(original, [original], qi, threshold=threshold, **kw).summary
+    rr = reidentification_risk(original, [original], qi, threshold=threshold, **kw).figures
     rows = [{"method": "reference: original released as is", "M": 1, "S_pMSE": np.nan, "mean_ci_overlap": 1.0,
              "mean_std_diff": 0.0, "expected_matches": float(rr["expected_matches"]),
              "true_match_rate": float(rr["true_match_rate"]), "share_above_threshold": float(rr["share_above_threshold"])}]
     attr = []
     if target is not None:
         attr.append({"method": "reference: original released as is",
-                     **_attr_row(attribute_disclosure(original, [original], qi, target, threshold=threshold, **kw).summary)})
+                     **_attr_row(attribute_disclosure(original, [original], qi, target, threshold=threshold, **kw).figures)})
     copies = independent_release(original, qi, max(int(m), 2), seed)
     # the permuted copies are a partially synthetic release (no nests): the user's rule
     # when one rule was given, else partial
     ref_rule = rule if isinstance(rule, str) and rule != "nested" else "partial"
     res = analyse(formula, family=family, original=original, synthetic=copies, rule=ref_rule, alpha=alpha)
-    ri = reidentification_risk(original, copies, qi, threshold=threshold, **kw).summary
+    ri = reidentification_risk(original, copies, qi, threshold=threshold, **kw).figures
     rows.append({"method": "reference: independent release", "M": len(copies),
                  "S_pMSE": pmse(original, copies, method=pmse_method, variables=pmse_variables).mean_s_pmse,
                  "mean_ci_overlap": float(res.mean_ci_overlap), "mean_std_diff": float(res.mean_std_diff),
@@ -617,5 +617,5 @@ def _references(ms: _Measures, rule: Any, m: int, seed: int) -> tuple[list[dict[
                  "share_above_threshold": float(ri["share_above_threshold"])})
     if target is not None:
         attr.append({"method": "reference: independent release",
-                     **_attr_row(attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).summary)})
+                     **_attr_row(attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).figures)})
     return rows, attr

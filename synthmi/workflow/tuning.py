@@ -37,6 +37,8 @@ from ..evaluation.frontier import (
     summarise,
 )
 from .evaluate import independent_release  # the review's reference release, also a frontier reference
+from .._json import jsonable
+from ..errors import InputError, InputTypeError
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
            "independent_release", "greedy_ascent"]
@@ -79,7 +81,7 @@ def make_synthesizer(method: str, params: Mapping[str, Any] | None = None):
     if method == "norm+logit":
         p.setdefault("progressbar", False)
         return RubinSynthesizer(**p)
-    raise ValueError(f"The method must be one of {list(METHODS)}. Got {method!r} instead.")
+    raise InputError(f"The method must be one of {list(METHODS)}. Got {method!r} instead.")
 
 
 def _memo_draws(self, m: int, rng: np.random.Generator):
@@ -121,7 +123,7 @@ def remask(fitted, masks: Mapping[str, Any] | None, share_posterior_draws: bool 
             new._posterior_memo = fitted._posterior_memo
             new._posterior_draws = MethodType(_memo_draws, new)
     else:
-        raise TypeError(f"remask takes a fitted DA-MI or risk-targeted synthesizer. Got {type(fitted).__name__}.")
+        raise InputTypeError(f"remask takes a fitted DA-MI or risk-targeted synthesizer. Got {type(fitted).__name__}.")
     return new
 
 
@@ -204,7 +206,7 @@ def frontier(
                 samp_s = time.perf_counter() - t1
                 res = evaluate_release(df, syn.copies, **ev)
                 rows.append({"method": st.method, "setting": st.label,
-                             "params": json.dumps(_jsonable(st.params), sort_keys=True),
+                             "params": json.dumps(jsonable(st.params), sort_keys=True),
                              "replicate": r, "fit_seconds": fit_s, "sample_seconds": samp_s, **res})
         last = rows[-1]
         say(f"{st.method:>10} {st.label:<40} overlap {last['mean_ci_overlap']:.3f}  "
@@ -218,8 +220,8 @@ def frontier(
     return FrontierResult(
         replicates=reps, points=points, references=refs,
         settings={"quasi_identifiers": qi, "keep": keep, "analyses": [a.__dict__ for a in analyses], "m": m,
-                  "replicates": replicates, "seed": seed, "tolerance": _jsonable(tolerance), "target": target,
-                  "k0": k0, "subgroup_tolerance": _jsonable(subgroup_tolerance), "rule": rule,
+                  "replicates": replicates, "seed": seed, "tolerance": jsonable(tolerance), "target": target,
+                  "k0": k0, "subgroup_tolerance": jsonable(subgroup_tolerance), "rule": rule,
                   "pmse_copies": pmse_copies, "pmse_variables": pmse_variables},
     )
 
@@ -230,12 +232,12 @@ def reference_points(df, qi, m, replicates, seed, ev) -> pd.DataFrame:
 
     rr = reidentification_risk(df, [df], qi, tolerance=ev["tolerance"], by=ev["subgroups"])
     orig = {"method": "reference", "setting": "original", "mean_ci_overlap": 1.0, "mean_std_diff": 0.0,
-            "s_pmse": np.nan, **{k: float(rr.summary[k]) for k in ("expected_matches", "true_match_rate",
+            "s_pmse": np.nan, **{k: float(rr.figures[k]) for k in ("expected_matches", "true_match_rate",
                                                                  "share_above_threshold", "mean_risk")}}
     orig["high_risk_mean_risk"] = (float(rr.by_group.loc["high", "mean_risk"])
                                    if rr.by_group is not None and "high" in rr.by_group.index else np.nan)
     if ev["target"] is not None:
-        ad = attribute_disclosure(df, [df], qi, ev["target"], tolerance=ev["tolerance"]).summary
+        ad = attribute_disclosure(df, [df], qi, ev["target"], tolerance=ev["tolerance"]).figures
         orig.update(disco=ad["DiSCO"], dcap=ad["DCAP"], attribute_risk_mean=ad["attribute_risk_mean"], repU=ad["repU"])
     rows = []
     for r in range(replicates):
@@ -246,25 +248,11 @@ def reference_points(df, qi, m, replicates, seed, ev) -> pd.DataFrame:
     return pd.concat([pd.DataFrame([orig]), ind], ignore_index=True)
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if hasattr(x, "to_dict"):
-        return x.to_dict()
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating,)):
-        return float(x)
-    return x
-
-
 def mask_flags(masks: Mapping[str, Any]) -> list[str]:
     """``{"age": {"K": 3, "sigma_e": 3}}`` -> ``["age:K=3,sigma=3"]`` (``synthmi synthesize --mask``)."""
     out = []
     for col, spec in masks.items():
-        spec = _jsonable(spec)
+        spec = jsonable(spec)
         parts = []
         for k, v in spec.items():
             if k == "kind" or v is None:
@@ -314,18 +302,18 @@ class TuneResult:
         from dataclasses import replace
 
         if not self.feasible:
-            raise ValueError("No setting met the targets: there are no chosen masks to write as a spec.")
-        return replace(self.spec, masks=_jsonable(self.masks))
+            raise InputError("No setting met the targets: there are no chosen masks to write as a spec.")
+        return replace(self.spec, masks=jsonable(self.masks))
 
     def to_dict(self) -> dict[str, Any]:
         """Everything about the run as JSON-ready data (the chosen masks, figures, trace, timing)."""
         return {
-            "masks": _jsonable(self.masks),
+            "masks": jsonable(self.masks),
             "mask_flags": mask_flags(self.masks) if self.masks else None,
             "params": self.settings.get("base_params") or {},
             "targets": [str(t) for t in self.targets],
-            "confirmed": _jsonable(self.confirmed),
-            "validated": _jsonable(self.validated),
+            "confirmed": jsonable(self.confirmed),
+            "validated": jsonable(self.validated),
             "wall_seconds": self.wall_seconds,
             "search": self.settings,
             "trace": json.loads(self.trace.to_json(orient="records")),
@@ -528,16 +516,16 @@ def tune(
     t_start = time.perf_counter()
     targets = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
     if not targets:
-        raise ValueError("tune needs at least one target such as 'expected_matches<=50'.")
+        raise InputError("tune needs at least one target such as 'expected_matches<=50'.")
     # m, m_search >= 2: the partial-synthesis rule needs the between-copy variance of the analyses
     for name, v, lo in (("m_search", m_search, 2), ("m", m, 2), ("replicates", replicates, 1), ("n_confirm", n_confirm, 1),
                         ("n_jobs", n_jobs, 1)):
         if not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
+            raise InputError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
     analyses = [Analysis.coerce(a) for a in analyses]
     params = dict(base_params or {})
     if "masks" in params:
-        raise ValueError("The 'base_params' of tune cannot set masks: tune chooses them.")
+        raise InputError("The 'base_params' of tune cannot set masks: tune chooses them.")
     params.setdefault("progressbar", False)
     fit_kw: dict[str, Any] = {"quasi_identifiers": quasi_identifiers, "keep": keep}
     if spec is not None:
@@ -670,11 +658,11 @@ def tune(
         settings={"method": "dami", "predictive": base.predictive, "quasi_identifiers": qi, "keep": keep,
                   "analyses": [a.__dict__ for a in analyses], "m_search": m_search, "m": m,
                   "replicates": replicates, "n_confirm": n_confirm, "seed": seed,
-                  "tolerance": _jsonable(tolerance), "target": target,
+                  "tolerance": jsonable(tolerance), "target": target,
                   "continuous_grid": [list(c) for c in continuous_grid], "alpha_grid": list(alpha_grid),
                   "fit_seconds": fit_s, "posterior_pool": n_pool, "search_stopped_by": stopped,
                   "search_points": sum(r["stage"] == "search" for r in trace), "n_jobs": int(n_jobs),
-                  "diagnostics_check": _jsonable(check), "base_params": _jsonable(dict(base_params or {}))},
+                  "diagnostics_check": jsonable(check), "base_params": jsonable(dict(base_params or {}))},
         spec=rel,
         validated={k: v for k, v in validated.items() if k != "levels"} if validated else None,
     )
