@@ -50,6 +50,9 @@ DP_NOISED = {"dpsyn": {"*metadata.json": ["diagnostics.n_two_way", "diagnostics.
                                           "diagnostics.continuous.*.*"],
                        "model/manifest.json": ["sha256"]}}
 IDS = list(CASES)
+# the posterior samplers' batteries (5-9 s each) are left to `make test`; CART and DPSyn stay
+# in `make test-fast`
+SLOW = {"rubin", "rubin-normal-only", "dami", "risk-dami"}
 
 
 def test_every_synthesizer_is_in_the_battery():
@@ -63,7 +66,7 @@ def test_every_synthesizer_is_in_the_battery():
     assert classes == covered
 
 
-@pytest.mark.parametrize("name", IDS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in IDS])
 def test_contract_battery(name):
     """Every check of :data:`synthmi.testing.CHECKS` passes; only the DP-specific checks are
     not applicable to a non-DP synthesizer and the data-content refusals to a DP one."""
@@ -83,7 +86,8 @@ def test_clone_imputer():
     assert sorted(imp.get_params()) == sorted(GaussianCopulaImputer._parameter_constraints)
 
 
-@pytest.mark.parametrize("name", ["rubin", "dami", "risk-dami", "cart", "dpsyn"])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n
+                                  for n in ("rubin", "dami", "risk-dami", "cart", "dpsyn")])
 def test_saved_model_holds_the_posterior_of_a_bayesian_model(name, tmp_path):
     """What the battery cannot know: the Bayesian models save their posterior draws
     (``load_posterior``); CART (trees) and DPSyn (noisy marginals) have none."""
