@@ -46,6 +46,7 @@ def test_another_seed_changes_the_numbers(two_runs, tmp_path):
     assert (tmp_path / "coefficients.csv").read_bytes() != (a / "coefficients.csv").read_bytes()
 
 
+@pytest.mark.slow
 def test_index_manifest_and_contents(two_runs):
     a, _, ma, _ = two_runs
     index = (a / "README.md").read_text()
@@ -67,6 +68,7 @@ def test_index_manifest_and_contents(two_runs):
     assert (tun["rmse"] > 0).all() and (tun["expected_matches"] >= 0).all()
 
 
+@pytest.mark.slow
 def test_tuning_moves_risk_the_right_way(two_runs):
     """Less masking noise (small sigma_e) transfers more of age: the risk must be higher."""
     a, _, _, _ = two_runs

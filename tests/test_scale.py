@@ -96,6 +96,7 @@ def test_posterior_equals_in_memory_to_1e8(fitted):
                 assert _rel(got[k], r[k]) < 1e-8, (c.column, k, P)
 
 
+@pytest.mark.slow
 def test_posterior_is_bitwise_partition_invariant(fitted):
     params = fitted[3]
     for P in (4, 16):
