@@ -28,6 +28,7 @@ test: $(STAMP)
 # Everyday work (not set-up): every test but those marked `slow` (long samplers, the
 # command-line end-to-end runs, simulation studies), under 3 minutes on 2 cores; `make test`
 # still runs everything. --durations=10 names the slowest, so a test that grows is seen.
+# Measured: 1,085 of 1,295 tests in 73 s at load average 4.5 (others working on the machine).
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" --durations=10 tests
 
