@@ -11,7 +11,7 @@ export MKL_NUM_THREADS ?= 1
 # Keep pytensor's compile cache inside the checkout so fresh clones compile once.
 export PYTENSOR_FLAGS ?= base_compiledir=$(CURDIR)/.pytensor
 
-.PHONY: demo test test-pandas2 test-pandas3 figures benchmarks clean
+.PHONY: demo test test-fast test-pandas2 test-pandas3 figures benchmarks clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -24,6 +24,13 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q tests
+
+# Everyday work (not set-up): every test but those marked `slow` (long samplers, the
+# command-line end-to-end runs, simulation studies), under 3 minutes on 2 cores; `make test`
+# still runs everything. --durations=10 names the slowest, so a test that grows is seen.
+# Measured: 1,085 of 1,295 tests in 73 s at load average 4.5 (others working on the machine).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" --durations=10 tests
 
 # The suite under one pandas major, in its own venv (.venv-pd2, .venv-pd3; .venv is untouched).
 # `make test` (.ci/run) gets the pandas pip resolves, 3.x on a fresh clone; the other major is a

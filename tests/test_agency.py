@@ -66,6 +66,7 @@ METHOD_ARGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(METHOD_ARGS))
 def test_cli_synthesizes_the_agency_file(agency_csv, tmp_path, method):
     path, orig = agency_csv
@@ -235,6 +236,7 @@ def test_weighted_regression_se_is_the_design_based_sandwich_with_n_over_n_minus
     np.testing.assert_allclose(res.original["bse"].to_numpy(), se, rtol=1e-8)
 
 
+@pytest.mark.slow
 def test_weighted_ci_covers_under_informative_sampling():
     """Reduced run of benchmarks/weights_coverage.py (600 replications there): with 40
     replications, coverage below 0.85 (33 or fewer of 40) has probability 0.0034 if the true rate
@@ -317,6 +319,7 @@ def _sparse_multinomial(n=2000, levels=40, seed=0):
     return CategoricalModel("logit", uniq, Y, prior_sd=10.0), y
 
 
+@pytest.mark.slow
 def test_hmc_converges_where_independence_mh_stalls():
     model, _ = _sparse_multinomial()
     rng = np.random.default_rng(1)
@@ -415,6 +418,7 @@ def test_drop_aliased_keeps_the_first_of_collinear_columns_as_r_does():
     assert eta.tolist() == [1.0, 1.5, 1.0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["rubin", "dami"])
 def test_nested_skip_patterns_fit_with_aliased_levels_dropped(method):
     from synthmi.models.dami import DAMISynthesizer

@@ -23,6 +23,7 @@ def small():
 
 
 # ---- per-variable settings: models= entries, transforms= / semicont=, the spec, the CLI ----------
+@pytest.mark.slow
 def test_models_entries_transform_and_semicont_equal_the_flat_parameters(small):
     """The same settings given as models entries or as transforms= / semicont= build the same
     model (parts, transform of the value model) and the same copies."""
@@ -240,6 +241,7 @@ def agency_rd():
     return df, s, out
 
 
+@pytest.mark.slow
 def test_risk_dami_copula_frame_pools_geography_and_models_item_nonresponse(agency_rd):
     df, s, out = agency_rd
     frame = s.copula_data_
@@ -291,6 +293,7 @@ def test_risk_dami_copies_carry_synthetic_missingness_and_kept_columns_unchanged
     assert cells["internal_only"] == {c: int(df[c].isna().sum()) for c in ("occupation", "bmi")}
 
 
+@pytest.mark.slow
 def test_risk_dami_few_missing_cells_are_synthesized_completely_at_random():
     # Below min_missing_cells an indicator would stall the chain (5 cells gave R-hat 2.54 on
     # NHANES): the copies' missing values are then drawn MCAR at a Beta(k + 1/2, n - k + 1/2) rate.
@@ -381,6 +384,7 @@ def test_risk_dami_runs_on_the_agency_csv_through_the_cli(tmp_path, capsys):
         assert (c["income"].dropna() >= 0).all()
 
 
+@pytest.mark.slow
 def test_risk_dami_margins_of_the_agency_file_within_monte_carlo_error(tmp_path):
     """Through the command line, with a chain that mixes (400 rows, 2 chains x 2,100 iterations, burn-in
     300; the run at 1,000 rows passes the release check: benchmarks/results/agency_risk_dami.json):

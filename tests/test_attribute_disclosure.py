@@ -57,6 +57,7 @@ def attribute_case(draw):
     return original, copies, tol, t_tol
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(attribute_case())
 def test_fast_matches_brute_force(case):

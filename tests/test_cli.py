@@ -82,6 +82,7 @@ class _Fixed:
         self.parser.print_help()
 
 
+@pytest.mark.slow
 def test_console_script_runs_as_a_process():
     proc = subprocess.run([sys.executable, "-m", "synthmi.cli", "report", "--original", "/nonexistent.csv",
                            "--synthetic", "/nonexistent", "--out", "/tmp/x.html"], capture_output=True, text=True)
@@ -89,6 +90,7 @@ def test_console_script_runs_as_a_process():
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_utility_and_analyse_verbs_run_on_written_copies(tmp_path, capsys):
     import numpy as np
     import pandas as pd
@@ -130,6 +132,7 @@ def test_usage_errors_are_one_line(argv, needle, capsys):
     assert err.count("\n") == 1 and needle in err and "usage:" not in err
 
 
+@pytest.mark.slow
 def test_quiet_prints_one_summary_line_per_step_in_every_verb(tmp_path, capsys):
     """With --quiet each verb that reads data still ends each step with one line on stderr
     (the card: progress through fit, draws and evaluation; one summary line per step with
@@ -173,6 +176,7 @@ def test_quiet_prints_one_summary_line_per_step_in_every_verb(tmp_path, capsys):
             assert line.startswith(f"synthmi {verb}: ") and want in line, (verb, err)
 
 
+@pytest.mark.slow
 def test_python_dash_m_synthmi_runs_the_command_line():
     proc = subprocess.run([sys.executable, "-m", "synthmi", "dp", "sigma", "--eps", "1", "--delta", "1e-5",
                            "--marginals", "3"], capture_output=True, text=True,

@@ -67,6 +67,7 @@ def test_to_dir_writes_whole_number_floats_as_integers(tmp_path):
     assert a["kids"].dtype == np.float64
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method,extra", [
     ("cart", []),
     ("dpsyn", ["--param", "epsilon=1", "--param", "theta_scale=0.2", "--param", "theta_min=0"]),
@@ -97,6 +98,7 @@ def _warnings(err: str) -> list[str]:
     return [line for line in err.splitlines() if "only a few whole numbers" in line]
 
 
+@pytest.mark.slow
 def test_coded_columns_warn_once_naming_the_columns_and_the_option(agency_csv, tmp_path, capsys):
     rc = main(["synthesize", "--data", str(agency_csv), "--qi", "age,sex,region", "--keep", "income",
                "--method", "rubin", "--m", "2", "--seed", "1", "--out", str(tmp_path / "r"), "--quiet"])
@@ -298,6 +300,7 @@ def test_progress_off_a_terminal_is_one_line_per_step(agency_csv, tmp_path, caps
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.slow
 def test_no_arviz_refactor_notice_and_other_warnings_still_show(tmp_path):
     """ArviZ 0.23 warns of its refactor once a day (stamped in the user cache) unless arviz-base,
     -stats and -plots import; synthmi depends on the three, so even a fresh cache gets no notice,

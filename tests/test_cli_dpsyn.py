@@ -10,6 +10,7 @@ ARGS = ["synthesize", "--data", "adult", "--qi", "age,sex,race,education", "--ke
         "--method", "dpsyn", "--param", "epsilon=1", "--param", "delta=1e-9", "--m", "2", "--seed", "3", "--quiet"]
 
 
+@pytest.mark.slow
 def test_dpsyn_cli_spends_the_budget_and_is_reproducible(tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
     assert main([x for x in ARGS if x != "--quiet"] + ["--out", str(a)]) == 0

@@ -49,6 +49,7 @@ def release(tmp_path, survey_csv):
     return out
 
 
+@pytest.mark.slow
 def test_disclosure_refuses_existing_out_and_sidecar_and_names_the_sidecar_visibly(tmp_path, survey_csv, release, capsys):
     base = ["disclosure", "--original", str(survey_csv), "--synthetic", str(release), "--qi", "age,sex", "--quiet"]
     out = tmp_path / "x.json"
@@ -229,6 +230,7 @@ def test_m_1_refused_at_synthesis_time(tmp_path, survey_csv, capsys):
     assert not (tmp_path / "syn").exists()
 
 
+@pytest.mark.slow
 def test_dami_without_masks_warns_it_equals_rubin(tmp_path, survey_csv, capsys):
     rc = main(["synthesize", "--data", str(survey_csv), "--qi", "sex", "--keep", "age,y", "--method", "dami",
                "--m", "2", "--seed", "1", "--out", str(tmp_path / "syn"), "--quiet"])
@@ -276,6 +278,7 @@ def many_level_csv(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_failed_sampler_writes_no_copies_unless_accepted_then_flagged(tmp_path, many_level_csv, capsys):
     # sampler=imh: independence MH stalls here (the default fast sampler switches to HMC and converges)
     args = ["synthesize", "--data", str(many_level_csv), "--qi", "code", "--method", "rubin", "--param", "draws=100",
@@ -317,6 +320,7 @@ def _hand_release(path, method, structure, copies):
     return path
 
 
+@pytest.mark.slow
 def test_analyse_and_report_combine_by_the_recorded_rule(tmp_path, survey_csv, capsys):
     df = pd.read_csv(survey_csv)
     rng = np.random.default_rng(3)
@@ -355,6 +359,7 @@ def test_separated_fit_is_flagged_not_reported_as_overlap(tmp_path, survey_csv, 
         assert analyse("y ~ age + sex", "logit", df, [df, df.assign(age=df["age"] + 1)], rule="partial").separated == []
 
 
+@pytest.mark.slow
 def test_report_on_a_csv_needs_analysis_and_reads_holdout_with_sep(tmp_path, capsys):
     """Without --analysis the report fitted Adult's 'income ~ age + sex + race + education' to the
     user's file and died in a PatsyError; and --holdout ignored --sep."""

@@ -79,6 +79,7 @@ def test_unreadable_formula_is_one_sentence_naming_the_option(formula, says):
     assert "\n" not in msg and "SyntaxError" not in msg and "PatsyError" not in msg
 
 
+@pytest.mark.slow
 def test_analyse_keyword_column_error_speaks_command_line(people_csv, release, capsys):
     rc = main(["analyse", "--original", str(people_csv), "--synthetic", str(release), "--formula", "class ~ age + sex"])
     err = capsys.readouterr().err

@@ -41,6 +41,7 @@ def _one_line_error(err: str) -> str:
 
 
 # row 1: risk-dami without --mask on a complete file released the input as "synthetic" copies
+@pytest.mark.slow
 def test_row1_risk_dami_without_masks_on_complete_data_is_not_released(csv, tmp_path, capsys):
     out = tmp_path / "syn"
     rc = main(["synthesize", "--data", str(csv), "--qi", "age,sex,edu", "--method", "risk-dami", "--m", "2",
@@ -164,6 +165,7 @@ def test_row7_library_warnings_are_one_line_messages(monkeypatch, capsys):
 
 
 # row 8: report and metadata.json held the local path of the confidential input
+@pytest.mark.slow
 def test_row8_no_local_path_in_report_or_metadata(csv, tmp_path, capsys):
     out = tmp_path / "syn"
     assert main(["synthesize", "--data", str(csv), "--qi", "age,sex", "--keep", "hours,y", "--method", "cart",
@@ -185,6 +187,7 @@ def test_row8_no_local_path_in_report_or_metadata(csv, tmp_path, capsys):
 
 # row 9: any failing call paid for heavy imports before the error (PyMC then; scikit-learn and the
 # copula's numba on the code before this issue: 2.2 s CPU for a typo in --qi, 0.66 s after)
+@pytest.mark.slow
 @pytest.mark.parametrize("method, heavy", [
     ("cart", ("pymc", "pytensor", "dask", "matplotlib", "sklearn", "numba", "scipy.stats")),
     ("dami", ("pymc", "pytensor", "dask", "matplotlib", "sklearn")),

@@ -43,6 +43,7 @@ def warning_fit(monkeypatch):
     monkeypatch.setattr(CartSynthesizer, "fit", _fit)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["none", "before", "after"])
 def test_debug_shows_warnings_in_python_form(where, warning_fit, csv, tmp_path, capsys):
     args = ["synthesize", "--data", str(csv), "--qi", QI, "--keep", "hours,y", "--method", "cart", "--m", "2",

@@ -33,6 +33,7 @@ def _files(d):
     return {p.name: p.read_bytes() for p in sorted(d.glob("copy_*.csv"))}
 
 
+@pytest.mark.slow
 def test_writes_copies_and_metadata(adult_csv, tmp_path, capsys):
     out = tmp_path / "syn"
     rc = _run("--data", str(adult_csv), "--qi", ",".join(QI), "--method", "cart", "--m", "3", "--seed", "1", "--out", str(out))
@@ -92,6 +93,7 @@ def test_only_named_columns_are_released(adult_csv, tmp_path):
     assert cols == ["age", "sex", "income"]
 
 
+@pytest.mark.slow
 def test_bundled_adult_default_keep(tmp_path):
     out = tmp_path / "syn"
     assert _run("--data", "adult", "--qi", ",".join(QI), "--method", "cart", "--m", "2", "--seed", "0",
@@ -205,6 +207,7 @@ DAMI_ARGS = ["--method", "dami", "--mask", "age:K=3,sigma=3", "--mask", "sex:alp
              "--mask", "education:alpha=2", "--m", "2", "--quiet", "--accept-diagnostics"]
 
 
+@pytest.mark.slow
 def test_dami_masks_reach_the_synthesizer_and_seed_reproduces(adult_csv, tmp_path):
     args = ["--data", str(adult_csv), "--qi", ",".join(QI), *DAMI_ARGS]
     assert _run(*args, "--seed", "4", "--out", str(tmp_path / "a")) == 0

@@ -55,6 +55,7 @@ def _noise_release(Xa, rng):
     )
 
 
+@pytest.mark.slow
 def test_copy_release_is_incoherent_and_noise_release_is_coherent():
     df = _toy()
     before = df.copy()

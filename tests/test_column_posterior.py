@@ -60,6 +60,7 @@ def _frame(n=600, seed=0):
                          "y": x + (sex == "F") + rng.standard_normal(n)})
 
 
+@pytest.mark.slow
 def test_draws_do_not_depend_on_n_jobs():
     """One child stream per column, split before anything is drawn: two worker processes give
     exactly the copies (hence parameter draws) and diagnostics of one process."""
@@ -76,6 +77,7 @@ def test_draws_do_not_depend_on_n_jobs():
     assert o1.diagnostics["columns"].keys() == o2.diagnostics["columns"].keys()
 
 
+@pytest.mark.slow
 def test_draw_columns_keeps_task_order_and_reports_progress_in_order():
     m2, m4 = _model(2, False, seed=2), _model(4, False, seed=3)
     rng = np.random.default_rng(0)

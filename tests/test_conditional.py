@@ -31,6 +31,7 @@ def _overlap(df, syn, formula, family, term):
     return float(res.to_frame().loc[term, "ci_overlap"])
 
 
+@pytest.mark.slow
 def test_formula_interaction_raises_ci_overlap():
     """The interaction term's CI overlap: ~0 under the main-effects model, high under the formula model.
 

@@ -69,6 +69,7 @@ def test_log_interval_probability_hand_values():
 
 
 # ---------------------------------------------------------------- posterior
+@pytest.mark.slow
 def test_recovers_latent_correlation_mixed_margins():
     df = _mixed(2000, seed=2)
     g = GaussianCopula(n_iter=400, random_state=3).fit(df)
@@ -82,6 +83,7 @@ def test_recovers_latent_correlation_mixed_margins():
     assert list(g.correlation_.index) == ["x", "b", "o"]
 
 
+@pytest.mark.slow
 def test_gibbs_agrees_with_pymc_posterior():
     """Continuous columns: the rank likelihood and the IW-induced prior on C in PyMC (NUTS) and by Gibbs."""
     import arviz as az
@@ -109,6 +111,7 @@ def test_gibbs_agrees_with_pymc_posterior():
     assert abs(r_gibbs.std() - r_pymc.std()) < 0.05  # sd of a sd estimate ~ sd / sqrt(2 ESS) ~ 0.006
 
 
+@pytest.mark.slow
 def test_gibbs_agrees_with_pymc_nuts_on_small_mixed_case():
     """Continuous, binary and 3-level nominal columns with gaps: the Gibbs sampler and NUTS on
     copula_pymc_model (one model compiled once, thread limits from the environment) give the same
@@ -188,6 +191,7 @@ def _small_mixed(n: int = 24, seed: int = 5) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------- imputation
+@pytest.mark.slow
 def test_imputations_in_support_observed_unchanged_and_reproducible():
     df = _mixed(300, seed=4)
     rng = np.random.default_rng(5)
@@ -242,6 +246,7 @@ def _coverage_rep(seed: int, n: int = 100, m: int = 10) -> np.ndarray:
     return (res.ci_lower <= truth) & (truth <= res.ci_upper)
 
 
+@pytest.mark.slow
 def test_mar_coverage_of_rubin_intervals():
     """300 replications: 95 % intervals cover within +-3 MC se of 0.95.
 
@@ -295,6 +300,7 @@ def test_level_log_probabilities_matches_stable_formula():
     np.testing.assert_allclose(np.exp(fast).sum(axis=1), 1.0, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_nominal_imputation_mcar_proportions():
     """MCAR-missing nominal values are imputed with the observed level shares (MNP block + scale move)."""
     rng = np.random.default_rng(11)
@@ -320,6 +326,7 @@ def test_nominal_imputation_mcar_proportions():
     assert d.loc[miss & (x > 0.5), "nom"].eq("b").mean() > d.loc[miss & (x < -0.5), "nom"].eq("b").mean() + 0.2
 
 
+@pytest.mark.slow
 def test_tied_nominal_columns_mix_by_hamiltonian_moves():
     """Two nominal columns that (almost) determine each other (Adult's relationship / marital_status):
     b regresses on a's level indicators, its collapsed posterior is skewed and the Newton-proposal
@@ -415,6 +422,7 @@ def test_level_weights_and_model_simulation_hand_computed():
     assert abs(np.mean(lb == 1) - p_b) < 5 * np.sqrt(0.25 / N)
 
 
+@pytest.mark.slow
 def test_inverse_wishart_moments():
     """Bartlett draws of IW(df, S): mean S / (df - p - 1), Var(Sigma_12) by the IW formula."""
     from synthmi.models.copula import _inverse_wishart
@@ -433,6 +441,7 @@ def test_inverse_wishart_moments():
     assert abs(x[:, 0, 1].var() / var12 - 1) < 0.06
 
 
+@pytest.mark.slow
 def test_mnp_likelihood_quadrature_gradient_and_exact_draws():
     from scipy import integrate
 
@@ -504,6 +513,7 @@ def test_mnp_likelihood_quadrature_gradient_and_exact_draws():
     np.testing.assert_allclose(np.cov(cond.T), np.eye(3) + 1.0, atol=0.03)
 
 
+@pytest.mark.slow
 def test_mar_coverage_on_the_mixed_adult_set_reduced():
     """benchmarks/copula_adult.py, reduced: the mixed Adult set (continuous age and hours, binary sex
     and income, nominal workclass, relationship and marital_status) generated from one fitted copula
@@ -533,6 +543,7 @@ def test_mar_coverage_on_the_mixed_adult_set_reduced():
     assert 0.12 < rows[:, 4].mean() < 0.22 and 0.15 < rows[:, 5].mean() < 0.25, rows[:, 4:6].mean(axis=0)
 
 
+@pytest.mark.slow
 def test_frozen_curvature_newton_move_keeps_the_collapsed_posterior():
     """The nominal block's Newton move with frozen per-record curvatures (the proposal after burn-in)
     leaves the collapsed posterior p(theta | z_A, y) invariant whatever curvatures are frozen: here
@@ -635,6 +646,7 @@ def test_reference_level_first_or_most_frequent_observed_level():
         GaussianCopulaImputer(reference="rare").fit(df)
 
 
+@pytest.mark.slow
 def test_posterior_predictive_does_not_depend_on_the_reference_level():
     """The reference level of a nominal block changes only the weakly informative prior of later
     blocks' intercepts and indicator coefficients (module docstring, "Reference level"), so the

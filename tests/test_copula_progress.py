@@ -46,6 +46,7 @@ def test_eta_text_by_hand():
     assert eta_text(10, 10, 7.0) == "10/10 iterations, 7 s elapsed"
 
 
+@pytest.mark.slow
 def test_pilot_projection_is_the_ess_rule_by_hand():
     """The iterations the threshold needs: bulk ESS E over C x d pilot draws gives r = E / (C d) per draw;
     E* = 400 needs E* / r kept draws, ceil(E* / (r C)) per chain, twice that with the burn-in half."""
@@ -100,6 +101,7 @@ AGENCY = ["--qi", "age,sex,race,hours_per_week,income", "--keep", "state,employe
           "--mask", "age:K=2,sigma=3"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_starved_run_stops_within_its_budget_with_the_estimate(tmp_path, capsys, n_jobs):
     """The agency file with 2 x 100,000 iterations (hours of work) and a 12-second budget: the command
@@ -174,6 +176,7 @@ def test_budget_too_small_for_the_threshold_stops_at_the_pilot():
     assert ok.estimate["n_iter_needed"] > 400
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_converging_run_prints_progress_at_least_every_10_seconds(tmp_path, capsys, monkeypatch, n_jobs):
     """A run that passes the release check (no --accept-diagnostics) prints lines with iterations,

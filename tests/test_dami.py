@@ -45,6 +45,7 @@ MASKS = {
 
 
 # ---- reduction to Rubin -----------------------------------------------------
+@pytest.mark.slow
 def test_null_masks_give_exactly_rubin():
     df = _frame()
     null = {
@@ -183,6 +184,7 @@ def test_masking_information_moves_copies_towards_the_data():
 
 
 # ---- coverage (Reiter 2003 partial rule) -------------------------------------
+@pytest.mark.slow
 def test_partial_rule_coverage_with_fresh_w():
     """1000 seeded replications with the real DAMISynthesizer (closed-form path).
 
@@ -224,6 +226,7 @@ def _load_bench(name):
     return mod
 
 
+@pytest.mark.slow
 def test_tuning_misspecified_assoc_model():
     """X depends on Z quadratically but M_assoc is linear in Z. Analysis: X ~ 1 + Z + Z^2.
 
@@ -281,6 +284,7 @@ def test_bad_data_roles():
         syn.sample(0)
 
 
+@pytest.mark.slow
 def test_nuts_path_runs_with_masks():
     """DA-MI on the PyMC NUTS path: same posterior models (cached), W-conditioned predictive."""
     import arviz as az

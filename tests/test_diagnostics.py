@@ -28,6 +28,7 @@ def _ar1(n, rho, rng, chains=1):
 
 
 # ---------------------------------------------------------------- the figures
+@pytest.mark.slow
 def test_figures_are_arviz_rank_rhat_and_bulk_ess():
     import arviz as az
 
@@ -168,6 +169,7 @@ def many_levels():
                          "x": rng.normal(size=n), "y": rng.integers(0, 2, n)})
 
 
+@pytest.mark.slow
 def test_rubin_refuses_copies_when_sampler_fails(many_levels):
     from synthmi.models import RubinSynthesizer
 

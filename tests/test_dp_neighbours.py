@@ -273,6 +273,7 @@ PATHS = ["api-read_csv", "api-load_dataset", "api-spec", "api-kmeans", "api-dask
          "cli-dp-bayes", "cli-kmeans"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("special", list(SPECIAL))
 @pytest.mark.parametrize("path", PATHS)
 def test_neighbours_differ_only_in_noise(path, special, tmp_path, files):

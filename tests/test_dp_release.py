@@ -261,6 +261,7 @@ def _assert_no_seed(text: str, seed: int | None) -> None:
         assert str(seed) not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [None, 98765])
 def test_no_dp_release_records_a_seed(tmp_path, domain_file, seed, capsys):
     df = survey()

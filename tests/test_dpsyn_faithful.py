@@ -282,6 +282,7 @@ def test_heavy_tail_is_kept_or_its_loss_is_not_reported_as_absent():
     assert kept >= 7, kept
 
 
+@pytest.mark.slow
 def test_anes96_popul_cut_is_not_reported_as_absent():
     """statsmodels' anes96 (944 rows) with popul declared [0, 8000] from its documentation, eps = 1:
     5% of people live above 1,000 (up to 7,300) and the true mean is 306. 95% of people lie in the

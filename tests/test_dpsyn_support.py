@@ -81,6 +81,7 @@ def test_copies_keep_integer_binary_and_point_masses():
         assert c["income"].mean() == pytest.approx(df["income"].mean(), rel=0.1)
 
 
+@pytest.mark.slow
 def test_raw_adult_through_the_cli_keeps_the_support(tmp_path, capsys):
     """A new user's route: the raw Adult as a CSV plus the bundled domain file."""
     cols = ["age", "workclass", "education", "education_num", "sex", "race", "capital_gain", "capital_loss",

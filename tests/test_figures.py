@@ -26,6 +26,7 @@ def two_runs(tmp_path_factory):
     return a, b, ma, mb
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_csvs(two_runs):
     a, b, ma, mb = two_runs
     csvs = sorted(p.name for p in a.glob("*.csv"))
@@ -36,6 +37,7 @@ def test_same_seed_gives_identical_csvs(two_runs):
            {k: v["sha256"] for k, v in mb["files"].items() if k.endswith(".csv")}
 
 
+@pytest.mark.slow
 def test_another_seed_changes_the_numbers(two_runs, tmp_path):
     from dataclasses import replace
 
@@ -44,6 +46,7 @@ def test_another_seed_changes_the_numbers(two_runs, tmp_path):
     assert (tmp_path / "coefficients.csv").read_bytes() != (a / "coefficients.csv").read_bytes()
 
 
+@pytest.mark.slow
 def test_index_manifest_and_contents(two_runs):
     a, _, ma, _ = two_runs
     index = (a / "README.md").read_text()
@@ -65,6 +68,7 @@ def test_index_manifest_and_contents(two_runs):
     assert (tun["rmse"] > 0).all() and (tun["expected_matches"] >= 0).all()
 
 
+@pytest.mark.slow
 def test_tuning_moves_risk_the_right_way(two_runs):
     """Less masking noise (small sigma_e) transfers more of age: the risk must be higher."""
     a, _, _, _ = two_runs
@@ -92,6 +96,7 @@ def test_tuning_curves_plot_checks_columns():
         figures.coefficient_plot(pd.DataFrame({"method": ["a"]}))
 
 
+@pytest.mark.slow
 def test_benchmark_readers_draw_from_result_files(tmp_path, monkeypatch):
     """DP Bayes and DPSyn exhibits are read from benchmark outputs, never recomputed or typed in."""
     res = tmp_path / "results"

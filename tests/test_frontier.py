@@ -79,6 +79,7 @@ def test_evaluate_release_original_is_perfect_and_independent_is_not():
     assert ind["s_pmse"] > 3  # every association with y broken: far from a copy of the fitted model
 
 
+@pytest.mark.slow
 def test_remask_equals_a_fresh_fit():
     # Masks act only in the predictive: a fitted DA-MI remasked must give the copies of a
     # synthesizer fitted from scratch with those masks (same seeds).
@@ -107,6 +108,7 @@ def test_remask_equals_a_fresh_fit():
         remask(make_synthesizer("cart").fit(df, quasi_identifiers=qi, keep=keep), m2)
 
 
+@pytest.mark.slow
 def test_frontier_end_to_end_small():
     from synthmi.workflow.tuning import Setting, frontier
 
@@ -194,6 +196,7 @@ def test_s_pmse_is_ranked_by_its_distance_from_one():
     assert list(front) == [False, True, False, True]
 
 
+@pytest.mark.slow
 def test_tune_in_two_processes_gives_the_same_choice():
     # Candidates have their own seeds and posterior-pool entries: n_jobs changes only the wall time.
     from synthmi.workflow.tuning import tune
@@ -218,6 +221,7 @@ def _tune_cli(tmp_path, *extra):
                  *extra])
 
 
+@pytest.mark.slow
 def test_cli_tune_writes_a_spec_synthesize_takes(tmp_path, capsys):
     import json
 
@@ -276,6 +280,7 @@ def test_cli_tune_writes_a_spec_synthesize_takes(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+@pytest.mark.slow
 def test_cli_tune_takes_a_spec(tmp_path):
     # Roles and analyses from --spec; the spec's own masks are replaced by the chosen ones.
     from dataclasses import replace
@@ -297,6 +302,7 @@ def test_cli_tune_takes_a_spec(tmp_path):
     assert got.analyses == spec.analyses and got.quasi_identifiers == spec.quasi_identifiers
 
 
+@pytest.mark.slow
 def test_cli_tune_fails_closed_on_diagnostics(tmp_path, capsys):
     import json
 
@@ -339,6 +345,7 @@ def test_at_reference_risk_by_hand():
     assert "reference" not in set(both.index)
 
 
+@pytest.mark.slow
 def test_tune_confirms_on_copies_independent_of_the_search(monkeypatch):
     # The confirmed figures (the risk checked against the targets, the utility reported) must come
     # from copies the search did not use to pick the candidates: a confirm copy equal to a search

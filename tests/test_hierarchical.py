@@ -17,6 +17,7 @@ def _areas(G=30, lo=3, hi=12, tau=0.6, seed=0):
     return g, x, y, u
 
 
+@pytest.mark.slow
 def test_gibbs_agrees_with_nuts():
     """Posterior means of beta, sigma, tau and three area effects: Gibbs vs NUTS on the PyMC specification.
 
@@ -67,6 +68,7 @@ def test_hand_computed_shrinkage_with_known_sigma_and_tau():
     assert s["sigma"].mean() == pytest.approx(1.0, abs=0.02)
 
 
+@pytest.mark.slow
 def test_hierarchical_method_in_synthesis():
     g, x, y, _ = _areas(G=40, seed=5)
     df = pd.DataFrame({"area": pd.Categorical([f"a{k}" for k in g]), "x": x, "y": y})

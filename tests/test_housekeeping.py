@@ -100,6 +100,7 @@ def test_wasserstein_is_scipys():
         wasserstein_1([0.0, np.inf], [1.0])
 
 
+@pytest.mark.slow
 def test_no_arviz_stamp_file_in_the_users_home(tmp_path):
     """ArviZ 0.23 writes ``~/.cache/arviz/daily_warning`` when first imported (PyMC imports it)
     unless arviz-base, arviz-stats and arviz-plots all import (its own check; synthmi depends on

@@ -51,6 +51,7 @@ def _pooled_chi2(draws_list, combos, probs):
     return stats.chisquare(counts, expected).pvalue, counts / counts.sum(), expected / expected.sum()
 
 
+@pytest.mark.slow
 def test_gibbs_reaches_the_exact_joint_predictive():
     """Sweeps 0 (the sequential draw) vs 3 against exact enumeration, 300 records x 150 replicates.
 
@@ -122,6 +123,7 @@ def test_mixed_gibbs_continuous_acceptance_and_support():
         assert c["age"].between(18, 80).all() and np.all(c["age"] == np.rint(c["age"]))
 
 
+@pytest.mark.slow
 def test_reduced_multi_qi_coverage_of_the_joint_predictive():
     """benchmarks/dami_coverage.py --multi, reduced to 40 replications (joint predictive only).
 

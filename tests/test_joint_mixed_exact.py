@@ -15,6 +15,7 @@ same check (the test can fail).
 """
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import stats
 from scipy.special import expit
 
@@ -63,6 +64,7 @@ def _exact(preps, ev, n):
     return w.sum(axis=1), mom
 
 
+@pytest.mark.slow
 def test_gibbs_matches_the_exact_mixed_joint_and_sequential_does_not():
     syn, preps, ev, n = _setup()
     conds = syn.conditionals_
@@ -94,6 +96,7 @@ def test_gibbs_matches_the_exact_mixed_joint_and_sequential_does_not():
     assert stats.chisquare(counts, expected).pvalue < 1e-6
 
 
+@pytest.mark.slow
 def test_gibbs_with_a_two_part_column_and_two_later_binaries_matches_the_exact_joint():
     """A zero-heavy 'inc' (two parts: value / 0) visited first, then masked binaries g (given inc)
     and h (given inc and g). The part update changes both later models' linear predictors, and

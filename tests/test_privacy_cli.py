@@ -5,6 +5,7 @@ import pytest
 from synthmi.cli import main
 
 
+@pytest.mark.slow
 def test_dp_bayes_and_audit(tmp_path, capsys):
     out = tmp_path / "b.json"
     assert main(["dp", "bayes", "--n", "100", "--k", "50", "--eps", "1", "--mechanism", "global", "--seed", "1",
@@ -52,6 +53,7 @@ def _bayes(tmp_path, data, *extra):
     return rc, (json.loads(out.read_text()) if rc == 0 else None)
 
 
+@pytest.mark.slow
 def test_dp_bayes_data_coding_comes_from_positive_not_from_the_data(tmp_path, capsys):
     data = _csv(tmp_path, ans=["no"] * 7)
     # Without a public positive level the coding is refused, not inferred from the observed values.

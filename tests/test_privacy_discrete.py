@@ -112,6 +112,7 @@ def test_bad_input(call, name):
         call()
 
 
+@pytest.mark.slow
 def test_exact_rational_samplers_match_targets():
     # CKS Algorithms 1-3 in rational arithmetic: 2e4 draws each (pure Python, ~1-2 s each), same level.
     d = sample_discrete_laplace(1.0, 20_000, np.random.default_rng(31), exact=True)

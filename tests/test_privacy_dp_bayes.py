@@ -96,6 +96,7 @@ def test_statements_I_II_III(n):
 
 
 # ------------------------------------------------------------ exact audit
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", [0.1, 1.0, 2.0])
 def test_audit_global_and_smooth_every_n_up_to_200(eps):
     worst = {"global": 0.0, "smooth": 0.0}
@@ -113,6 +114,7 @@ def test_audit_global_and_smooth_every_n_up_to_200(eps):
     assert worst["global"] < 0.7 and worst["smooth"] < 0.7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [500, 1000])
 def test_audit_spot_checks_large_n(n):
     for mech, delta in (("global", None), ("smooth", 1e-5), ("laplace", None), ("laplace_rounded", None)):

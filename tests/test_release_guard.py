@@ -60,6 +60,7 @@ METHOD_ARGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("method", sorted(METHOD_ARGS))
 def test_every_method_releases_keys_that_differ_from_the_original(method, complete_csv, tmp_path, capsys):

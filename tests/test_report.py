@@ -41,6 +41,7 @@ def _external_refs(html: str) -> list[str]:
     return re.findall(r"""(?:src|href)\s*=\s*["']?(?!data:|#)([^"' >]+)""", html)
 
 
+@pytest.mark.slow
 def test_render_is_self_contained_with_every_section():
     html = render_report(fake_report_data())
     assert html.startswith("<!DOCTYPE html>")
@@ -58,6 +59,7 @@ def test_render_is_self_contained_with_every_section():
     assert "<td>5</td>" in html and "5.000" not in html
 
 
+@pytest.mark.slow
 def test_render_escapes_labels():
     data = fake_report_data()
     data.settings["original"] = "<b>evil</b>"
@@ -74,6 +76,7 @@ def evaluated():
     return df, before, syn, data
 
 
+@pytest.mark.slow
 def test_evaluate_release_never_stores_or_prints_confidential_values(evaluated):
     df, before, syn, data = evaluated
     pd.testing.assert_frame_equal(df, before)  # input not mutated
@@ -128,6 +131,7 @@ def test_evaluate_release_numbers_match_the_evaluation_layer(evaluated):
     assert list(data.per_variable.index) == QI
 
 
+@pytest.mark.slow
 def test_report_cli_end_to_end(tmp_path, capsys):
     df = _sentinel_data(n=300, seed=9)
     src = tmp_path / "original.csv"
@@ -156,11 +160,13 @@ def test_report_cli_bad_input_is_one_line(tmp_path, capsys):
     assert rc == 1 and "\n" not in err and "'--synthetic' directory" in err
 
 
+@pytest.mark.slow
 def test_write_report_creates_parent(tmp_path):
     p = write_report(fake_report_data(), tmp_path / "a" / "b" / "report.html")
     assert p.exists() and p.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_demo_writes_the_report_and_prints_its_path(tmp_path, capsys):
     """The main job end to end (M = 2 to stay quick): DA-MI and CART copies, report, path on stdout."""
     out = tmp_path / "demo"
@@ -173,6 +179,7 @@ def test_demo_writes_the_report_and_prints_its_path(tmp_path, capsys):
     assert "git \u203a commit" in html  # provenance carries the code version (as a readable row)
 
 
+@pytest.mark.slow
 def test_report_decision_sections(tmp_path):
     """Plain-language releases, reference rows, risk-utility map, two-way heat map, attribute
     disclosure, impossible values and S_pMSE flags, from a real (small) evaluation."""

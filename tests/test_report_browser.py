@@ -24,6 +24,7 @@ pytestmark = [
 NON_BLANK_STD = 0.05
 
 
+@pytest.mark.slow
 def test_report_renders_in_chromium_without_console_errors(tmp_path):
     # positive controls first, so a broken detector cannot pass silently:
     # a console error is caught and a blank page measures as blank

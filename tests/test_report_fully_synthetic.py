@@ -29,6 +29,7 @@ def _data(n=1500, seed=0):
     return pd.DataFrame({"age": age, "sex": sex, "region": region, "y": y})
 
 
+@pytest.mark.slow
 def test_report_on_a_dpsyn_release(tmp_path, capsys):
     df = _data()
     data, dom, out = tmp_path / "d.csv", tmp_path / "dom.json", tmp_path / "syn"

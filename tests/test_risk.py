@@ -61,6 +61,7 @@ def risk_case(draw):
     return original, copies, tol, chunk
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(risk_case())
 def test_fast_matches_brute_force(case):
@@ -284,6 +285,7 @@ def test_bad_input():
         reidentification_risk(original, "copies", qi)
 
 
+@pytest.mark.slow
 def test_cli_disclosure(tmp_path):
     import json
 

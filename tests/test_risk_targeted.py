@@ -59,6 +59,7 @@ def _fit(df, masks, **kw):
         )
 
 
+@pytest.mark.slow
 def test_targeting_lowers_high_risk_more_and_keeps_utility(data):
     df = data
     labels = risk_subgroups(df, QI, K0, TOL).labels
@@ -92,6 +93,7 @@ def test_targeting_lowers_high_risk_more_and_keeps_utility(data):
     assert ov["untargeted"] > 0.85
 
 
+@pytest.mark.slow
 def test_plain_copula_mi_without_masks(data):
     """masks=None: copula MI. Kept (Z) columns are released as given by default; imputed ones on request."""
     df = data
@@ -134,6 +136,7 @@ def test_plain_copula_mi_without_masks(data):
         _fit(df, None, impute_keep="yes")
 
 
+@pytest.mark.slow
 def test_nested_structure_and_rule(data):
     df = data
     s = _fit(df, BASE, r=3)
@@ -175,6 +178,7 @@ def test_nested_structure_and_rule(data):
     np.testing.assert_allclose(out.variance, T, rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_masking_evidence_controls_closeness(data):
     df = data.dropna().reset_index(drop=True)
     tight = {"age": NormalMasking(10, sigma_e=0.1), "sex": LinearCategoricalMasking(20.0), "race": {"p": 0.9999}}
@@ -198,6 +202,7 @@ def test_masking_evidence_controls_closeness(data):
     assert abs(np.mean([c["age"].mean() for c in sn.copies]) - df["age"].mean()) < 2.0
 
 
+@pytest.mark.slow
 def test_same_seed_identical(data):
     s = _fit(data, {"low": BASE, "medium": BASE, "high": STRONG}, n_iter=100)
     a = s.sample(2, random_state=9)
@@ -237,6 +242,7 @@ def test_bad_input(data):
         RiskTargetedSynthesizer().sample(2)
 
 
+@pytest.mark.slow
 def test_synthesis_posterior_matches_hand_computation():
     r"""X independent of Z: P(X~ = X | X) has a closed form to check the level draw against.
 
@@ -333,6 +339,7 @@ def test_cli_starved_sampler_fails_closed(data, tmp_path, capsys):
     assert meta["diagnostics"]["max_r_hat"] > 1.05 or meta["diagnostics"]["min_ess_bulk"] < 100
 
 
+@pytest.mark.slow
 def test_skip_rule_keeps_the_association_the_data_identify():
     # hours exists for full- and part-time workers (42 vs 20 h) and is skipped for 'none'. The rule
     # removes the 'none' rows only: the hours-employment association among the others is in the
@@ -398,6 +405,7 @@ def test_draw_levels_frequencies_and_log_space_fallback():
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_synthesis_sweep_keeps_the_joint_law_of_tied_levels():
     """Records simulated from a copula state with strong level-indicator effects (c almost follows a);
     the QIs b (binary) and a (nominal) resynthesised by the sweep without masked evidence (the model's

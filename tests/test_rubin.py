@@ -151,6 +151,7 @@ def test_group_rows_pools_identical_rows_in_lexicographic_order():
     np.testing.assert_array_equal(Y, ref)
 
 
+@pytest.mark.slow
 def test_independence_mh_doubling_extends_the_chains():
     """A doubling continues each chain with new proposals: the first kept states are the shorter run's."""
     rng = np.random.default_rng(0)
@@ -193,6 +194,7 @@ def small():
     return pd.DataFrame({"z": z, "x1": x1, "x2": pd.Categorical.from_codes(x2, ["n", "y"])})
 
 
+@pytest.mark.slow
 def test_fast_and_nuts_agree(small):
     """Posterior means and sds of the fast path and of pm.sample agree within MC error.
 
@@ -236,6 +238,7 @@ def test_fast_and_nuts_agree(small):
         assert abs(fb[:, k].std() - lb[:, k].std()) < 4 * sd * np.sqrt(1 / (2 * res.ess_bulk) + 1 / (2 * e_n))
 
 
+@pytest.mark.slow
 def test_nuts_synthesizer_copies_and_diagnostics(small):
     syn = RubinSynthesizer(sampler="nuts", chains=2, draws=300, tune=300, progressbar=False).fit(
         small, quasi_identifiers=["x1", "x2"]

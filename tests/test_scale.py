@@ -85,6 +85,7 @@ def _rel(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
 
 
+@pytest.mark.slow
 def test_posterior_equals_in_memory_to_1e8(fitted):
     mem, _, out, params = fitted
     for P in PARTS:
@@ -95,6 +96,7 @@ def test_posterior_equals_in_memory_to_1e8(fitted):
                 assert _rel(got[k], r[k]) < 1e-8, (c.column, k, P)
 
 
+@pytest.mark.slow
 def test_posterior_is_bitwise_partition_invariant(fitted):
     params = fitted[3]
     for P in (4, 16):
@@ -115,6 +117,7 @@ def test_probit_and_oprobit_posteriors_equal_in_memory(client, adult):
             assert _rel(pb[k], pa[k]) < 1e-8
 
 
+@pytest.mark.slow
 def test_copies_identical_across_partitions_and_to_pandas(fitted):
     _, mem_copies, out, _ = fitted
     got = {P: out[P][1].compute() for P in PARTS}
@@ -127,6 +130,7 @@ def test_copies_identical_across_partitions_and_to_pandas(fitted):
     assert (got[4][0]["age"] != fitted[0].data_["age"]).mean() > 0.5
 
 
+@pytest.mark.slow
 def test_parquet_copies_written_by_partition_are_identical(fitted, tmp_path):
     out = fitted[2]
     frames = {}
@@ -142,6 +146,7 @@ def test_parquet_copies_written_by_partition_are_identical(fitted, tmp_path):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
+@pytest.mark.slow
 def test_w_tilde_reuse_matches_in_memory(client, adult):
     small = adult.iloc[:1500]
     with warnings.catch_warnings():
@@ -160,6 +165,7 @@ def _perturbed(adult, k):
     return c
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("P,B", [(1, 1), (4, 3), (16, 7)])
 def test_identity_risk_equals_in_memory_exactly(client, adult, P, B):
     copies = [_perturbed(adult, k) for k in range(3)]
@@ -178,6 +184,7 @@ def test_identity_risk_equals_in_memory_exactly(client, adult, P, B):
     assert mem.figures["expected_matches"] > 1  # the test compares something
 
 
+@pytest.mark.slow
 def test_identity_risk_of_dask_copies(fitted, adult):
     _, mem_copies, out, _ = fitted
     ref = reidentification_risk(adult, mem_copies, QI, tolerance={"age": 1})
@@ -197,6 +204,7 @@ def test_risk_subgroups_equal_in_memory(client, adult):
         pd.testing.assert_series_equal(s.counts, ref.counts)
 
 
+@pytest.mark.slow
 def test_utility_tables_equal_in_memory_exactly(client, adult):
     copies = [_perturbed(adult, k) for k in range(2)]
     ref = utility_tables(adult, copies)
@@ -214,6 +222,7 @@ def test_quantile_from_counts_is_numpy_nanquantile():
     np.testing.assert_array_equal(sutil.quantile_from_counts(v, c, qs), np.nanquantile(x, qs))
 
 
+@pytest.mark.slow
 def test_logit_pmse_equals_in_memory_and_cart_states_subsample(client, adult):
     copies = [_perturbed(adult, 0)]
     v = ["age", "race", "income"]
@@ -228,6 +237,7 @@ def test_logit_pmse_equals_in_memory_and_cart_states_subsample(client, adult):
     assert np.all(np.isfinite(cart.pmse))
 
 
+@pytest.mark.slow
 def test_dpsyn_marginals_before_noise_equal_in_memory(client, adult):
     import dask
 
@@ -301,6 +311,7 @@ def test_models_without_a_dask_path_refuse_clearly(client, adult):
         RubinSynthesizer().fit(obj, QI, KEEP)
 
 
+@pytest.mark.slow
 def test_make_population_is_seeded_chunk_invariant_and_adult_like(client):
     from synthmi.data import make_population
 
@@ -317,6 +328,7 @@ def test_make_population_is_seeded_chunk_invariant_and_adult_like(client):
     assert abs((a["income"] == ">50K").mean() - 0.239) < 0.03
 
 
+@pytest.mark.slow
 def test_cli_engine_dask_writes_parquet_copies_equal_to_the_api(client, adult, tmp_path, capsys):
     from synthmi.cli import main
 
@@ -344,6 +356,7 @@ def test_cli_engine_dask_writes_parquet_copies_equal_to_the_api(client, adult, t
     assert "'--scheduler' option is for --engine dask" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target,tol,ttol", [("income", {"age": 2}, None), ("hours_per_week", None, 5.0)])
 def test_attribute_disclosure_equals_in_memory(client, adult, target, tol, ttol):
     from synthmi.evaluation.attribute_disclosure import attribute_disclosure
@@ -367,6 +380,7 @@ def test_attribute_disclosure_equals_in_memory(client, adult, target, tol, ttol)
     assert ref.figures["DiSCO"] > 0 and ref.figures["expected_correct_attributions"] > 1
 
 
+@pytest.mark.slow
 def test_dask_release_fails_closed_like_in_memory(fitted, client, adult, tmp_path, capsys):
     """A sampler that fails the convergence check gives no Dask copies (as in memory) unless accepted."""
     import copy
@@ -410,6 +424,7 @@ def test_dask_release_fails_closed_like_in_memory(fitted, client, adult, tmp_pat
     assert not dest.exists() or not any(dest.rglob("*.parquet"))
 
 
+@pytest.mark.slow
 def test_structural_rule_fits_and_draws_as_in_memory(client, adult):
     """A rule on a quasi-identifier conditioned on a kept column (race is 'White' where income is
     '>50K'): the race model is fitted on the free rows only, where income's dummy is constant and

@@ -207,6 +207,7 @@ def test_fingerprint_without_key_has_no_digest():
 
 
 # ---------------------------------------------------------------- the command line
+@pytest.mark.slow
 def test_cli_round_trip_spec_edit_synthesize_analyse_report(tmp_path, capsys):
     """spec -> edit -> synthesize --spec -> analyse / report with no further flags.
 

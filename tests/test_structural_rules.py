@@ -62,6 +62,7 @@ def test_hand_checkable_case_fit_uses_the_free_rows_only():
     assert "y" in syn.conditionals_[1].predictors and syn.conditionals_[1].rule is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("predictive", ["sequential", "joint"])
 def test_copies_honour_the_rule_and_free_rows_match(predictive):
     """Rule rows are 'u' in every copy; on the free rows the share of 'v' is the original's 0.3 within
@@ -126,6 +127,7 @@ def agency():
     return make_agency_data(1500, seed=4)[AGENCY_QI + AGENCY_KEEP_SMALL]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("predictive", ["sequential", "joint"])
 def test_agency_skip_pattern_needs_no_model(agency, predictive):
     """Hours are missing exactly when not employed: on the free rows (employed) the indicator has one

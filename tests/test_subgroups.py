@@ -94,6 +94,7 @@ def sub_case(draw):
     return df, tol, draw(st.integers(1, 4)), draw(st.sampled_from([1, 2, mt.MAX_CANDIDATES]))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sub_case())
 def test_fast_matches_brute_force(case):
@@ -148,6 +149,7 @@ def test_bad_input():
         risk_subgroups(df, [], k0=2)
 
 
+@pytest.mark.slow
 def test_cli_subgroups(tmp_path):
     import json
 

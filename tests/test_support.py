@@ -126,6 +126,7 @@ def _synth(method, masks):
     return RiskTargetedSynthesizer(masks=masks, n_iter=60, burn=20, thin=5, n_sweeps=3, accept_diagnostics=True)
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:GaussianCopula:RuntimeWarning")  # a short copula chain on purpose
 @pytest.mark.filterwarnings("ignore:.*flagged as unconverged:RuntimeWarning")  # ... accepted, flagged
 @pytest.mark.parametrize("method", ["rubin", "dami", "dami-sequential", "cart", "risk-dami"])
@@ -149,6 +150,7 @@ def test_no_value_outside_bounds_or_off_grid(method, data):
         assert support["age"]["grid_step"] == 1.0
 
 
+@pytest.mark.slow
 def test_declared_bounds_are_used_and_recorded():
     df, qi, keep, masks = _adult()
     syn = DAMISynthesizer(masks=masks, bounds={"age": (17, 90), "hours_per_week": (0, None)},

@@ -85,6 +85,7 @@ def _synthesize_from_fitted_true_model(o, rng):
     )
 
 
+@pytest.mark.slow
 def test_null_calibration_of_s_pmse_logit():
     """Copies from the correct model fitted to the original: E[S_pMSE] = 1
     (Snoke et al. 2018; Raab, Nowok & Dibben 2021). S_pMSE ~ chi2_{k-1}/(k-1),
@@ -113,6 +114,7 @@ def test_null_calibration_of_s_pmse_logit():
     assert pmse(o, bad).s_pmse[0] > 5
 
 
+@pytest.mark.slow
 def test_cart_pmse_permutation_null_and_detection():
     """CART's S_pMSE ranks a copy with x1 shifted by one sd above a copy from
     the true model in every one of 5 seeded replications."""
@@ -220,6 +222,7 @@ def test_inputs_not_mutated():
     pd.testing.assert_frame_equal(s, s0)
 
 
+@pytest.mark.slow
 def test_cart_permutation_null_is_halved_as_synthpop():
     """The permutation null relabels original and copy at random, so it mimics
     two independent samples; synthpop halves it to get the null of a copy from
