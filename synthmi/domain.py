@@ -25,7 +25,8 @@ A domain is the view of a release spec's declared columns
 is the way back): each :class:`ColumnDomain` shows one declared
 :class:`~synthmi.columns.ColumnSpec`, which holds the column's facts and their
 checks (:meth:`~synthmi.columns.ColumnSpec.declare`), so a domain read from JSON
-and the spec built from it share the same column objects. Kinds are those of :mod:`synthmi.kinds`, with ``nominal`` spelt
+and the spec built from it share the same column objects. Kinds are those of
+:mod:`synthmi.kinds`, with ``nominal`` spelt
 ``categorical`` in this format:
 
 ``categorical``
@@ -63,7 +64,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .columns import ColumnSpec, DomainError, _jsonable, _level_key  # noqa: F401 (public names)
+from .columns import ColumnSpec, DomainError, _level_key  # noqa: F401 (DomainError, _level_key: public here too)
 from .kinds import CATEGORICAL_KINDS, DOMAIN_KINDS, domain_kind, spec_kind
 
 __all__ = [

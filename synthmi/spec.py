@@ -49,7 +49,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .columns import ROLES, ColumnSpec, _err, _num
+from .columns import ROLES, ColumnSpec, _err
 from .domain import ColumnDomain, PublicDomain
 from .kinds import CATEGORICAL_KINDS, KINDS, NUMERIC_KINDS
 from .schema import Schema, Variable, _infer_variable, _jsonable
