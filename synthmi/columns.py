@@ -86,7 +86,9 @@ def _jsonable(v: Any) -> Any:
 
 @dataclass(frozen=True)
 class ColumnSpec:
-    """One column of a release spec.
+    """One column of a release spec: the one store of a column's facts (a
+    :class:`~synthmi.domain.ColumnDomain` and a :class:`~synthmi.schema.Variable`
+    are views of one).
 
     Parameters
     ----------

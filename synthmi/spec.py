@@ -222,7 +222,7 @@ class ReleaseSpec:
             v = self.columns[c]
             if not v.declared or (v.levels is None and v.bounds is None):
                 continue
-            cols[c] = ColumnDomain.view(v.public())
+            cols[c] = ColumnDomain.view(v)
         return PublicDomain(cols, source=self.source or "release spec (declared values)")
 
     @classmethod
