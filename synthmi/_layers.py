@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "synthmi.engine",
     ),
     # 1 the column description: one ReleaseSpec and its views
-    ("synthmi.kinds", "synthmi.domain", "synthmi.schema", "synthmi.spec"),
+    ("synthmi.kinds", "synthmi.columns", "synthmi.domain", "synthmi.schema", "synthmi.spec"),
     # 2 convergence diagnostics of posterior draws
     ("synthmi.diagnostics",),
     # 3 measures: take (original, copies, spec, rule), never a model

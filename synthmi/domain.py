@@ -22,7 +22,11 @@ The JSON format::
 
 A domain is the view of a release spec's declared columns
 (:meth:`synthmi.spec.ReleaseSpec.public_domain`; :meth:`ReleaseSpec.from_public_domain`
-is the way back). Kinds are those of :mod:`synthmi.kinds`, with ``nominal`` spelt
+is the way back): each :class:`ColumnDomain` shows one declared
+:class:`~synthmi.columns.ColumnSpec`, which holds the column's facts and their
+checks (:meth:`~synthmi.columns.ColumnSpec.declare`), so a domain read from JSON
+and the spec built from it share the same column objects. Kinds are those of
+:mod:`synthmi.kinds`, with ``nominal`` spelt
 ``categorical`` in this format:
 
 ``categorical``
@@ -53,15 +57,15 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .kinds import CATEGORICAL_KINDS, DOMAIN_KINDS, NUMERIC_KINDS, ORDERED_KINDS, domain_kind
+from .columns import ColumnSpec, DomainError, _level_key  # noqa: F401 (DomainError, _level_key: public here too)
+from .kinds import CATEGORICAL_KINDS, DOMAIN_KINDS, domain_kind, spec_kind
 
 __all__ = [
     "KINDS",
@@ -77,54 +81,9 @@ DISCRETE_KINDS = tuple(domain_kind(k) for k in CATEGORICAL_KINDS)
 _KEYS = {"kind", "levels", "bounds", "point_masses", "other", "missing", "description"}
 
 
-class DomainError(ValueError):
-    """A public domain is malformed, missing a column, or the data fall outside it."""
-
-
-_NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-
-
-def _level_key(v: Any) -> str:
-    """Canonical text of a level or value: 1, 1.0, "1", "01" and "1.0" share the key "1";
-    True, "True" and "TRUE" share "True".
-
-    The key is a function of the one value alone, so a value gets the same key whatever
-    a CSV reader made of its column: the reader guesses the column's type from all of
-    its (private) values -- "01" stays text beside one "DK" and becomes the number 1
-    without it, "TRUE" becomes the bool True unless one record holds "?" -- and a key
-    that followed that guess would let one record change how every other record
-    conforms (issue 25).
-    """
-    if isinstance(v, (bool, np.bool_)):
-        return str(bool(v))
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        return str(int(f)) if math.isfinite(f) and f.is_integer() else str(f)
-    t = str(v).strip()
-    if t.lower() in ("true", "false"):
-        return t.capitalize()
-    if _NUMBER_TEXT.fullmatch(t):
-        if re.fullmatch(r"[+-]?\d+", t):
-            return str(int(t))
-        return _level_key(float(t))
-    return t
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return float(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
-
-
-@dataclass(frozen=True)
 class ColumnDomain:
-    """The declared public domain of one column (see the module docstring).
+    """The declared public domain of one column (see the module docstring): a view of one
+    declared :class:`~synthmi.columns.ColumnSpec`, which holds the facts and their checks.
 
     Parameters
     ----------
@@ -144,107 +103,100 @@ class ColumnDomain:
         Whether missing values are allowed (a public "missing" level).
     name : str
         The column's name (used in messages).
+    description : str
+        Free text (not compared).
     """
 
-    kind: str
-    levels: tuple | None = None
-    bounds: tuple[float, float] | None = None
-    point_masses: tuple[float, ...] = ()
-    other: Any = None
-    missing: bool = True
-    name: str = ""
-    description: str = field(default="", compare=False)
+    __slots__ = ("_column",)
 
-    def __post_init__(self) -> None:
-        where = f"column '{self.name}'" if self.name else "a column"
-        if self.kind not in KINDS:
-            raise DomainError(f"The domain of {where} has kind {self.kind!r}; it must be one of {', '.join(KINDS)}.")
-        if not isinstance(self.missing, (bool, np.bool_)):
-            raise DomainError(f"The domain of {where} must give 'missing' as true or false. Got {self.missing!r} instead.")
-        if self.kind in DISCRETE_KINDS:
-            if self.bounds is not None or self.point_masses:
-                raise DomainError(f"The domain of {where} is {self.kind}: it takes 'levels', not 'bounds' or 'point_masses'.")
-            if self.levels is None or isinstance(self.levels, (str, bytes)) or len(tuple(self.levels)) == 0:
-                raise DomainError(f"The domain of {where} is {self.kind} and needs a non-empty list of 'levels'.")
-            levels = tuple(_jsonable(v) for v in self.levels)
-            for v in levels:
-                if v is None or (isinstance(v, float) and math.isnan(v)):
-                    raise DomainError(
-                        f"The domain of {where} lists a missing value as a level; use \"missing\": true instead."
-                    )
-            keys = [_level_key(v) for v in levels]
-            if len(set(keys)) != len(keys):
-                raise DomainError(f"The domain of {where} lists a level twice (levels must be distinct).")
-            if self.kind == "binary" and len(levels) != 2:
-                raise DomainError(f"The domain of {where} is binary and must list exactly 2 levels. Got {len(levels)} instead.")
-            object.__setattr__(self, "levels", levels)
-            if self.other is not None:
-                if _level_key(self.other) not in keys:
-                    raise DomainError(f"The domain of {where} declares an 'other' level that is not one of its 'levels'.")
-                object.__setattr__(self, "other", levels[keys.index(_level_key(self.other))])
-        else:
-            if self.levels is not None:
-                raise DomainError(f"The domain of {where} is {self.kind}: it takes 'bounds', not 'levels'.")
-            if self.other is not None:
-                raise DomainError(f"The domain of {where} is {self.kind}: 'other' is for discrete kinds only.")
-            b = self.bounds
-            try:
-                lo, hi = (float(b[0]), float(b[1]))
-                if len(b) != 2:
-                    raise ValueError
-            except (TypeError, ValueError, IndexError):
-                raise DomainError(
-                    f"The domain of {where} is {self.kind} and needs 'bounds' [lower, upper] of numbers. Got {b!r} instead."
-                ) from None
-            if not (math.isfinite(lo) and math.isfinite(hi)):
-                raise DomainError(f"The domain of {where} must have finite 'bounds'. Got {list(b)!r} instead.")
-            if self.kind == "integer":
-                if not (lo.is_integer() and hi.is_integer()) or hi < lo:
-                    raise DomainError(
-                        f"The domain of {where} is integer and needs whole-number 'bounds' with lower <= upper. "
-                        f"Got {list(b)!r} instead."
-                    )
-            elif not hi > lo:
-                raise DomainError(f"The domain of {where} needs 'bounds' with lower < upper. Got {list(b)!r} instead.")
-            object.__setattr__(self, "bounds", (lo, hi))
-            try:
-                pm = tuple(sorted({float(v) for v in self.point_masses}))
-            except (TypeError, ValueError):
-                raise DomainError(f"The domain of {where} must give 'point_masses' as a list of numbers.") from None
-            for v in pm:
-                if not (lo <= v <= hi) or (self.kind == "integer" and not v.is_integer()):
-                    raise DomainError(
-                        f"The domain of {where} has a point mass {v:g} outside its bounds"
-                        + (" or not a whole number." if self.kind == "integer" else ".")
-                    )
-            object.__setattr__(self, "point_masses", pm)
+    def __init__(self, kind: str, levels: Any = None, bounds: Any = None, point_masses: Any = (),
+                 other: Any = None, missing: bool = True, name: str = "", description: str = "") -> None:
+        if kind not in KINDS:
+            where = f"column '{name}'" if name else "a column"
+            raise DomainError(f"The domain of {where} has kind {kind!r}; it must be one of {', '.join(KINDS)}.")
+        column = ColumnSpec.declare(name, spec_kind(kind), levels, bounds, point_masses, other, missing,
+                                    description)
+        object.__setattr__(self, "_column", column)
+
+    @classmethod
+    def view(cls, column: ColumnSpec) -> "ColumnDomain":
+        """The domain view of a declared ``column`` (checked by :meth:`ColumnSpec.public`)."""
+        out = object.__new__(cls)
+        object.__setattr__(out, "_column", column.public())
+        return out
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"A ColumnDomain is a view of a column's declaration and cannot be changed ('{name}').")
+
+    def __reduce__(self):
+        return (ColumnDomain.view, (self._column,))
+
+    # ------------------------------------------------------------------ the view
+    @property
+    def column(self) -> ColumnSpec:
+        """The :class:`~synthmi.columns.ColumnSpec` this view shows."""
+        return self._column
+
+    @property
+    def kind(self) -> str:
+        """The column's kind in the domain spelling (``nominal`` -> ``categorical``)."""
+        return domain_kind(self._column.kind)
+
+    @property
+    def levels(self) -> tuple | None:
+        return self._column.levels
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        return self._column.bounds
+
+    @property
+    def point_masses(self) -> tuple[float, ...]:
+        return self._column.point_masses or ()
+
+    @property
+    def other(self) -> Any:
+        return self._column.other
+
+    @property
+    def missing(self) -> bool:
+        return self._column.missing
+
+    @property
+    def name(self) -> str:
+        return self._column.name
+
+    @property
+    def description(self) -> str:
+        return self._column.note
+
+    def _key(self) -> tuple:
+        return (self.kind, self.levels, self.bounds, self.point_masses, self.other, self.missing, self.name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ColumnDomain) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"ColumnDomain(kind={self.kind!r}, levels={self.levels!r}, bounds={self.bounds!r}, "
+                f"point_masses={self.point_masses!r}, other={self.other!r}, missing={self.missing!r}, "
+                f"name={self.name!r})")
 
     # ------------------------------------------------------------------ properties
     @property
     def is_discrete(self) -> bool:
-        return self.kind in DISCRETE_KINDS
+        return self._column.is_categorical
 
     @property
     def ordered(self) -> bool:
         """Whether the values have a public order (ordinal and numeric kinds)."""
-        return self.kind in ORDERED_KINDS
+        return self._column.ordered
 
     def dtype(self, ordered: bool | None = None) -> Any:
-        """The pandas dtype a DP release gives this column, decided by the declaration only.
-
-        A CSV reader makes an integer column ``int64`` without a missing value and
-        ``float64`` with one, and takes categories from the values it saw; a release whose
-        dtypes followed the input would show whether one record is missing or holds a
-        rare level (issue 25). So: a discrete kind is a Categorical over the declared
-        levels (ordered for the ordinal kind, or as ``ordered`` says); an integer kind
-        declared ``"missing": false`` is ``int64``; every other numeric kind is
-        ``float64`` (it may hold missing values).
-        """
-        if self.is_discrete:
-            return pd.CategoricalDtype(list(self.levels), ordered=self.kind == "ordinal" if ordered is None else bool(ordered))
-        if self.kind == "integer" and not self.missing:
-            return np.dtype(np.int64)
-        return np.dtype(float)
+        """The pandas dtype a DP release gives this column (:meth:`ColumnSpec.dtype`)."""
+        return self._column.dtype(ordered)
 
     # ------------------------------------------------------------------ (de)serialisation
     def to_dict(self) -> dict[str, Any]:
@@ -292,73 +244,22 @@ class ColumnDomain:
 
     # ------------------------------------------------------------------ data
     def conform(self, values: pd.Series, out_of_domain: str = "error") -> pd.Series:
-        """``values`` in the declared domain, with the declared dtype (a new Series).
-
-        Discrete kinds become a Categorical over ``levels`` (matched on text form);
-        numeric kinds become :meth:`dtype` (``int64`` for an integer kind declared
-        complete, else float). A value outside the domain (an undeclared level,
-        a number outside ``bounds``, a fraction in an integer column) raises a
-        :class:`DomainError` naming the column only -- never the value or how many
-        -- unless ``out_of_domain="other"`` and the column declares an ``other``
-        level, to which such values are then mapped. Missing values are kept as
-        missing unless the domain says ``"missing": false``.
-        """
-        if out_of_domain not in ("error", "other"):
-            raise DomainError(f"The 'out_of_domain' option must be 'error' or 'other'. Got {out_of_domain!r} instead.")
-        name = self.name or str(values.name)
-        isna = values.isna().to_numpy()
-        if isna.any() and not self.missing:
-            raise DomainError(
-                f"Column '{name}' has missing values but its declared domain says \"missing\": false."
-            )
-        if self.is_discrete:
-            keys = {_level_key(v): i for i, v in enumerate(self.levels)}
-            # Match each distinct value once (text forms), then map all values by index.
-            raw = pd.Index(values.astype(object).to_numpy())
-            uniq = pd.Index(pd.unique(raw[~isna]))
-            ucodes = np.array([keys.get(_level_key(v), -2) for v in uniq], dtype=np.int64)
-            pos = uniq.get_indexer(raw)
-            codes = np.where(isna, -1, ucodes[np.clip(pos, 0, None)] if uniq.size else -1).astype(np.int64)
-            bad = codes == -2
-            if bad.any():
-                if out_of_domain == "other" and self.other is not None:
-                    codes[bad] = keys[_level_key(self.other)]
-                else:
-                    hint = (
-                        " or map such values to its declared 'other' level (out_of_domain='other', --map-other)"
-                        if self.other is not None
-                        else " or declare an 'other' level and map such values to it"
-                    )
-                    raise DomainError(
-                        f"Column '{name}' has values outside its declared public domain. Add the level to the "
-                        f"domain's 'levels'{hint}."
-                    )
-            cat = pd.Categorical.from_codes(codes, dtype=self.dtype())
-            return pd.Series(cat, index=values.index, name=values.name)
-        try:
-            x = pd.to_numeric(values, errors="raise").astype(float)
-        except (TypeError, ValueError):
-            raise DomainError(f"Column '{name}' is declared {self.kind} but holds values that are not numbers.") from None
-        arr = x.to_numpy()
-        ok = np.isnan(arr) | ((arr >= self.bounds[0]) & (arr <= self.bounds[1]))
-        if self.kind == "integer":
-            ok &= np.isnan(arr) | (np.floor(arr) == arr)
-        if not ok.all():
-            what = "whole numbers within" if self.kind == "integer" else "values within"
-            raise DomainError(
-                f"Column '{name}' has values outside its declared public domain ({what} its declared bounds). "
-                f"Widen the declared 'bounds' or clean the column beforehand by a rule that does not depend on the data."
-            )
-        return pd.Series(arr, index=values.index, name=values.name).astype(self.dtype())
+        """``values`` in the declared domain, with the declared dtype (a new Series); see
+        :meth:`synthmi.columns.ColumnSpec.conform`."""
+        return self._column.conform(values, out_of_domain)
 
 
 class PublicDomain:
-    """Declared public domains of a set of columns, with where they come from.
+    """Declared public domains of a set of columns, with where they come from: a view of
+    declared :class:`~synthmi.columns.ColumnSpec` objects (those of a
+    :class:`~synthmi.spec.ReleaseSpec` for :meth:`ReleaseSpec.public_domain`), one
+    :class:`ColumnDomain` view per column.
 
     Parameters
     ----------
     columns : mapping
-        Column name -> :class:`ColumnDomain` or its JSON form (a dict).
+        Column name -> :class:`ColumnDomain`, a declared
+        :class:`~synthmi.columns.ColumnSpec`, or its JSON form (a dict).
     source : str
         Where the declared values come from (documentation, codebook, ...).
     """
@@ -368,7 +269,9 @@ class PublicDomain:
         for name, d in (columns or {}).items():
             name = str(name)
             if isinstance(d, ColumnDomain):
-                cd = d if d.name == name else ColumnDomain(**{**_fields(d), "name": name})
+                cd = d if d.name == name else ColumnDomain.view(replace(d.column, name=name))
+            elif isinstance(d, ColumnSpec):
+                cd = ColumnDomain.view(d if d.name == name else replace(d, name=name))
             else:
                 cd = ColumnDomain.from_dict(d, name=name)
             cols[name] = cd
@@ -521,13 +424,6 @@ class PublicDomain:
         :meth:`ColumnDomain.conform`). Every column of ``df`` must be declared."""
         self.require(df.columns)
         return pd.DataFrame({c: self._columns[c].conform(df[c], out_of_domain) for c in df.columns}, index=df.index)
-
-
-def _fields(d: ColumnDomain) -> dict[str, Any]:
-    return {
-        "kind": d.kind, "levels": d.levels, "bounds": d.bounds, "point_masses": d.point_masses,
-        "other": d.other, "missing": d.missing, "name": d.name, "description": d.description,
-    }
 
 
 def as_public_domain(domain: Any) -> PublicDomain | None:

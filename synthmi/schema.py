@@ -16,7 +16,9 @@ A :class:`Schema` maps each column to one of the four kinds a model works with
 It is the view :meth:`synthmi.spec.ReleaseSpec.schema` gives of a release spec
 (the one description of the columns; :meth:`ReleaseSpec.from_schema` is the way
 back), or, for the ``schema=`` shortcut, inferred from dtypes and overridden per
-column. The kinds come from :mod:`synthmi.kinds`, the one vocabulary.
+column. The kinds come from :mod:`synthmi.kinds`, the one vocabulary. A
+:class:`Variable` holds nothing but one :class:`~synthmi.columns.ColumnSpec`
+(the one store of a column's facts, shared with the spec it is a view of).
 """
 from __future__ import annotations
 
@@ -26,25 +28,72 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .kinds import CATEGORICAL_KINDS, MODEL_KINDS
+from .columns import ColumnSpec
+from .kinds import CATEGORICAL_KINDS, MODEL_KINDS, model_kind
 
 #: the kinds a :class:`Variable` may have (the model's spelling of synthmi.kinds.KINDS)
 KINDS = MODEL_KINDS
 
 
-@dataclass(frozen=True)
 class Variable:
-    """One column: its kind and, for categorical kinds, its ordered levels."""
+    """One column as a model sees it: its kind (:data:`KINDS`) and, for categorical kinds,
+    its ordered levels (``categories``).
 
-    name: str
-    kind: str
-    categories: tuple | None = None
+    A view of one :class:`~synthmi.columns.ColumnSpec`, which holds the facts: the
+    spec's ``integer`` shows as ``continuous`` here (:func:`synthmi.kinds.model_kind`).
+    """
 
-    def __post_init__(self) -> None:
+    __slots__ = ("_column",)
+
+    def __init__(self, name: str, kind: str, categories: tuple | None = None) -> None:
         # the one vocabulary (synthmi.kinds): a misspelt kind is refused here, not
         # treated as "not continuous" by whichever model reads it first
-        if self.kind not in KINDS:
-            raise ValueError(f"The kind of column '{self.name}' must be one of {list(KINDS)}. Got {self.kind!r} instead.")
+        if kind not in KINDS:
+            raise ValueError(f"The kind of column '{name}' must be one of {list(KINDS)}. Got {kind!r} instead.")
+        levels = None if categories is None or kind not in CATEGORICAL_KINDS else tuple(categories)
+        object.__setattr__(self, "_column", ColumnSpec(name, kind=kind, levels=levels))
+
+    @classmethod
+    def view(cls, column: ColumnSpec) -> "Variable":
+        """The model's view of ``column``."""
+        out = object.__new__(cls)
+        object.__setattr__(out, "_column", column)
+        return out
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"A Variable is a view of a column's description and cannot be changed ('{name}').")
+
+    def __reduce__(self):
+        return (Variable.view, (self._column,))
+
+    @property
+    def column(self) -> ColumnSpec:
+        """The :class:`~synthmi.columns.ColumnSpec` this view shows."""
+        return self._column
+
+    @property
+    def name(self) -> str:
+        return self._column.name
+
+    @property
+    def kind(self) -> str:
+        return model_kind(self._column.kind)
+
+    @property
+    def categories(self) -> tuple | None:
+        return self._column.levels if self._column.is_categorical else None
+
+    def _key(self) -> tuple:
+        return (self.name, self.kind, self.categories)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Variable) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Variable(name={self.name!r}, kind={self.kind!r}, categories={self.categories!r})"
 
     @property
     def is_categorical(self) -> bool:

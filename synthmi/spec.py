@@ -27,9 +27,12 @@ synthesizers (``fit(df, spec)``), the evaluation functions (``spec=``) and the
 command line (``--spec``). Kinds in models and evaluation come from the spec,
 not from re-inferring dtypes.
 
-It is the one description of the columns. The :class:`~synthmi.schema.Schema`
-models use and the :class:`~synthmi.domain.PublicDomain` DP code uses are views
-of it (:meth:`ReleaseSpec.schema`, :meth:`ReleaseSpec.public_domain`, the latter
+It is the one description of the columns. Each column's facts are one
+:class:`ColumnSpec` (:mod:`synthmi.columns`, with the checks of a declared
+public domain); the :class:`~synthmi.schema.Schema` models use and the
+:class:`~synthmi.domain.PublicDomain` DP code uses are views of the spec's
+:class:`ColumnSpec` objects and hold nothing of their own
+(:meth:`ReleaseSpec.schema`, :meth:`ReleaseSpec.public_domain`, the latter
 from declared values only) and convert back without loss
 (:meth:`ReleaseSpec.from_schema`, :meth:`ReleaseSpec.from_public_domain`). The
 quasi-identifiers are resolved in one place, :func:`resolve_quasi_identifiers`
@@ -46,15 +49,14 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .columns import ROLES, ColumnSpec, _err
 from .domain import ColumnDomain, PublicDomain
-from .kinds import CATEGORICAL_KINDS, KINDS, NUMERIC_KINDS, domain_kind, model_kind, spec_kind
+from .kinds import CATEGORICAL_KINDS, KINDS, NUMERIC_KINDS
 from .schema import Schema, Variable, _infer_variable, _jsonable
 
 __all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spec", "spec_frames",
            "resolve_quasi_identifiers"]
 
-#: column roles; the first four are released, ``excluded`` is dropped
-ROLES = ("quasi_identifier", "keep", "outcome", "weight", "excluded")
 # column kinds: KINDS and CATEGORICAL_KINDS of synthmi.kinds, the one vocabulary
 #: risk subgroups that may carry their own masks
 RISK_GROUPS = ("low", "medium", "high")
@@ -63,157 +65,6 @@ FAMILIES = ("probit", "logit", "gaussian")
 FORMAT = 1
 
 _OWNER = "ReleaseSpec"
-
-
-def _err(where: str, expected: str, got: Any) -> ValueError:
-    return ValueError(f"{where} must be {expected}. Got {got!r} instead.")
-
-
-@dataclass(frozen=True)
-class ColumnSpec:
-    """One column of a release spec.
-
-    Parameters
-    ----------
-    name : str
-    role : one of :data:`ROLES`
-    kind : one of :data:`KINDS`
-    levels : tuple, optional
-        Ordered levels of a categorical column.
-    bounds : (lower, upper), optional
-        Range of a numeric column.
-    point_masses : tuple, optional
-        Values of a numeric column with a probability mass (e.g. 0 income).
-    declared : bool
-        ``True``: the levels / bounds are public (declared by the data holder);
-        ``False``: they were inferred from the data and are confidential.
-    other : level, optional
-        A declared level that out-of-domain values of a categorical column map to
-        (differentially private releases; see :class:`synthmi.domain.ColumnDomain`).
-    missing : bool
-        Whether the column may hold missing values (default ``True``); ``False``
-        declares it complete.
-    note : str
-        Free text (a public domain's ``description``); not compared.
-    """
-
-    name: str
-    role: str = "keep"
-    kind: str = "continuous"
-    levels: tuple | None = None
-    bounds: tuple[float, float] | None = None
-    point_masses: tuple | None = None
-    declared: bool = False
-    other: Any = None
-    missing: bool = True
-    note: str = field(default="", compare=False)
-
-    def __post_init__(self) -> None:
-        where = f"The spec of column '{self.name}'"
-        if self.role not in ROLES:
-            raise _err(f"{where}: 'role'", f"one of {list(ROLES)}", self.role)
-        if self.kind not in KINDS:
-            raise _err(f"{where}: 'kind'", f"one of {list(KINDS)}", self.kind)
-        if self.levels is not None:
-            object.__setattr__(self, "levels", tuple(self.levels))
-            if self.kind not in CATEGORICAL_KINDS:
-                raise ValueError(f"{where} gives levels, but its kind '{self.kind}' is numeric; use bounds instead.")
-            if len(set(map(repr, self.levels))) != len(self.levels):
-                raise ValueError(f"{where} lists a level twice: {list(self.levels)}.")
-            if self.kind == "binary" and len(self.levels) != 2:
-                raise ValueError(f"{where} is binary, so it needs exactly 2 levels. Got {len(self.levels)}.")
-        if self.bounds is not None:
-            try:
-                lo, hi = (float(self.bounds[0]), float(self.bounds[1]))
-            except (TypeError, ValueError, IndexError):
-                raise _err(f"{where}: 'bounds'", "a pair [lower, upper] of numbers", self.bounds) from None
-            if self.kind in CATEGORICAL_KINDS:
-                raise ValueError(f"{where} gives bounds, but its kind '{self.kind}' is categorical; use levels instead.")
-            if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
-                raise _err(f"{where}: 'bounds'", "finite with lower <= upper", self.bounds)
-            object.__setattr__(self, "bounds", (lo, hi))
-        if self.point_masses is not None:
-            object.__setattr__(self, "point_masses", tuple(float(v) for v in self.point_masses))
-        if not isinstance(self.declared, (bool, np.bool_)):
-            raise _err(f"{where}: 'declared'", "true or false", self.declared)
-        if not isinstance(self.missing, (bool, np.bool_)):
-            raise _err(f"{where}: 'missing'", "true or false", self.missing)
-        if self.other is not None and (self.levels is None or self.other not in self.levels):
-            raise ValueError(f"{where} names an 'other' level that is not one of its levels.")
-
-    @property
-    def is_categorical(self) -> bool:
-        return self.kind in CATEGORICAL_KINDS
-
-    @property
-    def released(self) -> bool:
-        return self.role != "excluded"
-
-    def variable(self) -> Variable:
-        """The :class:`~synthmi.schema.Variable` models use (``integer`` -> continuous)."""
-        return Variable(self.name, model_kind(self.kind), self.levels if self.is_categorical else None)
-
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"role": self.role, "kind": self.kind}
-        if self.levels is not None:
-            d["levels"] = [_jsonable(v) for v in self.levels]
-        if self.bounds is not None:
-            d["bounds"] = [_num(v) for v in self.bounds]
-        if self.point_masses is not None:
-            d["point_masses"] = [_num(v) for v in self.point_masses]
-        if self.levels is not None or self.bounds is not None:
-            d["declared"] = bool(self.declared)
-        if self.other is not None:
-            d["other"] = _jsonable(self.other)
-        if not self.missing:
-            d["missing"] = False
-        if self.note:
-            d["note"] = self.note
-        return d
-
-    @classmethod
-    def from_domain(cls, name: str, domain: ColumnDomain, role: str = "keep",
-                    ordered: bool | None = None) -> "ColumnSpec":
-        """The declared column a :class:`~synthmi.domain.ColumnDomain` describes (its kind in
-        the spec's spelling, levels or bounds, point masses, ``other``, ``missing``).
-
-        ``ordered`` (a discrete column, not binary): ordinal when true, nominal when
-        false, instead of the domain's kind.
-        """
-        kind = spec_kind(domain.kind)
-        if ordered is not None and domain.is_discrete and kind != "binary":
-            kind = "ordinal" if ordered else "nominal"
-        return cls(name, role, kind, levels=domain.levels, bounds=domain.bounds,
-                   point_masses=tuple(domain.point_masses) or None, declared=True, other=domain.other,
-                   missing=bool(domain.missing), note=domain.description)
-
-    @classmethod
-    def from_dict(cls, name: str, d: Mapping[str, Any]) -> "ColumnSpec":
-        if not isinstance(d, Mapping):
-            raise _err(f"The spec of column '{name}'", "an object with 'role' and 'kind'", d)
-        unknown = sorted(set(d) - {"role", "kind", "levels", "bounds", "point_masses", "declared", "other",
-                                   "missing", "note"})
-        if unknown:
-            raise ValueError(
-                f"The spec of column '{name}' has unknown keys {unknown}; allowed: role, kind, levels, bounds, "
-                "point_masses, declared, other, missing, note."
-            )
-        return cls(
-            name=name,
-            role=d.get("role", "keep"),
-            kind=d.get("kind", "continuous"),
-            levels=d.get("levels"),
-            bounds=None if d.get("bounds") is None else tuple(d["bounds"]),
-            point_masses=d.get("point_masses"),
-            declared=d.get("declared", False),
-            other=d.get("other"),
-            missing=d.get("missing", True),
-            note=str(d.get("note") or ""),
-        )
-
-
-def _num(v: float) -> float | int:
-    return int(v) if float(v).is_integer() else float(v)
 
 
 @dataclass
@@ -353,12 +204,15 @@ class ReleaseSpec:
 
     # ---- views used by models, evaluation and DP code -----------------------------
     def schema(self, columns: Iterable[str] | None = None) -> Schema:
-        """The :class:`~synthmi.schema.Schema` of the released (or given) columns."""
+        """The :class:`~synthmi.schema.Schema` of the released (or given) columns: a view of
+        this spec's :class:`ColumnSpec` objects (the model's spelling, ``integer`` -> continuous)."""
         cols = self.released if columns is None else list(columns)
-        return Schema({c: self.columns[c].variable() for c in cols})
+        return Schema({c: Variable.view(self.columns[c]) for c in cols})
 
     def public_domain(self) -> PublicDomain:
-        """The :class:`synthmi.domain.PublicDomain` of the released columns, from DECLARED values only.
+        """The :class:`synthmi.domain.PublicDomain` of the released columns, from DECLARED values only:
+        a view of this spec's declared :class:`ColumnSpec` objects (checked by
+        :meth:`ColumnSpec.public`, which raises a ``DomainError`` on a malformed declaration).
 
         Levels and bounds that were inferred from the data are confidential and
         left out (a DP method then asks for them instead of reading the data).
@@ -368,21 +222,8 @@ class ReleaseSpec:
             v = self.columns[c]
             if not v.declared or (v.levels is None and v.bounds is None):
                 continue
-            entry: dict[str, Any] = {"kind": domain_kind(v.kind)}
-            if v.levels is not None:
-                entry["levels"] = [_jsonable(x) for x in v.levels]
-                if v.other is not None:
-                    entry["other"] = _jsonable(v.other)
-            else:
-                entry["bounds"] = [_num(x) for x in v.bounds]
-                if v.point_masses:
-                    entry["point_masses"] = [_num(x) for x in v.point_masses]
-            if not v.missing:
-                entry["missing"] = False
-            if v.note:
-                entry["description"] = v.note
-            cols[c] = entry
-        return PublicDomain.from_dict({"columns": cols, "source": self.source or "release spec (declared values)"})
+            cols[c] = ColumnDomain.view(v)
+        return PublicDomain(cols, source=self.source or "release spec (declared values)")
 
     @classmethod
     def from_public_domain(cls, domain: PublicDomain, quasi_identifiers: Sequence[str] | None = None) -> "ReleaseSpec":

@@ -184,6 +184,79 @@ def test_column_spec_checks_other_and_missing():
         ColumnSpec("r", "keep", "nominal", levels=("a", "b"), missing="no")
 
 
+# ---------------------------------------------------------------- one store of column facts
+#: the facts of a column; only synthmi.columns.ColumnSpec may hold them
+COLUMN_FACTS = {"kind", "levels", "categories", "bounds", "point_masses", "other", "missing", "declared",
+                "description", "note"}
+
+
+def _stored_facts(path: Path):
+    """Per-column facts a module stores itself: dataclass/class fields, ``self.x = ...`` and
+    ``object.__setattr__(self, "x", ...)`` for x a column fact."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
+                        and item.target.id in COLUMN_FACTS:
+                    yield node.name, item.target.id
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in COLUMN_FACTS:
+            yield "self", node.attr
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__setattr__" \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in COLUMN_FACTS:
+            yield "__setattr__", node.args[1].value
+
+
+def test_the_facts_of_a_column_are_stored_once_in_column_spec():
+    """Issue 27: domain.py and schema.py hold no column facts of their own; a ColumnDomain and
+    a Variable each hold one ColumnSpec (fails before: both were dataclasses with their own fields)."""
+    for module in ("domain.py", "schema.py"):
+        assert not list(_stored_facts(PACKAGE / module)), (module, list(_stored_facts(PACKAGE / module)))
+    from synthmi.columns import ColumnSpec as StoredColumn
+    from synthmi.domain import ColumnDomain
+
+    assert list(_stored_facts(PACKAGE / "columns.py"))  # the check sees a store where there is one
+    assert ColumnSpec is StoredColumn
+    cd = ColumnDomain("integer", bounds=(0, 9), point_masses=(0,), name="age")
+    var = Variable("region", "nominal", ("N", "S"))
+    for view in (cd, var):
+        assert isinstance(view.column, ColumnSpec) and not hasattr(view, "__dict__")
+        with pytest.raises(AttributeError):
+            view.kind = "binary"
+    assert (cd.column.kind, cd.column.bounds, cd.column.point_masses, cd.column.declared) == \
+        ("integer", (0.0, 9.0), (0.0,), True)
+    assert (var.column.kind, var.column.levels) == ("nominal", ("N", "S"))
+
+
+def test_schema_and_public_domain_show_the_spec_s_own_columns():
+    """The views share the spec's ColumnSpec objects: what is derived through the spec is what
+    they show, and a domain read from JSON is the store a spec built from it holds."""
+    from dataclasses import replace
+    import pickle
+
+    from synthmi.domain import DomainError
+
+    dom = PublicDomain({
+        "region": {"kind": "categorical", "levels": ["N", "S", "Other"], "other": "Other"},
+        "age": {"kind": "integer", "bounds": [17, 90]},
+    }, source="a code book")
+    spec = ReleaseSpec.from_public_domain(dom, quasi_identifiers=["age"])
+    assert spec["region"] is dom["region"].column  # role keep: the very same column
+    assert all(spec.public_domain()[c].column is spec[c] for c in spec.columns)
+    assert all(spec.schema()[c].column is spec[c] for c in spec.columns)
+    assert spec.schema()["age"].kind == "continuous" and spec.public_domain()["region"].kind == "categorical"
+    spec.columns["age"] = replace(spec["age"], bounds=(18, 80))
+    assert spec.public_domain()["age"].bounds == (18.0, 80.0)
+    # inferred bounds are confidential: not in the domain, and they conform no data
+    spec.columns["age"] = replace(spec["age"], declared=False)
+    assert "age" not in spec.public_domain() and "age" in spec.schema()
+    with pytest.raises(DomainError, match="Column 'age' has no declared public domain"):
+        spec["age"].conform(pd.Series([20, 30], name="age"))
+    # the views pickle (processes, Dask) as views of an equal column
+    back = pickle.loads(pickle.dumps(dom))
+    assert back == dom and back["age"].column == dom["age"].column
+    assert pickle.loads(pickle.dumps(spec.schema())) == spec.schema()
+
+
 # ---------------------------------------------------------------- one resolution of the QIs
 def test_resolve_quasi_identifiers_precedence_and_checks():
     spec = ReleaseSpec.draft(_frame(), ["region", "age"])
