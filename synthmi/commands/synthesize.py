@@ -958,7 +958,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], out: Path, t0: float) -> int:
-    """``--engine dask``: Parquet in, Parquet copies out, partition by partition (synthmi.scale)."""
+    """``--engine dask``: Parquet in, Parquet copies out, partition by partition (synthmi.engine)."""
     import numpy as np
 
     import dask.dataframe as dd

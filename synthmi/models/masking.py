@@ -132,7 +132,12 @@ class NormalMasking(MaskingModel):
         """
         if self.is_calibrated:
             return self
-        var = float(np.var(np.asarray(x, dtype=float), ddof=1))
+        return self.calibrate_variance(float(np.var(np.asarray(x, dtype=float), ddof=1)))
+
+    def calibrate_variance(self, var: float) -> "NormalMasking":
+        r""":meth:`calibrate` from var(X) (ddof 1), e.g. summed over the partitions of a Dask frame."""
+        if self.is_calibrated:
+            return self
         if not np.isfinite(var) or var <= 0:
             raise ValueError("NormalMasking.calibrate needs a column with positive, finite variance.")
         sigma_e = float(np.sqrt(self.K * var * (1.0 / self.reliability - 1.0)))
