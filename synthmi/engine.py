@@ -1,5 +1,9 @@
-"""Dask plumbing shared by the scale paths: type checks, record offsets and
-reductions whose result does not depend on how the rows are partitioned.
+"""The engine under models and measures: one interface to a pandas or a Dask frame
+(:class:`Frame`: reductions by sufficient statistics, maps over partitions with
+record offsets; :class:`Remote`: objects kept where the partitions are), and the
+Dask plumbing beneath it: type checks, record offsets and reductions whose
+result does not depend on how the rows are partitioned. Layer 0: imports NumPy
+and pandas, and Dask only inside functions; nothing from synthmi.
 
 Why a *canonical* sum. Floating-point addition is not associative, so
 ``sum(partition sums)`` changes in the last bits with the partitioning, and
