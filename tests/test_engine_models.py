@@ -151,3 +151,18 @@ def test_bucketed_models_match_in_memory_and_batch_their_proposals(client, data,
     for (a, b), (c, d) in zip(modes[1], modes[3]):
         np.testing.assert_array_equal(a, c)
         np.testing.assert_array_equal(b, d)
+
+
+def test_mask_given_by_reliability_is_calibrated_alike_in_memory_and_on_partitions(client, data):
+    """One calibration (synthmi.models.masking.bind_mask): sigma_e^2 = K var(X) (1/rho - 1) with var(X)
+    from the data in memory and from sums over partitions on Dask; equal up to summation order
+    (hand value from numpy's ddof-1 variance)."""
+    masks = {"age": {"K": 3, "reliability": 0.8}, "female": {"p": 0.9}}
+    kw = dict(masks=masks, random_state=7, progressbar=False)
+    mem = DAMISynthesizer(**kw).fit(data, QI, KEEP)
+    want = np.sqrt(3 * np.var(data["age"].to_numpy(dtype=float), ddof=1) * (1 / 0.8 - 1))
+    assert mem.masks_["age"].sigma_e == pytest.approx(want, rel=1e-15)
+    for P in (1, 3):
+        dsk = DAMISynthesizer(**kw).fit(dd.from_pandas(data, npartitions=P), QI, KEEP)
+        assert dsk.masks_["age"].sigma_e == pytest.approx(want, rel=1e-12)  # canonical vs pairwise sums
+        assert dsk.masks_["female"].matrix().shape == (2, 2)

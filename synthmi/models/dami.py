@@ -73,7 +73,7 @@ import pandas as pd
 
 from .._random import PositionalRNG, entropy_from
 from .._validate import Interval, Options, check_random_state
-from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking, mask_kind_error
+from .masking import MaskingModel, NormalMasking, bind_mask, make_masking
 from .predictive import Prepared, can_enumerate, check_joint, enumerate_draw, gibbs_draw, sequential_draw
 from .rubin import RubinSynthesizer
 
@@ -216,23 +216,13 @@ class DAMISynthesizer(RubinSynthesizer):
                     f"Column '{c}' has missing values or point masses and a mask: DA-MI masks are defined for "
                     "complete columns. Mask another column, or synthesize this one without a mask."
                 )
-            kind = self.schema_[c].kind
-            if kind == "continuous":
-                if not isinstance(mask, NormalMasking):
-                    raise mask_kind_error(c, kind, mask)
-                if not mask.is_null and transforms.get(c) is not None:
-                    raise ValueError(
-                        f"Column '{c}' has the {transforms[c]!r} transform and a normal mask: the mask acts on the raw "
-                        "scale and the regression on the transformed one, so the predictive is not normal. "
-                        "Drop one of the two."
-                    )
-                if not mask.is_calibrated:
-                    mask = mask.calibrate_variance(variance(c))
-            else:
-                if isinstance(mask, NormalMasking):
-                    raise mask_kind_error(c, kind, mask)
-                if isinstance(mask, TransitionMasking):
-                    mask = mask.bind(self.schema_[c].n_levels)
+            mask = bind_mask(mask, c, self.schema_[c], lambda: variance(c))
+            if isinstance(mask, NormalMasking) and not mask.is_null and transforms.get(c) is not None:
+                raise ValueError(
+                    f"Column '{c}' has the {transforms[c]!r} transform and a normal mask: the mask acts on the raw "
+                    "scale and the regression on the transformed one, so the predictive is not normal. "
+                    "Drop one of the two."
+                )
             self.masks_[c] = mask
         families = {cond.column: cond.family for cond in self.conditionals_}
         carts = [c for c, mk in self.masks_.items() if not mk.is_null and families[c] == "cart"]
