@@ -100,6 +100,36 @@ VALUE_LEVEL = "value"
 
 
 
+def check_roles(columns: list, quasi_identifiers: Any, keep: Any) -> tuple[list[str], list[str] | None]:
+    """The quasi-identifiers and kept columns as lists, checked against the frame's ``columns``
+    (in memory and on partitions alike): each names columns of 'df', none twice, none in both."""
+    qi = [quasi_identifiers] if isinstance(quasi_identifiers, str) else list(quasi_identifiers)
+    missing = [c for c in qi if c not in columns]
+    if missing:
+        raise ValueError(
+            f"The 'quasi_identifiers' parameter names columns not in 'df': {missing}. "
+            f"Available columns: {list(columns)}."
+        )
+    dup = sorted({c for c in qi if qi.count(c) > 1})
+    if dup:
+        raise ValueError(f"The 'quasi_identifiers' parameter names columns more than once: {dup}.")
+    if keep is not None:
+        keep = [keep] if isinstance(keep, str) else list(keep)
+        missing = [c for c in keep if c not in columns]
+        if missing:
+            raise ValueError(
+                f"The 'keep' parameter names columns not in 'df': {missing}. "
+                f"Available columns: {list(columns)}."
+            )
+        both = [c for c in keep if c in qi]
+        if both:
+            raise ValueError(
+                f"Columns {both} are given both as quasi-identifiers and as kept (Z) columns; "
+                "a column is either synthesized or released unchanged."
+            )
+    return qi, keep
+
+
 def rule_value(variable, c: str, value: Any) -> Any:
     """The value a structural rule sets in column ``c``, checked against the column: one of
     a categorical column's levels (returned as given), else a number (returned as float).
@@ -357,32 +387,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
                         "Got neither."
                     )
                 quasi_identifiers = [c for c in df.columns if keep is None or c not in keep]
-            if isinstance(quasi_identifiers, str):
-                quasi_identifiers = [quasi_identifiers]
-            qi = list(quasi_identifiers)
-            missing = [c for c in qi if c not in df.columns]
-            if missing:
-                raise ValueError(
-                    f"The 'quasi_identifiers' parameter names columns not in 'df': {missing}. "
-                    f"Available columns: {list(df.columns)}."
-                )
-            dup = sorted({c for c in qi if qi.count(c) > 1})
-            if dup:
-                raise ValueError(f"The 'quasi_identifiers' parameter names columns more than once: {dup}.")
-            if keep is not None:
-                keep = [keep] if isinstance(keep, str) else list(keep)
-                missing = [c for c in keep if c not in df.columns]
-                if missing:
-                    raise ValueError(
-                        f"The 'keep' parameter names columns not in 'df': {missing}. "
-                        f"Available columns: {list(df.columns)}."
-                    )
-                both = [c for c in keep if c in qi]
-                if both:
-                    raise ValueError(
-                        f"Columns {both} are given both as quasi-identifiers and as kept (Z) columns; "
-                        "a column is either synthesized or released unchanged."
-                    )
+            qi, keep = check_roles(list(df.columns), quasi_identifiers, keep)
             resolved = ReleaseSpec.from_roles(df, qi, keep, schema, private=self.differentially_private)
         if not resolved.quasi_identifiers and not self.fully_synthetic:
             raise ValueError(f"The 'quasi_identifiers' parameter of {owner} must name at least one column. Got [] instead.")

@@ -63,7 +63,7 @@ from ..diagnostics import enforce as enforce_diagnostics
 from ..engine import Frame, Remote, refuse_dask
 from ..schema import Schema
 from ..synthetic import PartitionedSyntheticData
-from .base import Synthesizer, rule_columns, rule_value
+from .base import Synthesizer, check_roles, rule_columns, rule_value
 from .conditional import (
     AdditiveDesign,
     Conditional,
@@ -830,23 +830,11 @@ class RubinSynthesizer(Synthesizer):
         self._check_partition_support()
         self.frame_ = None  # a previous fit's frame must not travel with the partition tasks
         cols = frame.columns
-        qi = [quasi_identifiers] if isinstance(quasi_identifiers, str) else list(quasi_identifiers or [])
-        missing = [c for c in qi if c not in cols]
-        if missing:
-            raise ValueError(f"The 'quasi_identifiers' parameter names columns not in 'df': {missing}. Available columns: {cols}.")
+        qi, keep_cols = check_roles(cols, quasi_identifiers or [], keep)
         if not qi:
             raise ValueError(f"The 'quasi_identifiers' parameter of {owner} must name at least one column. Got [] instead.")
-        if keep is None:
+        if keep_cols is None:
             keep_cols = [c for c in cols if c not in qi]
-        else:
-            keep_cols = [keep] if isinstance(keep, str) else list(keep)
-            bad = [c for c in keep_cols if c not in cols]
-            if bad:
-                raise ValueError(f"The 'keep' parameter names columns not in 'df': {bad}. Available columns: {cols}.")
-            both = [c for c in keep_cols if c in qi]
-            if both:
-                raise ValueError(f"Columns {both} are given both as quasi-identifiers and as kept (Z) columns; "
-                                 "a column is either synthesized or released unchanged.")
         used = qi + keep_cols
         if isinstance(schema, Schema):
             inferred = infer_frame_schema(frame)
