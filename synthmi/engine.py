@@ -371,7 +371,7 @@ class Remote:
 
     def call(self, name: str, *args) -> list:
         if not self.is_dask:
-            return [getattr(h, name)(*args) for h in self.handles]
+            return [_call_method(h, name, *args) for h in self.handles]
         import dask
 
         f = dask.delayed(_call_method, pure=True)

@@ -166,3 +166,66 @@ def test_mask_given_by_reliability_is_calibrated_alike_in_memory_and_on_partitio
         dsk = DAMISynthesizer(**kw).fit(dd.from_pandas(data, npartitions=P), QI, KEEP)
         assert dsk.masks_["age"].sigma_e == pytest.approx(want, rel=1e-12)  # canonical vs pairwise sums
         assert dsk.masks_["female"].matrix().shape == (2, 2)
+
+
+def test_log1p_transform_is_fitted_on_its_scale_on_partitions(client, data):
+    """The Dask fit regressed a 'log1p' column on its raw values while the predictive maps draws back by
+    expm1 (only 'log' was transformed); now both paths fit log(1 + x) and draw the same copies."""
+    kw = dict(transforms={"age": "log1p"}, draws=100, chains=2, progressbar=False, sampler="imh",
+              accept_diagnostics=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mem = RubinSynthesizer(**kw).fit(data, QI, KEEP)
+        dsk = RubinSynthesizer(**kw).fit(dd.from_pandas(data, npartitions=2), QI, KEEP)
+        a, b = mem.conditionals_[0].fast, dsk.conditionals_[0].fast
+        assert mem.conditionals_[0].column == "age"
+        # intercept of the log1p-scale regression (about log(1 + 38.6) = 3.7), to summation-order rounding
+        np.testing.assert_allclose(b.beta_hat, a.beta_hat, rtol=1e-8)
+        assert 3 < a.beta_hat[0] < 4.5
+        got = dsk.sample(1, random_state=5).compute()[0]
+        pd.testing.assert_frame_equal(got, mem.sample(1, random_state=5).copies[0], check_exact=True)
+
+
+# ---- the frame interface itself (synthmi.engine.Frame / Remote), pandas and Dask alike
+def _frames(df):
+    from synthmi.engine import Frame
+
+    return {"pandas": Frame.from_any(df), **{P: Frame.from_any(dd.from_pandas(df, npartitions=P)) for P in (1, 4)}}
+
+
+def test_frame_reduce_map_and_rebuild_alike_on_pandas_and_dask(client):
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"x": rng.normal(size=3001), "k": rng.integers(0, 2, 3001)})
+    frames = _frames(df)
+    sums = {k: f.reduce(lambda p: (p["x"].to_numpy().sum(), np.array(float(len(p))))) for k, f in frames.items()}
+    assert sums[1][0] == sums[4][0]  # canonical order: bitwise the same for every partitioning
+    assert sums["pandas"][1] == sums[4][1] == 3001
+    np.testing.assert_allclose(sums[4][0], df["x"].sum(), rtol=1e-12)  # summation order only
+    for k, f in frames.items():
+        assert f.n_rows == 3001 and f.columns == ["x", "k"]
+        starts = f.map_partitions(lambda p, o: (o, len(p)))
+        assert starts[0][0] == 0 and sum(n for _, n in starts) == 3001
+        assert all(o == starts[i - 1][0] + starts[i - 1][1] for i, (o, _) in enumerate(starts) if i)
+        # a partition's records carry their global positions
+        back = f.from_partitions(lambda p, o: p.assign(pos=np.arange(o, o + len(p))), df.iloc[:0].assign(pos=0))
+        back = back if isinstance(back, pd.DataFrame) else back.compute()
+        np.testing.assert_array_equal(back["pos"].to_numpy(), np.arange(3001))
+
+
+def test_frame_stand_in_keeps_kinds_and_remote_merges_alike(client):
+    from synthmi.engine import Remote
+    from synthmi.schema import Schema
+
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"female": rng.integers(0, 2, 500), "inc": rng.integers(0, 100_000, 500),
+                       "c": pd.Categorical(rng.choice(["a", "b", "c"], 500))})
+    out = {}
+    for k, f in _frames(df).items():
+        tiny, many = f.stand_in()
+        s = Schema.infer(tiny)
+        assert (s["female"].kind, s["c"].n_levels, many) == ("binary", 3, ["inc"]), k
+        pieces = f.lazy_partitions(lambda p, o: {j: p["inc"].to_numpy()[p["female"].to_numpy() == j] for j in (0, 1)})
+        (remote,) = Remote.merge_many(f, pieces, [[0, 1]], lambda xs, j: np.sort(np.concatenate(xs)), lambda j: (j,))
+        out[k] = (remote.call("sum"), remote.call("size"), [x.tolist() for x in remote.fetch()])
+    assert out["pandas"] == out[1] == out[4]
+    assert sum(out[4][1]) == 500
