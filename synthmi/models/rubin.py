@@ -112,7 +112,8 @@ class RubinSynthesizer(Synthesizer):
         the hierarchical model; a logit model whose 200-draw pilot shows
         degenerate importance weights, ``IMH_MIN_ESS_FRACTION``, switches to HMC
         whitened by the Laplace fit); ``"imh"``: the same without the HMC
-        switch (what the Dask path runs); or PyMC NUTS on the PyMC specification.
+        switch (what a Dask fit runs when its grouped rows are too many to
+        gather); or PyMC NUTS on the PyMC specification.
     chains, draws, tune : int
         MCMC settings. NUTS starts from the Laplace approximation with a dense
         mass matrix, so 500 tuning steps (step size only) suffice; 1000 draws
