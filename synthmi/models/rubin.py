@@ -58,7 +58,7 @@ from scipy.special import ndtri
 from .._numeric import non_aliased as _non_aliased
 from .._numeric import non_aliased_gram
 from .._random import PositionalRNG, entropy_from
-from .._validate import Interval, Options, check_random_state, check_scalar
+from .._validate import Interval, Options, check_degenerate_found, check_random_state, check_scalar
 from ..diagnostics import enforce as enforce_diagnostics
 from ..engine import Frame, Remote, refuse_dask
 from ..schema import Schema
@@ -868,13 +868,9 @@ class RubinSynthesizer(Synthesizer):
         lo_of = {c: min(ch["min"][c] for ch in checks) for c in cont}
         hi_of = {c: max(ch["max"][c] for ch in checks) for c in cont}
         counts_of = {c: sum(ch["levels"][c] for ch in checks) for c in cat}
-        for c in used:
-            if miss[c] == n:
-                raise ValueError(f"Column '{c}' of 'df' is entirely missing (all NaN).")
-        for c in used:
-            constant = not lo_of[c] < hi_of[c] if c in cont else c in cat and int((counts_of[c] > 0).sum()) < 2
-            if constant:
-                raise ValueError(f"Column '{c}' of 'df' is constant (one observed value); it carries no information to model or synthesize.")
+        check_degenerate_found([c for c in used if miss[c] == n],
+                               [c for c in used if (not lo_of[c] < hi_of[c] if c in cont else
+                                                    c in cat and int((counts_of[c] > 0).sum()) < 2)], "df")
         if not self.allows_missing:
             for c in used:
                 if miss[c]:
