@@ -100,27 +100,25 @@ VALUE_LEVEL = "value"
 
 
 
+def _named_columns(param: str, value: Any, columns: list) -> list[str]:
+    """``value`` (a column name or names) as a list, every name a column of 'df'."""
+    names = [value] if isinstance(value, str) else list(value)
+    missing = [c for c in names if c not in columns]
+    if missing:
+        raise ValueError(f"The '{param}' parameter names columns not in 'df': {missing}. "
+                         f"Available columns: {list(columns)}.")
+    return names
+
+
 def check_roles(columns: list, quasi_identifiers: Any, keep: Any) -> tuple[list[str], list[str] | None]:
     """The quasi-identifiers and kept columns as lists, checked against the frame's ``columns``
     (in memory and on partitions alike): each names columns of 'df', none twice, none in both."""
-    qi = [quasi_identifiers] if isinstance(quasi_identifiers, str) else list(quasi_identifiers)
-    missing = [c for c in qi if c not in columns]
-    if missing:
-        raise ValueError(
-            f"The 'quasi_identifiers' parameter names columns not in 'df': {missing}. "
-            f"Available columns: {list(columns)}."
-        )
+    qi = _named_columns("quasi_identifiers", quasi_identifiers, columns)
     dup = sorted({c for c in qi if qi.count(c) > 1})
     if dup:
         raise ValueError(f"The 'quasi_identifiers' parameter names columns more than once: {dup}.")
     if keep is not None:
-        keep = [keep] if isinstance(keep, str) else list(keep)
-        missing = [c for c in keep if c not in columns]
-        if missing:
-            raise ValueError(
-                f"The 'keep' parameter names columns not in 'df': {missing}. "
-                f"Available columns: {list(columns)}."
-            )
+        keep = _named_columns("keep", keep, columns)
         both = [c for c in keep if c in qi]
         if both:
             raise ValueError(
