@@ -121,7 +121,7 @@ def job_dask(path: str, m: int, workers: int, memory_limit: str, outdir: str) ->
                       dashboard_address=None) as cluster, Client(cluster) as client:
         ddf = dd.read_parquet(path)
         # public levels (the generator's dtypes) make the categories known without a pass over the data
-        import synthmi.scale.population as pop
+        import synthmi.data.population as pop
 
         meta = pop._generator_model().data_.dtypes
         ddf = ddf.astype({c: meta[c] for c in ddf.columns if isinstance(meta[c], pd.CategoricalDtype)})

@@ -161,11 +161,17 @@ def _columns_phrase(cols: list, df_name: str, singular: str, plural: str) -> str
 
 def check_not_degenerate(df: pd.DataFrame, columns: Sequence[str], df_name: str = "data") -> None:
     """No column entirely missing, and none with a single observed value (every offender named)."""
-    empty = [c for c in columns if int(df[c].notna().sum()) == 0]
+    check_degenerate_found([c for c in columns if int(df[c].notna().sum()) == 0],
+                           lambda: [c for c in columns if df[c].nunique(dropna=True) < 2], df_name)
+
+
+def check_degenerate_found(empty: Sequence[str], constant: Any, df_name: str = "data") -> None:
+    """:func:`check_not_degenerate`'s errors for the columns found ``empty`` (all missing) and ``constant``
+    (a list, or a callable giving it, called only when none is empty); also for partitioned data."""
     if empty:
         raise ColumnError(_columns_phrase(empty, df_name, "is entirely missing (all NaN).",
                                           "are entirely missing (all NaN)."), column=empty, problem="entirely missing", data=df_name)
-    constant = [c for c in columns if df[c].nunique(dropna=True) < 2]
+    constant = constant() if callable(constant) else constant
     if constant:
         raise ColumnError(
             _columns_phrase(constant, df_name, "is constant (one observed value); it carries",

@@ -1,5 +1,9 @@
-"""Dask plumbing shared by the scale paths: type checks, record offsets and
-reductions whose result does not depend on how the rows are partitioned.
+"""The engine under models and measures: one interface to a pandas or a Dask frame
+(:class:`Frame`: reductions by sufficient statistics, maps over partitions with
+record offsets; :class:`Remote`: objects kept where the partitions are), and the
+Dask plumbing beneath it: type checks, record offsets and reductions whose
+result does not depend on how the rows are partitioned. Layer 0: imports NumPy
+and pandas, and Dask only inside functions; nothing from synthmi.
 
 Why a *canonical* sum. Floating-point addition is not associative, so
 ``sum(partition sums)`` changes in the last bits with the partitioning, and
@@ -165,16 +169,218 @@ def compute_many(objs: Sequence) -> list:
 
 
 def copies_of(synthetic: Any) -> list:
-    """The copies given to a Dask evaluation function, as a list of dask DataFrames."""
-    from .scale.synthesis import DaskSyntheticData
+    """The copies given to a Dask evaluation function, as a list of dask DataFrames.
 
-    if isinstance(synthetic, DaskSyntheticData):
-        return synthetic.copies
+    ``synthetic`` is a dask DataFrame, a list of them, or a release whose ``copies`` are dask
+    DataFrames (:class:`synthmi.synthetic.PartitionedSyntheticData`, recognised by its
+    ``is_partitioned`` flag: this layer imports nothing above it).
+    """
+    if getattr(synthetic, "is_partitioned", False):
+        return list(synthetic.copies)
     if is_dask_frame(synthetic):
         return [synthetic]
     if isinstance(synthetic, (list, tuple)) and synthetic and all(is_dask_frame(c) for c in synthetic):
         return list(synthetic)
     raise TypeError(
-        "The 'synthetic' parameter must be a DaskSyntheticData, a dask DataFrame or a list of dask DataFrames "
-        f"when 'original' is a dask DataFrame. Got {type(synthetic).__name__} instead."
+        "The 'synthetic' parameter must be a partitioned release (fitted on a dask DataFrame), a dask DataFrame or "
+        f"a list of dask DataFrames when 'original' is a dask DataFrame. Got {type(synthetic).__name__} instead."
     )
+
+
+# =====================================================================================
+# The frame interface the models are written against once (issue 27, helper H1).
+#
+# ``Frame.from_any(df)`` wraps a pandas or a Dask frame; a model asks it for
+#
+# * ``columns``, ``meta`` (an empty frame with the dtypes), ``n_rows``;
+# * ``reduce(fn)``: the sum of ``fn`` over the rows (sufficient statistics). pandas: ``fn(df)``,
+#   one block; Dask: :func:`canonical_sum`, identical for every partitioning;
+# * ``map_partitions(fn, *args)``: ``[fn(part, offset, *args)]`` computed, ``offset`` the global
+#   position of the partition's first record (pandas: one part at 0);
+# * ``lazy_partitions`` / ``from_partitions``: the same left where the data are (Dask workers),
+#   the second assembled as a frame (lazy on Dask);
+# * ``Remote``: objects made from partitions and kept where they were made, whose methods are
+#   called in a fixed order with results added on the client.
+#
+# Models import nothing from dask: only this section does.
+# =====================================================================================
+class Frame:
+    """A pandas or Dask DataFrame seen through the operations models and measures need."""
+
+    def __init__(self, data: Any):
+        if not (isinstance(data, pd.DataFrame) or is_dask_frame(data)):
+            raise TypeError(f"The 'df' parameter must be a pandas or dask DataFrame. Got {type(data).__name__} instead.")
+        self.data = data
+        self.is_dask = not isinstance(data, pd.DataFrame)
+        self._offsets: np.ndarray | None = None
+
+    @classmethod
+    def from_any(cls, df: Any) -> "Frame":
+        return df if isinstance(df, Frame) else cls(df)
+
+    @property
+    def columns(self) -> list:
+        return list(self.data.columns)
+
+    @property
+    def meta(self) -> pd.DataFrame:
+        """An empty frame with the columns and dtypes."""
+        return self.data._meta if self.is_dask else self.data.iloc[:0]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Global position of each partition's first record, plus the total (:func:`partition_offsets`)."""
+        if self._offsets is None:
+            self._offsets = partition_offsets(self.data) if self.is_dask else np.array([0, len(self.data)], dtype=np.int64)
+        return self._offsets
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.offsets[-1])
+
+    def select(self, columns: Sequence[str]) -> "Frame":
+        """The frame of these columns (its own offsets: a Dask projection may merge partitions)."""
+        return Frame(self.data[list(columns)])
+
+    def categories_known(self, column: str) -> bool:
+        return not self.is_dask or bool(self.data[column].cat.known)
+
+    def stand_in(self, cap: int = 64) -> tuple[pd.DataFrame, list[str]]:
+        """A small pandas frame with this frame's columns and dtypes from which a column's kind can be
+        inferred (``Schema.infer``), and the numeric columns with more than ``cap`` distinct values.
+
+        Categorical columns keep their (known) categories; a numeric column holds its distinct values
+        (found in one pass over the partitions), or ``cap + 1`` stand-ins of its own kind when it has
+        more. Text columns and categories not known without reading every partition are refused.
+        """
+        meta = self.meta
+        obj = [c for c in meta.columns if not isinstance(meta[c].dtype, pd.CategoricalDtype)
+               and not pd.api.types.is_numeric_dtype(meta[c].dtype) and not pd.api.types.is_bool_dtype(meta[c].dtype)]
+        if obj:
+            raise ValueError(
+                f"Columns {obj} of the dask DataFrame are strings; their levels would be read from every partition. "
+                "Make them categorical with known categories first (ddf = ddf.categorize(columns=[...])) or "
+                "read the Parquet file with categorical columns."
+            )
+        unknown = [c for c in meta.columns if isinstance(meta[c].dtype, pd.CategoricalDtype) and not self.categories_known(c)]
+        if unknown:
+            raise ValueError(f"Columns {unknown} of the dask DataFrame are categorical with unknown categories; "
+                             "call ddf.categorize() first.")
+        num = [c for c in meta.columns if pd.api.types.is_numeric_dtype(meta[c].dtype)
+               and not isinstance(meta[c].dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(meta[c].dtype)]
+        merged: dict[str, Any] = {c: set() for c in num}
+        for pr in self.map_partitions(_numeric_uniques, num, cap):
+            for c in num:
+                if merged[c] is None or pr[c] is None:
+                    merged[c] = None
+                else:
+                    merged[c] |= pr[c]
+                    if len(merged[c]) > cap:
+                        merged[c] = None
+        cols = {}
+        for c in meta.columns:
+            if c in num:
+                # more than cap distinct values: stand-ins that are as many and of the column's own kind
+                # (non-integers in an integer column raised "Trying to coerce float values to integers")
+                vals = (sorted(merged[c]) if merged[c] is not None
+                        else list(range(cap + 1)) if pd.api.types.is_integer_dtype(meta[c].dtype)
+                        else [k + 0.5 for k in range(cap + 1)])
+                cols[c] = pd.Series(vals, dtype=meta[c].dtype)
+            else:
+                cols[c] = meta[c]
+        width = max([len(s) for s in cols.values()] + [0])
+        tiny = pd.DataFrame({c: s.reindex(range(width)) if len(s) < width else s.reset_index(drop=True)
+                             for c, s in cols.items()})
+        for c in meta.columns:  # reindexing an integer column to a longer length makes it float
+            if c in num and merged[c] is not None and len(cols[c]) < width:
+                tiny[c] = pd.Series(list(cols[c]) + [cols[c].iloc[0]] * (width - len(cols[c])), dtype=meta[c].dtype)
+            elif c not in num:
+                tiny[c] = pd.Series(pd.array([None] * width, dtype=meta[c].dtype)) if width else meta[c]
+        return tiny, [c for c in num if merged[c] is None]
+
+    def reduce(self, fn: Callable[[pd.DataFrame], tuple]) -> tuple:
+        """``fn`` summed over the rows: ``fn`` maps consecutive rows to a tuple of arrays that add."""
+        return canonical_sum(self.data, self.offsets, fn) if self.is_dask else tuple(fn(self.data))
+
+    def lazy_partitions(self, fn: Callable, *args, with_index: bool = False) -> list:
+        """``fn(part, offset, *args)`` per partition, left where the partition is (Dask: delayed);
+        ``with_index``: ``fn(part, offset, k, *args)``, ``k`` the partition's number."""
+        if self.is_dask:
+            if not with_index:
+                return map_partitions_with_offset(self.data, self.offsets, fn, *args)
+            import dask
+
+            f = dask.delayed(fn, pure=True)
+            parts = self.data.to_delayed()
+            if len(parts) != len(self.offsets) - 1:
+                raise ValueError("The frame's partitions changed after its offsets were computed.")
+            return [f(p, int(o), k, *args) for k, (p, o) in enumerate(zip(parts, self.offsets[:-1]))]
+        return [fn(self.data, 0, 0, *args) if with_index else fn(self.data, 0, *args)]
+
+    def map_partitions(self, fn: Callable, *args, with_index: bool = False) -> list:
+        """``[fn(part, offset, *args)]`` for every partition in order, computed (``with_index``: as
+        :meth:`lazy_partitions`)."""
+        parts = self.lazy_partitions(fn, *args, with_index=with_index)
+        return compute_many(parts) if self.is_dask else parts
+
+    def from_partitions(self, fn: Callable, meta: pd.DataFrame, *args) -> Any:
+        """The frame whose partition k is ``fn(part_k, offset_k, *args)`` (Dask: lazy, same divisions)."""
+        if not self.is_dask:
+            return fn(self.data, 0, *args)
+        import dask.dataframe as dd
+
+        return dd.from_delayed(self.lazy_partitions(fn, *args), meta=meta, verify_meta=False)
+
+
+def _numeric_uniques(part: pd.DataFrame, offset: int, cols: list[str], cap: int) -> dict[str, Any]:
+    out = {}
+    for c in cols:
+        u = pd.unique(part[c].dropna())
+        out[c] = None if len(u) > cap else set(np.asarray(u).tolist())
+    return out
+
+
+class Remote:
+    """Objects built from partition pieces and kept where they were built (Dask: persisted on the workers).
+
+    :meth:`merge_many` builds them from :meth:`Frame.lazy_partitions` results (dicts keyed by object);
+    ``call(name, *args)`` returns ``[obj.name(*args) for obj]`` (or the attribute ``obj.name``) in key
+    order, one round trip on Dask; ``fetch()`` brings the objects here.
+    """
+
+    def __init__(self, handles: list, is_dask: bool):
+        self.handles, self.is_dask = handles, is_dask
+
+    @classmethod
+    def merge_many(cls, frame: Frame, pieces: list, groups: list[list], merge: Callable,
+                   args_of: Callable) -> list["Remote"]:
+        """One :class:`Remote` per group of keys, all built in one pass over the pieces
+        (``pieces = frame.lazy_partitions(...)``; object ``k`` is ``merge([p[k] for p in pieces], *args_of(k))``)."""
+        if not frame.is_dask:
+            return [cls([merge([p[k] for p in pieces], *args_of(k)) for k in keys], False) for keys in groups]
+        import dask
+
+        f = dask.delayed(merge, pure=True)
+        built = [[f([p[k] for p in pieces], *args_of(k)) for k in keys] for keys in groups]
+        flat = dask.persist(*[h for hs in built for h in hs])  # every group in one pass over the data
+        out, i = [], 0
+        for hs in built:
+            out.append(cls(list(flat[i: i + len(hs)]), True))
+            i += len(hs)
+        return out
+
+    def call(self, name: str, *args) -> list:
+        if not self.is_dask:
+            return [_call_method(h, name, *args) for h in self.handles]
+        import dask
+
+        f = dask.delayed(_call_method, pure=True)
+        return list(dask.compute(*[f(h, name, *args) for h in self.handles]))
+
+    def fetch(self) -> list:
+        return compute_many(self.handles) if self.is_dask else list(self.handles)
+
+
+def _call_method(obj: Any, name: str, *args) -> Any:
+    attr = getattr(obj, name)
+    return attr(*args) if callable(attr) else attr  # a plain attribute (e.g. a size) when not callable

@@ -347,6 +347,89 @@ class SyntheticData:
                        rule=rule or self.rule, **kw)
 
 
+@dataclass
+class PartitionedSyntheticData:
+    """M synthetic copies of a Dask DataFrame, drawn lazily partition by partition.
+
+    What a synthesizer fitted on a dask DataFrame returns from ``sample`` (the
+    in-memory counterpart is :class:`SyntheticData`). ``copy(i)`` is a lazy dask
+    DataFrame of copy ``i`` (1-based, index = the original's); :meth:`to_parquet`
+    writes all copies partition by partition, never gathering them.
+    ``sample_partition(part, offset, copies)`` is the fitted model's own record-level
+    sampler (copies drawn with record-keyed streams from global position ``offset``),
+    so every partitioning gives the same copies. ``diagnostics_check`` is the record
+    of the convergence check the copies passed (or, with ``accept_diagnostics=True``,
+    failed and were accepted), written to ``metadata.json``.
+    """
+
+    m: int
+    method: str
+    params: dict
+    seed: int | None
+    quasi_identifiers: list[str]
+    diagnostics: Any
+    diagnostics_check: dict
+    frame: Any  # synthmi.engine.Frame of the original
+    sample_partition: Any
+    meta: pd.DataFrame
+    #: read by synthmi.engine.copies_of (which cannot import this layer)
+    is_partitioned = True
+
+    def copy(self, i: int):
+        if not 1 <= int(i) <= self.m:
+            raise InputError(f"The copy number must be in 1..{self.m}. Got {i!r} instead.")
+        return self.frame.from_partitions(_partition_copy, self.meta, self.sample_partition, int(i) - 1)
+
+    @property
+    def copies(self) -> list:
+        return [self.copy(i) for i in range(1, self.m + 1)]
+
+    def compute(self) -> list[pd.DataFrame]:
+        """All copies as pandas frames (small data and tests only)."""
+        from .engine import compute_many
+
+        return compute_many(self.copies)
+
+    def to_parquet(self, directory: str, source: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write ``directory/copy_XX/part.NNNNN.parquet`` for every copy and partition, and ``metadata.json``
+        (the one writer of it; ``source``: where the data came from, recorded under ``"source"``).
+
+        ``directory`` must not exist yet (nothing the user did not name is overwritten).
+        """
+        import os
+
+        if os.path.exists(directory):
+            raise FileExistsError(f"The output directory '{directory}' already exists; give a new path.")
+        os.makedirs(directory)
+        for i in range(1, self.m + 1):
+            os.makedirs(os.path.join(directory, f"copy_{i:02d}"))
+        rows = self.frame.map_partitions(_write_partition, self.sample_partition, self.m, directory, with_index=True)
+        meta = {
+            "method": self.method, "m": self.m, "seed": self.seed, "params": jsonable(self.params),
+            "quasi_identifiers": self.quasi_identifiers, "n_records": int(sum(rows)),
+            "n_partitions": len(rows), "engine": "dask", "diagnostics": jsonable(self.diagnostics),
+            "diagnostics_check": jsonable(self.diagnostics_check),
+            "layout": "copy_XX/part.NNNNN.parquet, partition k of copy XX; index = original record labels",
+        }
+        if source is not None:
+            meta["source"] = dict(source)
+        with open(os.path.join(directory, "metadata.json"), "w") as fh:
+            fh.write(json_dumps(meta, indent=2, sort_keys=True))
+        return meta
+
+
+def _partition_copy(part: pd.DataFrame, offset: int, sample_partition, i: int) -> pd.DataFrame:
+    return sample_partition(part, offset, [i])[0]
+
+
+def _write_partition(part: pd.DataFrame, offset: int, k: int, sample_partition, m: int, directory: str) -> int:
+    import os
+
+    for i, f in enumerate(sample_partition(part, offset, list(range(m))), start=1):
+        f.to_parquet(os.path.join(directory, f"copy_{i:02d}", f"part.{k:05d}.parquet"), index=True)
+    return len(part)
+
+
 def diagnostics_summary(idata: Any) -> dict[str, Any]:
     """r_hat / ESS / divergences of an ArviZ InferenceData as a small dict.
 

@@ -23,7 +23,7 @@ from synthmi.models.rubin import RubinSynthesizer  # noqa: E402
 from synthmi.scale import risk as srisk  # noqa: E402
 from synthmi.scale import utility as sutil  # noqa: E402
 from synthmi.engine import canonical_sum, partition_offsets  # noqa: E402
-from synthmi.scale.synthesis import BucketedCategoricalModel  # noqa: E402
+from synthmi.models.glm import BucketedCategoricalModel  # noqa: E402
 
 QI = ["age", "sex", "race", "education"]
 KEEP = ["income", "hours_per_week"]
@@ -50,7 +50,7 @@ def adult():
 def _dami(**kw):
     # 100 draws per chain keep these equality tests quick; below the release thresholds of
     # synthmi.diagnostics (bulk ESS ~10-30), so the copies are accepted and flagged as unconverged.
-    # sampler="imh": the Dask path has no HMC switch (synthmi.scale.synthesis), so in-memory
+    # sampler="imh": a Dask fit with many grouped rows has no HMC switch (synthmi.models.glm), so in-memory
     # copies equal the partitioned ones under independence MH
     kw.setdefault("accept_diagnostics", True)
     return DAMISynthesizer(masks=MASKS, random_state=7, draws=100, chains=2, progressbar=False, sampler="imh", **kw)
@@ -494,11 +494,12 @@ def test_integer_column_with_many_values_infers_on_dask():
     raised "Trying to coerce float values to integers" in the Dask schema inference."""
     import dask.dataframe as dd
 
-    from synthmi.scale.synthesis import infer_schema
+    from synthmi.engine import Frame
+    from synthmi.models.base import infer_frame_schema
 
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"inc": rng.integers(0, 100_000, 500), "k": rng.integers(1, 4, 500)})
-    s = infer_schema(dd.from_pandas(df, npartitions=3))
+    s = infer_frame_schema(Frame(dd.from_pandas(df, npartitions=3)))
     assert s["inc"].kind in ("continuous", "integer")
 
 

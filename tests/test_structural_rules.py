@@ -9,7 +9,7 @@ import pytest
 from scipy.special import expit
 
 from synthmi.data.agency import AGENCY_QI, AGENCY_RULES, make_agency_data
-from synthmi.models.base import _rule_columns
+from synthmi.models.base import rule_columns
 from synthmi.models.dami import DAMISynthesizer
 from synthmi.models.rubin import RubinSynthesizer
 
@@ -30,10 +30,10 @@ RULE = {"y": {"rule": "g == 'a'", "value": "u"}}
 
 def test_rule_columns_are_read_from_the_condition():
     cols = ["employed", "age", "my col", "g"]
-    assert _rule_columns("employed == 'No'", cols) == {"employed"}
-    assert _rule_columns("employed == 'No' or `my col` > 3", cols) == {"employed", "my col"}
-    assert _rule_columns("age < @limit", cols) == {"age"}
-    assert _rule_columns("nonsense ==", cols) is None
+    assert rule_columns("employed == 'No'", cols) == {"employed"}
+    assert rule_columns("employed == 'No' or `my col` > 3", cols) == {"employed", "my col"}
+    assert rule_columns("age < @limit", cols) == {"age"}
+    assert rule_columns("nonsense ==", cols) is None
 
 
 def test_hand_checkable_case_fit_uses_the_free_rows_only():

@@ -959,7 +959,7 @@ def _source_metadata(args: argparse.Namespace, source: str, keep: list[str], dat
 
 
 def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], out: Path, t0: float) -> int:
-    """``--engine dask``: Parquet in, Parquet copies out, partition by partition (synthmi.scale)."""
+    """``--engine dask``: Parquet in, Parquet copies out, partition by partition (synthmi.engine)."""
     import numpy as np
 
     import dask.dataframe as dd

@@ -35,10 +35,10 @@ __all__ = [
 def make_population(n: int, random_state=0, chunksize: int = 1_000_000):
     """``n`` Adult-like records drawn from a model fitted to Adult (a dask DataFrame), for scale tests.
 
-    See :func:`synthmi.scale.population.make_population` (imported lazily: it
-    fits a synthesis model, which lives above this data module).
+    See :func:`synthmi.data.population.make_population` (imported lazily: it
+    fits a synthesis model when first called).
     """
-    from ..scale.population import make_population as _make
+    from .population import make_population as _make
 
     return _make(n, random_state=random_state, chunksize=chunksize)
 

@@ -88,6 +88,7 @@ from ..provenance import original_fingerprint
 from ..diagnostics import ESS_MIN, RHAT_MAX
 from ..diagnostics import enforce as enforce_diagnostics
 from ..schema import Schema
+from ..engine import Frame, refuse_dask
 from ..engine import is_dask_frame as _is_dask_frame
 from ..spec import ReleaseSpec, as_spec, resolve_quasi_identifiers
 from ..synthetic import SyntheticData
@@ -97,6 +98,33 @@ NA_LEVEL = "<NA>"
 #: first level of a ``<col>_part`` indicator: the column's model decides the value
 VALUE_LEVEL = "value"
 
+
+
+def _named_columns(param: str, value: Any, columns: list) -> list[str]:
+    """``value`` (a column name or names) as a list, every name a column of 'df'."""
+    names = [value] if isinstance(value, str) else list(value)
+    missing = [c for c in names if c not in columns]
+    if missing:
+        raise ValueError(f"The '{param}' parameter names columns not in 'df': {missing}. "
+                         f"Available columns: {list(columns)}.")
+    return names
+
+
+def check_roles(columns: list, quasi_identifiers: Any, keep: Any) -> tuple[list[str], list[str] | None]:
+    """The quasi-identifiers and kept columns as lists, checked against the frame's ``columns``
+    (in memory and on partitions alike): each names columns of 'df', none twice, none in both."""
+    qi = _named_columns("quasi_identifiers", quasi_identifiers, columns)
+    if qi:  # (an empty list is refused later, after the spec's roles)
+        qi = resolve_quasi_identifiers(qi)
+    if keep is not None:
+        keep = _named_columns("keep", keep, columns)
+        both = [c for c in keep if c in qi]
+        if both:
+            raise ValueError(
+                f"Columns {both} are given both as quasi-identifiers and as kept (Z) columns; "
+                "a column is either synthesized or released unchanged."
+            )
+    return qi, keep
 
 
 def rule_value(variable, c: str, value: Any) -> Any:
@@ -280,9 +308,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
             Shortcut: columns X to synthesize.
         """
         if _is_dask_frame(df):
-            # partitioned data: fit by reduction (synthmi.scale); refuses models without a Dask path
-            from ..scale import synthesis as _dask_synthesis
-
+            # partitioned data: fit by reduction through synthmi.engine; refuses models without a partitioned fit
             if isinstance(spec, (ReleaseSpec, dict, str)):
                 s = as_spec(spec)
                 quasi_identifiers = resolve_quasi_identifiers(quasi_identifiers, s, owner=type(self).__name__)
@@ -294,14 +320,14 @@ class Synthesizer(ParamsMixin, abc.ABC):
             given = [k for k, v in fit_params.items() if v not in (None, False, {}, [])]
             if given:
                 # these were dropped silently before: refuse rather than synthesize without them
-                from ..engine import refuse_dask
-
                 refuse_dask(f"{type(self).__name__}.fit with '{given[0]}'",
                             "the partition-wise fit models complete data with the default main-effects models "
                             "(no survey weights or point masses)",
                             "Fit in memory (a pandas DataFrame), where they are modelled.")
-            return _dask_synthesis.fit(self, df, quasi_identifiers, keep, schema, rules=rules)
-        self.dask_ = None
+            if not self.supports_partitions:
+                self._refuse_partitions()
+            return self._fit_partitioned(Frame(df), quasi_identifiers, keep, schema, rules=rules)
+        self.frame_ = None
         self._validate_params()
         check_dataframe(df, "df")
         if not self.differentially_private and len(df) < self.min_rows:
@@ -325,6 +351,23 @@ class Synthesizer(ParamsMixin, abc.ABC):
         self.fingerprint_ = original_fingerprint(df[self.spec_.released], private_count=self.differentially_private)
         return self
 
+    #: whether ``fit`` takes a partitioned (Dask) frame (:meth:`_fit_partitioned`)
+    supports_partitions: bool = False
+
+    def _refuse_partitions(self) -> None:
+        name = type(self).__name__
+        why = {
+            "GaussianCopulaSynthesizer": "its Gibbs sampler updates every record's latent value in each sweep, a full pass "
+            "over the data per iteration with no sufficient-statistic reduction",
+            "CartSynthesizer": "tree growing needs sorted access to all records at every node",
+        }.get(name, "it has no partition-wise fit")
+        refuse_dask(f"{name}.fit", why, "Use RubinSynthesizer or DAMISynthesizer (sampler='fast'), or fit in memory on "
+                    "a subsample (ddf.sample(frac=...).compute()).")
+
+    def _fit_partitioned(self, frame: Frame, quasi_identifiers, keep, schema, rules=None) -> "Synthesizer":
+        """Fit to a partitioned frame (:mod:`synthmi.engine`); models with ``supports_partitions`` implement it."""
+        self._refuse_partitions()
+
     def _resolve_spec(self, df, spec, quasi_identifiers, keep, schema) -> ReleaseSpec:
         owner = type(self).__name__
         if spec is not None:
@@ -341,23 +384,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
                         "Got neither."
                     )
                 quasi_identifiers = [c for c in df.columns if keep is None or c not in keep]
-            # (an empty list is refused below, after the spec's roles, as for a spec without one)
-            qi = resolve_quasi_identifiers(quasi_identifiers, df=df, frame="df", owner=owner) if len(
-                quasi_identifiers) else []
-            if keep is not None:
-                keep = [keep] if isinstance(keep, str) else list(keep)
-                missing = [c for c in keep if c not in df.columns]
-                if missing:
-                    raise ValueError(
-                        f"The 'keep' parameter names columns not in 'df': {missing}. "
-                        f"Available columns: {list(df.columns)}."
-                    )
-                both = [c for c in keep if c in qi]
-                if both:
-                    raise ValueError(
-                        f"Columns {both} are given both as quasi-identifiers and as kept (Z) columns; "
-                        "a column is either synthesized or released unchanged."
-                    )
+            qi, keep = check_roles(list(df.columns), quasi_identifiers, keep)
             resolved = ReleaseSpec.from_roles(df, qi, keep, schema, private=self.differentially_private)
         if not resolved.quasi_identifiers and not self.fully_synthetic:
             raise ValueError(f"The 'quasi_identifiers' parameter of {owner} must name at least one column. Got [] instead.")
@@ -446,7 +473,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
         self.model_frame_recoded_ = bool(self.parts_ or self.na_level_columns_ or self.na_indicators_
                                          or self.rule_altered_)
         if not self.model_frame_recoded_:
-            # nothing recoded: one frame (synthmi.scale swaps data_ for a partition and assembles from it)
+            # nothing recoded: one frame (a partitioned fit swaps data_ for a partition and assembles from it)
             self.data_ = self.released_
             self.quasi_identifiers_ = list(qi)
         self._fit(self.data_[self.quasi_identifiers_], self.data_[model_keep])
@@ -524,7 +551,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
         for c, (cond, _) in getattr(self, "rules_", {}).items():
             if c not in qi:
                 continue
-            refs = _rule_columns(cond, list(df.columns))
+            refs = rule_columns(cond, list(df.columns))
             if refs and refs <= fixed_by:
                 out[c] = df.eval(cond).to_numpy(dtype=bool)
         return out
@@ -722,7 +749,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
 
     # ---- sample ------------------------------------------------------------
     def _check_fitted(self) -> None:
-        if not hasattr(self, "spec_") and getattr(self, "dask_", None) is None:
+        if not hasattr(self, "spec_") and getattr(self, "frame_", None) is None:
             raise NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
                 "appropriate arguments before using 'sample'."
@@ -751,11 +778,9 @@ class Synthesizer(ParamsMixin, abc.ABC):
         them anyway and records the choice (``structure["unmodified"]``).
         """
         self._check_fitted()
-        if getattr(self, "dask_", None) is not None:
-            # fitted on a dask DataFrame: lazy copies, written partition by partition
-            from ..scale import synthesis as _dask_synthesis
-
-            return _dask_synthesis.sample(self, m, random_state)
+        if getattr(self, "frame_", None) is not None:
+            # fitted on a dask DataFrame: lazy copies, drawn partition by partition
+            return self._sample_partitioned(m, random_state)
         m = check_scalar(m, "m", type(self).__name__, kind="int", lower=1)
         if getattr(self, "_records_left_out", False) and (self._needs_records_to_sample() or getattr(self, "model_frame_recoded_", False)):
             raise ValueError(
@@ -810,7 +835,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
         return self.get_params(deep=False)
 
     def _draw_copies(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
-        if not hasattr(self, "released_qi_"):  # fitted by synthmi.scale (no agency recoding)
+        if not hasattr(self, "released_qi_"):  # fitted on partitions (no agency recoding)
             return [self._assemble(X) for X in self._sample(m, rng)]
         return [self._apply_rules(self._assemble(self._restore(X))) for X in self._sample(m, rng)]
 
@@ -834,7 +859,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
         from the original by their fractional parts.
         """
         # the released frame when the models saw a recoded one (missing values, parts); the
-        # scale paths (synthmi.scale) set data_ to a partition and assemble from it
+        # partitioned fit (_on_rows) sets data_ to a partition and assembles from it
         out = (self.released_ if getattr(self, "model_frame_recoded_", False) else self.data_).copy()
         for c in X.columns:
             col = X[c]
@@ -1107,7 +1132,7 @@ def _blank_like(s: pd.Series) -> pd.Series:
     return pd.Series([None] * len(s), index=s.index, name=s.name, dtype=s.dtype if s.dtype != object else object)
 
 
-def _rule_columns(cond: str, columns: list[str]) -> set[str] | None:
+def rule_columns(cond: str, columns: list[str]) -> set[str] | None:
     """The columns a rule's condition reads (pandas ``eval`` syntax); None when it cannot be parsed.
 
     Backtick-quoted names are pandas' way of naming columns that are not identifiers; ``@name``
@@ -1124,3 +1149,12 @@ def _rule_columns(cond: str, columns: list[str]) -> set[str] | None:
         return None
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | quoted
     return {c for c in columns if c in names}
+
+
+def infer_frame_schema(frame: Frame, overrides: Any = None, cap: int = 64) -> Schema:
+    """:meth:`Schema.infer` for a partitioned frame, from :meth:`synthmi.engine.Frame.stand_in`."""
+    tiny, many = frame.stand_in(cap)
+    for c in many:
+        if overrides and c in overrides and overrides[c] != "continuous":
+            raise ValueError(f"Column '{c}' has more than {cap} distinct values; it cannot be declared {overrides[c]!r} on Dask.")
+    return Schema.infer(tiny, overrides)

@@ -469,7 +469,7 @@ class Conditional:
     column: str
     kind: str  # schema kind of the response
     family: str  # normal | logit | probit | ologit | oprobit | cart
-    method: str = ""  # the user-facing method name ("" for the default model built by synthmi.scale)
+    method: str = ""  # the user-facing method name ("" for the default model of a partitioned fit)
     predictors: list[str] = field(default_factory=list)  # earlier quasi-identifiers the design uses
     design: Any = None  # AdditiveDesign | FormulaDesign
     n_categories: int = 0

@@ -62,6 +62,38 @@ class NormalRegressionPosterior:
         chol_inv = linalg.cholesky((cov + cov.T) / 2, lower=True)
         return cls(beta_hat=beta_hat, chol_inv=chol_inv, s2=s2, df=df)
 
+    @classmethod
+    def from_stats(cls, XtX: np.ndarray, Xty: np.ndarray, yty: float, n: float) -> "NormalRegressionPosterior":
+        r"""The same summaries from sufficient statistics (which a partitioned fit sums over partitions):
+
+        .. math:: \hat\beta = (X^\top X)^{-1} X^\top y, \qquad
+            s^2 = \frac{y^\top y - 2\hat\beta^\top X^\top y + \hat\beta^\top X^\top X \hat\beta}{n - p},
+
+        (BDA3 eqs. 14.4-14.7), :math:`(X^\top X)^{-1}` by Cholesky; equal to :meth:`fit` up to rounding.
+        """
+        XtX = np.asarray(XtX, dtype=float)
+        p = XtX.shape[0]
+        n = int(round(n))
+        if n <= p:
+            raise ValueError(f"A normal regression with {p} coefficients needs more than {p} rows. Got {n} instead.")
+        collinear = ("The predictors of a normal regression are collinear (the design matrix is rank deficient); "
+                     "drop a redundant column from the kept (Z) or quasi-identifier columns.")
+        A = (XtX + XtX.T) / 2
+        try:
+            cf = linalg.cho_factor(A, lower=True)
+        except linalg.LinAlgError:
+            raise ValueError(collinear) from None
+        d = np.diag(cf[0]) ** 2
+        if d.min() <= 1e-20 * max(d.max(), 1.0):
+            raise ValueError(collinear)
+        beta_hat = linalg.cho_solve(cf, Xty)
+        # residual sum of squares ||y - X b||^2 = y'y - 2 b'X'y + b'X'X b (= y'y - b'X'y at the solution)
+        rss = float(yty - 2 * beta_hat @ Xty + beta_hat @ A @ beta_hat)
+        df = n - p
+        inv = linalg.cho_solve(cf, np.eye(p))
+        chol_inv = linalg.cholesky((inv + inv.T) / 2, lower=True)
+        return cls(beta_hat=beta_hat, chol_inv=chol_inv, s2=max(rss, 0.0) / df, df=df)
+
     def draw(self, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """``size`` independent posterior draws: beta (size, p), sigma (size,)."""
         p = self.beta_hat.shape[0]

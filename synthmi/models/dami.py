@@ -66,14 +66,14 @@ Rubin MI: the same random_state gives identical copies.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .._random import PositionalRNG, entropy_from
 from .._validate import Interval, Options, check_random_state
-from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking, mask_kind_error
+from .masking import MaskingModel, NormalMasking, bind_mask, make_masking
 from .predictive import Prepared, can_enumerate, check_joint, enumerate_draw, gibbs_draw, sequential_draw
 from .rubin import RubinSynthesizer
 
@@ -186,9 +186,10 @@ class DAMISynthesizer(RubinSynthesizer):
     def _needs_records_to_sample(self) -> bool:
         return super()._needs_records_to_sample() or bool(getattr(self, "masks_", None))
 
-    def _fit_extra(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
+    def _fit_masks(self, qi: list[str], variance: Callable[[str], float]) -> None:
+        """The masking models ``masks_`` (in memory and on partitions alike); ``variance(c)``: var of
+        column ``c`` (ddof 1), which calibrates a mask given by its reliability."""
         owner = type(self).__name__
-        qi = list(X.columns)
         specs = dict(self._from_spec("masks", "masks") or {})
         unknown = [c for c in specs if c not in qi]
         if unknown:
@@ -202,38 +203,27 @@ class DAMISynthesizer(RubinSynthesizer):
                 f"{owner} has no masks: it synthesizes exactly as RubinSynthesizer (no pseudo-variables W). "
                 "Pass masks={column: spec} to condition on masked copies, or use RubinSynthesizer.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         transforms = self._transforms()
         self.masks_: dict[str, MaskingModel] = {}
-        self._x_conf_: dict[str, np.ndarray] = {}
         for c in qi:
             if c not in specs:
                 continue
             mask = make_masking(specs[c], c)
-            if c in self.parts_ or c in self.na_level_columns_:
+            if c in getattr(self, "parts_", {}) or c in getattr(self, "na_level_columns_", []):
                 raise ValueError(
                     f"Column '{c}' has missing values or point masses and a mask: DA-MI masks are defined for "
                     "complete columns. Mask another column, or synthesize this one without a mask."
                 )
-            kind = self.schema_[c].kind
-            if kind == "continuous":
-                if not isinstance(mask, NormalMasking):
-                    raise mask_kind_error(c, kind, mask)
-                if not mask.is_null and transforms.get(c) is not None:
-                    raise ValueError(
-                        f"Column '{c}' has the {transforms[c]!r} transform and a normal mask: the mask acts on the raw "
-                        "scale and the regression on the transformed one, so the predictive is not normal. "
-                        "Drop one of the two."
-                    )
-                mask = mask.calibrate(self._values(c))
-            else:
-                if isinstance(mask, NormalMasking):
-                    raise mask_kind_error(c, kind, mask)
-                if isinstance(mask, TransitionMasking):
-                    mask = mask.bind(self.schema_[c].n_levels)
+            mask = bind_mask(mask, c, self.schema_[c], lambda: variance(c))
+            if isinstance(mask, NormalMasking) and not mask.is_null and transforms.get(c) is not None:
+                raise ValueError(
+                    f"Column '{c}' has the {transforms[c]!r} transform and a normal mask: the mask acts on the raw "
+                    "scale and the regression on the transformed one, so the predictive is not normal. "
+                    "Drop one of the two."
+                )
             self.masks_[c] = mask
-            self._x_conf_[c] = self._values(c)
         families = {cond.column: cond.family for cond in self.conditionals_}
         carts = [c for c, mk in self.masks_.items() if not mk.is_null and families[c] == "cart"]
         if carts:
@@ -243,10 +233,25 @@ class DAMISynthesizer(RubinSynthesizer):
             )
         if self.predictive == "joint" and any(not mk.is_null for mk in self.masks_.values()):
             check_joint(self.conditionals_)
-        # the augmented data D_DA: W from M_mask given the confidential X (seeded by random_state)
+        # the augmented data D_DA: W from M_mask given the confidential X (seeded by random_state),
         # keyed by record position (synthmi._random) so that a partitioned fit draws the same W
         self.w_entropy_ = entropy_from(check_random_state(self.random_state))
+
+    def _fit_extra(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
+        self._fit_masks(list(X.columns), lambda c: float(np.var(self._values(c), ddof=1)))
+        self._x_conf_: dict[str, np.ndarray] = {c: self._values(c) for c in self.masks_}
         self.W_ = {c: mask.draw(self._x_conf_[c], self._w_rng(c, 0)) for c, mask in self.masks_.items() if not mask.is_null}
+
+    def _fit_partitioned_extra(self, variance_of: dict[str, float], n: int) -> None:
+        # W is drawn per partition (_on_rows) from the same record-keyed streams
+        self._fit_masks(list(self.quasi_identifiers_), variance_of.__getitem__)
+
+    def _on_rows(self, part: pd.DataFrame, offset: int = 0) -> "DAMISynthesizer":
+        local = super()._on_rows(part, offset)
+        masks = getattr(self, "masks_", {})  # none yet while the models are fitted
+        local._x_conf_ = {c: local._values(c) for c in masks}
+        local.W_ = {c: mk.draw(local._x_conf_[c], self._w_rng(c, offset)) for c, mk in masks.items() if not mk.is_null}
+        return local
 
     def _w_rng(self, c: str, offset: int) -> PositionalRNG:
         """The record stream of the fit-time pseudo-variables W of column ``c``."""

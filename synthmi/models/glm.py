@@ -62,6 +62,21 @@ def _log_sigmoid(x: np.ndarray) -> np.ndarray:
     return -_softplus(-x)
 
 
+def _lex_groups(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of ``X`` in lexicographic order (first column first) and each row's group."""
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        uniq, inv = np.unique(X, axis=0, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    order = np.lexsort(X.T[::-1])  # np.lexsort sorts by its last key first
+    Xs = X[order]
+    first = np.empty(X.shape[0], dtype=bool)
+    first[0] = True
+    first[1:] = np.any(Xs[1:] != Xs[:-1], axis=1)
+    inv = np.empty(X.shape[0], dtype=np.int64)
+    inv[order] = np.cumsum(first) - 1
+    return Xs[first], inv
+
+
 def group_rows(X: np.ndarray, y: np.ndarray, n_categories: int) -> tuple[np.ndarray, np.ndarray]:
     """Pool identical design rows: (unique rows (G, p), category counts (G, C)).
 
@@ -70,21 +85,23 @@ def group_rows(X: np.ndarray, y: np.ndarray, n_categories: int) -> tuple[np.ndar
     a comparison of neighbours: over ten times faster than ``np.unique``'s sort
     of whole rows on Adult's 48,842 x 18 designs.
     """
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        uniq, inv = np.unique(X, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
-    else:
-        order = np.lexsort(X.T[::-1])  # np.lexsort sorts by its last key first
-        Xs = X[order]
-        first = np.empty(X.shape[0], dtype=bool)
-        first[0] = True
-        first[1:] = np.any(Xs[1:] != Xs[:-1], axis=1)
-        inv = np.empty(X.shape[0], dtype=np.int64)
-        inv[order] = np.cumsum(first) - 1
-        uniq = Xs[first]
+    uniq, inv = _lex_groups(np.asarray(X, dtype=float))
     counts = np.zeros((uniq.shape[0], n_categories))
     np.add.at(counts, (inv, np.asarray(y, dtype=np.int64)), 1.0)
+    return uniq, counts
+
+
+def pool_groups(pieces: list[tuple[np.ndarray, np.ndarray]], p: int, n_categories: int) -> tuple[np.ndarray, np.ndarray]:
+    """Grouped pieces ``[(rows, counts)]`` (from :func:`group_rows` on parts of the records) pooled into the
+    grouping of all the records: the same rows in the same (lexicographic) order and the same counts as
+    :func:`group_rows` on them all (counts are whole numbers, so their sums are exact in any order)."""
+    X = np.concatenate([x for x, _ in pieces]) if pieces else np.zeros((0, p))
+    Y = np.concatenate([y for _, y in pieces]) if pieces else np.zeros((0, n_categories))
+    if not X.shape[0]:
+        return X, Y
+    uniq, inv = _lex_groups(X)
+    counts = np.zeros((uniq.shape[0], n_categories))
+    np.add.at(counts, inv, Y)
     return uniq, counts
 
 
@@ -713,3 +730,98 @@ def importance_ess_fraction(model: CategoricalModel, mode_cov, rng: np.random.Ge
     log_w = log_w - np.max(log_w)
     w = np.exp(log_w)
     return float(w.sum() ** 2 / (n * (w**2).sum()))
+
+
+# ---------------------------------------------------------------------------
+# Categorical models of partitioned data (synthmi.engine; RubinSynthesizer._fit_partitioned)
+#: grouped numbers (distinct design rows x coefficients) up to which a partitioned fit gathers the
+#: grouped data here and runs the posterior search and sampler with no further pass over the data
+GROUPED_ON_CLIENT_MAX = 20_000_000
+
+
+def merge_bucket(pieces: list[tuple[np.ndarray, np.ndarray]], family: str, p: int, C: int,
+                 prior_sd: float) -> "CategoricalModel":
+    """The model of one bucket of grouped design rows, pooled from the partitions' pieces."""
+    X, Y = pool_groups(pieces, p, C)
+    return CategoricalModel(family, X, Y, prior_sd=prior_sd)
+
+
+def categorical_model_of(remote: Any, family: str, p: int, C: int, prior_sd: float, totals: np.ndarray) -> Any:
+    """The posterior model of a categorical conditional whose grouped rows are split over buckets.
+
+    ``remote`` (a :class:`synthmi.engine.Remote`) holds one :func:`merge_bucket` model per bucket. When
+    their distinct rows number at most :data:`GROUPED_ON_CLIENT_MAX` / p, they are gathered and pooled
+    into one :class:`CategoricalModel` (the in-memory fit's model: same rows, order and counts; every
+    proposal then evaluated here); otherwise a :class:`BucketedCategoricalModel` leaves them on the workers.
+    """
+    G = int(sum(remote.call("G")))
+    if G * max(p, 1) <= GROUPED_ON_CLIENT_MAX:
+        X, Y = pool_groups([(b.X, b.Y) for b in remote.fetch()], p, C)
+        return CategoricalModel(family, X, Y, prior_sd=prior_sd)
+    return BucketedCategoricalModel(family, p, C, prior_sd, remote, totals)
+
+
+class BucketedCategoricalModel:
+    """A :class:`CategoricalModel` whose grouped data are split into buckets left on the workers.
+
+    Implements what :meth:`CategoricalModel.mode` and :func:`independence_mh` use (``initial``,
+    ``derivs``, ``log_post``, ``mode``) by summing the bucket models' values in bucket order and
+    removing the K - 1 surplus copies of the N(0, s^2) prior (and, for ordered models, the
+    log-Jacobian) that each bucket model adds,
+
+    .. math:: \\log \\pi(\\theta) = \\sum_{k=1}^K \\ell_k(\\theta) + \\log p(\\theta);
+
+    each evaluation is one round trip for a whole batch of parameter vectors (independence MH scores
+    all of a run's proposals at once). Probabilities (``log_probs``, ``unpack``, ``pack``) come from
+    :attr:`template`, which holds no data.
+    """
+
+    def __init__(self, family: str, p: int, C: int, prior_sd: float, buckets: Any, totals: np.ndarray):
+        self.family, self.p, self.C, self.prior_sd = family, p, C, float(prior_sd)
+        self.buckets = buckets  # synthmi.engine.Remote
+        # the only data-dependent part of initial(): category totals (integers)
+        self.template = CategoricalModel(family, np.zeros((1, p)), np.asarray(totals, dtype=float)[None, :],
+                                         prior_sd=prior_sd)
+        self.dim = self.template.dim
+        self.G = None
+
+    def unpack(self, theta):
+        return self.template.unpack(theta)
+
+    def pack(self, params):
+        return self.template.pack(params)
+
+    def log_probs(self, params, X):
+        return self.template.log_probs(params, X)
+
+    def initial(self) -> np.ndarray:
+        return self.template.initial()
+
+    def _empty(self) -> CategoricalModel:
+        return CategoricalModel(self.family, np.zeros((0, self.p)), np.zeros((0, self.C)), prior_sd=self.prior_sd)
+
+    def derivs(self, theta: np.ndarray):
+        theta = np.asarray(theta, dtype=float)
+        parts = self.buckets.call("derivs", theta)
+        f, g, H = parts[0][0], parts[0][1].copy(), parts[0][2].copy()
+        for fk, gk, Hk in parts[1:]:
+            f, g, H = f + fk, g + gk, H + Hk
+        extra = len(parts) - 1
+        if extra:
+            f0, g0, H0 = self._empty().derivs(theta)
+            f, g, H = f - extra * f0, g - extra * g0, H - extra * H0
+        return float(f), g, H
+
+    def log_post(self, theta: np.ndarray, chunk: int = 64) -> np.ndarray:
+        theta = np.atleast_2d(np.asarray(theta, dtype=float))
+        parts = self.buckets.call("log_post", theta)
+        out = parts[0].copy()
+        for v in parts[1:]:
+            out = out + v
+        extra = len(parts) - 1
+        if extra:
+            out = out - extra * self._empty().log_post(theta)
+        return np.where(np.isfinite(out), out, -np.inf)
+
+    def mode(self, max_iter: int = 100):
+        return CategoricalModel.mode(self, max_iter=max_iter)

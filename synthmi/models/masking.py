@@ -24,7 +24,7 @@ equal) is *null*: DA-MI with null masks is exactly Rubin's MI synthesis.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -132,7 +132,12 @@ class NormalMasking(MaskingModel):
         """
         if self.is_calibrated:
             return self
-        var = float(np.var(np.asarray(x, dtype=float), ddof=1))
+        return self.calibrate_variance(float(np.var(np.asarray(x, dtype=float), ddof=1)))
+
+    def calibrate_variance(self, var: float) -> "NormalMasking":
+        r""":meth:`calibrate` from var(X) (ddof 1), e.g. summed over the partitions of a Dask frame."""
+        if self.is_calibrated:
+            return self
         if not np.isfinite(var) or var <= 0:
             raise ValueError("NormalMasking.calibrate needs a column with positive, finite variance.")
         sigma_e = float(np.sqrt(self.K * var * (1.0 / self.reliability - 1.0)))
@@ -367,6 +372,22 @@ def mask_kind_error(column: str, kind: str, mask: MaskingModel) -> ValueError:
         f"(W = alpha * code + N(0, 1)) or --mask {c}:p=0.8 (the category kept with probability p) (in a spec's "
         f'masks: {{"{c}": {{"alpha": 2}}}}). Got a normal-noise mask (K, sigma) instead.'
     )
+
+
+def bind_mask(mask: MaskingModel, column: str, variable: Any, variance: Callable[[], float]) -> MaskingModel:
+    """``mask`` made ready for its column: its kind checked against the column's (a normal mask for a
+    continuous column, a categorical one otherwise), a normal mask given by its reliability calibrated
+    with ``variance()`` (var(X), ddof 1: :meth:`NormalMasking.calibrate_variance`), a transition mask
+    bound to (and a given matrix checked against) the column's levels. The one path of DA-MI (in memory and on partitions) and of the
+    risk-targeted model."""
+    kind = variable.kind
+    if (mask.target == "continuous") != (kind == "continuous"):
+        raise mask_kind_error(column, kind, mask)
+    if isinstance(mask, NormalMasking) and not mask.is_calibrated:
+        return mask.calibrate_variance(variance())
+    if isinstance(mask, TransitionMasking):
+        return mask.bind(variable.n_levels)  # checks a given matrix's size against the column's levels
+    return mask
 
 
 def make_masking(spec: Any, column: str = "?") -> MaskingModel:

@@ -132,7 +132,7 @@ from .copula import (
     mnp_draw_latents,
     truncated_normal,
 )
-from .masking import MaskingModel, NormalMasking, TransitionMasking, make_masking, mask_kind_error
+from .masking import MaskingModel, bind_mask, make_masking
 
 __all__ = ["RiskTargetedSynthesizer", "RISK_LEVELS", "draw_levels"]
 
@@ -599,15 +599,8 @@ class RiskTargetedSynthesizer(Synthesizer):
                     )
                 resolved[g] = {}
                 for c, mk in masks[g].items():
-                    var = self.schema_[c]
-                    kind_ok = (mk.target == "continuous") == (var.kind == "continuous")
-                    if not kind_ok:
-                        raise mask_kind_error(c, var.kind, mk)
-                    if isinstance(mk, NormalMasking) and not mk.is_calibrated:
-                        mk = mk.calibrate(X[c].dropna().to_numpy(dtype=float))
-                    if isinstance(mk, TransitionMasking) and getattr(mk, "n_categories", None) is None:
-                        mk = mk.bind(var.n_levels)
-                    resolved[g][c] = mk
+                    resolved[g][c] = bind_mask(mk, c, self.schema_[c],
+                                               lambda c=c: float(np.var(X[c].dropna().to_numpy(dtype=float), ddof=1)))
             self.masks_ = resolved
         self._qi_set = set(X.columns) | set(getattr(self, "missing_indicators_", {}).values())
 

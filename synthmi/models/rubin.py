@@ -45,17 +45,25 @@ Posterior draws (``sampler``):
 """
 from __future__ import annotations
 
+import copy as _copy
 import dataclasses
+import functools
 import warnings
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
+from .._numeric import non_aliased as _non_aliased
+from .._numeric import non_aliased_gram
 from .._random import PositionalRNG, entropy_from
-from .._validate import Interval, Options, check_scalar
-from .base import Synthesizer
+from .._validate import Interval, Options, check_degenerate_found, check_random_state, check_scalar
+from ..diagnostics import enforce as enforce_diagnostics
+from ..engine import Frame, Remote, refuse_dask
+from ..schema import Schema
+from ..synthetic import PartitionedSyntheticData
+from .base import Synthesizer, check_roles, rule_columns, rule_value
 from .conditional import (
     AdditiveDesign,
     Conditional,
@@ -71,17 +79,11 @@ from .conditional import (
 )
 from .conjugate import NormalRegressionPosterior
 from .column_posterior import HMC_INITIAL_DRAWS, IMH_MIN_ESS_FRACTION, draw_columns  # noqa: F401 (re-exported)
-from .glm import CategoricalModel, group_rows
+from .glm import CategoricalModel, categorical_model_of, group_rows, merge_bucket
 from .predictive import Prepared, draw_categorical, sequential_draw
 from .truncation import Support, detect_grid
 
 TRANSFORMS = (None, "log", "log1p", "rank")
-
-# kept for callers of the old private names
-_Encoder = Encoder
-_Conditional = Conditional
-_draw_categorical = draw_categorical
-
 
 # ---------------------------------------------------------------------------
 class RubinSynthesizer(Synthesizer):
@@ -110,7 +112,8 @@ class RubinSynthesizer(Synthesizer):
         the hierarchical model; a logit model whose 200-draw pilot shows
         degenerate importance weights, ``IMH_MIN_ESS_FRACTION``, switches to HMC
         whitened by the Laplace fit); ``"imh"``: the same without the HMC
-        switch (what the Dask path runs); or PyMC NUTS on the PyMC specification.
+        switch (what a Dask fit runs when its grouped rows are too many to
+        gather); or PyMC NUTS on the PyMC specification.
     chains, draws, tune : int
         MCMC settings. NUTS starts from the Laplace approximation with a dense
         mass matrix, so 500 tuning steps (step size only) suffice; 1000 draws
@@ -278,12 +281,12 @@ class RubinSynthesizer(Synthesizer):
 
     # ---- fit ----------------------------------------------------------------
     def _encoder(self, c: str) -> Encoder:
-        v = self.schema_[c]
-        if v.kind == "continuous":
+        if self.schema_[c].kind == "continuous":
             x = self.data_[c].to_numpy(dtype=float)
-            sd = float(x.std())
-            return Encoder(c, "continuous", float(x.mean()), sd if sd > 0 else 1.0)
-        return Encoder(c, "categorical", n_levels=v.n_levels)
+            mean = x.mean()
+            # the centred sum of squares as numpy's x.std() forms it (same rounding)
+            return self._encoder_from_moments(c, mean, float(np.square(x - mean).sum()), len(x))
+        return self._encoder_from_moments(c, None, None, len(self.data_))
 
     def _values(self, c: str) -> np.ndarray:
         """Column as floats (continuous) or integer codes (categorical)."""
@@ -301,7 +304,7 @@ class RubinSynthesizer(Synthesizer):
         return "multinomial" if self.ordinal_link == "multinomial" else "ordered"
 
     def _family(self, kind: str, n_levels: int = 0) -> str:
-        """The family of the default model of a column of this kind (used by :mod:`synthmi.scale`)."""
+        """The family of the default model of a column of this kind (used by :meth:`_fit_partitioned`)."""
         return self._method_family(self._default_method(kind))
 
     def _resolve_order(self, qi: list[str]) -> list[str]:
@@ -379,21 +382,12 @@ class RubinSynthesizer(Synthesizer):
             if c in specs and (specs[c].formula or specs[c].predictors is not None):
                 raise ValueError(f"Column '{c}' has predictors both in 'predictor_matrix' and in 'models'; give one.")
         transforms = self._transforms(specs)
-        unknown = [c for c in transforms if c not in qi]
-        if unknown:
-            raise ValueError(f"The 'transforms' parameter of {owner} names columns that are not quasi-identifiers: {unknown}.")
-        for c, t in transforms.items():
-            if t is not None and self.schema_[c].kind != "continuous":
-                raise ValueError(f"The transform {t!r} given for column '{c}' needs a continuous column; '{c}' is {self.schema_[c].kind}.")
-            rows = getattr(self, "value_rows_", {}).get(c, slice(None))
-            if t == "log" and np.any(self.data_[c].to_numpy(dtype=float)[rows] <= 0):
-                hint = "" if c in getattr(self, "semicont_", {}) else \
-                    f" (zeros? give them as a point mass: semicont={{'{c}': [0]}}, --semicont {c}=0)"
-                raise ValueError(
-                    f"The 'log' transform given for column '{c}' needs positive values; the column has values <= 0{hint}."
-                )
-            if t == "log1p" and np.any(self.data_[c].to_numpy(dtype=float)[rows] <= -1):
-                raise ValueError(f"The 'log1p' transform given for column '{c}' needs values > -1.")
+
+        def minimum(c: str) -> float:
+            x = self.data_[c].to_numpy(dtype=float)[getattr(self, "value_rows_", {}).get(c, slice(None))]
+            return float(np.min(x[~np.isnan(x)], initial=np.inf))
+
+        self._check_transforms(transforms, qi, minimum)
         bad = [c for c in (self.bounds or {}) if c not in qi or self.schema_[c].kind != "continuous"]
         if bad:
             raise ValueError(f"The 'bounds' parameter of {owner} names columns that are not continuous quasi-identifiers: {bad}.")
@@ -624,7 +618,7 @@ class RubinSynthesizer(Synthesizer):
     def _bound(self, cond: Conditional) -> Conditional:
         """``cond`` with its design on the rows whose Z design is ``self._Z_design_``.
 
-        In memory that is the fitted design itself. :mod:`synthmi.scale` fits by reduction and
+        In memory that is the fitted design itself. :meth:`_fit_partitioned` fits by reduction and
         samples partition by partition: it sets ``_Z_design_`` to a partition's Z design, and its
         conditionals (default models only) carry no design, so the default one is built here.
         """
@@ -698,7 +692,7 @@ class RubinSynthesizer(Synthesizer):
     def _sample(self, m: int, rng: np.random.Generator) -> list[pd.DataFrame]:
         thetas, entropy = self._sampling_plan(m, rng)
         # record-level draws keyed by record position (synthmi._random), so that a copy made
-        # partition by partition (synthmi.scale) is the same as this one
+        # partition by partition (sample_partition) is the same as this one
         out = [self._sample_copy(i, thetas, PositionalRNG(entropy, tag=(i,), offset=0)) for i in range(m)]
         self._check_diagnostics()
         return out
@@ -707,7 +701,7 @@ class RubinSynthesizer(Synthesizer):
         """Copy ``i`` of the quasi-identifiers of the rows in ``self.data_`` (one posterior draw each).
 
         ``r`` supplies the record-level draws (a :class:`~synthmi._random.PositionalRNG`
-        positioned at the first row of ``self.data_``); :mod:`synthmi.scale` calls this on
+        positioned at the first row of ``self.data_``); :meth:`sample_partition` calls this on
         each partition.
         """
         if self._progress is not None:
@@ -750,6 +744,320 @@ class RubinSynthesizer(Synthesizer):
             # bounds used for the continuous quasi-identifiers; source "observed" discloses min and max
             "support": {c: s.to_dict() for c, s in getattr(self, "supports_", {}).items()},
         }
+
+    # ---- partitioned data (a dask DataFrame through synthmi.engine) ----------------------------
+    # The fast posteriors depend on the data only through sums over records, which the engine
+    # computes per partition and adds in an order fixed by record position (synthmi.engine.
+    # canonical_sum: the same for every partitioning):
+    #
+    # * encoders: means, then centred sums of squares of the continuous columns;
+    # * a normal conditional y = X beta + e: X'X, X'y, y'y and n, from which the conjugate posterior
+    #   (BDA3 eqs. 14.4-14.7; NormalRegressionPosterior.from_stats) equals the in-memory QR fit's
+    #   up to rounding;
+    # * a categorical conditional: the grouped likelihood of synthmi.models.glm is a sum over the
+    #   distinct design rows; each partition groups its rows and sends each distinct row to one of
+    #   K buckets by a hash of its bytes (K depends on n only), a bucket pools its pieces (integer
+    #   counts: exact). When the distinct rows are few (GROUPED_ON_CLIENT_MAX numbers) the buckets
+    #   are gathered into one CategoricalModel, the very model the in-memory fit builds, and the
+    #   whole posterior search and sampler run here with no further pass over the data; otherwise
+    #   they stay on the workers (BucketedCategoricalModel), one round trip per batch of proposals.
+    #
+    # Copies are drawn by the same _sample_copy as in memory, partition by partition, with
+    # record-keyed streams starting at each partition's global offset (synthmi._random), so a copy
+    # is the same for every partitioning and equals the in-memory one up to rounding of the
+    # fitted parameters.
+    #
+    # Not available on partitions (refused with a message): NUTS, the "rank" transform, per-variable
+    # models / predictor matrices / declared bounds, survey weights, point masses, and rules that
+    # read a synthesized column, set a missing value or leave a single level free.
+    supports_partitions = True
+
+    def _check_partition_support(self) -> None:
+        name = type(self).__name__
+        if self.sampler not in ("fast", "imh"):
+            refuse_dask(f"{name}.fit with sampler='nuts'",
+                        "NUTS evaluates the log-density gradient over all records at every leapfrog step (thousands of "
+                        "passes over the data)", "Use sampler='fast' (exact conjugate draws and independence "
+                        "Metropolis-Hastings fitted by reduction).")
+        custom = [p for p in ("models", "predictor_matrix", "bounds") if getattr(self, p, None)]
+        if custom:
+            refuse_dask(f"{name}.fit with '{custom[0]}'",
+                        "the partition-wise fit builds the default main-effects models only (per-variable models, "
+                        "formulas and declared bounds are fitted in memory)",
+                        "Fit in memory, or drop the parameter.")
+        bad = [c for c, t in (self.transforms or {}).items() if t == "rank"]
+        if bad:
+            refuse_dask(f"{name}.fit with transforms={{'{bad[0]}': 'rank'}}",
+                        "the rank transform needs every record's rank and keeps the sorted confidential values",
+                        "Use the 'log' transform or none.")
+
+    def _on_rows(self, part: pd.DataFrame, offset: int = 0) -> "RubinSynthesizer":
+        """This fitted synthesizer on the rows of ``part`` (global position ``offset``): the same
+        ``_values``, ``_design`` and ``_sample_copy``, evaluated on a partition."""
+        local = _copy.copy(self)
+        local.data_ = part
+        n = len(part)
+        local._Z_design_ = np.hstack([np.ones((n, 1))] + [self.encoders_[c].encode(local._values(c)) for c in self.keep_])
+        local.rule_rows_ = {c: part.eval(cond).to_numpy(dtype=bool) for c, (cond, _) in getattr(self, "rules_", {}).items()}
+        return local
+
+    def _model_designs(self, only: Sequence[int] | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """(design, response on the modelling scale) of conditionals ``only`` (default all) on the rows of
+        ``data_`` each is fitted on (all, or those its structural rule leaves free)."""
+        obs = {c: self._values(c) for c in self.quasi_identifiers_}
+        out = {}
+        for j, cond in enumerate(self.conditionals_):
+            if only is not None and j not in only:
+                continue
+            D = self._design(cond, obs)
+            y = obs[cond.column]
+            if cond.rule is not None:
+                free = ~self.rule_rows_[cond.rule[0]]
+                D, y = D[free], y[free]
+            if cond.family == "normal" and cond.transform == "log":
+                y = np.log(y)
+            elif cond.family == "normal" and cond.transform == "log1p":
+                y = np.log1p(y)
+            out[j] = (D, y)
+        return out
+
+    def _fit_partitioned(self, frame: Frame, quasi_identifiers: Sequence[str], keep: Sequence[str] | None = None,
+                         schema: Any = None, rules: dict | None = None) -> "RubinSynthesizer":
+        """Fit to a partitioned (Dask) frame by reduction (see the comment above). Returns self."""
+        from .base import infer_frame_schema
+
+        owner = type(self).__name__
+        self._validate_params()
+        self._check_partition_support()
+        self.frame_ = None  # a previous fit's frame must not travel with the partition tasks
+        cols = frame.columns
+        qi, keep_cols = check_roles(cols, quasi_identifiers or [], keep)
+        if not qi:
+            raise ValueError(f"The 'quasi_identifiers' parameter of {owner} must name at least one column. Got [] instead.")
+        if keep_cols is None:
+            keep_cols = [c for c in cols if c not in qi]
+        used = qi + keep_cols
+        if isinstance(schema, Schema):
+            inferred = infer_frame_schema(frame)
+            self.schema_ = Schema({c: schema[c] if c in schema else inferred[c] for c in cols})
+        else:
+            self.schema_ = infer_frame_schema(frame, schema)
+        n = frame.n_rows
+        cont = [c for c in used if self.schema_.kind(c) == "continuous"]
+        cat = [c for c in used if self.schema_[c].is_categorical]
+        self.rules_, self.rule_rows_ = {}, {}
+        rule_specs = self._check_partition_rules(frame, rules, qi, keep_cols, owner) if rules else []
+        checks = frame.map_partitions(_partition_checks, self.schema_, used, cont, cat, rule_specs)
+        rule_of = {}
+        for c, cond, coded in rule_specs:
+            hits = sum(ch["rules"][c][0] for ch in checks)
+            broken = sum(ch["rules"][c][1] for ch in checks)
+            if broken:
+                # in memory the data are set to the rule's value (with a warning); partitions are not rewritten
+                raise ValueError(f"Column '{c}' breaks its rule on {broken} rows of df; the Dask path needs data that "
+                                 "follow their rules (fit in memory, where the models see the data as the rule says).")
+            free = sum(ch["rules"][c][2] for ch in checks) if self.schema_[c].is_categorical else None
+            if free is not None and int((free > 0).sum()) < 2:
+                refuse_dask(f"{owner}.fit with the rule for column '{c}'",
+                            "the rows the rule leaves free hold a single level, so the column is a function of kept "
+                            "columns (family 'fixed'), whose removal from later models is decided in memory",
+                            "Fit in memory.")
+            if hits:
+                rule_of[c] = ((c, coded, self.rules_[c][1]), free)
+        miss = {c: sum(ch["missing"][c] for ch in checks) for c in used}
+        lo_of = {c: min(ch["min"][c] for ch in checks) for c in cont}
+        hi_of = {c: max(ch["max"][c] for ch in checks) for c in cont}
+        counts_of = {c: sum(ch["levels"][c] for ch in checks) for c in cat}
+        check_degenerate_found([c for c in used if miss[c] == n],
+                               [c for c in used if (not lo_of[c] < hi_of[c] if c in cont else
+                                                    c in cat and int((counts_of[c] > 0).sum()) < 2)], "df")
+        if not self.allows_missing:
+            for c in used:
+                if miss[c]:
+                    raise ValueError(f"Column '{c}' has {miss[c]} missing values; the Dask path of {owner} needs complete "
+                                     "data (synthesize in memory, where missing values are modelled, or impute with "
+                                     "--method risk-dami).")
+        if n < self.min_rows:
+            raise ValueError(f"{owner} needs at least {self.min_rows} rows to fit. Got {n} instead.")
+        meta = frame.meta
+        self.quasi_identifiers_ = qi
+        self.keep_ = keep_cols
+        self.columns_ = cols
+        self.dtypes_ = meta.dtypes.copy()
+        self.whole_number_columns_ = [c for c in cont if pd.api.types.is_float_dtype(meta[c])
+                                      and sum(ch["fractional"][c] for ch in checks) == 0]
+        self.n_ = n
+        self.data_ = meta.copy()
+        transforms = self._transforms()
+        self._check_transforms(transforms, qi, lambda c: lo_of[c])
+
+        # encoders: mean, then centred sum of squares (canonical order: the same for any partitioning)
+        if cont:
+            means = frame.reduce(lambda p: (p[cont].to_numpy(dtype=float).sum(axis=0),))[0] / n
+            ss = frame.reduce(lambda p: (((p[cont].to_numpy(dtype=float) - means) ** 2).sum(axis=0),))[0]
+        else:
+            means, ss = np.zeros(0), np.zeros(0)
+        mean_of, ss_of = dict(zip(cont, means)), dict(zip(cont, ss))
+        self.order_ = self._resolve_order(qi)
+        self.encoders_ = {c: self._encoder_from_moments(c, mean_of.get(c), ss_of.get(c), n) for c in keep_cols + qi}
+        z_names = ["(Intercept)"] + [lab for c in keep_cols for lab in self.encoders_[c].labels()]
+        self.supports_ = {}
+        for c in qi:
+            if self.schema_[c].kind == "continuous":
+                # the observed range; the grid "auto" is the whole-number grid when no value has a
+                # fractional part (finer grids such as halves are detected in memory only)
+                step = self.grid.get(c, "auto") if isinstance(self.grid, Mapping) else self.grid
+                if step == "auto":
+                    whole = sum(ch["fractional"][c] for ch in checks) == 0
+                    grid = (0.0, 1.0) if whole and hi_of[c] - lo_of[c] >= 2 else None
+                else:
+                    grid = None if step is None else (0.0, float(step))
+                self.supports_[c] = Support(float(lo_of[c]), float(hi_of[c]), "observed", grid)
+        self.conditionals_ = []
+        for j, c in enumerate(self.order_):
+            v = self.schema_[c]
+            cond = Conditional(column=c, kind=v.kind, family=self._family(v.kind, v.n_levels),
+                               predictors=self.order_[:j], n_categories=v.n_levels, transform=transforms.get(c),
+                               support=self.supports_.get(c))
+            names = z_names + [lab for pr in cond.predictors for lab in self.encoders_[pr].labels()]
+            cond.coef_names = names if cond.intercept else names[1:]
+            if c in rule_of:
+                cond.rule = rule_of[c][0]
+            self.conditionals_.append(cond)
+        light = _copy.copy(self)  # what the partition tasks need (no dask objects inside)
+        light.retain_records()  # shipped to this job's workers, never published: pickled whole
+        # a ruled column's model on its free rows: kept columns aliased there are dropped (pivoted QR of
+        # the Gram matrix summed over partitions), as in memory
+        ruled = [j for j, cd in enumerate(self.conditionals_) if cd.rule is not None]
+        if ruled:
+            grams = frame.reduce(lambda p: _free_grams(light._on_rows(p), ruled))
+            for j, G in zip(ruled, grams):
+                cond = self.conditionals_[j]
+                cond.design = AdditiveDesign(np.zeros((1, len(z_names))), z_names,
+                                             [self.encoders_[pr] for pr in cond.predictors], cond.intercept,
+                                             non_aliased_gram(G))
+                cond.coef_names = list(cond.design.names)
+            light = _copy.copy(self)
+            light.retain_records()
+        normal_idx = [j for j, cd in enumerate(self.conditionals_) if cd.family == "normal"]
+        cat_idx = [j for j, cd in enumerate(self.conditionals_) if cd.family != "normal"]
+        if normal_idx:
+            stats = frame.reduce(lambda p: _normal_stats(light._on_rows(p), normal_idx))
+            for k, j in enumerate(normal_idx):
+                XtX, Xty, yty, nn = stats[4 * k: 4 * k + 4]
+                cond = self.conditionals_[j]
+                try:
+                    cond.fast = NormalRegressionPosterior.from_stats(XtX, Xty, float(yty), float(nn))
+                except ValueError as err:
+                    # name the column modelled and its design, as the in-memory fit does
+                    raise ValueError(f"The normal model of column '{cond.column}' (predictors {cond.coef_names}): "
+                                     f"{err}") from None
+        K = n_buckets(n)
+        if cat_idx:
+            pieces = frame.lazy_partitions(_partition_groups, light, cat_idx, K)
+            prior_sd = float(self.prior_sd)
+            sizes = {j: (len(self.conditionals_[j].coef_names), self.conditionals_[j].n_categories) for j in cat_idx}
+            remotes = Remote.merge_many(frame, pieces, [[(j, k) for k in range(K)] for j in cat_idx], merge_bucket,
+                                        lambda key: (self.conditionals_[key[0]].family, *sizes[key[0]], prior_sd))
+            for j, remote in zip(cat_idx, remotes):
+                cond = self.conditionals_[j]
+                p, C = sizes[j]
+                # category totals of the rows the model is fitted on (a ruled column: its free rows)
+                totals = rule_of[cond.column][1] if cond.rule is not None else counts_of[cond.column]
+                cond.fast = categorical_model_of(remote, cond.family, p, C, prior_sd, totals)
+        self._fit_partitioned_extra({c: ss_of.get(c, np.nan) / (n - 1) for c in qi}, n)
+        self.frame_ = frame
+        return self
+
+    def _fit_partitioned_extra(self, variance_of: dict[str, float], n: int) -> None:
+        """Hook for subclasses (DA-MI fits its masking models here); ``variance_of`` the QIs' variances (ddof 1)."""
+
+    def _encoder_from_moments(self, c: str, mean: float | None, ss: float | None, n: int) -> Encoder:
+        """:meth:`_encoder` from a column's mean and centred sum of squares (population sd, as ``x.std()``)."""
+        v = self.schema_[c]
+        if v.kind == "continuous":
+            sd = float(np.sqrt(ss / n))
+            return Encoder(c, "continuous", float(mean), sd if sd > 0 else 1.0)
+        return Encoder(c, "categorical", n_levels=v.n_levels)
+
+    def _check_partition_rules(self, frame: Frame, rules: dict, qi: list[str], keep_cols: list[str],
+                               owner: str) -> list[tuple[str, str, Any]]:
+        """Validate ``rules`` for a partitioned fit; returns (column, condition, coded value) per rule."""
+        self.rules_ = self._check_rules(frame.meta, rules, owner)
+        specs = []
+        for c, (cond, value) in self.rules_.items():
+            refs = rule_columns(cond, frame.columns)
+            if c not in qi or not refs or not refs <= set(keep_cols):
+                refuse_dask(f"{owner}.fit with the rule {cond!r} for column '{c}'",
+                            "a rule is fitted partition by partition only when it governs a quasi-identifier and its "
+                            "condition reads kept columns alone (a rule on a synthesized column is applied to each "
+                            "copy after synthesis, in memory)", "Fit in memory, or condition the rule on kept columns.")
+            if value is None:
+                refuse_dask(f"{owner}.fit with the rule for column '{c}' setting a missing value",
+                            "the Dask path takes complete data and models no missing values",
+                            "Fit in memory, where missing values are modelled.")
+            v = self.schema_[c]
+            coded = rule_value(v, c, value)
+            if v.is_categorical:
+                coded = list(v.categories).index(coded)
+            specs.append((c, cond, coded))
+        return specs
+
+    def sampling_plan(self, m: int, random_state: Any = None) -> tuple[list, tuple[int, int]]:
+        """Posterior draws for ``m`` copies and the root key of their record-level streams."""
+        return self._sampling_plan(m, check_random_state(random_state))
+
+    def sample_partition(self, part: pd.DataFrame, offset: int, plan: tuple[list, tuple[int, int]],
+                         copies: Sequence[int]) -> list[pd.DataFrame]:
+        """Copies ``copies`` (0-based) of the records in ``part``, which start at global position ``offset``,
+        under the :meth:`sampling_plan` ``plan``: the same records whatever the partitioning."""
+        thetas, entropy = plan
+        local = self._on_rows(part, offset)
+        return [local._assemble(local._sample_copy(i, thetas, PositionalRNG(entropy, tag=(i,), offset=offset)))
+                for i in copies]
+
+    def _sample_partitioned(self, m: int, random_state: Any) -> PartitionedSyntheticData:
+        """``m`` lazy copies of the partitioned data this synthesizer was fitted on."""
+        m = check_scalar(m, "m", type(self).__name__, kind="int", lower=1)
+        seed = random_state if isinstance(random_state, (int, np.integer)) else None
+        plan = self.sampling_plan(m, random_state)
+        diagnostics = self._diagnostics()
+        # fail closed, as in memory: a sampler that failed the convergence check gives no copies,
+        # not even lazy ones, unless the user accepted the failure (then it is recorded)
+        check = enforce_diagnostics(diagnostics, owner=type(self).__name__, accept=self.accept_diagnostics,
+                                    rhat_max=self.rhat_max, ess_min=self.ess_min)
+        self._check_diagnostics()
+        light = _copy.copy(self)
+        light.retain_records()  # shipped to this job's workers, never published: pickled whole
+        light.frame_ = None
+        light.conditionals_ = [dataclasses.replace(c, fast=getattr(c.fast, "template", c.fast))
+                               for c in self.conditionals_]
+        return PartitionedSyntheticData(
+            m=m, method=self.method, params=self.get_params(), seed=None if seed is None else int(seed),
+            quasi_identifiers=list(self.quasi_identifiers_), diagnostics=diagnostics, diagnostics_check=check,
+            frame=self.frame_, sample_partition=functools.partial(_sample_with_plan, light, plan),
+            meta=self.data_[self.columns_],
+        )
+
+    def _check_transforms(self, transforms: dict[str, str | None], qi: list[str],
+                          minimum: Callable[[str], float]) -> None:
+        """The transforms name continuous quasi-identifiers whose values they can take;
+        ``minimum(c)``: the smallest value of column ``c`` on the rows its model is fitted on."""
+        owner = type(self).__name__
+        unknown = [c for c in transforms if c not in qi]
+        if unknown:
+            raise ValueError(f"The 'transforms' parameter of {owner} names columns that are not quasi-identifiers: {unknown}.")
+        for c, t in transforms.items():
+            if t is not None and self.schema_[c].kind != "continuous":
+                raise ValueError(f"The transform {t!r} given for column '{c}' needs a continuous column; '{c}' is {self.schema_[c].kind}.")
+            if t == "log" and minimum(c) <= 0:
+                hint = "" if c in getattr(self, "semicont_", {}) else \
+                    f" (zeros? give them as a point mass: semicont={{'{c}': [0]}}, --semicont {c}=0)"
+                raise ValueError(
+                    f"The 'log' transform given for column '{c}' needs positive values; the column has values <= 0{hint}."
+                )
+            if t == "log1p" and minimum(c) <= -1:
+                raise ValueError(f"The 'log1p' transform given for column '{c}' needs values > -1.")
 
     def coefficient_names(self) -> dict[str, list[str]]:
         """Names of the regression coefficients of each conditional model."""
@@ -826,16 +1134,82 @@ def _drop_aliased(Z: np.ndarray, encoders: list[Encoder], values: Mapping[str, n
     return out
 
 
-def _non_aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
-    """Indices of a maximal linearly independent set of columns (pivoted QR of X'X), in order."""
-    return _non_aliased_gram(X.T @ X, tol)
+# ---------------------------------------------------------------------------
+# what a partition computes for RubinSynthesizer._fit_partitioned (shipped to the workers)
+#: rows per bucket of grouped design rows (the number of buckets depends on n only)
+ROWS_PER_BUCKET = 250_000
+MIN_BUCKETS = 4
 
 
-def _non_aliased_gram(G: np.ndarray, tol: float = 1e-9) -> np.ndarray:
-    """:func:`_non_aliased` from the Gram matrix X'X (which synthmi.scale sums over partitions)."""
-    from scipy import linalg
+def n_buckets(n: int) -> int:
+    return max(MIN_BUCKETS, -(-int(n) // ROWS_PER_BUCKET))
 
-    R, piv = linalg.qr(G, mode="r", pivoting=True)
-    d = np.abs(np.diag(R))
-    rank = int(np.sum(d > tol * d[0])) if d.size else 0
-    return np.sort(piv[:rank])
+
+def _sample_with_plan(light: RubinSynthesizer, plan: tuple, part: pd.DataFrame, offset: int,
+                      copies: Sequence[int]) -> list[pd.DataFrame]:
+    return light.sample_partition(part, offset, plan, copies)
+
+
+def _partition_checks(part: pd.DataFrame, offset: int, schema: Schema, used: list[str], cont: list[str],
+                      cat: list[str], rule_specs: list) -> dict[str, Any]:
+    """Counts, ranges and level counts of one partition's columns, and per rule: rows where it holds,
+    rows that break it, and (categorical) level counts on the rows it leaves free."""
+    out: dict[str, Any] = {"n": len(part), "missing": {c: int(part[c].isna().sum()) for c in used}}
+    x = {c: part[c].to_numpy(dtype=float) for c in cont}
+    out["min"] = {c: float(np.nanmin(x[c])) if len(part) else np.inf for c in cont}
+    out["max"] = {c: float(np.nanmax(x[c])) if len(part) else -np.inf for c in cont}
+    out["fractional"] = {c: int(np.sum(np.mod(x[c][~np.isnan(x[c])], 1.0) != 0.0)) for c in cont}
+    # level counts through the schema's coding: categorical dtypes and 0/1 integer columns alike
+    out["levels"] = {}
+    for c in cat:
+        codes = schema.codes(part[c])
+        out["levels"][c] = np.bincount(codes[codes >= 0], minlength=schema[c].n_levels)
+    out["rules"] = {}
+    for c, cond, value in rule_specs:
+        hit = part.eval(cond).to_numpy(dtype=bool)
+        if schema[c].is_categorical:
+            codes = schema.codes(part[c])
+            broken = int(np.sum(hit & (codes != value)))
+            free = np.bincount(codes[~hit], minlength=schema[c].n_levels)
+        else:
+            broken = int(np.sum(hit & (part[c].to_numpy(dtype=float) != value)))
+            free = None
+        out["rules"][c] = (int(hit.sum()), broken, free)
+    return out
+
+
+def _free_grams(view: RubinSynthesizer, ruled: list[int]) -> tuple:
+    """Z'Z over the rows each ruled conditional's structural rule leaves free."""
+    out = []
+    for j in ruled:
+        Z = view._Z_design_[~view.rule_rows_[view.conditionals_[j].rule[0]]]
+        out.append(Z.T @ Z)
+    return tuple(out)
+
+
+def _normal_stats(view: RubinSynthesizer, normal_idx: list[int]) -> tuple:
+    """X'X, X'y, y'y and n of each normal conditional on the rows of ``view``."""
+    ds = view._model_designs(normal_idx)
+    out = []
+    for j in normal_idx:
+        D, y = ds[j]
+        out += [D.T @ D, D.T @ y, np.array(y @ y), np.array(float(len(y)))]
+    return tuple(out)
+
+
+def _hash_rows(X: np.ndarray) -> np.ndarray:
+    if X.shape[0] == 0:
+        return np.zeros(0, dtype=np.uint64)
+    return pd.util.hash_pandas_object(pd.DataFrame(X), index=False).to_numpy()
+
+
+def _partition_groups(part: pd.DataFrame, offset: int, light: RubinSynthesizer, cat_idx: list[int], K: int) -> dict:
+    """Each categorical conditional's grouped design rows on ``part``, split into ``K`` buckets by row hash."""
+    ds = light._on_rows(part, offset)._model_designs(cat_idx)
+    out = {}
+    for j in cat_idx:
+        Xg, Yg = group_rows(*ds[j], light.conditionals_[j].n_categories)
+        b = (_hash_rows(Xg) % np.uint64(K)).astype(np.int64)
+        for k in range(K):
+            out[(j, k)] = (Xg[b == k], Yg[b == k])
+    return out

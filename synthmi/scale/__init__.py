@@ -4,10 +4,9 @@ Every path here reads a ``dask.dataframe.DataFrame`` partition by partition and
 gathers only small summaries on the client (sufficient statistics, gradients
 and Hessians, contingency tables, per-record risk stays partitioned):
 
-* :func:`synthesis.fit` / :func:`synthesis.sample` (also reached through
-  ``RubinSynthesizer.fit(ddf, ...)`` / ``DAMISynthesizer.fit(ddf, ...)``):
-  fast posteriors by reduction, copies drawn per partition with record-keyed
-  random streams and written as Parquet;
+* synthesis is no longer here: ``RubinSynthesizer.fit(ddf, ...)`` /
+  ``DAMISynthesizer.fit(ddf, ...)`` fit by reduction through :mod:`synthmi.engine`
+  and ``sample`` draws copies per partition (:mod:`synthmi.models.rubin`);
 * :func:`risk.reidentification_risk` and :func:`risk.risk_subgroups`:
   identity risk by a shuffle on the hash of the exact-match key;
 * :func:`attribute.attribute_disclosure`: DiSCO, DCAP, TCAP, repU and the

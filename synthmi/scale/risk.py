@@ -61,9 +61,10 @@ def _reference(ddf, qis: list[str], categorical: list[str]) -> pd.DataFrame:
 
 
 def _split_kinds(ddf, qis: list[str]) -> tuple[list[str], list[str]]:
-    from .synthesis import infer_schema
+    from ..engine import Frame
+    from ..schema import Schema
 
-    schema = infer_schema(ddf[qis])
+    schema = Schema.infer(Frame(ddf[qis]).stand_in()[0])
     return schema.categorical(qis), schema.continuous(qis)
 
 

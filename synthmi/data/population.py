@@ -16,13 +16,11 @@ size. Ages are rounded and kept in Adult's documented range 17-90, hours in
 """
 from __future__ import annotations
 
-import copy as _copy
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from .._random import PositionalRNG
 from .._validate import check_random_state, check_scalar
 
 POPULATION_COLUMNS = ["sex", "race", "education", "income", "age", "hours_per_week"]
@@ -31,8 +29,8 @@ _RANGES = {"age": (17.0, 90.0), "hours_per_week": (1.0, 99.0)}
 
 @lru_cache(maxsize=1)
 def _generator_model():
-    from ..data import load_adult
     from ..models.rubin import RubinSynthesizer
+    from . import load_adult
 
     adult = load_adult()[POPULATION_COLUMNS].dropna().reset_index(drop=True)
     # hours last: a transformed column must not be a predictor (the in-memory sampler feeds later
@@ -41,12 +39,10 @@ def _generator_model():
     return syn.fit(adult, quasi_identifiers=POPULATION_COLUMNS, keep=[])
 
 
-def _chunk(n: int, offset: int, syn, thetas, entropy) -> pd.DataFrame:
-    local = _copy.copy(syn)
-    template = syn.data_.iloc[np.zeros(n, dtype=np.int64)]
-    local.data_ = template.set_axis(pd.RangeIndex(offset, offset + n), axis=0)
-    local._Z_design_ = np.ones((n, 1))
-    out = local._assemble(local._sample_copy(0, thetas, PositionalRNG(entropy, tag=(0,), offset=offset)))
+def _chunk(n: int, offset: int, syn, plan) -> pd.DataFrame:
+    # no kept columns: the template rows carry only the record positions; every value is drawn
+    template = syn.data_.iloc[np.zeros(n, dtype=np.int64)].set_axis(pd.RangeIndex(offset, offset + n), axis=0)
+    out = syn.sample_partition(template, offset, plan, [0])[0]
     for c, (lo, hi) in _RANGES.items():
         out[c] = out[c].clip(lo, hi)
     return out
@@ -76,10 +72,10 @@ def make_population(n: int, random_state: int | np.random.Generator | None = 0, 
     n = check_scalar(n, "n", "make_population", kind="int", lower=1)
     chunksize = check_scalar(chunksize, "chunksize", "make_population", kind="int", lower=1)
     syn = _generator_model()
-    thetas, entropy = syn._sampling_plan(1, check_random_state(random_state))
+    plan = syn.sampling_plan(1, check_random_state(random_state))
     f = dask.delayed(_chunk, pure=True)
     starts = list(range(0, n, chunksize))
-    parts = [f(min(chunksize, n - s), s, syn, thetas, entropy) for s in starts]
+    parts = [f(min(chunksize, n - s), s, syn, plan) for s in starts]
     meta = syn.data_.iloc[:0]
     divisions = tuple(starts) + (n - 1,)
     return dd.from_delayed(parts, meta=meta, divisions=divisions, verify_meta=False)
