@@ -219,6 +219,17 @@ def map_frame(frame, offsets: np.ndarray, fn: Callable, *args) -> list:
     return [fn(frame, 0, *args)]
 
 
+def map_parts(frame, fn: Callable, *args) -> list:
+    """``fn(partition, *args)`` per partition, in order (no record offsets needed, so no
+    pass over the data to count rows): delayed on Dask, evaluated on pandas."""
+    if not is_dask_frame(frame):
+        return [fn(frame, *args)]
+    import dask
+
+    f = dask.delayed(fn, pure=True)
+    return [f(p, *args) for p in frame.to_delayed()]
+
+
 def call(lazy: bool, fn: Callable, *args, nout: int | None = None):
     """``fn(*args)``, as a delayed task when ``lazy`` (a Dask input), else at once."""
     if not lazy:

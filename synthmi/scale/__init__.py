@@ -1,4 +1,4 @@
-"""Synthesis, disclosure risk and utility on Dask DataFrames (census-sized data on a cluster).
+"""Synthesis on Dask DataFrames (census-sized data on a cluster).
 
 Every path here reads a ``dask.dataframe.DataFrame`` partition by partition and
 gathers only small summaries on the client (sufficient statistics, gradients
@@ -7,14 +7,12 @@ and Hessians, contingency tables, per-record risk stays partitioned):
 * :func:`synthesis.fit` / :func:`synthesis.sample` (also reached through
   ``RubinSynthesizer.fit(ddf, ...)`` / ``DAMISynthesizer.fit(ddf, ...)``):
   fast posteriors by reduction, copies drawn per partition with record-keyed
-  random streams and written as Parquet;
-* :func:`risk.reidentification_risk` and :func:`risk.risk_subgroups`:
-  identity risk by a shuffle on the hash of the exact-match key;
-* :func:`attribute.attribute_disclosure`: DiSCO, DCAP, TCAP, repU and the
-  matching attribute risk by the same shuffle;
-* :func:`utility.utility_tables`, :func:`utility.pmse`: tables by groupby,
-  logit pMSE by distributed Newton, CART pMSE on a stated subsample;
-* :func:`dpsyn.fit_dpsyn`: DPSyn's marginal measurements by reduction.
+  random streams and written as Parquet.
+
+The measures (identity risk, risk subgroups, attribute disclosure, utility
+tables, pMSE) and DPSyn's curator take a Dask frame themselves
+(:mod:`synthmi.evaluation`, :mod:`synthmi.privacy.dpsyn`, through
+:mod:`synthmi.engine`).
 
 Results equal the in-memory ones (exactly for counts, tables, risk and
 copies across partitionings; to rounding for fitted parameters). Models with
