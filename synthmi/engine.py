@@ -165,22 +165,18 @@ def compute_many(objs: Sequence) -> list:
 
 
 def copies_of(synthetic: Any) -> list:
-    """The copies given to a Dask evaluation function, as a list of dask DataFrames.
+    """The copies given to a Dask evaluation function, as a list of dask DataFrames."""
+    from .scale.synthesis import DaskSyntheticData
 
-    Accepts a dask DataFrame, a list of them, or any release object whose ``copies``
-    attribute is such a list (the Dask release container), so evaluation never imports
-    the container's module.
-    """
-    copies = getattr(synthetic, "copies", None)
-    if isinstance(copies, (list, tuple)) and copies and all(is_dask_frame(c) for c in copies):
-        return list(copies)
+    if isinstance(synthetic, DaskSyntheticData):
+        return synthetic.copies
     if is_dask_frame(synthetic):
         return [synthetic]
     if isinstance(synthetic, (list, tuple)) and synthetic and all(is_dask_frame(c) for c in synthetic):
         return list(synthetic)
     raise TypeError(
-        "The 'synthetic' parameter must be a dask DataFrame, a list of dask DataFrames or a release whose "
-        f"'copies' are dask DataFrames when 'original' is a dask DataFrame. Got {type(synthetic).__name__} instead."
+        "The 'synthetic' parameter must be a DaskSyntheticData, a dask DataFrame or a list of dask DataFrames "
+        f"when 'original' is a dask DataFrame. Got {type(synthetic).__name__} instead."
     )
 
 

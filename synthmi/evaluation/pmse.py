@@ -48,6 +48,7 @@ import pandas as pd
 from scipy import linalg
 from scipy.special import expit
 
+from .._numeric import non_aliased_gram
 from .._random import PositionalRNG, entropy_from
 from ..engine import (
     canonical_sum,
@@ -258,17 +259,7 @@ def _non_aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
     drops aliased coefficients: pivoted QR of the (p x p) Gram matrix, which
     has X's rank and costs far less than a QR of the N x p design."""
     Xs = _sparse_if_worth_it(X)
-    return _non_aliased_gram(X.T @ X if Xs is None else (Xs.T @ Xs).toarray(), tol)
-
-
-def _non_aliased_gram(G: np.ndarray, tol: float = 1e-9) -> np.ndarray:
-    """:func:`_non_aliased` from the Gram matrix X'X (summed over partitions for a Dask frame)."""
-    R, piv = linalg.qr(G, mode="r", pivoting=True)
-    d = np.abs(np.diag(R))
-    if d.size == 0:
-        return np.array([], dtype=int)
-    rank = int(np.sum(d > tol * d[0]))
-    return np.sort(piv[:rank])
+    return non_aliased_gram(X.T @ X if Xs is None else (Xs.T @ Xs).toarray(), tol)
 
 
 def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e-10,
@@ -604,15 +595,10 @@ def table_pmse(o_codes: np.ndarray, s_codes: np.ndarray) -> tuple[float, float, 
     Returns (pMSE, expected null, k - 1).
     """
     cells, inv = np.unique(np.r_[o_codes, s_codes], return_inverse=True)
-    n1 = np.bincount(inv[: len(o_codes)], minlength=len(cells)).astype(float)
-    n2 = np.bincount(inv[len(o_codes) :], minlength=len(cells)).astype(float)
-    N = n1.sum() + n2.sum()
-    c = n2.sum() / N
-    tot = n1 + n2
-    p = n2 / tot
-    value = float(np.sum(tot * (p - c) ** 2) / N)
-    df = len(cells) - 1
-    return value, df * (1 - c) ** 2 * c / N, df
+    inv = np.asarray(inv).reshape(-1)
+    n1 = np.bincount(inv[: len(o_codes)], minlength=len(cells))
+    n2 = np.bincount(inv[len(o_codes) :], minlength=len(cells))
+    return table_pmse_counts(n1, n2)
 
 
 def utility_tables(
@@ -850,7 +836,7 @@ def _logit_pmse_partitioned(original, syn, variables, maxorder, max_iter=50, tol
     each step's log-likelihood, gradient :math:`X^\top (y - \mu)` and information
     :math:`X^\top W X` summed over partitions in an order fixed by record position
     (:func:`synthmi.engine.canonical_sum`); aliased columns dropped by the pivoted QR of the
-    summed :math:`X^\top X` (:func:`_non_aliased_gram`)."""
+    summed :math:`X^\top X` (:func:`synthmi._numeric.non_aliased_gram`)."""
     st = _stacked_partitioned(original, syn, variables)
     off = frame_offsets(st)
     N = int(off[-1])
@@ -882,7 +868,7 @@ def _logit_pmse_partitioned(original, syn, variables, maxorder, max_iter=50, tol
             levels[v] = list(pd.Categorical(vals.where(vals.notna(), "__NA__")).categories)
     design = _Design(variables, kinds, mu, sd, has_na, levels, maxorder)
     (G,) = canonical_sum(st, off, lambda p: ((lambda X: X.T @ X)(design.matrix(p)),))
-    design.keep = _non_aliased_gram(G)
+    design.keep = non_aliased_gram(G)
     k = len(design.keep)
     (ysum,) = canonical_sum(st, off, lambda p: (np.array(p["__y"].to_numpy().sum()),))
     c = float(ysum) / N
