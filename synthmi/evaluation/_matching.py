@@ -137,13 +137,16 @@ def split_by_key(part: pd.DataFrame, offset: int, enc: "Encoder", name: str, n_b
 
 
 def join_pieces(pieces: list[tuple]) -> tuple:
-    """One bucket from its pieces (:func:`split_by_key`), rows in global position order."""
-    pos = np.concatenate([p[0] for p in pieces])
-    order = np.argsort(pos, kind="stable")
-    codes = np.concatenate([p[1] for p in pieces])[order]
-    vals = np.concatenate([p[2] for p in pieces])[order]
-    ex = None if pieces[0][3] is None else np.concatenate([p[3] for p in pieces])[order]
-    return pos[order], codes, vals, ex
+    """One bucket from its pieces (:func:`split_by_key`), rows in global position order.
+
+    The pieces come in partition order and keep their partition's row order, so
+    concatenating them already orders the rows by global position.
+    """
+    if len(pieces) == 1:
+        return pieces[0]
+    ex = None if pieces[0][3] is None else np.concatenate([p[3] for p in pieces])
+    return (np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]),
+            np.concatenate([p[2] for p in pieces]), ex)
 
 
 def parse_tolerance(

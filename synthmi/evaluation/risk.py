@@ -506,13 +506,16 @@ def _risk_bucket(orig_pieces: list, copy_pieces: list[list], cards: list[int], t
         t_key, p_key = mt.joint_keys(t_codes, p_codes, cards=cards)
         s = mt.count_in_boxes(t_key, lo, hi, p_key, p_vals)
         # row-aligned check: the copy row of record i, if it is in this bucket (both sorted by position)
-        where = np.searchsorted(p_pos, pos)
-        where_c = np.minimum(where, max(len(p_pos) - 1, 0))
-        present = (where < len(p_pos)) & (p_pos[where_c] == pos) if len(p_pos) else np.zeros(n, dtype=bool)
-        true_in = np.zeros(n, dtype=bool)
-        if present.any():
-            idx = where_c[present]
-            true_in[present] = mt.in_own_box(t_key[present], lo[present], hi[present], p_key[idx], p_vals[idx])
+        if np.array_equal(p_pos, pos):  # every copy row of the bucket's records is here (always in memory)
+            true_in = mt.in_own_box(t_key, lo, hi, p_key, p_vals)
+        else:
+            where = np.searchsorted(p_pos, pos)
+            where_c = np.minimum(where, max(len(p_pos) - 1, 0))
+            present = (where < len(p_pos)) & (p_pos[where_c] == pos) if len(p_pos) else np.zeros(n, dtype=bool)
+            true_in = np.zeros(n, dtype=bool)
+            if present.any():
+                idx = where_c[present]
+                true_in[present] = mt.in_own_box(t_key[present], lo[present], hi[present], p_key[idx], p_vals[idx])
         _, unique = tally.add(s, true_in)
         # exact per-copy pieces: unique counts, and the histogram of s among true-in records
         hist_s, hist_c = np.unique(s[true_in], return_counts=True)
