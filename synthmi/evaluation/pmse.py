@@ -128,31 +128,23 @@ class PMSEResult:
 def _encode_main_effects(stacked: pd.DataFrame, variables: Sequence[str]) -> tuple[np.ndarray, list[str]]:
     """Main-effect columns: standardised numerics (+ missing indicator), dummies
     for categories (first level dropped, missing as its own level) — synthpop's
-    treatment of NA in the propensity model."""
-    cols: list[np.ndarray] = []
-    names: list[str] = []
+    treatment of NA in the propensity model. The columns are :class:`_Design`'s
+    (the one encoding rule, also used partition by partition), with the means,
+    standard deviations and levels of the stacked frame in memory."""
+    kinds = {v: "numeric" if _is_numeric(stacked[v].dtype) else "categorical" for v in variables}
+    mu, sd, has_na, levels = {}, {}, {}, {}
     for v in variables:
         s = stacked[v]
-        if pd.api.types.is_numeric_dtype(s) and not isinstance(s.dtype, pd.CategoricalDtype):
+        if kinds[v] == "numeric":
             x = s.to_numpy(dtype=float)
             miss = np.isnan(x)
-            mu = np.nanmean(x) if (~miss).any() else 0.0
-            sd = np.nanstd(x) if (~miss).any() else 1.0
-            sd = sd if sd > 0 else 1.0
-            cols.append(np.where(miss, 0.0, (x - mu) / sd))
-            names.append(v)
-            if miss.any():
-                cols.append(miss.astype(float))
-                names.append(f"{v}_NA")
+            mu[v] = np.nanmean(x) if (~miss).any() else 0.0
+            sd_ = np.nanstd(x) if (~miss).any() else 1.0
+            sd[v] = sd_ if sd_ > 0 else 1.0
+            has_na[v] = bool(miss.any())
         else:
-            codes = pd.Categorical(s.astype(object).where(s.notna(), "__NA__")).codes
-            levels = np.unique(codes)
-            for lev in levels[1:]:
-                cols.append((codes == lev).astype(float))
-                names.append(f"{v}[{lev}]")
-    if not cols:
-        return np.empty((len(stacked), 0)), []
-    return np.column_stack(cols), names
+            levels[v] = list(pd.Categorical(s.astype(object).where(s.notna(), "__NA__")).categories)
+    return _Design(variables, kinds, mu, sd, has_na, levels, maxorder=0).main(stacked)
 
 
 #: Large designs (agency files: a 51-level geography among ten variables) are reduced by a
