@@ -266,3 +266,27 @@ def test_every_measure_is_the_same_on_pandas_and_dask_with_a_01_integer_qi(clien
     p_dsk = pmse(ddf, dcopies, variables=["female", "age", "region"])
     np.testing.assert_array_equal(p_dsk.k, p_mem.k)
     np.testing.assert_allclose(p_dsk.pmse, p_mem.pmse, rtol=1e-9)
+
+
+def test_measures_and_the_dp_curator_reach_dask_only_through_the_engine():
+    """Structural (issue 27): the measures and DPSyn's curator are written once against
+    synthmi.engine; none imports dask itself, and the Dask twins of scale/ are gone."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    import synthmi
+
+    root = Path(synthmi.__file__).parent
+    files = sorted((root / "evaluation").glob("*.py")) + [root / "privacy" / "dpsyn.py"]
+    assert len(files) > 10
+    for path in files:
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert not name.split(".")[0] in ("dask", "distributed"), f"{path.name} imports {name}"
+                assert "scale" not in name.split("."), f"{path.name} imports {name}"
+    for gone in ("risk", "utility", "attribute", "dpsyn"):
+        assert importlib.util.find_spec("synthmi") and not (root / "scale" / f"{gone}.py").exists()
