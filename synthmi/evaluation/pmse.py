@@ -254,36 +254,22 @@ def _non_aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
     return non_aliased_gram(X.T @ X if Xs is None else (Xs.T @ Xs).toarray(), tol)
 
 
-def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e-10,
-               notes: list[str] | None = None) -> np.ndarray:
-    """Maximum-likelihood logistic regression by IRLS (Newton) with step halving.
+def _newton_logit(beta: np.ndarray, loglik, derivatives, max_iter: int = 50, tol: float = 1e-10,
+                  notes: list[str] | None = None) -> np.ndarray:
+    r"""Maximum-likelihood logistic regression by IRLS (Newton) with step halving.
 
-    Returns fitted probabilities. Quasi-separation (a cell entirely original
-    or synthetic) drives some coefficients large; the fitted probabilities
-    still converge, which is all pMSE needs.
+    The one iteration of both frame types: ``loglik(beta)`` gives
+    :math:`\ell(\beta) = \sum_i y_i \eta_i - \log(1 + e^{\eta_i})`, ``derivatives(beta)``
+    the gradient :math:`X^\top (y - \mu)` and information :math:`X^\top W X`
+    (in memory from the design, on Dask as sums over partitions). A step is halved
+    until the log-likelihood does not fall; iteration stops when it changes by less
+    than ``tol`` relative. Quasi-separation (a cell entirely original or synthetic)
+    drives some coefficients large; the fitted probabilities still converge, which
+    is all pMSE needs.
     """
-    n, p = X.shape
-    Xs = _sparse_if_worth_it(X)
-    mul = (lambda b: X @ b) if Xs is None else (lambda b: Xs @ b)
-    beta = np.zeros(p)
-    c = y.mean()
-    beta[0] = np.log(c / (1 - c))
-    eta = mul(beta)
-
-    def loglik(eta_: np.ndarray) -> float:
-        return float(np.sum(y * eta_ - np.logaddexp(0.0, eta_)))
-
-    ll = loglik(eta)
+    ll = loglik(beta)
     for _ in range(max_iter):
-        mu = expit(eta)
-        w = np.maximum(mu * (1 - mu), 1e-12)
-        if Xs is None:
-            grad = X.T @ (y - mu)
-            Xw = X * np.sqrt(w)[:, None]
-            H = Xw.T @ Xw
-        else:
-            grad = Xs.T @ (y - mu)
-            H = (Xs.T @ Xs.multiply(w[:, None]).tocsr()).toarray()
+        grad, H = derivatives(beta)
         with warnings.catch_warnings():
             # quasi-separation makes H ill-conditioned; say so once instead of a raw LinAlgWarning
             warnings.simplefilter("error", linalg.LinAlgWarning)
@@ -295,18 +281,47 @@ def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e
                     notes.append("propensity fit ill-conditioned (quasi-separation): least-squares Newton steps used")
         t = 1.0
         for _ in range(30):
-            new_eta = mul(beta + t * step)
-            new_ll = loglik(new_eta)
+            new_ll = loglik(beta + t * step)
             if new_ll >= ll - 1e-12:
                 break
             t /= 2
         beta = beta + t * step
-        eta = new_eta
         converged = abs(new_ll - ll) < tol * (abs(ll) + 1)
         ll = new_ll
         if converged:
             break
-    return expit(eta)
+    return beta
+
+
+def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e-10,
+               notes: list[str] | None = None) -> np.ndarray:
+    """Fitted probabilities of the propensity logit of design ``X`` (:func:`_newton_logit`)."""
+    n, p = X.shape
+    Xs = _sparse_if_worth_it(X)
+    mul = (lambda b: X @ b) if Xs is None else (lambda b: Xs @ b)
+    last: dict = {}
+
+    def eta_of(b: np.ndarray) -> np.ndarray:
+        if "b" not in last or not np.array_equal(last["b"], b):  # the accepted trial step's eta is reused
+            last["b"], last["eta"] = b.copy(), mul(b)
+        return last["eta"]
+
+    def loglik(b: np.ndarray) -> float:
+        eta_ = eta_of(b)
+        return float(np.sum(y * eta_ - np.logaddexp(0.0, eta_)))
+
+    def derivatives(b: np.ndarray):
+        mu = expit(eta_of(b))
+        w = np.maximum(mu * (1 - mu), 1e-12)
+        if Xs is None:
+            Xw = X * np.sqrt(w)[:, None]
+            return X.T @ (y - mu), Xw.T @ Xw
+        return Xs.T @ (y - mu), (Xs.T @ Xs.multiply(w[:, None]).tocsr()).toarray()
+
+    beta = np.zeros(p)
+    c = y.mean()
+    beta[0] = np.log(c / (1 - c))
+    return expit(eta_of(_newton_logit(beta, loglik, derivatives, max_iter, tol, notes)))
 
 
 def _cart_probs(X: np.ndarray, y: np.ndarray, min_samples_leaf: int, cp: float, rng: np.random.Generator) -> np.ndarray:
@@ -823,8 +838,9 @@ class _Design:
         return X if self.keep is None else X[:, self.keep]
 
 
-def _logit_pmse_partitioned(original, syn, variables, maxorder, max_iter=50, tol=1e-10) -> tuple[float, float, int]:
-    r"""Logit pMSE of one copy by Newton-Raphson / IRLS with step halving (as :func:`_logit_fit`),
+def _logit_pmse_partitioned(original, syn, variables, maxorder, max_iter=50, tol=1e-10,
+                            notes: list[str] | None = None) -> tuple[float, float, int]:
+    r"""Logit pMSE of one copy by :func:`_newton_logit` (as :func:`_logit_fit` in memory),
     each step's log-likelihood, gradient :math:`X^\top (y - \mu)` and information
     :math:`X^\top W X` summed over partitions in an order fixed by record position
     (:func:`synthmi.engine.canonical_sum`); aliased columns dropped by the pivoted QR of the
@@ -865,36 +881,23 @@ def _logit_pmse_partitioned(original, syn, variables, maxorder, max_iter=50, tol
     (ysum,) = canonical_sum(st, off, lambda p: (np.array(p["__y"].to_numpy().sum()),))
     c = float(ysum) / N
 
-    def at(beta):
+    def loglik(beta):
+        def f(p):
+            eta = design.matrix(p) @ beta
+            return (np.array(np.sum(p["__y"].to_numpy() * eta - np.logaddexp(0.0, eta))),)
+        return float(canonical_sum(st, off, f)[0])
+
+    def derivatives(beta):
         def f(p):
             X = design.matrix(p)
-            y = p["__y"].to_numpy()
-            eta = X @ beta
-            mu_ = expit(eta)
+            mu_ = expit(X @ beta)
             w = np.maximum(mu_ * (1 - mu_), 1e-12)
-            return (np.array(np.sum(y * eta - np.logaddexp(0.0, eta))), X.T @ (y - mu_), (X * w[:, None]).T @ X)
-        ll, g, H = canonical_sum(st, off, f)
-        return float(ll), g, H
+            return X.T @ (p["__y"].to_numpy() - mu_), (X * w[:, None]).T @ X
+        return canonical_sum(st, off, f)
 
     beta = np.zeros(k)
     beta[0] = np.log(c / (1 - c))
-    ll, g, H = at(beta)
-    for _ in range(max_iter):
-        try:
-            step = linalg.solve(H, g, assume_a="pos")
-        except linalg.LinAlgError:
-            step = linalg.lstsq(H, g)[0]
-        t = 1.0
-        for _ in range(30):
-            new_ll, new_g, new_H = at(beta + t * step)
-            if new_ll >= ll - 1e-12:
-                break
-            t /= 2
-        beta = beta + t * step
-        converged = abs(new_ll - ll) < tol * (abs(ll) + 1)
-        ll, g, H = new_ll, new_g, new_H
-        if converged:
-            break
+    beta = _newton_logit(beta, loglik, derivatives, max_iter, tol, notes)
     (sq,) = canonical_sum(st, off, lambda p: (np.array(np.sum((expit(design.matrix(p) @ beta) - c) ** 2)),))
     return float(sq) / N, (k - 1) * (1 - c) ** 2 * c / N, k
 
@@ -910,14 +913,16 @@ def _pmse_partitioned(original, copies, method, variables, maxorder, n_perm, min
     partitions; CART (a tree needs every record at every split) on a record-keyed Bernoulli
     subsample of ``cart_rows`` expected records of the original and of each copy."""
     if method == "logit":
-        res = [_logit_pmse_partitioned(original, s, variables, maxorder) for s in copies]
+        per_copy_notes: list[list[str]] = [[] for _ in copies]
+        res = [_logit_pmse_partitioned(original, s, variables, maxorder, notes=nt) for s, nt in zip(copies, per_copy_notes)]
         pm_a = np.array([r[0] for r in res])
         e0 = np.array([r[1] for r in res])
         with np.errstate(divide="ignore", invalid="ignore"):
             s_vals = np.where(e0 > 0, pm_a / np.where(e0 > 0, e0, 1.0), np.nan)
         return PMSEResult(pmse=pm_a, expected_null=e0, s_pmse=s_vals, method="logit",
                           k=np.array([r[2] for r in res]), variables=list(variables),
-                          notes=["logit propensity model fitted on all records by Newton on sums over partitions"])
+                          notes=["logit propensity model fitted on all records by Newton on sums over partitions",
+                                 *merge_copy_notes(per_copy_notes, len(copies))])
     rng = check_random_state(random_state)
     entropy = entropy_from(rng)
     proj = original[list(variables)]
