@@ -1,6 +1,6 @@
 """DA-MI fit + sample (M copies) + identity risk at 1M / 3M / 10M generated rows: pandas vs Dask.
 
-Data: ``synthmi.data.make_population(n, random_state=0)`` (Adult-like records drawn
+Data: ``synthmi.data.population.make_population(n, random_state=0)`` (Adult-like records drawn
 from a model fitted to Adult), written once as Parquet (500,000 rows per file).
 
 * in memory: ``pd.read_parquet`` -> ``DAMISynthesizer.fit`` -> ``sample(M)`` ->
@@ -8,7 +8,7 @@ from a model fitted to Adult), written once as Parquet (500,000 rows per file).
 * Dask: a ``LocalCluster`` of ``--workers`` worker processes (1 thread each) with
   ``--memory-limit`` per worker; ``dd.read_parquet`` -> ``fit`` (reductions) ->
   ``sample(M).to_parquet`` (copies written partition by partition) ->
-  ``synthmi.scale.risk.reidentification_risk`` on the copies read back; peak
+  ``synthmi.evaluation.reidentification_risk`` on the copies read back; peak
   memory = max RSS of each worker process and of the client process.
 
 Model: quasi-identifiers age, sex, race, education; kept columns income,
@@ -68,7 +68,7 @@ def _rss_mib() -> float:
 def generate(n: int, path: Path) -> None:
     import dask
 
-    from synthmi.data import make_population
+    from synthmi.data.population import make_population
 
     if path.exists():
         return
@@ -113,7 +113,7 @@ def job_dask(path: str, m: int, workers: int, memory_limit: str, outdir: str) ->
     from distributed import Client, LocalCluster
 
     from synthmi.models.dami import DAMISynthesizer
-    from synthmi.scale import risk as srisk
+    from synthmi.evaluation import reidentification_risk
 
     out = {"loadavg_start": os.getloadavg(), "utc_start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "workers": workers, "memory_limit_per_worker": memory_limit}
@@ -143,7 +143,7 @@ def job_dask(path: str, m: int, workers: int, memory_limit: str, outdir: str) ->
         copies = [dd.read_parquet(os.path.join(copies_dir, f"copy_{i:02d}")).astype(
             {c: meta[c] for c in ddf.columns if isinstance(meta[c], pd.CategoricalDtype)}) for i in range(1, m + 1)]
         copies = [c.reset_index(drop=True) if c.index.name is not None else c for c in copies]
-        r = srisk.reidentification_risk(ddf, copies, QI, tolerance=TOL)
+        r = reidentification_risk(ddf, copies, QI, tolerance=TOL)
         out["risk_s"] = time.perf_counter() - t
         out["expected_matches"] = r.figures["expected_matches"]
         out["true_match_rate"] = r.figures["true_match_rate"]
@@ -329,7 +329,7 @@ def extrapolate(med_d: dict, nd: list[int], m: int, workers: int, n_big: int = 1
             "the largest exact-match key group (male / White / HS-grad, 18.6% of the generated records) is matched "
             "on one worker with all its copies: 11 million rows at 10M x 5, 390 million at 100M x 20, more than "
             "a worker holds; the risk extrapolation assumes that group is split further (windows of the "
-            "continuous QIs overlapping by the tolerance), which synthmi.scale.risk does not do yet",
+            "continuous QIs overlapping by the tolerance), which synthmi.evaluation.reidentification_risk does not do yet",
             "one Parquet file per partition and copy: 20 copies x n / partition size files on the shared file system",
         ],
         "basis": f"Dask medians at n = {nd} with {workers} workers and M = {m}; loaded shared machine",
@@ -363,7 +363,7 @@ def main() -> None:
         return
     settings = {"qi": QI, "keep": KEEP, "masks": MASKS, "tolerance": TOL, "m": a.m, "seed": SEED,
                 "draws": DRAWS, "workers": a.workers, "threads_per_worker": 1, "memory_limit_per_worker": a.memory_limit,
-                "data": "synthmi.data.make_population(n, random_state=0), Parquet, 500,000 rows per file",
+                "data": "synthmi.data.population.make_population(n, random_state=0), Parquet, 500,000 rows per file",
                 "note": "each job alone under the bench lock (taken per job, released between jobs) on the shared "
                         "2-core machine, in the lock holder's session (Linux autogroup), so the machine's priority "
                         "script ran it at nice 0 and every other agent's python at nice 19; the load average from "

@@ -16,7 +16,7 @@ every import and fails on an arrow back up or a cycle::
      3 evaluation/           measures: take (original, copies, spec, rule), never a model
      2 diagnostics.py        convergence diagnostics and the release check
      1 kinds.py, columns.py, spec.py, schema.py, domain.py   the column description
-     0 _validate.py, errors.py, _json.py, results.py, _random.py, _progress.py,
+     0 _validate.py, errors.py, _json.py, results.py, _numeric.py, _random.py, _progress.py,
        provenance.py, engine.py        base
 """
 

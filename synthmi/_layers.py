@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "synthmi.errors",
         "synthmi._json",
         "synthmi.results",
+        "synthmi._numeric",
         "synthmi._random",
         "synthmi._progress",
         "synthmi.provenance",

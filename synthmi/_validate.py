@@ -114,7 +114,7 @@ def check_dataframe(df: Any, name: str = "data", *, min_rows: int = 1) -> pd.Dat
             raise InputTypeError(
                 f"The '{name}' parameter must be a pandas DataFrame here: this function or model has no Dask path "
                 "(on Dask run Rubin / DA-MI synthesis with sampler='fast', reidentification_risk, risk_subgroups, "
-                "utility tables, logit pMSE and DPSyn; see synthmi.scale). Fit on a subsample in memory "
+                "attribute_disclosure, utility_tables, pmse and DPSyn; see synthmi.engine). Fit on a subsample in memory "
                 "(ddf.sample(frac=...).compute()) if that is valid for your use.",
                 parameter=name, expected="a pandas DataFrame", got=type(df).__name__,
             )

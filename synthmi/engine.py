@@ -384,3 +384,157 @@ class Remote:
 def _call_method(obj: Any, name: str, *args) -> Any:
     attr = getattr(obj, name)
     return attr(*args) if callable(attr) else attr  # a plain attribute (e.g. a size) when not callable
+
+
+# =====================================================================================
+# Shuffle by key, and running one piece of logic on a pandas or a Dask frame (H2, issue 27)
+#
+# A measure is written once against the functions below; a pandas frame is the
+# one-partition case (offset 0, no Dask import), a Dask frame runs partition by
+# partition with lazily evaluated (``dask.delayed``) pieces that ``compute`` gathers.
+# Identity risk, risk subgroups and attribute disclosure compare a record only with
+# records sharing its exact-match key, so they send every record to one of ``B``
+# buckets by a hash of that key (:func:`key_buckets`) and run their in-memory kernel
+# bucket by bucket (:func:`call`); every candidate match of a record is in its bucket.
+# =====================================================================================
+
+#: Expected records of the original per key bucket (buckets are held in memory one at a time).
+ROWS_PER_BUCKET = 500_000
+
+
+def is_lazy(obj: Any) -> bool:
+    """True for a Dask collection or delayed value (without importing dask)."""
+    return hasattr(obj, "__dask_graph__") and callable(getattr(obj, "__dask_graph__"))
+
+
+def frame_offsets(frame) -> np.ndarray:
+    """:func:`partition_offsets` of a Dask frame; ``[0, len(frame)]`` for a pandas one (one partition)."""
+    if is_dask_frame(frame):
+        return partition_offsets(frame)
+    return np.array([0, len(frame)], dtype=np.int64)
+
+
+def map_frame(frame, offsets: np.ndarray, fn: Callable, *args) -> list:
+    """``fn(partition, offset, *args)`` per partition, in order: delayed on Dask, evaluated on pandas."""
+    if is_dask_frame(frame):
+        return map_partitions_with_offset(frame, offsets, fn, *args)
+    return [fn(frame, 0, *args)]
+
+
+def map_parts(frame, fn: Callable, *args) -> list:
+    """``fn(partition, *args)`` per partition, in order (no record offsets needed, so no
+    pass over the data to count rows): delayed on Dask, evaluated on pandas."""
+    if not is_dask_frame(frame):
+        return [fn(frame, *args)]
+    import dask
+
+    f = dask.delayed(fn, pure=True)
+    return [f(p, *args) for p in frame.to_delayed()]
+
+
+def call(lazy: bool, fn: Callable, *args, nout: int | None = None):
+    """``fn(*args)``, as a delayed task when ``lazy`` (a Dask input), else at once."""
+    if not lazy:
+        return fn(*args)
+    import dask
+
+    return dask.delayed(fn, pure=True, nout=nout)(*args)
+
+
+def compute(*objs) -> tuple:
+    """The values of ``objs``: ``dask.compute`` when any is lazy, else ``objs`` unchanged."""
+    if not any(is_lazy(o) or (isinstance(o, (list, tuple)) and any(is_lazy(x) for x in o)) for o in objs):
+        return tuple(objs)
+    import dask
+
+    return tuple(dask.compute(*objs))
+
+
+def persist(objs: list) -> list:
+    """Keep lazy pieces computed where they are (on the workers); pandas/NumPy pieces unchanged."""
+    if not any(is_lazy(o) for o in objs):
+        return list(objs)
+    import dask
+
+    return list(dask.persist(*objs))
+
+
+def meta_of(frame) -> pd.DataFrame:
+    """An empty pandas frame with the columns and dtypes of ``frame``."""
+    return frame._meta if is_dask_frame(frame) else frame.iloc[:0]
+
+
+def frame_from_parts(parts: list, meta: pd.DataFrame, lazy: bool):
+    """One frame of the pieces: a persisted Dask frame when ``lazy``, else a pandas concat."""
+    if not lazy:
+        return pd.concat(parts, ignore_index=True) if len(parts) != 1 else parts[0].reset_index(drop=True)
+    import dask.dataframe as dd
+
+    return dd.from_delayed(parts, meta=meta, verify_meta=False).persist()
+
+
+def concat_rows(frames: list):
+    """The rows of ``frames`` one after another (all pandas or all Dask)."""
+    if is_dask_frame(frames[0]):
+        import dask.dataframe as dd
+
+        return dd.concat(frames, interleave_partitions=False)
+    return pd.concat(frames, ignore_index=True)
+
+
+def value_counts(frame, column: str) -> pd.Series:
+    """Exact counts of every value (missing included) of one column."""
+    counts = frame[column].value_counts(dropna=False)
+    return counts.compute() if is_dask_frame(frame) else counts
+
+
+def distinct_values(frame, columns: list[str], cap: int | None) -> dict[str, set | None]:
+    """The distinct non-missing values of each column, or None when there are more than ``cap`` (None: no cap)."""
+    cap = np.inf if cap is None else cap
+    def part_values(part: pd.DataFrame, offset: int) -> dict:
+        out = {}
+        for c in columns:
+            u = pd.unique(part[c].dropna())
+            out[c] = None if len(u) > cap else set(np.asarray(u).tolist())
+        return out
+
+    parts = compute(*map_frame(frame[columns], frame_offsets(frame[columns]), part_values))
+    merged: dict[str, set | None] = {c: set() for c in columns}
+    for pr in parts:
+        for c in columns:
+            merged[c] = None if merged[c] is None or pr[c] is None else merged[c] | pr[c]
+            if merged[c] is not None and len(merged[c]) > cap:
+                merged[c] = None
+    return merged
+
+
+def n_key_buckets(n_rows: int, n_buckets: int | None) -> int:
+    """The number of key buckets: as given, else one per :data:`ROWS_PER_BUCKET` records."""
+    return int(n_buckets) if n_buckets else max(1, -(-int(n_rows) // ROWS_PER_BUCKET))
+
+
+def bucket_of(codes: np.ndarray, n_buckets: int) -> np.ndarray:
+    """Bucket of each row of an (n, k) integer key: a hash of the key modulo ``n_buckets``.
+
+    The hash depends on the key's values only, so equal keys meet in one bucket
+    whichever partition or frame (original or copy) they come from.
+    """
+    if codes.shape[1] == 0 or n_buckets == 1:
+        return np.zeros(codes.shape[0], dtype=np.int64)
+    h = pd.util.hash_pandas_object(pd.DataFrame(codes), index=False).to_numpy()
+    return (h % np.uint64(n_buckets)).astype(np.int64)
+
+
+def key_buckets(frame, offsets: np.ndarray, split: Callable, n_buckets: int, *args) -> list[list]:
+    """Shuffle by key: for each of the ``n_buckets`` buckets, the list of its pieces (one per partition).
+
+    ``split(partition, offset, *args)`` returns ``n_buckets`` pieces of the
+    partition (its rows whose key hashes to each bucket, see :func:`bucket_of`,
+    with their global positions ``offset + row``). On Dask the pieces stay
+    delayed and a bucket is assembled by the task that consumes it; a pandas
+    frame gives one piece per bucket.
+    """
+    splits = map_frame(frame, offsets, split, *args)
+    if is_dask_frame(frame):
+        return [[s[k] for s in splits] for k in range(n_buckets)]
+    return [[splits[0][k]] for k in range(n_buckets)]

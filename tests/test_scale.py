@@ -1,4 +1,4 @@
-"""Dask paths (synthmi.scale) against the in-memory functions on Adult, on a small threaded LocalCluster.
+"""Dask paths of the models (through synthmi.engine) against the in-memory functions on Adult, on a small threaded LocalCluster.
 
 What must hold (issue 16): the fitted posterior equals the in-memory one to 1e-8
 (relative), copies are identical for 1 / 4 / 16 partitions and equal the in-memory
@@ -16,12 +16,9 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 from synthmi.data import load_adult  # noqa: E402
-from synthmi.evaluation import reidentification_risk, risk_subgroups, utility_tables  # noqa: E402
-from synthmi.evaluation.pmse import pmse  # noqa: E402
+from synthmi.evaluation import reidentification_risk  # noqa: E402
 from synthmi.models.dami import DAMISynthesizer  # noqa: E402
 from synthmi.models.rubin import RubinSynthesizer  # noqa: E402
-from synthmi.scale import risk as srisk  # noqa: E402
-from synthmi.scale import utility as sutil  # noqa: E402
 from synthmi.engine import canonical_sum, partition_offsets  # noqa: E402
 from synthmi.models.glm import BucketedCategoricalModel  # noqa: E402
 
@@ -156,120 +153,12 @@ def test_w_tilde_reuse_matches_in_memory(client, adult):
     pd.testing.assert_frame_equal(dsk.compute()[0], mem, check_exact=True)
 
 
-def _perturbed(adult, k):
-    rng = np.random.default_rng(k)
-    c = adult.copy()
-    idx = rng.random(len(c)) < 0.5
-    c.loc[idx, "age"] = c["age"].to_numpy()[rng.permutation(len(c))][idx]
-    c.loc[rng.random(len(c)) < 0.3, "race"] = "White"
-    return c
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("P,B", [(1, 1), (4, 3), (16, 7)])
-def test_identity_risk_equals_in_memory_exactly(client, adult, P, B):
-    copies = [_perturbed(adult, k) for k in range(3)]
-    mem = reidentification_risk(adult, copies, QI, tolerance={"age": 2}, by="income")
-    r = srisk.reidentification_risk(dd.from_pandas(adult, npartitions=P),
-                                    [dd.from_pandas(c, npartitions=max(1, P // 2)) for c in copies],
-                                    QI, tolerance={"age": 2}, by="income", n_buckets=B)
-    rec = r.records.compute().sort_values("position")
-    np.testing.assert_array_equal(rec["position"].to_numpy(), np.arange(len(adult)))
-    for col in mem.records.columns:
-        np.testing.assert_array_equal(rec[col].to_numpy(), mem.records[col].to_numpy())
-    for k, v in mem.figures.items():  # counts exact; sums of I_i to summation order
-        assert r.figures[k] == pytest.approx(v, rel=1e-12), k
-    pd.testing.assert_frame_equal(r.per_copy, mem.per_copy, rtol=1e-12)
-    pd.testing.assert_frame_equal(r.by_group, mem.by_group, rtol=1e-12, check_index_type=False)
-    assert mem.figures["expected_matches"] > 1  # the test compares something
-
-
-@pytest.mark.slow
 def test_identity_risk_of_dask_copies(fitted, adult):
     _, mem_copies, out, _ = fitted
     ref = reidentification_risk(adult, mem_copies, QI, tolerance={"age": 1})
-    r = srisk.reidentification_risk(dd.from_pandas(adult, npartitions=4), out[4][1], QI, tolerance={"age": 1})
+    r = reidentification_risk(dd.from_pandas(adult, npartitions=4), out[4][1], QI, tolerance={"age": 1})
     rec = r.records.compute().sort_values("position")
     np.testing.assert_array_equal(rec["risk"].to_numpy(), ref.records["risk"].to_numpy())
-
-
-def test_risk_subgroups_equal_in_memory(client, adult):
-    ref = risk_subgroups(adult, QI, k0=3, tolerance=1)
-    for P, B in ((1, 1), (5, 3)):
-        s = srisk.risk_subgroups(dd.from_pandas(adult, npartitions=P), QI, k0=3, tolerance=1, n_buckets=B)
-        t = s.labels.compute().sort_values("position")
-        np.testing.assert_array_equal(t["risk_subgroup"].to_numpy(), ref.labels.cat.codes.to_numpy())
-        np.testing.assert_array_equal(t["n_close"].to_numpy(), ref.n_close.to_numpy())
-        np.testing.assert_array_equal(t["n_same_categorical"].to_numpy(), ref.n_same_categorical.to_numpy())
-        pd.testing.assert_series_equal(s.counts, ref.counts)
-
-
-@pytest.mark.slow
-def test_utility_tables_equal_in_memory_exactly(client, adult):
-    copies = [_perturbed(adult, k) for k in range(2)]
-    ref = utility_tables(adult, copies)
-    assert set(ref["way"]) == {1, 2} and len(ref) == 21
-    for P in (1, 16):
-        got = sutil.utility_tables(dd.from_pandas(adult, npartitions=P), [dd.from_pandas(c, npartitions=3) for c in copies])
-        pd.testing.assert_frame_equal(got, ref, check_exact=True)
-
-
-def test_quantile_from_counts_is_numpy_nanquantile():
-    rng = np.random.default_rng(1)
-    x = rng.integers(0, 40, size=997).astype(float)
-    qs = np.linspace(0, 1, 6)[1:-1]
-    v, c = np.unique(x, return_counts=True)
-    np.testing.assert_array_equal(sutil.quantile_from_counts(v, c, qs), np.nanquantile(x, qs))
-
-
-@pytest.mark.slow
-def test_logit_pmse_equals_in_memory_and_cart_states_subsample(client, adult):
-    copies = [_perturbed(adult, 0)]
-    v = ["age", "race", "income"]
-    ref = pmse(adult, copies, variables=v)
-    got = sutil.pmse(dd.from_pandas(adult, npartitions=3), [dd.from_pandas(c, npartitions=2) for c in copies], variables=v)
-    np.testing.assert_array_equal(got.k, ref.k)
-    np.testing.assert_allclose(got.pmse, ref.pmse, rtol=1e-9)
-    np.testing.assert_allclose(got.s_pmse, ref.s_pmse, rtol=1e-9)
-    cart = sutil.pmse(dd.from_pandas(adult, npartitions=3), [dd.from_pandas(c, npartitions=2) for c in copies],
-                      method="cart", variables=v, n_perm=1, cart_rows=1000)
-    assert "subsample" in str(cart.summary()) and "of 3000 original records" in cart.note
-    assert np.all(np.isfinite(cart.pmse))
-
-
-@pytest.mark.slow
-def test_dpsyn_marginals_before_noise_equal_in_memory(client, adult):
-    import dask
-
-    from synthmi.data import load_domain
-    from synthmi.privacy.accountant import PrivacyAccountant
-    from synthmi.privacy.dpsyn import DPSynSynthesizer, _Curator, _describe_columns, resolve_domain
-    from synthmi.scale.dpsyn import dask_curator
-
-    domain = load_domain("adult")
-    public = resolve_domain(adult, domain)
-    cols = _describe_columns(adult, public, None, 16)
-    codes = np.column_stack([c.encode(adult[c.name]) for c in cols])
-    acc = PrivacyAccountant(epsilon=10.0, delta=1e-6)
-    mem = _Curator(codes, acc, np.random.default_rng(0))
-    ddf = dd.from_pandas(adult, npartitions=7)
-    dsk = dask_curator(ddf, cols, "error", acc, np.random.default_rng(0), False)
-    sizes = [c.size for c in cols]
-    maps = [np.arange(s) for s in sizes]
-    for attrs in [(0,), (3,), (0, 1), (2, 5), (1, 3)]:
-        shape = tuple(sizes[a] for a in attrs)
-        a = mem._true_counts(attrs, [maps[a] for a in attrs], shape)
-        b = dsk._true_counts(attrs, [maps[a] for a in attrs], shape)
-        np.testing.assert_array_equal(a, b)
-        assert a.sum() == len(adult)
-    # the whole release (noise, selection, GUM) is then the same for the same seed
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the user-seed warning of DP releases
-        a = DPSynSynthesizer(epsilon=1.0, random_state=3).fit(adult, domain=domain)
-        b = DPSynSynthesizer(epsilon=1.0, random_state=3).fit(ddf, domain=domain)
-    for x, y in zip(a.marginals_, b.marginals_):
-        np.testing.assert_array_equal(x.table, y.table)
-    assert dask.is_dask_collection(ddf)
 
 
 def test_canonical_sum_is_partition_invariant_and_correct(client):
@@ -313,7 +202,7 @@ def test_models_without_a_dask_path_refuse_clearly(client, adult):
 
 @pytest.mark.slow
 def test_make_population_is_seeded_chunk_invariant_and_adult_like(client):
-    from synthmi.data import make_population
+    from synthmi.data.population import make_population
 
     a = make_population(4000, random_state=2, chunksize=4000).compute()
     b = make_population(4000, random_state=2, chunksize=999).compute()
@@ -356,31 +245,6 @@ def test_cli_engine_dask_writes_parquet_copies_equal_to_the_api(client, adult, t
     assert "'--scheduler' option is for --engine dask" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("target,tol,ttol", [("income", {"age": 2}, None), ("hours_per_week", None, 5.0)])
-def test_attribute_disclosure_equals_in_memory(client, adult, target, tol, ttol):
-    from synthmi.evaluation.attribute_disclosure import attribute_disclosure
-    from synthmi.scale.attribute import attribute_disclosure as dask_attribute
-
-    rng = np.random.default_rng(4)
-    copies = []
-    for k in range(2):
-        c = _perturbed(adult, k)
-        c.loc[rng.random(len(c)) < 0.3, "income"] = ">50K"
-        copies.append(c.iloc[: 2500 + 200 * k])  # copies need not be row-aligned
-    qi = ["age", "sex", "race"]
-    ref = attribute_disclosure(adult, copies, qi, target, tolerance=tol, target_tolerance=ttol)
-    got = dask_attribute(dd.from_pandas(adult, npartitions=4), [dd.from_pandas(c, npartitions=2) for c in copies],
-                         qi, target, tolerance=tol, target_tolerance=ttol, n_buckets=3)
-    for col in ref.records.columns:
-        np.testing.assert_array_equal(got.records[col].to_numpy(), ref.records[col].to_numpy())
-    pd.testing.assert_frame_equal(got.per_copy[ref.per_copy.columns], ref.per_copy, rtol=1e-12)
-    for k, v in ref.figures.items():
-        assert got.figures[k] == pytest.approx(v, rel=1e-12, nan_ok=True), k
-    assert ref.figures["DiSCO"] > 0 and ref.figures["expected_correct_attributions"] > 1
-
-
-@pytest.mark.slow
 def test_dask_release_fails_closed_like_in_memory(fitted, client, adult, tmp_path, capsys):
     """A sampler that fails the convergence check gives no Dask copies (as in memory) unless accepted."""
     import copy
@@ -457,36 +321,6 @@ def test_structural_rule_fits_and_draws_as_in_memory(client, adult):
         _dami().fit(dd.from_pandas(df, npartitions=2), QI, KEEP, rules={"race": {"rule": "income == '>50K'"}})
     with pytest.raises(TypeError, match="condition reads kept columns alone"):
         _dami().fit(dd.from_pandas(df, npartitions=2), QI, KEEP, rules={"race": {"rule": "sex == 'Male'", "value": "White"}})
-
-
-def test_identity_risk_of_parquet_frames_whose_column_projection_merges_files(client, adult, tmp_path):
-    """Regression: dask's read_parquet merges files when only some columns are read, so the risk
-    function's projection original[qis] had fewer partitions than the frame its offsets came from,
-    and records of the later partitions got wrong positions (3M benchmark: 8.611 vs 8.662 in memory)."""
-    cols = QI + KEEP
-    data = adult[cols].reset_index(drop=True)
-    rng = np.random.default_rng(7)
-    copies = []
-    for _ in range(2):  # partially synthetic stand-ins: ages moved by up to 3 years, some sexes swapped
-        c = data.copy()
-        c["age"] = np.clip(c["age"] + rng.integers(-3, 4, len(c)), 17, 90).astype(c["age"].dtype)
-        flip = rng.random(len(c)) < 0.2
-        c.loc[flip, "sex"] = c["sex"].sample(frac=1, random_state=1).to_numpy()[flip]
-        copies.append(c)
-    paths = []
-    for k, f in enumerate([data] + copies):
-        p = str(tmp_path / f"f{k}")
-        dd.from_pandas(f, npartitions=6).to_parquet(p, write_index=False)
-        paths.append(p)
-    frames = [dd.read_parquet(p).astype({c: data[c].dtype for c in cols if isinstance(data[c].dtype, pd.CategoricalDtype)})
-              for p in paths]
-    assert len(frames[0][QI].to_delayed()) < len(frames[0].to_delayed())  # the situation of the bug
-    got = srisk.reidentification_risk(frames[0], frames[1:], QI, tolerance={"age": 2})
-    want = reidentification_risk(data, copies, QI, tolerance={"age": 2})
-    rec = got.records.compute().sort_values("position")
-    np.testing.assert_array_equal(rec["risk"].to_numpy(), want.records["risk"].to_numpy())
-    assert got.figures["n_records"] == len(data)
-    assert got.figures["true_match_rate"] == want.figures["true_match_rate"]
 
 
 def test_integer_column_with_many_values_infers_on_dask():

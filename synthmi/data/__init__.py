@@ -28,19 +28,8 @@ __all__ = [
     "recode_adult",
     "recode_nhanes",
     "ADULT_EDUCATION_ORDER",
-    "make_population",
 ]
 
-
-def make_population(n: int, random_state=0, chunksize: int = 1_000_000):
-    """``n`` Adult-like records drawn from a model fitted to Adult (a dask DataFrame), for scale tests.
-
-    See :func:`synthmi.data.population.make_population` (imported lazily: it
-    fits a synthesis model when first called).
-    """
-    from .population import make_population as _make
-
-    return _make(n, random_state=random_state, chunksize=chunksize)
 
 # UCI Adult education levels in the order of ``education_num`` (1..16).
 ADULT_EDUCATION_ORDER = [

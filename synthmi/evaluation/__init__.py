@@ -1,7 +1,10 @@
 """Evaluation: utility, disclosure risk, combining rules, coherence.
 
 Reads DataFrames only — it never imports ``synthmi.models`` — so it can judge
-copies made by any tool (synthpop, SDV, ...).
+copies made by any tool (synthpop, SDV, ...). Identity risk, risk subgroups,
+attribute disclosure, the utility tables and pMSE take pandas or Dask frames:
+each is written once against :mod:`synthmi.engine` (a pandas frame is the
+one-partition case) and never imports Dask itself.
 """
 from .analysis import AnalysisResults, analyse
 from .attribute_disclosure import AttributeDisclosureResult, attribute_disclosure

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from .._validate import param_error
+from ..engine import bucket_of, distinct_values, meta_of
 from ..schema import Schema
 from ..errors import ColumnError
 
@@ -65,14 +66,88 @@ class Tolerance:
         return f"{self.value * 100:g}%" if self.relative else self.value
 
 
-def split_kinds(df: pd.DataFrame, quasi_identifiers: list[str], spec: Any = None) -> tuple[list[str], list[str]]:
+def split_kinds(df: Any, quasi_identifiers: list[str], spec: Any = None) -> tuple[list[str], list[str]]:
     """(categorical, continuous) quasi-identifiers: by the spec's kinds when given
-    (for the columns it knows), else by the schema inferred from dtypes."""
+    (for the columns it knows), else by the schema inferred from dtypes.
+
+    ``df`` is a pandas or a Dask frame. Only the distinct values of numeric
+    columns decide a kind (a numeric column with at most the values 0 and 1 is
+    binary, :class:`~synthmi.schema.Schema`), so they are gathered through the
+    engine (at most three per column) and the schema is inferred from a small
+    stand-in with the same dtypes: the same kinds for either frame type.
+    """
     if spec is not None and all(c in spec for c in quasi_identifiers):
         cat = [c for c in quasi_identifiers if spec[c].is_categorical]
         return cat, [c for c in quasi_identifiers if c not in cat]
-    schema = Schema.infer(df[quasi_identifiers])
+    schema = Schema.infer(_kind_stand_in(df, quasi_identifiers))
     return schema.categorical(quasi_identifiers), schema.continuous(quasi_identifiers)
+
+
+def _kind_stand_in(df: Any, columns: list[str]) -> pd.DataFrame:
+    """A frame of at most three rows with ``df``'s dtypes whose numeric columns have the same
+    kind as in ``df``: their own distinct values when there are at most two, else three non-0/1 ones."""
+    meta = meta_of(df)[columns]
+    num = [c for c in columns if pd.api.types.is_numeric_dtype(meta[c].dtype)
+           and not isinstance(meta[c].dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(meta[c].dtype)]
+    values = distinct_values(df, num, cap=2) if num else {}
+    cols = {}
+    for c in columns:
+        if c in num:
+            v = values[c]
+            v = [2, 3, 4] if v is None else (sorted(v) or [np.nan])
+            cols[c] = pd.Series(v + [v[0]] * (3 - len(v)), dtype=meta[c].dtype)
+        elif pd.api.types.is_bool_dtype(meta[c].dtype) and not isinstance(meta[c].dtype, pd.CategoricalDtype):
+            cols[c] = pd.Series([False, True, False], dtype=meta[c].dtype)
+        else:
+            cols[c] = pd.Series(pd.array([None] * 3, dtype=meta[c].dtype))
+    return pd.DataFrame(cols)
+
+
+def reference(df: Any, quasi_identifiers: list[str], categorical: list[str]) -> pd.DataFrame:
+    """A small frame with ``df``'s dtypes whose categorical QIs carry every level of ``df``
+    (the categories of a Categorical, else the observed values sorted by their text): the
+    reference of an :class:`Encoder` shared by every partition and every frame."""
+    meta = meta_of(df)[quasi_identifiers]
+    need = [c for c in categorical if not isinstance(meta[c].dtype, pd.CategoricalDtype)]
+    found = distinct_values(df, need, cap=None) if need else {}
+    levels = {c: sorted(found[c], key=str) for c in need}
+    width = max([len(v) for v in levels.values()] + [1])
+    cols = {}
+    for c in quasi_identifiers:
+        if c in levels:
+            lv = levels[c]
+            cols[c] = pd.Series(lv + [lv[0]] * (width - len(lv))).astype(meta[c].dtype) if lv \
+                else pd.Series(pd.array([None] * width, dtype=meta[c].dtype))
+        elif isinstance(meta[c].dtype, pd.CategoricalDtype):
+            cols[c] = pd.Series(pd.array([None] * width, dtype=meta[c].dtype))
+        else:
+            cols[c] = pd.Series(np.zeros(width), dtype=meta[c].dtype)
+    return pd.DataFrame(cols)
+
+
+def split_by_key(part: pd.DataFrame, offset: int, enc: "Encoder", name: str, n_buckets: int, key_width: int,
+                 extra: str | None = None) -> list[tuple]:
+    """One partition's rows per key bucket (:func:`synthmi.engine.key_buckets`): for each
+    bucket, (global positions, codes, values, ``extra`` column or None). The key is the
+    first ``key_width`` code columns."""
+    codes, vals = enc.encode(part, name)
+    pos = offset + np.arange(len(part), dtype=np.int64)
+    b = bucket_of(codes[:, :key_width], n_buckets)
+    ex = None if extra is None else part[extra].to_numpy()
+    return [(pos[b == k], codes[b == k], vals[b == k], None if ex is None else ex[b == k]) for k in range(n_buckets)]
+
+
+def join_pieces(pieces: list[tuple]) -> tuple:
+    """One bucket from its pieces (:func:`split_by_key`), rows in global position order.
+
+    The pieces come in partition order and keep their partition's row order, so
+    concatenating them already orders the rows by global position.
+    """
+    if len(pieces) == 1:
+        return pieces[0]
+    ex = None if pieces[0][3] is None else np.concatenate([p[3] for p in pieces])
+    return (np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]),
+            np.concatenate([p[2] for p in pieces]), ex)
 
 
 def parse_tolerance(

@@ -73,8 +73,19 @@ import pandas as pd
 
 from ..results import Result
 from .._validate import check_columns_exist, check_copies, check_dataframe, check_scalar, param_error
+from ..engine import (
+    bucket_of,
+    call,
+    compute,
+    copies_of,
+    frame_offsets,
+    is_dask_frame,
+    key_buckets,
+    meta_of,
+    n_key_buckets,
+)
 from . import _matching as mt
-from .risk import _group_labels, _summaries_to_dict
+from .risk import _GROUP, _check_categorical_groups, _group_labels, _summaries_to_dict
 
 __all__ = ["attribute_disclosure", "AttributeDisclosureResult", "KEY_MEASURES", "MATCHING_MEASURES"]
 
@@ -208,6 +219,7 @@ def attribute_disclosure(
     threshold: float = 0.5,
     by: Any = None,
     spec: Any = None,
+    n_buckets: int | None = None,
 ) -> AttributeDisclosureResult:
     """Attribute disclosure of ``target`` from the quasi-identifiers, and repU.
 
@@ -238,31 +250,51 @@ def attribute_disclosure(
         aligned to its rows, e.g. :func:`risk_subgroups` labels).
     spec : ReleaseSpec, dict or path, optional
         Kinds (instead of dtypes) and, when ``quasi_identifiers`` is None, the QIs.
+    n_buckets : int, optional
+        Key buckets the records are shuffled into (default one per 500,000
+        original records); results do not depend on it.
 
     Returns
     -------
     AttributeDisclosureResult
+        For a dask ``original`` (dask copies), ``records`` is a pandas frame
+        with a ``position`` column (global record position) in position order,
+        and ``by`` must be a column name.
 
     Notes
     -----
     Definitions and references in the module docstring. Cost per copy:
     O((n_d + n_s) log(n_d + n_s)) for the key tables and as
-    :func:`reidentification_risk` for the matching measure.
+    :func:`reidentification_risk` for the matching measure. One code path for
+    pandas and Dask (:mod:`synthmi.engine`): the records are shuffled by a
+    hash of their categorical key and missingness flags, and every measure is
+    computed bucket by bucket (a pandas frame is one partition); per-record
+    values and counts are the same for every partitioning, DCAP and the
+    expected correct attributions to summation order.
     """
-    from ..spec import spec_frames, spec_quasi_identifiers
+    from ..spec import as_spec, spec_frames, spec_quasi_identifiers
 
-    check_dataframe(original, "original")
-    copies = check_copies(synthetic, "synthetic")
-    spec, original, copies = spec_frames(spec, original, copies)
-    qis = spec_quasi_identifiers(quasi_identifiers, spec, original, _OWNER, "original")
+    lazy = is_dask_frame(original)
+    if lazy:
+        copies = copies_of(synthetic)
+        spec = None if spec is None else as_spec(spec)
+        frame_meta = meta_of(original)
+        copy_cols = [list(meta_of(c).columns) for c in copies]
+    else:
+        check_dataframe(original, "original")
+        copies = check_copies(synthetic, "synthetic")
+        spec, original, copies = spec_frames(spec, original, copies)
+        frame_meta = original
+        copy_cols = [list(c.columns) for c in copies]
+    qis = spec_quasi_identifiers(quasi_identifiers, spec, frame_meta, _OWNER, "original")
     if not isinstance(target, str):
         raise param_error("target", _OWNER, "one column name", target)
-    check_columns_exist(original, [target], "target", "original")
+    check_columns_exist(frame_meta, [target], "target", "original")
     if target in qis:
         raise param_error("target", _OWNER, "a column that is not a quasi-identifier", f"{target!r}, one of the keys")
     threshold = float(check_scalar(threshold, "threshold", _OWNER, lower=0.0, upper=1.0))
-    for j, c in enumerate(copies):
-        missing = [col for col in [*qis, target] if col not in c.columns]
+    for j, cols in enumerate(copy_cols):
+        missing = [col for col in [*qis, target] if col not in cols]
         if missing:
             raise ValueError(f"'synthetic[{j}]' lacks the columns {missing} that attribute disclosure compares.")
     categorical, continuous = mt.split_kinds(original, qis, spec)
@@ -273,78 +305,62 @@ def attribute_disclosure(
         if not target_continuous:
             raise param_error("target_tolerance", _OWNER, "None for a categorical target", target_tolerance)
         target_tolerance = float(check_scalar(target_tolerance, "target_tolerance", _OWNER, lower=0.0))
-    groups, by_name = _group_labels(by, original)
+    use = [*qis, target]
+    if lazy:
+        if by is not None and not (isinstance(by, str) and by in frame_meta.columns):
+            raise param_error("by", _OWNER, "a column name of 'original' (on Dask)", by)
+        groups, by_name = (None, None) if by is None else (_check_categorical_groups(frame_meta[by]), by)
+        o_frame = original[use + ([by] if by is not None and by not in use else [])]
+        c_frames = [c[use] for c in copies]
+        extra = by
+    else:
+        groups, by_name = _group_labels(by, original)
+        o_frame = original[use].reset_index(drop=True)
+        if groups is not None:
+            o_frame = o_frame.assign(**{_GROUP: groups.to_numpy()})
+        c_frames = [c[use].reset_index(drop=True) for c in copies]
+        extra = None if groups is None else _GROUP
 
-    n, m_copies = len(original), len(copies)
-    # ---- key tables: exact codes of the keys and of (keys, target), shared by all frames
-    keys = _exact_codes(qis, original, copies)
-    kt = _exact_codes([*qis, target], original, copies)
-    kd, ktd = keys[0], kt[0]
-    nd_k = np.bincount(kd)[kd]
-    nd_kt = np.bincount(ktd)[ktd]
-    dorig = nd_kt == nd_k
-    uio = nd_k == 1
-
-    # ---- matching: QIs alone and QIs + target, with the identity-risk rule
+    # ---- one code path (synthmi.engine): every measure compares a person only with records sharing the
+    # person's categorical QIs and missingness flags (key tables: exact keys, finer), so records are
+    # shuffled by a hash of that key and the kernel runs bucket by bucket; a pandas frame is one partition
     m_cat = categorical + ([target] if not target_continuous else [])
     m_cont = continuous + ([target] if target_continuous else [])
-    enc_q = mt.Encoder(original, categorical, continuous, "original")
-    enc_qt = mt.Encoder(original, m_cat, m_cont, "original")
-    tq_codes, tq_vals = enc_q.encode(original, "original")
-    tqt_codes, tqt_vals = enc_qt.encode(original, "original")
-    lo_q, hi_q = mt.box_bounds(tq_vals, [tol[c] for c in continuous])
-    tols_qt = [tol[c] for c in continuous] + ([mt.Tolerance(target_tolerance or 0.0)] if target_continuous else [])
-    lo_qt, hi_qt = mt.box_bounds(tqt_vals, tols_qt)
-
-    acc = {c: np.zeros(n) for c in _RECORD_COLS}
-    n_sum = np.zeros(n)
+    enc_q = mt.Encoder(mt.reference(original, qis, categorical), categorical, continuous, "original")
+    enc_qt = mt.Encoder(mt.reference(original, use, m_cat), m_cat, m_cont, "original")
+    tols_q = [tol[c] for c in continuous]
+    tols_qt = tols_q + ([mt.Tolerance(target_tolerance or 0.0)] if target_continuous else [])
+    o_off = frame_offsets(o_frame)  # of the projection that is mapped (a read_parquet may merge files)
+    n, m_copies = int(o_off[-1]), len(c_frames)
+    B = n_key_buckets(n, n_buckets)
+    o_b = key_buckets(o_frame, o_off, _split_frames, B, enc_q, "original", B)
+    c_b = [key_buckets(c, frame_offsets(c), _split_frames, B, enc_q, f"synthetic[{j}]", B)
+           for j, c in enumerate(c_frames)]
+    out = compute(*[call(lazy, _attr_bucket, o_b[k], [cb[k] for cb in c_b], qis, target, enc_q, enc_qt, tols_q,
+                         tols_qt, threshold, extra) for k in range(B)])
+    recs = [r for r, _ in out if r is not None]
+    records = pd.concat(recs).sort_values("position", kind="stable").reset_index(drop=True) if recs else \
+        pd.DataFrame({"position": np.zeros(0, np.int64), **{c: np.zeros(0) for c in (*_RECORD_COLS, "mean_n_matches")}})
     per_copy = []
-    for j, cp in enumerate(copies):
-        ks, kts = keys[j + 1], kt[j + 1]
-        size = int(max(kd.max(), ks.max() if len(ks) else 0)) + 1
-        ns_k_tab = np.bincount(ks, minlength=size)
-        size_t = int(max(ktd.max(), kts.max() if len(kts) else 0)) + 1
-        ns_kt_tab = np.bincount(kts, minlength=size_t)
-        # distinct target values per key in the copy
-        distinct = np.bincount(ks[np.unique(kts, return_index=True)[1]], minlength=size) if len(ks) else np.zeros(size, np.int64)
-        ns_k = ns_k_tab[kd]
-        ns_kt = ns_kt_tab[ktd]
-        in_s = ns_k > 0
-        ps = np.where(in_s, ns_kt / np.maximum(ns_k, 1), 0.0)
-        disco = in_s & (ns_kt == ns_k)
-        dis = in_s & (distinct[kd] == 1)
-        repu = uio & (ns_k == 1)
-        uis = float((ns_k_tab[ks] == 1).mean()) if len(ks) else np.nan
-
-        # matching attribute risk
-        p_codes, p_vals = enc_q.encode(cp, f"synthetic[{j}]")
-        t_key, p_key = mt.joint_keys(tq_codes, p_codes, cards=enc_q.cards)
-        s = mt.count_in_boxes(t_key, lo_q, hi_q, p_key, p_vals)
-        pt_codes, pt_vals = enc_qt.encode(cp, f"synthetic[{j}]")
-        t_key2, p_key2 = mt.joint_keys(tqt_codes, pt_codes, cards=enc_qt.cards)
-        c_ok = mt.count_in_boxes(t_key2, lo_qt, hi_qt, p_key2, pt_vals)
-        a = np.where(s > 0, c_ok / np.maximum(s, 1), 0.0)
-        allc = (s > 0) & (c_ok == s)
-
-        rec = {"disco": disco, "dis": dis, "in_synthetic": in_s, "dcap": ps, "repU": repu,
-               "attribute_risk": a, "all_matches_correct": allc, "no_match": s == 0}
-        for c in _RECORD_COLS:
-            acc[c] += rec[c]
-        n_sum += s
-        d_share, dis_share = float(disco.mean()), float(dis.mean())
+    for j in range(m_copies):
+        t = {k: sum(b[j][k] for _, b in out) for k in out[0][1][j]}
+        d_share, dis_share = t["disco"] / n, t["dis"] / n
         per_copy.append({
-            "DiSCO": d_share, "DiS": dis_share, "iS": float(in_s.mean()), "Dorig": float(dorig.mean()),
-            "DiSDiO": float((disco & dorig).mean()), "DCAP": float(ps.mean()),
+            "DiSCO": d_share, "DiS": dis_share, "iS": t["in_s"] / n, "Dorig": t["dorig"] / n,
+            "DiSDiO": t["disdio"] / n, "DCAP": t["dcap"] / n,
             "TCAP": d_share / dis_share if dis_share > 0 else np.nan,
-            "repU": float(repu.mean()), "UiO": float(uio.mean()), "UiS": uis, "UiOiS": float((uio & in_s).mean()),
-            "expected_correct_attributions": float(a.sum()), "attribute_risk_mean": float(a.mean()),
-            "share_above_threshold": float((a > threshold).mean()),
-            "all_matches_correct_share": float(allc.mean()), "no_match_share": float((s == 0).mean()),
+            "repU": t["repu"] / n, "UiO": t["uio"] / n, "UiS": t["uis"] / t["n_s"] if t["n_s"] else np.nan,
+            "UiOiS": t["uiois"] / n, "expected_correct_attributions": t["a"], "attribute_risk_mean": t["a"] / n,
+            "share_above_threshold": t["above"] / n, "all_matches_correct_share": t["allc"] / n,
+            "no_match_share": t["none"] / n,
         })
-
     pc = pd.DataFrame(per_copy, index=pd.RangeIndex(1, m_copies + 1, name="copy"))
-    records = pd.DataFrame({c: acc[c] / m_copies for c in _RECORD_COLS}, index=original.index)
-    records["mean_n_matches"] = n_sum / m_copies
+    if lazy:
+        if groups is not None:
+            groups = records.pop("group").astype(groups.dtype)
+    else:
+        records = records.drop(columns=["position", *(["group"] if groups is not None else [])])
+        records.index = original.index
     figures: dict[str, Any] = {"n_records": int(n), "n_copies": int(m_copies), "threshold": threshold}
     for k in (*KEY_MEASURES, *MATCHING_MEASURES):
         col = pc[k].to_numpy(dtype=float)
@@ -382,4 +398,94 @@ def attribute_disclosure(
         "key_rule": "keys compared exactly (synthpop); a missing value is a level of its own",
         "match_rule": "as reidentification_risk; a missing value matches only a missing value",
     }
+    if lazy:
+        settings["engine"] = f"dask: shuffle on the exact-match key into {B} buckets"
     return AttributeDisclosureResult(figures=figures, per_copy=pc, records=records, by_group=by_group, settings=settings)
+
+
+_POS = "\x00position"
+_SUM_KEYS = ("disco", "dis", "in_s", "dorig", "disdio", "dcap", "repu", "uio", "uiois", "a", "above", "allc", "none",
+             "uis", "n_s")
+
+
+def _split_frames(part: pd.DataFrame, offset: int, enc: mt.Encoder, name: str, n_buckets: int) -> list[pd.DataFrame]:
+    """One partition's rows per key bucket, with their global positions."""
+    codes, _ = enc.encode(part, name)
+    b = bucket_of(codes, n_buckets)
+    part = part.assign(**{_POS: offset + np.arange(len(part), dtype=np.int64)})
+    return [part[b == k] for k in range(n_buckets)]
+
+
+def _attr_bucket(o_pieces, c_pieces, qis, target, enc_q, enc_qt, tols_q, tols_qt, threshold, extra):
+    """Per-record measures of one key bucket and the per-copy sums over its records.
+
+    Every record sharing a person's key (and every candidate match) is in the
+    person's bucket, so the tables and match counts here are the global ones.
+    """
+    original = pd.concat(o_pieces).sort_values(_POS, kind="stable")
+    copies = [pd.concat(p) for p in c_pieces]
+    sums = [dict.fromkeys(_SUM_KEYS, 0) for _ in copies]
+    keys = _exact_codes(qis, original, copies)
+    for j, ks in enumerate(keys[1:]):  # the copy's records whose key is unique in the copy (UiS)
+        sums[j]["uis"] = int((np.bincount(ks)[ks] == 1).sum()) if len(ks) else 0
+        sums[j]["n_s"] = len(ks)
+    n = len(original)
+    if n == 0:
+        return None, sums
+    # ---- key tables: exact codes of the keys and of (keys, target), shared by all frames
+    kt = _exact_codes([*qis, target], original, copies)
+    kd, ktd = keys[0], kt[0]
+    nd_k = np.bincount(kd)[kd]
+    nd_kt = np.bincount(ktd)[ktd]
+    dorig = nd_kt == nd_k
+    uio = nd_k == 1
+    # ---- matching: QIs alone and QIs + target, with the identity-risk rule
+    tq_codes, tq_vals = enc_q.encode(original, "original")
+    tqt_codes, tqt_vals = enc_qt.encode(original, "original")
+    lo_q, hi_q = mt.box_bounds(tq_vals, tols_q)
+    lo_qt, hi_qt = mt.box_bounds(tqt_vals, tols_qt)
+
+    acc = {c: np.zeros(n) for c in _RECORD_COLS}
+    n_sum = np.zeros(n)
+    for j, cp in enumerate(copies):
+        ks, kts = keys[j + 1], kt[j + 1]
+        size = int(max(kd.max(), ks.max() if len(ks) else 0)) + 1
+        ns_k_tab = np.bincount(ks, minlength=size)
+        size_t = int(max(ktd.max(), kts.max() if len(kts) else 0)) + 1
+        ns_kt_tab = np.bincount(kts, minlength=size_t)
+        # distinct target values per key in the copy
+        distinct = np.bincount(ks[np.unique(kts, return_index=True)[1]], minlength=size) if len(ks) else np.zeros(size, np.int64)
+        ns_k = ns_k_tab[kd]
+        ns_kt = ns_kt_tab[ktd]
+        in_s = ns_k > 0
+        ps = np.where(in_s, ns_kt / np.maximum(ns_k, 1), 0.0)
+        disco = in_s & (ns_kt == ns_k)
+        dis = in_s & (distinct[kd] == 1)
+        repu = uio & (ns_k == 1)
+
+        # matching attribute risk
+        p_codes, p_vals = enc_q.encode(cp, f"synthetic[{j}]")
+        t_key, p_key = mt.joint_keys(tq_codes, p_codes, cards=enc_q.cards)
+        s = mt.count_in_boxes(t_key, lo_q, hi_q, p_key, p_vals)
+        pt_codes, pt_vals = enc_qt.encode(cp, f"synthetic[{j}]")
+        t_key2, p_key2 = mt.joint_keys(tqt_codes, pt_codes, cards=enc_qt.cards)
+        c_ok = mt.count_in_boxes(t_key2, lo_qt, hi_qt, p_key2, pt_vals)
+        a = np.where(s > 0, c_ok / np.maximum(s, 1), 0.0)
+        allc = (s > 0) & (c_ok == s)
+
+        rec = {"disco": disco, "dis": dis, "in_synthetic": in_s, "dcap": ps, "repU": repu,
+               "attribute_risk": a, "all_matches_correct": allc, "no_match": s == 0}
+        for c in _RECORD_COLS:
+            acc[c] += rec[c]
+        n_sum += s
+        sums[j].update(disco=int(disco.sum()), dis=int(dis.sum()), in_s=int(in_s.sum()), dorig=int(dorig.sum()),
+                       disdio=int((disco & dorig).sum()), dcap=float(ps.sum()), repu=int(repu.sum()),
+                       uio=int(uio.sum()), uiois=int((uio & in_s).sum()), a=float(a.sum()),
+                       above=int((a > threshold).sum()), allc=int(allc.sum()), none=int((s == 0).sum()))
+    m = len(copies)
+    records = pd.DataFrame({c: acc[c] / m for c in _RECORD_COLS})
+    records["mean_n_matches"] = n_sum / m
+    records.insert(0, "position", original[_POS].to_numpy())
+    if extra is not None:
+        records["group"] = original[extra].to_numpy()
+    return records, sums

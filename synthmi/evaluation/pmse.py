@@ -49,6 +49,19 @@ from scipy import linalg
 from scipy.special import expit
 
 from ..results import Result
+from .._numeric import non_aliased_gram
+from .._random import PositionalRNG, entropy_from
+from ..engine import (
+    canonical_sum,
+    compute,
+    concat_rows,
+    copies_of,
+    frame_offsets,
+    is_dask_frame,
+    map_frame,
+    meta_of,
+    value_counts,
+)
 from .._validate import (
     check_columns_exist,
     check_copies,
@@ -122,31 +135,23 @@ class PMSEResult(Result):
 def _encode_main_effects(stacked: pd.DataFrame, variables: Sequence[str]) -> tuple[np.ndarray, list[str]]:
     """Main-effect columns: standardised numerics (+ missing indicator), dummies
     for categories (first level dropped, missing as its own level) — synthpop's
-    treatment of NA in the propensity model."""
-    cols: list[np.ndarray] = []
-    names: list[str] = []
+    treatment of NA in the propensity model. The columns are :class:`_Design`'s
+    (the one encoding rule, also used partition by partition), with the means,
+    standard deviations and levels of the stacked frame in memory."""
+    kinds = {v: "numeric" if _is_numeric(stacked[v].dtype) else "categorical" for v in variables}
+    mu, sd, has_na, levels = {}, {}, {}, {}
     for v in variables:
         s = stacked[v]
-        if pd.api.types.is_numeric_dtype(s) and not isinstance(s.dtype, pd.CategoricalDtype):
+        if kinds[v] == "numeric":
             x = s.to_numpy(dtype=float)
             miss = np.isnan(x)
-            mu = np.nanmean(x) if (~miss).any() else 0.0
-            sd = np.nanstd(x) if (~miss).any() else 1.0
-            sd = sd if sd > 0 else 1.0
-            cols.append(np.where(miss, 0.0, (x - mu) / sd))
-            names.append(v)
-            if miss.any():
-                cols.append(miss.astype(float))
-                names.append(f"{v}_NA")
+            mu[v] = np.nanmean(x) if (~miss).any() else 0.0
+            sd_ = np.nanstd(x) if (~miss).any() else 1.0
+            sd[v] = sd_ if sd_ > 0 else 1.0
+            has_na[v] = bool(miss.any())
         else:
-            codes = pd.Categorical(s.astype(object).where(s.notna(), "__NA__")).codes
-            levels = np.unique(codes)
-            for lev in levels[1:]:
-                cols.append((codes == lev).astype(float))
-                names.append(f"{v}[{lev}]")
-    if not cols:
-        return np.empty((len(stacked), 0)), []
-    return np.column_stack(cols), names
+            levels[v] = list(pd.Categorical(s.astype(object).where(s.notna(), "__NA__")).categories)
+    return _Design(variables, kinds, mu, sd, has_na, levels, maxorder=0).main(stacked)
 
 
 #: Large designs (agency files: a 51-level geography among ten variables) are reduced by a
@@ -253,49 +258,25 @@ def _non_aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
     drops aliased coefficients: pivoted QR of the (p x p) Gram matrix, which
     has X's rank and costs far less than a QR of the N x p design."""
     Xs = _sparse_if_worth_it(X)
-    return _non_aliased_gram(X.T @ X if Xs is None else (Xs.T @ Xs).toarray(), tol)
+    return non_aliased_gram(X.T @ X if Xs is None else (Xs.T @ Xs).toarray(), tol)
 
 
-def _non_aliased_gram(G: np.ndarray, tol: float = 1e-9) -> np.ndarray:
-    """:func:`_non_aliased` from the Gram matrix X'X (which synthmi.scale sums over partitions)."""
-    R, piv = linalg.qr(G, mode="r", pivoting=True)
-    d = np.abs(np.diag(R))
-    if d.size == 0:
-        return np.array([], dtype=int)
-    rank = int(np.sum(d > tol * d[0]))
-    return np.sort(piv[:rank])
+def _newton_logit(beta: np.ndarray, loglik, derivatives, max_iter: int = 50, tol: float = 1e-10,
+                  notes: list[str] | None = None) -> np.ndarray:
+    r"""Maximum-likelihood logistic regression by IRLS (Newton) with step halving.
 
-
-def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e-10,
-               notes: list[str] | None = None) -> np.ndarray:
-    """Maximum-likelihood logistic regression by IRLS (Newton) with step halving.
-
-    Returns fitted probabilities. Quasi-separation (a cell entirely original
-    or synthetic) drives some coefficients large; the fitted probabilities
-    still converge, which is all pMSE needs.
+    The one iteration of both frame types: ``loglik(beta)`` gives
+    :math:`\ell(\beta) = \sum_i y_i \eta_i - \log(1 + e^{\eta_i})`, ``derivatives(beta)``
+    the gradient :math:`X^\top (y - \mu)` and information :math:`X^\top W X`
+    (in memory from the design, on Dask as sums over partitions). A step is halved
+    until the log-likelihood does not fall; iteration stops when it changes by less
+    than ``tol`` relative. Quasi-separation (a cell entirely original or synthetic)
+    drives some coefficients large; the fitted probabilities still converge, which
+    is all pMSE needs.
     """
-    n, p = X.shape
-    Xs = _sparse_if_worth_it(X)
-    mul = (lambda b: X @ b) if Xs is None else (lambda b: Xs @ b)
-    beta = np.zeros(p)
-    c = y.mean()
-    beta[0] = np.log(c / (1 - c))
-    eta = mul(beta)
-
-    def loglik(eta_: np.ndarray) -> float:
-        return float(np.sum(y * eta_ - np.logaddexp(0.0, eta_)))
-
-    ll = loglik(eta)
+    ll = loglik(beta)
     for _ in range(max_iter):
-        mu = expit(eta)
-        w = np.maximum(mu * (1 - mu), 1e-12)
-        if Xs is None:
-            grad = X.T @ (y - mu)
-            Xw = X * np.sqrt(w)[:, None]
-            H = Xw.T @ Xw
-        else:
-            grad = Xs.T @ (y - mu)
-            H = (Xs.T @ Xs.multiply(w[:, None]).tocsr()).toarray()
+        grad, H = derivatives(beta)
         with warnings.catch_warnings():
             # quasi-separation makes H ill-conditioned; say so once instead of a raw LinAlgWarning
             warnings.simplefilter("error", linalg.LinAlgWarning)
@@ -307,18 +288,47 @@ def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e
                     notes.append("propensity fit ill-conditioned (quasi-separation): least-squares Newton steps used")
         t = 1.0
         for _ in range(30):
-            new_eta = mul(beta + t * step)
-            new_ll = loglik(new_eta)
+            new_ll = loglik(beta + t * step)
             if new_ll >= ll - 1e-12:
                 break
             t /= 2
         beta = beta + t * step
-        eta = new_eta
         converged = abs(new_ll - ll) < tol * (abs(ll) + 1)
         ll = new_ll
         if converged:
             break
-    return expit(eta)
+    return beta
+
+
+def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e-10,
+               notes: list[str] | None = None) -> np.ndarray:
+    """Fitted probabilities of the propensity logit of design ``X`` (:func:`_newton_logit`)."""
+    n, p = X.shape
+    Xs = _sparse_if_worth_it(X)
+    mul = (lambda b: X @ b) if Xs is None else (lambda b: Xs @ b)
+    last: dict = {}
+
+    def eta_of(b: np.ndarray) -> np.ndarray:
+        if "b" not in last or not np.array_equal(last["b"], b):  # the accepted trial step's eta is reused
+            last["b"], last["eta"] = b.copy(), mul(b)
+        return last["eta"]
+
+    def loglik(b: np.ndarray) -> float:
+        eta_ = eta_of(b)
+        return float(np.sum(y * eta_ - np.logaddexp(0.0, eta_)))
+
+    def derivatives(b: np.ndarray):
+        mu = expit(eta_of(b))
+        w = np.maximum(mu * (1 - mu), 1e-12)
+        if Xs is None:
+            Xw = X * np.sqrt(w)[:, None]
+            return X.T @ (y - mu), Xw.T @ Xw
+        return Xs.T @ (y - mu), (Xs.T @ Xs.multiply(w[:, None]).tocsr()).toarray()
+
+    beta = np.zeros(p)
+    c = y.mean()
+    beta[0] = np.log(c / (1 - c))
+    return expit(eta_of(_newton_logit(beta, loglik, derivatives, max_iter, tol, notes)))
 
 
 def _cart_probs(X: np.ndarray, y: np.ndarray, min_samples_leaf: int, cp: float, rng: np.random.Generator) -> np.ndarray:
@@ -403,8 +413,9 @@ def pmse(
     random_state: int | np.random.Generator | None = 0,
     progress: Any = None,
     spec: Any = None,
+    cart_rows: int = 100_000,
 ) -> PMSEResult:
-    """pMSE and S_pMSE of one or more synthetic copies.
+    """pMSE and S_pMSE of one or more synthetic copies (pandas or Dask frames).
 
     Parameters
     ----------
@@ -437,6 +448,11 @@ def pmse(
         Seeds the CART fits and permutations (logit is deterministic).
     progress : callable, optional
         Called with a message before each copy (the CLI shows it).
+    cart_rows : int, default 100000
+        Dask frames only: expected size of the record-keyed subsample of the
+        original and of each copy on which the CART pMSE is computed (stated
+        in ``notes``); the logit pMSE uses every record (Newton on sums over
+        partitions, equal to the in-memory fit to rounding).
 
     Returns
     -------
@@ -446,7 +462,11 @@ def pmse(
     method = check_option(method, "method", "pmse", ("logit", "cart"))
     maxorder = check_scalar(maxorder, "maxorder", "pmse", kind="int", lower=0, upper=1)
     n_perm = check_scalar(n_perm, "n_perm", "pmse", kind="int", lower=1)
-    original, copies, variables = _prepare(original, synthetic, variables, "pmse", spec)
+    original, copies, variables = _frames(original, synthetic, variables, "pmse", spec)
+    if is_dask_frame(original):
+        cart_rows = check_scalar(cart_rows, "cart_rows", "pmse", kind="int", lower=10)
+        return _pmse_partitioned(original, copies, method, variables, maxorder, n_perm, min_samples_leaf, cp,
+                                 random_state, cart_rows)
     rng = check_random_state(random_state)
     pm_, e0, k_all = [], [], []
     per_copy_notes: list[list[str]] = []
@@ -589,15 +609,10 @@ def table_pmse(o_codes: np.ndarray, s_codes: np.ndarray) -> tuple[float, float, 
     Returns (pMSE, expected null, k - 1).
     """
     cells, inv = np.unique(np.r_[o_codes, s_codes], return_inverse=True)
-    n1 = np.bincount(inv[: len(o_codes)], minlength=len(cells)).astype(float)
-    n2 = np.bincount(inv[len(o_codes) :], minlength=len(cells)).astype(float)
-    N = n1.sum() + n2.sum()
-    c = n2.sum() / N
-    tot = n1 + n2
-    p = n2 / tot
-    value = float(np.sum(tot * (p - c) ** 2) / N)
-    df = len(cells) - 1
-    return value, df * (1 - c) ** 2 * c / N, df
+    inv = np.asarray(inv).reshape(-1)
+    n1 = np.bincount(inv[: len(o_codes)], minlength=len(cells))
+    n2 = np.bincount(inv[len(o_codes) :], minlength=len(cells))
+    return table_pmse_counts(n1, n2)
 
 
 def utility_tables(
@@ -615,53 +630,64 @@ def utility_tables(
     original's values alone do not define the bins. Each row is a table; its
     ``s_pmse`` is averaged over copies (``s_pmse_copy_j`` kept per copy).
 
+    ``original`` and the copies are pandas or Dask frames (one code path,
+    :mod:`synthmi.engine`): the quantiles come from the exact value counts of
+    the pooled column (:func:`quantile_from_counts`, NumPy's linear rule) and
+    every table's cell counts are per-partition ``bincount`` s added over
+    partitions (integers), so the result is the same for every partitioning.
+
     Returns
     -------
     DataFrame
         Columns ``variables``, ``way``, ``df``, ``pmse``, ``s_pmse`` and one
         ``s_pmse_copy_j`` per copy, sorted by ``way`` then ``s_pmse`` descending.
     """
-    original, copies, variables = _prepare(original, synthetic, variables, "utility_tables", spec)
+    original, copies, variables = _frames(original, synthetic, variables, "utility_tables", spec)
     n_bins = check_scalar(n_bins, "n_bins", "utility_tables", kind="int", lower=2)
     for w in ways:
         if w not in (1, 2, 3):
             raise ValueError(f"The 'ways' parameter of utility_tables takes 1, 2 or 3. Got {w!r} instead.")
-    rows = []
-    per_copy_codes = []
+    meta = meta_of(original)
+    o_counts = {v: value_counts(original, v) for v in variables}
+    per_copy = []
     for syn in copies:
-        stacked, _ = _stack(original, syn, variables)
-        n1 = len(original)
-        codes = {}
+        edges, cats, sizes = {}, {}, {}
         for v in variables:
-            s = stacked[v]
-            edges = None
-            if pd.api.types.is_numeric_dtype(s) and not isinstance(s.dtype, pd.CategoricalDtype):
-                if s.nunique() > n_bins:
-                    qs = np.nanquantile(s.to_numpy(dtype=float), np.linspace(0, 1, n_bins + 1)[1:-1])
-                    edges = np.unique(qs)
-            c = _binned(s, edges)
-            codes[v] = (c[:n1], c[n1:])
-        per_copy_codes.append(codes)
+            vc = o_counts[v].add(value_counts(syn, v), fill_value=0)
+            vc = vc[vc > 0]  # a Categorical's value_counts lists unobserved levels too
+            dt = meta[v].dtype
+            if _is_numeric(dt):
+                obs = vc[vc.index.notna()]
+                if len(obs) > n_bins:
+                    qs = quantile_from_counts(obs.index.to_numpy(dtype=float), obs.to_numpy(),
+                                              np.linspace(0, 1, n_bins + 1)[1:-1])
+                    edges[v] = np.unique(qs)
+                    cats[v] = None
+                    sizes[v] = len(edges[v]) + 2
+                    continue
+            edges[v] = None
+            vals = pd.Series(vc.index, dtype=object)
+            # levels in the order _binned gives the pooled column: its values' sorted order
+            cats[v] = list(pd.Categorical(vals.where(vals.notna(), "__NA__")).categories)
+            sizes[v] = len(cats[v])
+        o_tab = _sum_tables(original, variables, edges, cats, sizes, ways)
+        s_tab = _sum_tables(syn, variables, edges, cats, sizes, ways)
+        per_copy.append((o_tab, s_tab))
+    rows = []
     for w in ways:
         for combo in combinations(variables, w):
-            vals, nulls, dfs = [], [], []
-            for codes in per_copy_codes:
-                o = np.zeros(len(codes[combo[0]][0]), dtype=np.int64)
-                s = np.zeros(len(codes[combo[0]][1]), dtype=np.int64)
-                for v in combo:
-                    base = int(max(codes[v][0].max(initial=0), codes[v][1].max(initial=0))) + 1
-                    o = o * base + codes[v][0]
-                    s = s * base + codes[v][1]
-                val, e0, df = table_pmse(o, s)
-                vals.append(val)
+            vals_, nulls, dfs = [], [], []
+            for o_tab, s_tab in per_copy:
+                val, e0, df = table_pmse_counts(o_tab[combo], s_tab[combo])
+                vals_.append(val)
                 nulls.append(e0)
                 dfs.append(df)
-            s_vals = np.array(vals) / np.where(np.array(nulls) > 0, nulls, np.nan)
+            s_vals = np.array(vals_) / np.where(np.array(nulls) > 0, nulls, np.nan)
             row = {
                 "variables": ":".join(combo),
                 "way": w,
                 "df": float(np.mean(dfs)),
-                "pmse": float(np.mean(vals)),
+                "pmse": float(np.mean(vals_)),
                 "s_pmse": float(np.nanmean(s_vals)) if np.isfinite(s_vals).any() else np.nan,
             }
             for j, sv in enumerate(s_vals, start=1):
@@ -669,3 +695,256 @@ def utility_tables(
             rows.append(row)
     out = pd.DataFrame(rows)
     return out.sort_values(["way", "s_pmse"], ascending=[True, False]).reset_index(drop=True)
+
+
+def _frames(original, synthetic, variables, owner, spec=None):
+    """(original, copies, variables) of a measure: :func:`_prepare` in memory; for a Dask
+    original, dask copies with the same structure on the variables."""
+    from ..spec import as_spec
+
+    if not is_dask_frame(original):
+        return _prepare(original, synthetic, variables, owner, spec)
+    copies = copies_of(synthetic)
+    meta = meta_of(original)
+    if variables is None:
+        variables = [c for c in as_spec(spec).released if c in meta.columns] if spec is not None else list(meta.columns)
+    variables = check_columns_exist(meta, variables, "variables", "original")
+    for j, c in enumerate(copies):
+        check_same_structure(meta, meta_of(c), f"synthetic[{j}]", columns=variables)
+    return original, copies, variables
+
+
+def _is_numeric(dtype) -> bool:
+    return pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype)
+
+
+def quantile_from_counts(values: np.ndarray, counts: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """``np.nanquantile(x, qs)`` (linear method) of the array with these distinct values and counts.
+
+    Reproduces NumPy's arithmetic: virtual index :math:`h = Nq + (1 - q) - 1`,
+    neighbours :math:`x_{\\lfloor h \\rfloor}, x_{\\lfloor h \\rfloor + 1}` from the
+    cumulative counts, and NumPy's two-sided ``_lerp``.
+    """
+    order = np.argsort(values, kind="stable")
+    values = np.asarray(values, dtype=float)[order]
+    counts = np.asarray(counts, dtype=np.int64)[order]
+    N = int(counts.sum())
+    cum = np.cumsum(counts)
+    qs = np.asarray(qs, dtype=float)
+    virtual = N * qs + (1 + qs * (1 - 1 - 1)) - 1  # numpy's _compute_virtual_index, alpha = beta = 1
+    prev = np.floor(virtual).astype(np.int64)
+    gamma = virtual - prev
+    prev = np.clip(prev, 0, N - 1)
+    nxt = np.clip(prev + 1, 0, N - 1)
+    a = values[np.searchsorted(cum, prev, side="right")]
+    b = values[np.searchsorted(cum, nxt, side="right")]
+    diff = b - a
+    out = a + diff * gamma
+    hi = gamma >= 0.5
+    out[hi] = (b - diff * (1 - gamma))[hi]
+    return out
+
+
+def _cell_codes(s: pd.Series, edges: np.ndarray | None, cats: list | None) -> np.ndarray:
+    if edges is not None:
+        return _binned(s, edges)
+    vals = s.astype(object).where(s.notna(), "__NA__")
+    return pd.Categorical(vals, categories=cats).codes.astype(np.int64)
+
+
+def _partition_tables(part: pd.DataFrame, offset: int, variables, edges, cats, sizes, ways) -> dict:
+    codes = {v: _cell_codes(part[v], edges[v], cats[v]) for v in variables}
+    out = {}
+    for w in ways:
+        for combo in combinations(variables, w):
+            flat = np.zeros(len(part), dtype=np.int64)
+            size = 1
+            for v in combo:
+                flat = flat * sizes[v] + codes[v]
+                size *= sizes[v]
+            out[combo] = np.bincount(flat, minlength=size)
+    return out
+
+
+def _sum_tables(frame, variables, edges, cats, sizes, ways) -> dict:
+    """Cell counts of every table, summed over the partitions (integers: exact)."""
+    proj = frame[list(variables)]
+    off = frame_offsets(proj)  # of the projection that is mapped (a read_parquet may merge files)
+    parts = compute(*map_frame(proj, off, _partition_tables, variables, edges, cats, sizes, ways))
+    total: dict = {}
+    for pr in parts:
+        for k, v in pr.items():
+            total[k] = total[k] + v if k in total else v.copy()
+    return total
+
+
+def table_pmse_counts(n1: np.ndarray, n2: np.ndarray) -> tuple[float, float, int]:
+    """:func:`table_pmse` from the cell counts of the two frames (cells in code order)."""
+    keep = (n1 + n2) > 0
+    n1 = n1[keep].astype(float)
+    n2 = n2[keep].astype(float)
+    N = n1.sum() + n2.sum()
+    c = n2.sum() / N
+    tot = n1 + n2
+    p = n2 / tot
+    value = float(np.sum(tot * (p - c) ** 2) / N)
+    df = int(keep.sum()) - 1
+    return value, df * (1 - c) ** 2 * c / N, df
+
+
+# --------------------------------------------------------------------------- pMSE on partitions
+def _stacked_partitioned(original, syn, variables):
+    o = original[variables]
+    s = syn[variables]
+    for v in variables:
+        if isinstance(meta_of(o)[v].dtype, pd.CategoricalDtype):
+            cats = list(meta_of(o)[v].cat.categories)
+            s = s.assign(**{v: s[v].astype(pd.CategoricalDtype(cats))})
+    return concat_rows([o.assign(__y=0.0), s.assign(__y=1.0)])
+
+
+class _Design:
+    """The propensity design of :func:`_design` (no reduction), with encodings fixed globally
+    so that every partition builds the same columns."""
+
+    def __init__(self, variables, kinds, mu, sd, has_na, levels, maxorder):
+        self.variables, self.kinds, self.mu, self.sd = variables, kinds, mu, sd
+        self.has_na, self.levels, self.maxorder = has_na, levels, maxorder
+        self.keep = None
+
+    def main(self, part: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+        cols, names = [], []
+        for v in self.variables:
+            s = part[v]
+            if self.kinds[v] == "numeric":
+                x = s.to_numpy(dtype=float)
+                miss = np.isnan(x)
+                cols.append(np.where(miss, 0.0, (x - self.mu[v]) / self.sd[v]))
+                names.append(v)
+                if self.has_na[v]:
+                    cols.append(miss.astype(float))
+                    names.append(f"{v}_NA")
+            else:
+                vals = s.astype(object).where(s.notna(), "__NA__")
+                codes = pd.Categorical(vals, categories=self.levels[v]).codes
+                for k, lev in enumerate(self.levels[v][1:], start=1):
+                    cols.append((codes == k).astype(float))
+                    names.append(f"{v}[{lev}]")
+        n = len(part)
+        return (np.column_stack(cols) if cols else np.empty((n, 0))), names
+
+    def matrix(self, part: pd.DataFrame) -> np.ndarray:
+        main, names = self.main(part)
+        blocks = [np.ones((len(part), 1)), main]
+        if self.maxorder >= 1:
+            owner = [_owner(nm) for nm in names]
+            for a, b in combinations(range(len(names)), 2):
+                if owner[a] != owner[b]:
+                    blocks.append((main[:, a] * main[:, b])[:, None])
+        X = np.hstack(blocks)
+        return X if self.keep is None else X[:, self.keep]
+
+
+def _logit_pmse_partitioned(original, syn, variables, maxorder, max_iter=50, tol=1e-10,
+                            notes: list[str] | None = None) -> tuple[float, float, int]:
+    r"""Logit pMSE of one copy by :func:`_newton_logit` (as :func:`_logit_fit` in memory),
+    each step's log-likelihood, gradient :math:`X^\top (y - \mu)` and information
+    :math:`X^\top W X` summed over partitions in an order fixed by record position
+    (:func:`synthmi.engine.canonical_sum`); aliased columns dropped by the pivoted QR of the
+    summed :math:`X^\top X` (:func:`synthmi._numeric.non_aliased_gram`)."""
+    st = _stacked_partitioned(original, syn, variables)
+    off = frame_offsets(st)
+    N = int(off[-1])
+    meta = meta_of(st)
+    kinds = {v: "numeric" if _is_numeric(meta[v].dtype) else "categorical" for v in variables}
+    num = [v for v in variables if kinds[v] == "numeric"]
+    mu, sd, has_na, levels = {}, {}, {}, {}
+    if num:
+        def f1(p):
+            x = p[num].to_numpy(dtype=float)
+            return (np.nansum(x, axis=0), (~np.isnan(x)).sum(axis=0).astype(float))
+        sx, cnt = canonical_sum(st, off, f1)
+        m_ = sx / np.maximum(cnt, 1)
+
+        def f2(p):
+            x = p[num].to_numpy(dtype=float)
+            return (np.nansum((x - m_) ** 2, axis=0),)
+        (ss,) = canonical_sum(st, off, f2)
+        for k, v in enumerate(num):
+            mu[v] = float(m_[k]) if cnt[k] else 0.0
+            s_ = float(np.sqrt(ss[k] / cnt[k])) if cnt[k] else 1.0
+            sd[v] = s_ if s_ > 0 else 1.0
+            has_na[v] = cnt[k] < N
+    for v in variables:
+        if kinds[v] == "categorical":
+            vc = value_counts(st, v)
+            vc = vc[vc > 0]
+            vals = pd.Series(vc.index, dtype=object)
+            levels[v] = list(pd.Categorical(vals.where(vals.notna(), "__NA__")).categories)
+    design = _Design(variables, kinds, mu, sd, has_na, levels, maxorder)
+    (G,) = canonical_sum(st, off, lambda p: ((lambda X: X.T @ X)(design.matrix(p)),))
+    design.keep = non_aliased_gram(G)
+    k = len(design.keep)
+    (ysum,) = canonical_sum(st, off, lambda p: (np.array(p["__y"].to_numpy().sum()),))
+    c = float(ysum) / N
+
+    def loglik(beta):
+        def f(p):
+            eta = design.matrix(p) @ beta
+            return (np.array(np.sum(p["__y"].to_numpy() * eta - np.logaddexp(0.0, eta))),)
+        return float(canonical_sum(st, off, f)[0])
+
+    def derivatives(beta):
+        def f(p):
+            X = design.matrix(p)
+            mu_ = expit(X @ beta)
+            w = np.maximum(mu_ * (1 - mu_), 1e-12)
+            return X.T @ (p["__y"].to_numpy() - mu_), (X * w[:, None]).T @ X
+        return canonical_sum(st, off, f)
+
+    beta = np.zeros(k)
+    beta[0] = np.log(c / (1 - c))
+    beta = _newton_logit(beta, loglik, derivatives, max_iter, tol, notes)
+    (sq,) = canonical_sum(st, off, lambda p: (np.array(np.sum((expit(design.matrix(p) @ beta) - c) ** 2)),))
+    return float(sq) / N, (k - 1) * (1 - c) ** 2 * c / N, k
+
+
+def _subsample(part: pd.DataFrame, offset: int, entropy, frac: float) -> pd.DataFrame:
+    u = PositionalRNG(entropy, tag=(0,), offset=offset).random(len(part))
+    return part[u < frac]
+
+
+def _pmse_partitioned(original, copies, method, variables, maxorder, n_perm, min_samples_leaf, cp, random_state,
+                      cart_rows) -> PMSEResult:
+    """:func:`pmse` of Dask frames: the logit fitted on all records by Newton on sums over
+    partitions; CART (a tree needs every record at every split) on a record-keyed Bernoulli
+    subsample of ``cart_rows`` expected records of the original and of each copy."""
+    if method == "logit":
+        per_copy_notes: list[list[str]] = [[] for _ in copies]
+        res = [_logit_pmse_partitioned(original, s, variables, maxorder, notes=nt) for s, nt in zip(copies, per_copy_notes)]
+        pm_a = np.array([r[0] for r in res])
+        e0 = np.array([r[1] for r in res])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s_vals = np.where(e0 > 0, pm_a / np.where(e0 > 0, e0, 1.0), np.nan)
+        return PMSEResult(pmse=pm_a, expected_null=e0, s_pmse=s_vals, method="logit",
+                          k=np.array([r[2] for r in res]), variables=list(variables),
+                          notes=["logit propensity model fitted on all records by Newton on sums over partitions",
+                                 *merge_copy_notes(per_copy_notes, len(copies))])
+    rng = check_random_state(random_state)
+    entropy = entropy_from(rng)
+    proj = original[list(variables)]
+    off = frame_offsets(proj)  # of the projection that is mapped
+    n = int(off[-1])
+    frac = min(1.0, cart_rows / n)
+    o_sub = pd.concat(compute(*map_frame(proj, off, _subsample, entropy, frac)))
+    s_subs = []
+    for s in copies:
+        sp = s[list(variables)]
+        s_subs.append(pd.concat(compute(*map_frame(sp, frame_offsets(sp), _subsample, entropy, frac))))
+    r = pmse(o_sub, s_subs, method="cart", variables=variables, maxorder=maxorder, n_perm=n_perm,
+             min_samples_leaf=min_samples_leaf, cp=cp, random_state=rng)
+    note = (f"CART pMSE on a subsample: each record kept with probability {frac:.6g} (keyed by record position and "
+            f"random_state), {len(o_sub)} of {n} original records and {', '.join(str(len(x)) for x in s_subs)} "
+            "records of the copies; a tree needs every record at every split, so it is not fitted on all records")
+    return PMSEResult(pmse=r.pmse, expected_null=r.expected_null, s_pmse=r.s_pmse, method="cart", k=None,
+                      variables=list(variables), notes=[note, *r.notes])

@@ -36,6 +36,17 @@ from .._validate import (
     check_scalar,
     param_error,
 )
+from ..engine import (
+    call,
+    compute,
+    copies_of,
+    frame_from_parts,
+    frame_offsets,
+    is_dask_frame,
+    key_buckets,
+    meta_of,
+    n_key_buckets,
+)
 from . import _matching as mt
 
 __all__ = ["reidentification_risk", "RiskResult"]
@@ -165,27 +176,11 @@ def _json_num(v: Any) -> Any:
     return v
 
 
-def _rates(risk, n_unique, n_true_unique, n_no_match, n_copies, threshold) -> dict[str, float]:
-    n = len(risk)
-    nu = float(n_unique.sum())
-    return {
-        "n_records": int(n),
-        "expected_matches": float(risk.sum()),
-        "true_match_rate": float(n_true_unique.sum()) / (n * n_copies) if n else np.nan,
-        "false_match_rate": (nu - float(n_true_unique.sum())) / nu if nu > 0 else np.nan,
-        "share_above_threshold": float((risk > threshold).mean()) if n else np.nan,
-        "mean_risk": float(risk.mean()) if n else np.nan,
-        "max_risk": float(risk.max()) if n else np.nan,
-        "unique_match_share": nu / (n * n_copies) if n else np.nan,
-        "no_match_share": float(n_no_match.sum()) / (n * n_copies) if n else np.nan,
-    }
-
-
 class MatchTally:
     r"""Per-record tallies of the identity-risk terms over copies, added copy by copy.
 
-    The one kernel of :func:`reidentification_risk` and of its Dask version
-    (:mod:`synthmi.scale.risk`, which runs it per key bucket): after copies
+    The one kernel of :func:`reidentification_risk`, run per key bucket on
+    pandas and Dask frames alike: after copies
     ``m = 1..M`` with match counts :math:`s_{im}` and own-box indicators
     :math:`1[i \in S_{im}]`,
 
@@ -289,8 +284,9 @@ def reidentification_risk(
     threshold: float = 0.5,
     by: Any = None,
     spec: Any = None,
+    n_buckets: int | None = None,
 ) -> RiskResult:
-    """Record-level re-identification risk of partially synthetic copies.
+    """Record-level re-identification risk of partially synthetic copies (pandas or Dask).
 
     Parameters
     ----------
@@ -320,10 +316,18 @@ def reidentification_risk(
         also reported per group. Missing labels form their own group.
     spec : ReleaseSpec, dict or path, optional
         Roles and kinds of the columns (instead of dtypes).
+    n_buckets : int, optional
+        Number of key buckets the records are shuffled into (default: one per
+        500,000 original records); results do not depend on it.
 
     Returns
     -------
     RiskResult
+        With a dask ``original`` (and dask copies: a dask DataFrame, a list of
+        them or a release holding them in ``copies``), ``records`` and
+        ``individual`` are persisted dask frames with a ``position`` column
+        (global record position) instead of the original index, and ``by``
+        must be a column name; every other field is the same as in memory.
 
     Notes
     -----
@@ -356,76 +360,109 @@ def reidentification_risk(
 
     Cost: O(M n log n) time and O(n) memory per copy with at most one
     continuous QI; see :mod:`synthmi.evaluation._matching` for several.
-    """
-    from ..spec import spec_frames, spec_quasi_identifiers
 
-    check_dataframe(original, "original")
-    copies = check_copies(synthetic, "synthetic")
-    spec, original, copies = spec_frames(spec, original, copies)
-    qis = spec_quasi_identifiers(quasi_identifiers, spec, original, _OWNER, "original")
+    Execution (one code path for pandas and Dask, :mod:`synthmi.engine`): a
+    released record can match target ``t`` only if its exact key (categorical
+    QIs and missingness flags of continuous ones) equals ``t``'s, so the
+    records of the original and of every copy are sent to buckets by a hash
+    of that key and :class:`MatchTally` runs bucket by bucket; a pandas frame
+    is one partition. Per-record values and counts are the same for every
+    partitioning and number of buckets; sums of ``I_i`` agree up to
+    floating-point summation order.
+    """
+    from ..spec import as_spec, spec_frames, spec_quasi_identifiers
+
+    lazy = is_dask_frame(original)
+    if lazy:  # a Dask original: dask copies, compared on the QIs' dtypes; groups from a column
+        copies = copies_of(synthetic)
+        spec = None if spec is None else as_spec(spec)
+        qis = spec_quasi_identifiers(quasi_identifiers, spec, meta_of(original), _OWNER, "original")
+        for j, c in enumerate(copies):
+            _check_copy_columns(list(original.columns), list(c.columns), j)
+            check_same_structure(meta_of(original), meta_of(c), name=f"synthetic[{j}]", columns=qis)
+        if by is not None and not (isinstance(by, str) and by in original.columns):
+            raise param_error("by", _OWNER, "a column name of 'original' (on Dask)", by)
+        by_name = by
+        if by is not None:
+            _check_categorical_groups(meta_of(original)[by])
+        o_frame = original[qis + ([by] if by is not None and by not in qis else [])]
+        c_frames = [c[qis] for c in copies]
+        group_dtype = None if by is None else meta_of(original)[by].dtype
+    else:
+        check_dataframe(original, "original")
+        copies = check_copies(synthetic, "synthetic")
+        spec, original, copies = spec_frames(spec, original, copies)
+        qis = spec_quasi_identifiers(quasi_identifiers, spec, original, _OWNER, "original")
+        c_frames = []
+        for j, c in enumerate(copies):
+            _check_copy_columns(list(original.columns), list(c.columns), j)
+            # dtypes and levels matter only where records are compared
+            check_same_structure(original, c, name=f"synthetic[{j}]", columns=qis)
+            c_frames.append(_align_copy(original, c, j)[qis].reset_index(drop=True))
+        groups, by_name = _group_labels(by, original)
+        o_frame = original[qis].reset_index(drop=True)
+        group_dtype = None
+        if groups is not None:
+            o_frame = o_frame.assign(**{_GROUP: groups.to_numpy()})
+            group_dtype = groups.dtype
     threshold = float(check_scalar(threshold, "threshold", _OWNER, lower=0.0, upper=1.0))
-    aligned = []
-    for j, c in enumerate(copies):
-        missing = [col for col in original.columns if col not in c.columns]
-        extra = [col for col in c.columns if col not in original.columns]
-        if missing or extra:
-            raise ValueError(
-                f"Columns of 'synthetic[{j}]' do not match the original: missing {missing}, unexpected {extra}."
-            )
-        # dtypes and levels matter only where records are compared
-        check_same_structure(original, c, name=f"synthetic[{j}]", columns=qis)
-        aligned.append(_align_copy(original, c, j))
     categorical, continuous = mt.split_kinds(original, qis, spec)
     tol = mt.parse_tolerance(tolerance, categorical, continuous, _OWNER)
-    groups, by_name = _group_labels(by, original)
+    enc = mt.Encoder(mt.reference(original, qis, categorical), categorical, continuous, "original")
+    tols = [tol[c] for c in continuous]
 
-    enc = mt.Encoder(original, categorical, continuous, "original")
-    t_codes, t_vals = enc.encode(original, "original")
-    lo, hi = mt.box_bounds(t_vals, [tol[c] for c in continuous])
+    # offsets of the frames that are mapped: dask's read_parquet merges files into fewer partitions when
+    # only some columns are read, so the whole frame's offsets do not fit its column projection
+    o_off = frame_offsets(o_frame)
+    n, m_copies = int(o_off[-1]), len(c_frames)
+    c_offs = []
+    for j, c in enumerate(c_frames):
+        off = frame_offsets(c)
+        if int(off[-1]) != n:
+            raise ValueError(f"'synthetic[{j}]' has {int(off[-1])} rows but 'original' has {n}; re-identification risk "
+                             "by matching needs partially synthetic copies, row-aligned with the original.")
+        c_offs.append(off)
+    B = n_key_buckets(n, n_buckets)
+    kw = len(enc.cards)  # the exact key: categorical codes and missingness flags
+    extra = None if by_name is None else (by if lazy else _GROUP)
+    o_b = key_buckets(o_frame, o_off, mt.split_by_key, B, enc, "original", B, kw, extra)
+    c_b = [key_buckets(c, off, mt.split_by_key, B, enc, f"synthetic[{j}]", B, kw)
+           for j, (c, off) in enumerate(zip(c_frames, c_offs))]
+    results = [call(lazy, _risk_bucket, o_b[k], [cb[k] for cb in c_b], enc.cards, tols, nout=2) for k in range(B)]
+    meta = pd.DataFrame({"position": np.zeros(0, np.int64), **{c: np.zeros(0, dt) for c, dt in _RECORD_DTYPES.items()}})
+    if by_name is not None:
+        meta = meta.assign(group=pd.Series([], dtype=object if group_dtype is None else group_dtype))
+    records = frame_from_parts([r[0] for r in results], meta, lazy)
+    per_bucket_copy = compute(*[r[1] for r in results])
 
-    n, m_copies = len(original), len(aligned)
-    tally = MatchTally(n)
-    per_copy = []
-    for j, c in enumerate(aligned):
-        p_codes, p_vals = enc.encode(c, f"synthetic[{j}]")
-        t_key, p_key = mt.joint_keys(t_codes, p_codes, cards=enc.cards)
-        s = mt.count_in_boxes(t_key, lo, hi, p_key, p_vals)
-        true_in = mt.in_own_box(t_key, lo, hi, p_key, p_vals)
-        pr, unique = tally.add(s, true_in)
-        nu = int(unique.sum())
-        ntu = int((unique & true_in).sum())
-        per_copy.append(
-            {
-                "expected_matches": float(pr.sum()),
-                "true_match_rate": ntu / n,
-                "false_match_rate": (nu - ntu) / nu if nu else np.nan,
-                "n_unique_matches": nu,
-            }
-        )
-
-    risk = tally.risk
-    records = pd.DataFrame(tally.columns(), index=original.index)
-    n_unique, n_true_unique, n_none = tally.n_unique, tally.n_true_unique, tally.n_none
-    figures = _rates(risk, n_unique, n_true_unique, n_none, m_copies, threshold)
+    # ---- summaries: sums over records (distributed on Dask) and exact per-bucket pieces per copy
+    (tot,) = compute(_record_sums(records, threshold))
+    figures = _summarise(_as_numbers(tot), m_copies)
     figures["n_copies"] = m_copies
     figures["threshold"] = threshold
-
+    per_copy = []
+    for j in range(m_copies):
+        nu = sum(b[j]["nu"] for b in per_bucket_copy)
+        ntu = sum(b[j]["ntu"] for b in per_bucket_copy)
+        hist: dict[int, int] = {}
+        for b in per_bucket_copy:
+            for s_, c_ in b[j]["hist"].items():
+                hist[s_] = hist.get(s_, 0) + c_
+        # sum over records of 1[i in S]/s, added by value of s: the same for every partitioning
+        em = float(sum(c_ / s_ for s_, c_ in sorted(hist.items())))
+        per_copy.append({"expected_matches": em, "true_match_rate": ntu / n if n else np.nan,
+                         "false_match_rate": (nu - ntu) / nu if nu else np.nan, "n_unique_matches": nu})
     by_group = None
-    if groups is not None:
-        rows = {}
-        if isinstance(groups.dtype, pd.CategoricalDtype):  # category order, unused levels dropped
-            codes, levels = groups.cat.codes.to_numpy(), list(groups.cat.categories)
-        else:
-            codes, levels = pd.factorize(groups, sort=True)
-            levels = list(levels)
-        for k in [*range(len(levels)), -1]:  # -1: missing labels, a group of their own
-            idx = np.flatnonzero(codes == k)
-            if len(idx):
-                label = "<missing>" if k < 0 else levels[k]
-                rows[label] = _rates(risk[idx], n_unique[idx], n_true_unique[idx], n_none[idx], m_copies, threshold)
-        by_group = pd.DataFrame.from_dict(rows, orient="index")
-        by_group.index.name = by_name
+    if by_name is not None:
+        by_group = _group_summaries(records, threshold, m_copies, group_dtype, by_name)
 
+    if not lazy:  # in memory: the original's index, no position column
+        records = records.sort_values("position", kind="stable")
+        records = records.drop(columns=["position", *(["group"] if by_name is not None else [])])
+        records.index = original.index
+        individual = records["risk"].rename("risk")
+    else:
+        individual = records[["position", "risk"]]
     settings = {
         "quasi_identifiers": qis,
         "categorical": categorical,
@@ -435,11 +472,115 @@ def reidentification_risk(
         "by": by_name,
         "missing_rule": "a missing value matches only a missing value",
     }
+    if lazy:
+        settings["engine"] = f"dask: shuffle on the exact-match key into {B} buckets"
     return RiskResult(
-        individual=pd.Series(risk, index=original.index, name="risk"),
+        individual=individual,
         figures=figures,
         by_group=by_group,
         per_copy=pd.DataFrame(per_copy, index=pd.RangeIndex(1, m_copies + 1, name="copy")),
         records=records,
         settings=settings,
     )
+
+
+_GROUP = "\x00group"  # the column that carries in-memory group labels through the key shuffle
+_RECORD_DTYPES = {"risk": np.float64, "mean_n_matches": np.float64, "true_unique_copies": np.int64,
+                  "false_unique_copies": np.int64, "no_match_copies": np.int64}
+
+
+def _check_copy_columns(cols: list, copy_cols: list, j: int) -> None:
+    missing = [col for col in cols if col not in copy_cols]
+    extra = [col for col in copy_cols if col not in cols]
+    if missing or extra:
+        raise ValueError(f"Columns of 'synthetic[{j}]' do not match the original: missing {missing}, unexpected {extra}.")
+
+
+def _risk_bucket(orig_pieces: list, copy_pieces: list[list], cards: list[int], tols: list) -> tuple:
+    """The per-record kernel on one key bucket: :class:`MatchTally` over the copies, in copy order.
+
+    Row ``i`` of a copy is the released version of original record ``i`` (same global
+    position); it is in the bucket whenever it can be in record ``i``'s box (its key
+    must equal record ``i``'s).
+    """
+    pos, t_codes, t_vals, labels = mt.join_pieces(orig_pieces)
+    lo, hi = mt.box_bounds(t_vals, tols)
+    n = len(pos)
+    tally = MatchTally(n)
+    per_copy = []
+    for pieces in copy_pieces:
+        p_pos, p_codes, p_vals, _ = mt.join_pieces(pieces)
+        t_key, p_key = mt.joint_keys(t_codes, p_codes, cards=cards)
+        s = mt.count_in_boxes(t_key, lo, hi, p_key, p_vals)
+        # row-aligned check: the copy row of record i, if it is in this bucket (both sorted by position)
+        if np.array_equal(p_pos, pos):  # every copy row of the bucket's records is here (always in memory)
+            true_in = mt.in_own_box(t_key, lo, hi, p_key, p_vals)
+        else:
+            where = np.searchsorted(p_pos, pos)
+            where_c = np.minimum(where, max(len(p_pos) - 1, 0))
+            present = (where < len(p_pos)) & (p_pos[where_c] == pos) if len(p_pos) else np.zeros(n, dtype=bool)
+            true_in = np.zeros(n, dtype=bool)
+            if present.any():
+                idx = where_c[present]
+                true_in[present] = mt.in_own_box(t_key[present], lo[present], hi[present], p_key[idx], p_vals[idx])
+        _, unique = tally.add(s, true_in)
+        # exact per-copy pieces: unique counts, and the histogram of s among true-in records
+        hist_s, hist_c = np.unique(s[true_in], return_counts=True)
+        per_copy.append({"nu": int(unique.sum()), "ntu": int((unique & true_in).sum()),
+                         "hist": dict(zip(hist_s.tolist(), hist_c.tolist()))})
+    records = pd.DataFrame({"position": pos, **tally.columns()})
+    if labels is not None:
+        records["group"] = labels
+    return records, per_copy
+
+
+def _record_sums(rec, threshold: float) -> list:
+    """The sums over records that the summaries need (lazy on a Dask frame)."""
+    return [len(rec), rec["risk"].sum(), (rec["true_unique_copies"] + rec["false_unique_copies"]).sum(),
+            rec["true_unique_copies"].sum(), (rec["risk"] > threshold).sum(), rec["risk"].max(),
+            rec["no_match_copies"].sum()]
+
+
+def _as_numbers(t) -> dict:
+    n, risk_sum, nu, ntu, above, mx, none = t
+    return {"n": int(n), "risk_sum": float(risk_sum), "nu": int(nu), "ntu": int(ntu), "above": int(above),
+            "max": float(mx) if int(n) else np.nan, "none": int(none)}
+
+
+def _summarise(agg: dict, n_copies: int) -> dict[str, float]:
+    r"""The summaries of :func:`reidentification_risk` from sums over N records and M copies."""
+    nn, risk_sum, nu, ntu = agg["n"], agg["risk_sum"], agg["nu"], agg["ntu"]
+    return {
+        "n_records": int(nn),
+        "expected_matches": float(risk_sum),
+        "true_match_rate": ntu / (nn * n_copies) if nn else np.nan,
+        "false_match_rate": (nu - ntu) / nu if nu > 0 else np.nan,
+        "share_above_threshold": agg["above"] / nn if nn else np.nan,
+        "mean_risk": float(risk_sum) / nn if nn else np.nan,
+        "max_risk": agg["max"] if nn else np.nan,
+        "unique_match_share": nu / (nn * n_copies) if nn else np.nan,
+        "no_match_share": agg["none"] / (nn * n_copies) if nn else np.nan,
+    }
+
+
+def _group_summaries(records, threshold: float, n_copies: int, dtype: Any, by_name: str) -> pd.DataFrame:
+    """The summaries per group label (category order, else sorted; missing labels last, a group of their own)."""
+    g = records.assign(above=records["risk"] > threshold,
+                       unique=records["true_unique_copies"] + records["false_unique_copies"])
+    g = g.groupby("group", observed=True, dropna=False)
+    parts = compute(g["risk"].sum(), g["risk"].count(), g["risk"].max(), g["unique"].sum(),
+                    g["true_unique_copies"].sum(), g["above"].sum(), g["no_match_copies"].sum())
+    rs, cnt, mx, nu, tu, above, none = parts
+    present = list(cnt.index)
+    if isinstance(dtype, pd.CategoricalDtype):
+        levels = [lev for lev in dtype.categories if any(not pd.isna(x) and x == lev for x in present)]
+    else:
+        levels = sorted([x for x in present if not pd.isna(x)])
+    rows = {}
+    for lev in levels + ([None] if any(pd.isna(x) for x in present) else []):
+        key = next(x for x in present if (pd.isna(x) if lev is None else (not pd.isna(x) and x == lev)))
+        t = (cnt[key], rs[key], nu[key], tu[key], above[key], mx[key], none[key])
+        rows["<missing>" if lev is None else lev] = _summarise(_as_numbers(t), n_copies)
+    by_group = pd.DataFrame.from_dict(rows, orient="index")
+    by_group.index.name = by_name
+    return by_group

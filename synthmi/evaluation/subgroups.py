@@ -35,6 +35,7 @@ import pandas as pd
 from .._json import jsonable
 from .._validate import check_dataframe, check_scalar
 from ..results import Result
+from ..engine import call, compute, frame_from_parts, frame_offsets, is_dask_frame, key_buckets, meta_of, n_key_buckets
 from . import _matching as mt
 
 __all__ = ["risk_subgroups", "RiskSubgroups", "RISK_LEVELS"]
@@ -109,6 +110,7 @@ def risk_subgroups(
     k0: int,
     tolerance: Any = None,
     spec: Any = None,
+    n_buckets: int | None = None,
 ) -> RiskSubgroups:
     """Label each record low / medium / high re-identification risk.
 
@@ -126,10 +128,17 @@ def risk_subgroups(
         :func:`~synthmi.evaluation.reidentification_risk`.
     spec : ReleaseSpec, dict or path, optional
         Kinds (instead of dtypes) and, when ``quasi_identifiers`` is None, the QIs.
+    n_buckets : int, optional
+        Key buckets the records are shuffled into (default one per 500,000
+        records); results do not depend on it.
 
     Returns
     -------
     RiskSubgroups
+        For a dask ``df``, ``labels`` is one persisted dask frame with
+        ``position`` (global record position), ``risk_subgroup`` (codes 0, 1, 2
+        = low, medium, high), ``n_same_categorical`` and ``n_close``;
+        ``counts`` is exact.
 
     Notes
     -----
@@ -137,43 +146,75 @@ def risk_subgroups(
     where ``a_i`` counts OTHER records sharing record i's categorical QIs and
     ``c_i`` those of them within tolerance on every continuous QI (module
     docstring; short-course slides, "Risk subgroups"). Cost O(n log n) time, O(n)
-    memory with at most one continuous QI.
+    memory with at most one continuous QI. One code path for pandas and Dask
+    (:mod:`synthmi.engine`): records are shuffled by a hash of their
+    categorical key and counted bucket by bucket; a pandas frame is one
+    partition.
     """
-    from ..spec import spec_frames, spec_quasi_identifiers
+    from ..spec import as_spec, spec_frames, spec_quasi_identifiers
 
-    check_dataframe(df, "df")
-    spec, df, _ = spec_frames(spec, df, [])
-    qis = spec_quasi_identifiers(quasi_identifiers, spec, df, _OWNER, "df")
+    lazy = is_dask_frame(df)
+    if lazy:
+        spec = None if spec is None else as_spec(spec)
+    else:
+        check_dataframe(df, "df")
+        spec, df, _ = spec_frames(spec, df, [])
+    qis = spec_quasi_identifiers(quasi_identifiers, spec, meta_of(df), _OWNER, "df")
     k0 = int(check_scalar(k0, "k0", _OWNER, kind="int", lower=1))
     categorical, continuous = mt.split_kinds(df, qis, spec)
     tol = mt.parse_tolerance(tolerance, categorical, continuous, _OWNER)
-
-    enc = mt.Encoder(df, categorical, continuous, "df")
-    codes, vals = enc.encode(df, "df")
-    (key,) = mt.joint_keys(codes, cards=enc.cards)
-    # Missingness flags of continuous QIs are in ``key``; "same categorical QIs"
-    # must ignore them, so a_i uses the categorical columns only.
-    (cat_key,) = mt.joint_keys(codes[:, : len(categorical)], cards=enc.cards[: len(categorical)])
-    same_cat = np.bincount(cat_key)[cat_key] - 1
-    lo, hi = mt.box_bounds(vals, [tol[c] for c in continuous])
-    close = mt.count_in_boxes(key, lo, hi, key, vals) - 1  # a record is always in its own box
-
-    lab = np.where(close >= k0, 0, np.where(same_cat >= k0, 1, 2))
+    enc = mt.Encoder(mt.reference(df, qis, categorical), categorical, continuous, "df")
+    frame = df[qis]
+    off = frame_offsets(frame)  # of the projection that is mapped (a read_parquet may merge files)
+    B = n_key_buckets(int(off[-1]), n_buckets)
+    # bucket by the categorical codes only: a_i and c_i both count within them
+    buckets = key_buckets(frame, off, mt.split_by_key, B, enc, "df", B, len(categorical))
+    parts = [call(lazy, _subgroup_bucket, buckets[k], enc.cards, len(categorical), [tol[c] for c in continuous], k0)
+             for k in range(B)]
+    meta = pd.DataFrame({"position": np.zeros(0, np.int64), "risk_subgroup": np.zeros(0, np.int64),
+                         "n_same_categorical": np.zeros(0, np.int64), "n_close": np.zeros(0, np.int64)})
+    table = frame_from_parts(parts, meta, lazy)
+    (counts,) = compute(table["risk_subgroup"].value_counts())
+    counts = pd.Series(counts.reindex(range(3), fill_value=0).to_numpy(),
+                       index=pd.Index(RISK_LEVELS, name="risk_subgroup"), name="count")
+    settings = {
+        "quasi_identifiers": qis,
+        "categorical": categorical,
+        "continuous": continuous,
+        "k0": k0,
+        "tolerance": {c: tol[c].to_json() for c in continuous},
+        "missing_rule": "a missing value matches only a missing value",
+    }
+    if lazy:  # the table stays distributed, with global record positions
+        settings["engine"] = f"dask: shuffle on the categorical key into {B} buckets"
+        return RiskSubgroups(labels=table, counts=counts, n_same_categorical=table[["position", "n_same_categorical"]],
+                             n_close=table[["position", "n_close"]], settings=settings)
+    table = table.sort_values("position", kind="stable")
+    lab = table["risk_subgroup"].to_numpy()
     labels = pd.Series(
         pd.Categorical.from_codes(lab, categories=list(RISK_LEVELS), ordered=True), index=df.index, name="risk_subgroup"
     )
-    counts = pd.Series(np.bincount(lab, minlength=3), index=pd.Index(RISK_LEVELS, name="risk_subgroup"), name="count")
     return RiskSubgroups(
         labels=labels,
         counts=counts,
-        n_same_categorical=pd.Series(same_cat, index=df.index, name="n_same_categorical"),
-        n_close=pd.Series(close, index=df.index, name="n_close"),
-        settings={
-            "quasi_identifiers": qis,
-            "categorical": categorical,
-            "continuous": continuous,
-            "k0": k0,
-            "tolerance": {c: tol[c].to_json() for c in continuous},
-            "missing_rule": "a missing value matches only a missing value",
-        },
+        n_same_categorical=pd.Series(table["n_same_categorical"].to_numpy(), index=df.index, name="n_same_categorical"),
+        n_close=pd.Series(table["n_close"].to_numpy(), index=df.index, name="n_close"),
+        settings=settings,
     )
+
+
+def _subgroup_bucket(pieces: list, cards: list[int], n_cat: int, tols: list, k0: int) -> pd.DataFrame:
+    """Labels of the records of one bucket (all records sharing their categorical QIs are in it)."""
+    pos, codes, vals, _ = mt.join_pieces(pieces)
+    if len(pos) == 0:
+        return pd.DataFrame({"position": pos, "risk_subgroup": np.zeros(0, np.int64),
+                             "n_same_categorical": np.zeros(0, np.int64), "n_close": np.zeros(0, np.int64)})
+    (key,) = mt.joint_keys(codes, cards=cards)
+    # Missingness flags of continuous QIs are in ``key``; "same categorical QIs"
+    # must ignore them, so a_i uses the categorical columns only.
+    (cat_key,) = mt.joint_keys(codes[:, :n_cat], cards=cards[:n_cat])
+    same_cat = np.bincount(cat_key)[cat_key] - 1
+    lo, hi = mt.box_bounds(vals, tols)
+    close = mt.count_in_boxes(key, lo, hi, key, vals) - 1  # a record is always in its own box
+    return pd.DataFrame({"position": pos, "risk_subgroup": np.where(close >= k0, 0, np.where(same_cat >= k0, 1, 2)),
+                         "n_same_categorical": same_cat, "n_close": close})

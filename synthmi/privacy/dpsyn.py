@@ -77,6 +77,7 @@ import pandas as pd
 from scipy.optimize import brentq
 
 from ..domain import ColumnDomain, DomainError, PublicDomain, as_public_domain
+from ..engine import call, compute, is_lazy, map_parts, persist
 from .._validate import (
     Interval,
     NotFittedError,
@@ -378,25 +379,76 @@ def _declared_spec(spec: Any, domain: PublicDomain, columns: Sequence[_Column]) 
 
 
 # --------------------------------------------------------------------------- curator
+def _encode_partition(part: pd.DataFrame, columns: Sequence["_Column"], out_of_domain: str = "error") -> np.ndarray:
+    """Fine codes (n, d) of one partition's records (a pandas frame is one partition)."""
+    if len(part) == 0:
+        return np.empty((0, len(columns)), dtype=np.int64)
+    return np.column_stack([c.encode(part[c.name], out_of_domain) for c in columns])
+
+
+def _partition_counts(codes: np.ndarray, attrs, maps, shape) -> np.ndarray:
+    """The flat counts of one marginal over one partition's fine codes."""
+    idx = [maps[k][codes[:, a]] for k, a in enumerate(attrs)]
+    flat = np.ravel_multi_index(idx, shape) if len(attrs) > 1 else idx[0]
+    return np.bincount(flat, minlength=int(np.prod(shape)))
+
+
+def _withheld(f, *args):
+    """``f(*args)``, where a failure other than the declared-domain check (which names the
+    column only) is re-raised without its text: a reader that meets a value its inferred
+    dtype cannot hold quotes that private value in its error (issue 25)."""
+    try:
+        return f(*args)
+    except DomainError:
+        raise
+    except Exception as exc:
+        raise ValueError(
+            f"Reading the data failed ({type(exc).__name__}); its message is withheld on a differentially private "
+            "path because it may quote a value of the data. A Dask reader that infers dtypes from the first block "
+            "fails when a later block holds other values: read every column as text (dd.read_csv(..., dtype=str)) "
+            "and let the declared domain convert them."
+        ) from None
+
+
 class _Curator:
     """Holds the encoded private data; its two methods are the only ways to read it.
+
+    The data is a list of fine-code arrays, one per partition (:mod:`synthmi.engine`):
+    one array for a pandas frame, arrays persisted on the workers for a Dask frame
+    (:meth:`of_frame`). A marginal's true counts are the sum of per-partition
+    ``bincount`` s; integer addition is exact, so every count, and with the same seed
+    the whole release, is the same for either frame type and any partitioning.
 
     Each method records its spend in the accountant *before* computing anything,
     so a release that would exceed the budget never happens.
     """
 
     def __init__(
-        self, codes: np.ndarray, accountant: PrivacyAccountant, rng: np.random.Generator, exact_noise: bool = False
+        self, codes: np.ndarray | list, accountant: PrivacyAccountant, rng: np.random.Generator,
+        exact_noise: bool = False
     ) -> None:
-        self.__codes = codes
+        # an (n, d) array of fine codes, or the per-partition arrays of :meth:`of_frame`
+        self.__codes = [codes] if isinstance(codes, np.ndarray) else list(codes)
         self.accountant = accountant
         self.rng = rng
         self.exact_noise = exact_noise
 
+    @classmethod
+    def of_frame(cls, frame: Any, columns: Sequence["_Column"], out_of_domain: str, accountant: PrivacyAccountant,
+                 rng: np.random.Generator, exact_noise: bool = False) -> "_Curator":
+        """The curator of a pandas or Dask frame: every partition encoded (and kept where it is)."""
+        parts = _withheld(lambda: persist(map_parts(frame, _encode_partition, list(columns), out_of_domain)))
+        return cls(parts, accountant, rng, exact_noise)
+
     def _true_counts(self, attrs: tuple[int, ...], maps: Sequence[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
-        idx = [maps[k][self.__codes[:, a]] for k, a in enumerate(attrs)]
-        flat = np.ravel_multi_index(idx, shape) if len(attrs) > 1 else idx[0]
-        return np.bincount(flat, minlength=int(np.prod(shape))).reshape(shape)
+        lazy = any(is_lazy(p) for p in self.__codes)
+        maps = [np.asarray(mp) for mp in maps]
+        counts = _withheld(compute, *[call(lazy, _partition_counts, p, tuple(attrs), maps, tuple(shape))
+                                      for p in self.__codes])
+        total = counts[0].astype(np.int64)
+        for c in counts[1:]:
+            total = total + c
+        return total.reshape(shape)
 
     def _true_indif(self, pairs: Sequence[tuple[int, int]], maps: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
         out = np.empty(len(pairs))
@@ -1244,7 +1296,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
 
         if is_dask_frame(df):
             # A dask DataFrame: columns are described from its (empty) meta frame and the
-            # curator sums marginal counts over partitions (synthmi.scale.dpsyn): same release.
+            # curator sums marginal counts over partitions (_Curator.of_frame): same release.
             # Sampling is post-processing of the noisy marginals, in memory as usual.
             self._validate_params()
             self.dask_ = None
@@ -1308,20 +1360,15 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
         if ddf is None:
             df = public.conform(df, out_of_domain=out_of_domain)
         columns = _describe_columns(df, public, ordinal, int(self.bins), int(self.integer_levels))
-        if ddf is None:
-            fine_codes = np.column_stack([c.encode(df[c.name], out_of_domain) for c in columns])
         # The noise generator lives only inside this call (OS entropy by default).
         rng = noise_generator(self.random_state, _OWNER)
         self.user_seed_given_ = user_seed_given(self.random_state)
         eps, delta = float(self.epsilon), float(self.delta)
         accountant = PrivacyAccountant(epsilon=eps, delta=delta)
-        if ddf is None:
-            curator = _Curator(fine_codes, accountant, rng, exact_noise=bool(self.exact_noise))
-            del fine_codes
-        else:
-            from ..scale.dpsyn import dask_curator
-
-            curator = dask_curator(ddf, columns, out_of_domain, accountant, rng, bool(self.exact_noise))
+        # one curator for either frame type: the conformed pandas frame is one partition; a Dask
+        # frame's partitions are encoded (and conformed by the declared domain) where they are
+        curator = _Curator.of_frame(df if ddf is None else ddf, columns, out_of_domain, accountant, rng,
+                                    exact_noise=bool(self.exact_noise))
         self._fit_from_curator(curator, columns)
         del curator, rng
         self.accountant_ = accountant
