@@ -44,7 +44,16 @@ import pandas as pd
 
 from .errors import InputError
 
-__all__ = ["jsonable", "dumps", "dump", "loads_strict"]
+__all__ = ["jsonable", "plain", "dumps", "dump", "loads_strict"]
+
+
+def plain(value: Any) -> Any:
+    """A NumPy scalar as the Python scalar it holds (``np.int64(3)`` -> ``3``), anything else unchanged.
+
+    The one normaliser of a level or bound taken from a dtype or an array, so levels compare and
+    serialise the same whichever container held them (kept out of :func:`jsonable`, which also
+    turns dates into text and NaN into ``None``: a level keeps its type)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def jsonable(obj: Any) -> Any:

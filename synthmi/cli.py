@@ -125,8 +125,6 @@ def cli_message(exc: BaseException, verb_parser: argparse.ArgumentParser | None,
         flag = option_of(exc.parameter, verb_parser, given_as_param)
         data = "the data" if verb_parser is not None and exc.data in DATA_ARGUMENTS else None
         text = exc.restated(f"'{flag}' option" if flag else None, data)
-    elif isinstance(exc, (ValueError, TypeError)) and verb_parser is not None:
-        text = _unconverted_message(str(exc), verb_parser, given_as_param)
     else:
         text = str(exc)
     text = " ".join(text.split()) or type(exc).__name__
@@ -136,22 +134,6 @@ def cli_message(exc: BaseException, verb_parser: argparse.ArgumentParser | None,
     from .commands.synthesize import method_terms
 
     return method_terms(text)
-
-
-def _unconverted_message(message: str, verb_parser: argparse.ArgumentParser, given_as_param: set[str]) -> str:
-    """TRANSITIONAL: the text of a builtin ``ValueError``/``TypeError`` raised by a synthmi
-    module whose raise sites are not yet converted to :mod:`synthmi.errors` (issue 27: other
-    branches edited them at the same time). Delete this function, and its call in
-    :func:`cli_message`, once ``tests/test_protocols.py::test_every_raise_is_a_synthmi_error``
-    passes: every error then carries its fields and nothing is parsed."""
-    import re
-
-    def repl(m: re.Match) -> str:
-        flag = option_of(m.group(2), verb_parser, given_as_param)
-        return f"{m.group(1)}he '{flag}' option" if flag else m.group(0)
-
-    out = re.sub(r"\b([Tt])he '([A-Za-z_]\w*)' parameter(?: of [A-Za-z_][\w.]*)?(?! \(--param)", repl, message)
-    return re.sub(r"(?:in|of) '?(?:df|original)'?(?=[ .,:;)]|$)", lambda m: m.group(0).split()[0] + " the data", out)
 
 
 def _warning_line(parser: argparse.ArgumentParser, args: argparse.Namespace):

@@ -27,7 +27,9 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from ._json import plain
 from .kinds import CATEGORICAL_KINDS, DOMAIN_KINDS, KINDS, ORDERED_KINDS, domain_kind
+from .errors import InputError
 
 __all__ = ["ColumnSpec", "DomainError", "ROLES"]
 
@@ -35,11 +37,11 @@ __all__ = ["ColumnSpec", "DomainError", "ROLES"]
 ROLES = ("quasi_identifier", "keep", "outcome", "weight", "excluded")
 
 
-def _err(where: str, expected: str, got: Any) -> ValueError:
-    return ValueError(f"{where} must be {expected}. Got {got!r} instead.")
+def _err(where: str, expected: str, got: Any) -> InputError:
+    return InputError(f"{where} must be {expected}. Got {got!r} instead.")
 
 
-class DomainError(ValueError):
+class DomainError(InputError):
     """A public domain is malformed, missing a column, or the data fall outside it."""
 
 
@@ -74,14 +76,6 @@ def _level_key(v: Any) -> str:
     return t
 
 
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return float(v)
-    if isinstance(v, np.bool_):
-        return bool(v)
-    return v
 
 
 @dataclass(frozen=True)
@@ -134,18 +128,18 @@ class ColumnSpec:
         if self.levels is not None:
             object.__setattr__(self, "levels", tuple(self.levels))
             if self.kind not in CATEGORICAL_KINDS:
-                raise ValueError(f"{where} gives levels, but its kind '{self.kind}' is numeric; use bounds instead.")
+                raise InputError(f"{where} gives levels, but its kind '{self.kind}' is numeric; use bounds instead.")
             if len(set(map(repr, self.levels))) != len(self.levels):
-                raise ValueError(f"{where} lists a level twice: {list(self.levels)}.")
+                raise InputError(f"{where} lists a level twice: {list(self.levels)}.")
             if self.kind == "binary" and len(self.levels) != 2:
-                raise ValueError(f"{where} is binary, so it needs exactly 2 levels. Got {len(self.levels)}.")
+                raise InputError(f"{where} is binary, so it needs exactly 2 levels. Got {len(self.levels)}.")
         if self.bounds is not None:
             try:
                 lo, hi = (float(self.bounds[0]), float(self.bounds[1]))
             except (TypeError, ValueError, IndexError):
                 raise _err(f"{where}: 'bounds'", "a pair [lower, upper] of numbers", self.bounds) from None
             if self.kind in CATEGORICAL_KINDS:
-                raise ValueError(f"{where} gives bounds, but its kind '{self.kind}' is categorical; use levels instead.")
+                raise InputError(f"{where} gives bounds, but its kind '{self.kind}' is categorical; use levels instead.")
             if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
                 raise _err(f"{where}: 'bounds'", "finite with lower <= upper", self.bounds)
             object.__setattr__(self, "bounds", (lo, hi))
@@ -156,7 +150,7 @@ class ColumnSpec:
         if not isinstance(self.missing, (bool, np.bool_)):
             raise _err(f"{where}: 'missing'", "true or false", self.missing)
         if self.other is not None and (self.levels is None or self.other not in self.levels):
-            raise ValueError(f"{where} names an 'other' level that is not one of its levels.")
+            raise InputError(f"{where} names an 'other' level that is not one of its levels.")
 
     @property
     def is_categorical(self) -> bool:
@@ -169,7 +163,7 @@ class ColumnSpec:
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"role": self.role, "kind": self.kind}
         if self.levels is not None:
-            d["levels"] = [_jsonable(v) for v in self.levels]
+            d["levels"] = [plain(v) for v in self.levels]
         if self.bounds is not None:
             d["bounds"] = [_num(v) for v in self.bounds]
         if self.point_masses is not None:
@@ -177,7 +171,7 @@ class ColumnSpec:
         if self.levels is not None or self.bounds is not None:
             d["declared"] = bool(self.declared)
         if self.other is not None:
-            d["other"] = _jsonable(self.other)
+            d["other"] = plain(self.other)
         if not self.missing:
             d["missing"] = False
         if self.note:
@@ -232,7 +226,7 @@ class ColumnSpec:
                 raise DomainError(f"The domain of {where} is {spelt}: it takes 'levels', not 'bounds' or 'point_masses'.")
             if levels is None or isinstance(levels, (str, bytes)) or len(tuple(levels)) == 0:
                 raise DomainError(f"The domain of {where} is {spelt} and needs a non-empty list of 'levels'.")
-            levels = tuple(_jsonable(v) for v in levels)
+            levels = tuple(plain(v) for v in levels)
             for v in levels:
                 if v is None or (isinstance(v, float) and math.isnan(v)):
                     raise DomainError(
@@ -256,7 +250,7 @@ class ColumnSpec:
             try:
                 lo, hi = (float(b[0]), float(b[1]))
                 if len(b) != 2:
-                    raise ValueError
+                    raise InputError
             except (TypeError, ValueError, IndexError):
                 raise DomainError(
                     f"The domain of {where} is {spelt} and needs 'bounds' [lower, upper] of numbers. Got {b!r} instead."
@@ -393,7 +387,7 @@ class ColumnSpec:
         unknown = sorted(set(d) - {"role", "kind", "levels", "bounds", "point_masses", "declared", "other",
                                    "missing", "note"})
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"The spec of column '{name}' has unknown keys {unknown}; allowed: role, kind, levels, bounds, "
                 "point_masses, declared, other, missing, note."
             )

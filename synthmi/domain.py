@@ -64,6 +64,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ._json import dumps
 from .columns import ColumnSpec, DomainError, _level_key  # noqa: F401 (DomainError, _level_key: public here too)
 from .kinds import CATEGORICAL_KINDS, DOMAIN_KINDS, domain_kind, spec_kind
 
@@ -318,7 +319,7 @@ class PublicDomain:
         return cls(d["columns"], source=d.get("source", ""))
 
     def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2)
+        text = dumps(self.to_dict(), indent=2)
         if path is not None:
             Path(path).write_text(text + "\n")
         return text

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
+from .errors import ColumnError, InputError, InputTypeError
 
 BLOCK = 1024
 SUPER = 64
@@ -52,7 +53,7 @@ def is_dask_frame(obj: Any) -> bool:
 
 def refuse_dask(what: str, why: str, instead: str) -> None:
     """The one error raised by paths that do not run on Dask."""
-    raise TypeError(f"{what} does not accept a dask DataFrame: {why}. {instead}")
+    raise InputTypeError(f"{what} does not accept a dask DataFrame: {why}. {instead}")
 
 
 def partition_offsets(ddf) -> np.ndarray:
@@ -74,7 +75,7 @@ def map_partitions_with_offset(ddf, offsets: np.ndarray, fn: Callable, *args) ->
 
     parts = ddf.to_delayed()
     if len(parts) != len(offsets) - 1:
-        raise ValueError(f"{len(offsets) - 1} partition offsets given for a frame of {len(parts)} partitions; "
+        raise InputError(f"{len(offsets) - 1} partition offsets given for a frame of {len(parts)} partitions; "
                          "compute them with partition_offsets() on the frame that is mapped.")
     f = dask.delayed(fn, pure=True)
     return [f(p, int(o), *args) for p, o in zip(parts, offsets[:-1])]
@@ -181,9 +182,9 @@ def copies_of(synthetic: Any) -> list:
         return [synthetic]
     if isinstance(synthetic, (list, tuple)) and synthetic and all(is_dask_frame(c) for c in synthetic):
         return list(synthetic)
-    raise TypeError(
+    raise InputTypeError(
         "The 'synthetic' parameter must be a partitioned release (fitted on a dask DataFrame), a dask DataFrame or "
-        f"a list of dask DataFrames when 'original' is a dask DataFrame. Got {type(synthetic).__name__} instead."
+        f"a list of dask DataFrames when 'original' is a dask DataFrame. Got {type(synthetic).__name__} instead.", parameter='synthetic'
     )
 
 
@@ -209,7 +210,7 @@ class Frame:
 
     def __init__(self, data: Any):
         if not (isinstance(data, pd.DataFrame) or is_dask_frame(data)):
-            raise TypeError(f"The 'df' parameter must be a pandas or dask DataFrame. Got {type(data).__name__} instead.")
+            raise InputTypeError(f"The 'df' parameter must be a pandas or dask DataFrame. Got {type(data).__name__} instead.", parameter='df')
         self.data = data
         self.is_dask = not isinstance(data, pd.DataFrame)
         self._offsets: np.ndarray | None = None
@@ -257,14 +258,14 @@ class Frame:
         obj = [c for c in meta.columns if not isinstance(meta[c].dtype, pd.CategoricalDtype)
                and not pd.api.types.is_numeric_dtype(meta[c].dtype) and not pd.api.types.is_bool_dtype(meta[c].dtype)]
         if obj:
-            raise ValueError(
+            raise ColumnError(
                 f"Columns {obj} of the dask DataFrame are strings; their levels would be read from every partition. "
                 "Make them categorical with known categories first (ddf = ddf.categorize(columns=[...])) or "
                 "read the Parquet file with categorical columns."
             )
         unknown = [c for c in meta.columns if isinstance(meta[c].dtype, pd.CategoricalDtype) and not self.categories_known(c)]
         if unknown:
-            raise ValueError(f"Columns {unknown} of the dask DataFrame are categorical with unknown categories; "
+            raise ColumnError(f"Columns {unknown} of the dask DataFrame are categorical with unknown categories; "
                              "call ddf.categorize() first.")
         num = [c for c in meta.columns if pd.api.types.is_numeric_dtype(meta[c].dtype)
                and not isinstance(meta[c].dtype, pd.CategoricalDtype) and not pd.api.types.is_bool_dtype(meta[c].dtype)]
@@ -313,7 +314,7 @@ class Frame:
             f = dask.delayed(fn, pure=True)
             parts = self.data.to_delayed()
             if len(parts) != len(self.offsets) - 1:
-                raise ValueError("The frame's partitions changed after its offsets were computed.")
+                raise InputError("The frame's partitions changed after its offsets were computed.")
             return [f(p, int(o), k, *args) for k, (p, o) in enumerate(zip(parts, self.offsets[:-1]))]
         return [fn(self.data, 0, 0, *args) if with_index else fn(self.data, 0, *args)]
 

@@ -28,8 +28,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from ._json import plain
 from .columns import ColumnSpec
 from .kinds import CATEGORICAL_KINDS, MODEL_KINDS, model_kind
+from .errors import ColumnError, InputError, ParameterError
 
 #: the kinds a :class:`Variable` may have (the model's spelling of synthmi.kinds.KINDS)
 KINDS = MODEL_KINDS
@@ -49,7 +51,7 @@ class Variable:
         # the one vocabulary (synthmi.kinds): a misspelt kind is refused here, not
         # treated as "not continuous" by whichever model reads it first
         if kind not in KINDS:
-            raise ValueError(f"The kind of column '{name}' must be one of {list(KINDS)}. Got {kind!r} instead.")
+            raise InputError(f"The kind of column '{name}' must be one of {list(KINDS)}. Got {kind!r} instead.")
         levels = None if categories is None or kind not in CATEGORICAL_KINDS else tuple(categories)
         object.__setattr__(self, "_column", ColumnSpec(name, kind=kind, levels=levels))
 
@@ -141,26 +143,26 @@ class Schema:
         overrides = dict(overrides or {})
         unknown = [c for c in overrides if c not in df.columns]
         if unknown:
-            raise ValueError(f"The 'overrides' parameter of Schema names columns not in the data: {unknown}.")
+            raise ParameterError(f"The 'overrides' parameter of Schema names columns not in the data: {unknown}.", parameter='overrides', owner='Schema')
         out: dict[str, Variable] = {}
         for c in df.columns:
             v = _infer_variable(c, df[c])
             if c in overrides:
                 kind = overrides[c]
                 if kind not in KINDS:
-                    raise ValueError(
+                    raise InputError(
                         f"The kind given for column '{c}' must be one of {KINDS}. Got {kind!r} instead."
                     )
                 if kind == "continuous":
                     if not pd.api.types.is_numeric_dtype(df[c]) or isinstance(df[c].dtype, pd.CategoricalDtype):
-                        raise ValueError(f"Column '{c}' cannot be continuous: its dtype is {df[c].dtype}.")
+                        raise ColumnError(f"Column '{c}' cannot be continuous: its dtype is {df[c].dtype}.")
                     v = Variable(c, "continuous")
                 else:
                     cats = v.categories
                     if cats is None:
                         cats = tuple(sorted(df[c].dropna().unique().tolist()))
                     if kind == "binary" and len(cats) != 2:
-                        raise ValueError(f"Column '{c}' cannot be binary: it has {len(cats)} levels.")
+                        raise ColumnError(f"Column '{c}' cannot be binary: it has {len(cats)} levels.")
                     v = Variable(c, kind, cats)
             out[c] = v
         return cls(out)
@@ -193,7 +195,7 @@ class Schema:
         """Integer codes 0..C-1 of a categorical column (-1 for missing)."""
         v = self.variables[s.name]
         if not v.is_categorical:
-            raise ValueError(f"Column '{s.name}' is continuous; it has no category codes.")
+            raise ColumnError(f"Column '{s.name}' is continuous; it has no category codes.")
         if isinstance(s.dtype, pd.CategoricalDtype) and tuple(s.cat.categories) == v.categories:
             return s.cat.codes.to_numpy().astype(np.int64)
         return pd.Categorical(s, categories=list(v.categories)).codes.astype(np.int64)
@@ -223,7 +225,7 @@ class Schema:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            c: {"kind": v.kind, "categories": None if v.categories is None else [_jsonable(x) for x in v.categories]}
+            c: {"kind": v.kind, "categories": None if v.categories is None else [plain(x) for x in v.categories]}
             for c, v in self.variables.items()
         }
 
@@ -232,11 +234,3 @@ class Schema:
         return cls({c: Variable(c, e["kind"], None if e["categories"] is None else tuple(e["categories"])) for c, e in d.items()})
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating,)):
-        return float(x)
-    if isinstance(x, (np.bool_,)):
-        return bool(x)
-    return x

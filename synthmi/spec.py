@@ -49,10 +49,12 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ._json import dumps, jsonable, plain
 from .columns import ROLES, ColumnSpec, _err
 from .domain import ColumnDomain, PublicDomain
 from .kinds import CATEGORICAL_KINDS, KINDS, NUMERIC_KINDS
-from .schema import Schema, Variable, _infer_variable, _jsonable
+from .schema import Schema, Variable, _infer_variable
+from .errors import ColumnError, InputError
 
 __all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spec", "spec_frames",
            "resolve_quasi_identifiers"]
@@ -110,7 +112,7 @@ class ReleaseSpec:
             self.na_values = [str(v) for v in self.na_values] or None
         for name, col in self.columns.items():
             if not isinstance(col, ColumnSpec) or col.name != name:
-                raise ValueError(f"The 'columns' of a ReleaseSpec must map each name to its ColumnSpec; '{name}' does not.")
+                raise InputError(f"The 'columns' of a ReleaseSpec must map each name to its ColumnSpec; '{name}' does not.")
         qi = self.quasi_identifiers
         if self.masks is not None:
             if not isinstance(self.masks, Mapping):
@@ -118,7 +120,7 @@ class ReleaseSpec:
             keys = set(self.masks)
             if keys & set(RISK_GROUPS):
                 if not keys <= set(RISK_GROUPS):
-                    raise ValueError(
+                    raise InputError(
                         f"The 'masks' of the spec mix risk groups and columns: {sorted(keys)}; either every key is "
                         f"one of {list(RISK_GROUPS)} or none is."
                     )
@@ -131,14 +133,14 @@ class ReleaseSpec:
                 bad = [c for c in mk if c not in qi]
                 if bad:
                     where = "" if g is None else f" (group '{g}')"
-                    raise ValueError(
+                    raise InputError(
                         f"The 'masks' of the spec{where} name columns that are not quasi-identifiers: {bad}. "
                         f"Quasi-identifiers: {qi}."
                     )
         if self.visit_sequence is not None:
             seq = list(self.visit_sequence)
             if sorted(seq) != sorted(qi) or len(set(seq)) != len(seq):
-                raise ValueError(
+                raise InputError(
                     f"The 'visit_sequence' of the spec must list each quasi-identifier once ({qi}). Got {seq} instead."
                 )
             self.visit_sequence = seq
@@ -147,7 +149,7 @@ class ReleaseSpec:
                 raise _err("The 'models' of the spec", "an object {column: settings}", self.models)
             bad = [c for c in self.models if c not in self.columns]
             if bad:
-                raise ValueError(f"The 'models' of the spec name columns not in the spec: {bad}.")
+                raise InputError(f"The 'models' of the spec name columns not in the spec: {bad}.")
         checked = []
         for i, a in enumerate(self.analyses or []):
             if not isinstance(a, Mapping) or not isinstance(a.get("formula"), str) or "~" not in a["formula"]:
@@ -237,7 +239,7 @@ class ReleaseSpec:
         qi = list(quasi_identifiers or [])
         unknown = [c for c in qi if c not in domain]
         if unknown:
-            raise ValueError(f"The 'quasi_identifiers' name columns the domain does not declare: {unknown}.")
+            raise InputError(f"The 'quasi_identifiers' name columns the domain does not declare: {unknown}.")
         cols = {}
         for c in _role_order(list(domain), qi, None):
             cols[c] = ColumnSpec.from_domain(c, domain[c], "quasi_identifier" if c in qi else "keep")
@@ -255,12 +257,12 @@ class ReleaseSpec:
         keep_l = None if keep is None else list(keep)
         unknown = [c for c in qi + (keep_l or []) if c not in schema]
         if unknown:
-            raise ValueError(f"The 'quasi_identifiers' / 'keep' name columns the schema does not describe: {unknown}.")
+            raise InputError(f"The 'quasi_identifiers' / 'keep' name columns the schema does not describe: {unknown}.")
         cols = {}
         for c in _role_order(schema.columns, qi, keep_l):
             v = schema[c]
             role = "quasi_identifier" if c in qi else ("keep" if keep_l is None or c in keep_l else "excluded")
-            levels = None if v.categories is None else tuple(_jsonable(x) for x in v.categories)
+            levels = None if v.categories is None else tuple(plain(x) for x in v.categories)
             cols[c] = ColumnSpec(c, role, v.kind, levels=levels if v.is_categorical else None, declared=False)
         return cls(cols)
 
@@ -289,13 +291,13 @@ class ReleaseSpec:
                 cat = pd.Categorical(vals, categories=levels, ordered=v.kind == "ordinal")
                 outside = cat.isna() & s.notna().to_numpy()
                 if outside.any():
-                    raise ValueError(
+                    raise ColumnError(
                         f"Column '{c}' holds values outside the levels its spec lists "
                         f"({int(outside.sum())} cells); add them to the spec's levels or fix the data."
                     )
                 out[c] = cat
             elif isinstance(s.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(s):
-                raise ValueError(f"Column '{c}' is {v.kind} in the spec, but its values are not numbers (dtype {s.dtype}).")
+                raise ColumnError(f"Column '{c}' is {v.kind} in the spec, but its values are not numbers (dtype {s.dtype}).")
         return out
 
     def check_data(self, df: pd.DataFrame, name: str = "df", dtypes: bool = True) -> None:
@@ -307,7 +309,7 @@ class ReleaseSpec:
         """
         missing = [c for c in self.released if c not in df.columns]
         if missing:
-            raise ValueError(
+            raise InputError(
                 f"The spec names columns that are not in '{name}': {missing}. Columns of '{name}': {list(df.columns)}."
             )
         if not dtypes:
@@ -315,7 +317,7 @@ class ReleaseSpec:
         bad = [c for c in self.released if not self.columns[c].is_categorical
                and (isinstance(df[c].dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(df[c]))]
         if bad:
-            raise ValueError(
+            raise ColumnError(
                 f"Columns {bad} are numeric kinds in the spec but hold non-numeric values in '{name}'; "
                 "change their kind to nominal/ordinal or fix the data."
             )
@@ -341,15 +343,15 @@ class ReleaseSpec:
         qi = list(quasi_identifiers or [])
         unknown = [c for c in qi if c not in df.columns]
         if unknown:
-            raise ValueError(f"The 'quasi_identifiers' name columns not in the data: {unknown}. Columns: {list(df.columns)}.")
+            raise InputError(f"The 'quasi_identifiers' name columns not in the data: {unknown}. Columns: {list(df.columns)}.")
         keep_set = None if keep is None else list(keep)
         if keep_set is not None:
             unknown = [c for c in keep_set if c not in df.columns]
             if unknown:
-                raise ValueError(f"The 'keep' columns are not in the data: {unknown}. Columns: {list(df.columns)}.")
+                raise InputError(f"The 'keep' columns are not in the data: {unknown}. Columns: {list(df.columns)}.")
             both = [c for c in keep_set if c in qi]
             if both:
-                raise ValueError(f"Columns {both} are given both as quasi-identifiers and as kept columns.")
+                raise ColumnError(f"Columns {both} are given both as quasi-identifiers and as kept columns.")
         kinds = dict(kinds or {})
         cols: dict[str, ColumnSpec] = {}
         for c in _role_order(df.columns, qi, keep_set):
@@ -379,7 +381,7 @@ class ReleaseSpec:
         keep_l = None if keep is None else list(keep)
         if private:
             if schema is not None:
-                raise ValueError("Give the kinds of a differentially private release in a spec, not with 'schema='.")
+                raise InputError("Give the kinds of a differentially private release in a spec, not with 'schema='.")
             cols = {}
             for c in _role_order(df.columns, qi, keep_l):
                 role = "quasi_identifier" if c in qi else ("keep" if keep_l is None or c in keep_l else "excluded")
@@ -403,7 +405,7 @@ class ReleaseSpec:
         for group, role in ((qi, "quasi_identifier"), (keep, "keep")):
             for c in group or []:
                 if c not in cols:
-                    raise ValueError(f"Column '{c}' is not in the spec. Columns of the spec: {list(cols)}.")
+                    raise ColumnError(f"Column '{c}' is not in the spec. Columns of the spec: {list(cols)}.")
                 cols[c] = replace(cols[c], role=role)
         if qi is not None:
             for c, v in cols.items():
@@ -418,7 +420,7 @@ class ReleaseSpec:
     def with_weight(self, column: str) -> "ReleaseSpec":
         """A copy in which ``column`` (given by ``weights=`` / ``--weights``) has the role "weight"."""
         if column not in self.columns:
-            raise ValueError(f"Column '{column}' is not in the spec. Columns of the spec: {list(self.columns)}.")
+            raise ColumnError(f"Column '{column}' is not in the spec. Columns of the spec: {list(self.columns)}.")
         cols = {c: replace(v, role="weight") if c == column else v for c, v in self.columns.items()}
         return ReleaseSpec(cols, self.masks, self.models, self.visit_sequence, list(self.analyses), self.source,
                            self.na_values)
@@ -441,9 +443,9 @@ class ReleaseSpec:
             "analyses": [dict(a) for a in self.analyses],
         }
         if self.masks is not None:
-            d["masks"] = _jsonify(self.masks)
+            d["masks"] = jsonable(self.masks)
         if self.models is not None:
-            d["models"] = _jsonify(self.models)
+            d["models"] = jsonable(self.models)
         if self.visit_sequence is not None:
             d["visit_sequence"] = list(self.visit_sequence)
         if self.na_values:
@@ -453,14 +455,14 @@ class ReleaseSpec:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ReleaseSpec":
         if not isinstance(d, Mapping) or not isinstance(d.get("columns"), Mapping):
-            raise ValueError("A release spec must be a JSON object with a 'columns' object (see 'synthmi spec --help').")
+            raise InputError("A release spec must be a JSON object with a 'columns' object (see 'synthmi spec --help').")
         version = d.get("synthmi_spec", FORMAT)
         if version != FORMAT:
-            raise ValueError(f"This release spec has format version {version!r}; this synthmi reads version {FORMAT}.")
+            raise InputError(f"This release spec has format version {version!r}; this synthmi reads version {FORMAT}.")
         unknown = sorted(set(d) - {"synthmi_spec", "source", "columns", "analyses", "masks", "models",
                                    "visit_sequence", "na_values", "note", "notes"})
         if unknown:
-            raise ValueError(
+            raise InputError(
                 f"The release spec has unknown keys {unknown}; allowed: columns, masks, models, visit_sequence, "
                 "analyses, na_values, source, note."
             )
@@ -476,7 +478,7 @@ class ReleaseSpec:
         )
 
     def to_json(self, indent: int = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent)
+        return dumps(self.to_dict(), indent=indent)
 
     def save(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write the spec as JSON; an existing file is kept unless ``overwrite=True``."""
@@ -494,7 +496,7 @@ class ReleaseSpec:
         try:
             d = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
-            raise ValueError(f"The spec file '{path}' is not valid JSON (line {exc.lineno}: {exc.msg}).") from None
+            raise InputError(f"The spec file '{path}' is not valid JSON (line {exc.lineno}: {exc.msg}).") from None
         return cls.from_dict(d)
 
     def __eq__(self, other: object) -> bool:
@@ -541,7 +543,7 @@ def _mask_columns(masks: Mapping[str, Any]) -> list[str]:
 def _column_from_dtype(name: str, dtype: Any, role: str) -> ColumnSpec:
     """Kind (and levels) from a dtype alone: no value of the data is read."""
     if isinstance(dtype, pd.CategoricalDtype):
-        cats = tuple(_jsonable(x) for x in dtype.categories)
+        cats = tuple(plain(x) for x in dtype.categories)
         kind = "ordinal" if dtype.ordered and len(cats) > 2 else ("binary" if len(cats) == 2 else "nominal")
         return ColumnSpec(name, role, kind, levels=cats, declared=False)
     if pd.api.types.is_bool_dtype(dtype):
@@ -572,7 +574,7 @@ def _draft_column(name: str, s: pd.Series, role: str, kind: str | None) -> Colum
 
 def _column_from_variable(name: str, s: pd.Series, var: Variable, role: str) -> ColumnSpec:
     if var.is_categorical:
-        levels = tuple(_jsonable(x) for x in var.categories)
+        levels = tuple(plain(x) for x in var.categories)
         return ColumnSpec(name, role, var.kind, levels=levels, declared=False)
     x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
     x = x[np.isfinite(x)]
@@ -582,16 +584,6 @@ def _column_from_variable(name: str, s: pd.Series, var: Variable, role: str) -> 
     return ColumnSpec(name, role, kind, bounds=bounds, declared=False)
 
 
-def _jsonify(obj: Any) -> Any:
-    if hasattr(obj, "to_dict") and not isinstance(obj, (dict, pd.DataFrame, pd.Series)):
-        return _jsonify(obj.to_dict())
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonify(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonify(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonify(obj.tolist())
-    return _jsonable(obj)
 
 
 def resolve_quasi_identifiers(given: Any = None, spec: Any = None, *, recorded: Sequence[str] | None = None,
@@ -634,17 +626,17 @@ def resolve_quasi_identifiers(given: Any = None, spec: Any = None, *, recorded: 
         qis = list(recorded or [])
     if not qis:
         if option is not None:
-            raise ValueError(f"The '{option}' option must name at least one column."
+            raise InputError(f"The '{option}' option must name at least one column."
                              + (f" Give {option}, or a {spec_option} that names quasi-identifiers." if spec_option
                                 else ""))
         if given is None and spec is None:
-            raise ValueError(f"{owner} needs the 'quasi_identifiers' or a spec that names them.")
+            raise InputError(f"{owner} needs the 'quasi_identifiers' or a spec that names them.")
         raise param_error(name, owner, "a non-empty list of columns", qis)
     if df is not None:
         return check_columns_exist(df, qis, name, frame)
     dup = sorted({c for c in qis if qis.count(c) > 1})
     if dup:
-        raise ValueError(f"The '{name}' {'option' if option else 'parameter'} names columns more than once: {dup}.")
+        raise InputError(f"The '{name}' {'option' if option else 'parameter'} names columns more than once: {dup}.")
     return qis
 
 

@@ -251,7 +251,7 @@ class SyntheticData:
             # structure says only whether a user seed was given.
             out.pop("seed")
         if source is not None:
-            out["source"] = _to_json(dict(source))
+            out["source"] = jsonable(dict(source))
         return out
 
     def to_dir(self, path: str | Path, source: Mapping[str, Any] | None = None) -> Path:
@@ -475,6 +475,3 @@ def _masks_described(params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-#: the package's one JSON converter (this name stays for callers not yet switched to
-#: :func:`synthmi._json.jsonable`: models/persist.py)
-_to_json = jsonable

@@ -29,6 +29,7 @@ from ._common import (
     warn_markers,
     warn_identifiers,
 )
+from ..errors import ColumnError, InputError, ParameterError
 
 # name -> synthesizer class, as "module:Class" so that `synthmi --help` does not
 # import PyMC. A new method is one line here.
@@ -127,7 +128,7 @@ def method_terms(text: str) -> str:
 def resolve_method(name: str) -> type:
     """The synthesizer class registered under ``name``."""
     if name not in METHODS:
-        raise ValueError(
+        raise InputError(
             f"The '--method' option must be one of {', '.join(sorted(METHODS))}. Got {name!r} instead."
         )
     module, cls = METHODS[name].split(":")
@@ -158,7 +159,7 @@ def parse_mask(text: str) -> tuple[str, dict[str, Any]]:
     col, sep, spec = text.partition(":")
     col = col.strip()
     if not sep or not col or not spec.strip():
-        raise ValueError(
+        raise InputError(
             f"The '--mask' option takes COLUMN:KEY=VALUE[,KEY=VALUE], e.g. age:K=3,sigma=5. Got {text!r} instead."
         )
     out: dict[str, Any] = {}
@@ -166,14 +167,14 @@ def parse_mask(text: str) -> tuple[str, dict[str, Any]]:
         key, eq, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if not eq or not key or not value:
-            raise ValueError(
+            raise InputError(
                 f"The '--mask' option for column '{col}' takes KEY=VALUE pairs such as K=3,sigma=5. Got {part!r} instead."
             )
         v = _number(value)
         if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise ValueError(f"The '--mask' value of '{key}' for column '{col}' must be a number. Got {value!r} instead.")
+            raise InputError(f"The '--mask' value of '{key}' for column '{col}' must be a number. Got {value!r} instead.")
         if key in out:
-            raise ValueError(f"The '--mask' option for column '{col}' gives '{key}' twice.")
+            raise InputError(f"The '--mask' option for column '{col}' gives '{key}' twice.")
         out[key] = v
     return col, out
 
@@ -193,7 +194,7 @@ def _cli_masking(make, spec: dict[str, Any], col: str, item: str):
                 key = "sigma"
             return f"The '--mask' value of '{key}' for column '{col}' (in {item!r})"
 
-        raise ValueError(re.sub(r"The '(\w+)' parameter of \w*Masking", typed, str(exc))) from None
+        raise InputError(re.sub(r"The '(\w+)' parameter of \w*Masking", typed, str(exc))) from None
 
 
 def build_masks(items: list[str] | None, groups: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -213,16 +214,16 @@ def build_masks(items: list[str] | None, groups: tuple[str, ...] = ()) -> dict[s
             col, group = (t.strip() for t in col.rsplit("@", 1))
             if group not in groups:
                 where = f"one of {', '.join(groups)}" if groups else "not used by this method"
-                raise ValueError(f"The '--mask' option names group {group!r} for column '{col}'; groups are {where}.")
+                raise InputError(f"The '--mask' option names group {group!r} for column '{col}'; groups are {where}.")
             if col in nested.setdefault(group, {}):
-                raise ValueError(f"The '--mask' option is given twice for column '{col}' in group '{group}'.")
+                raise InputError(f"The '--mask' option is given twice for column '{col}' in group '{group}'.")
             nested[group][col] = _cli_masking(make_masking, spec, col, item)
         else:
             if col in flat:
-                raise ValueError(f"The '--mask' option is given twice for column '{col}'.")
+                raise InputError(f"The '--mask' option is given twice for column '{col}'.")
             flat[col] = _cli_masking(make_masking, spec, col, item)
     if flat and nested:
-        raise ValueError("The '--mask' options either all name a risk group (COLUMN@GROUP:SPEC) or none does.")
+        raise InputError("The '--mask' options either all name a risk group (COLUMN@GROUP:SPEC) or none does.")
     if nested:
         return {g: nested.get(g, {}) for g in groups}
     return flat
@@ -237,9 +238,9 @@ def parse_params(items: list[str] | None, cls: type) -> dict[str, Any]:
             key, eq, value = part.partition("=")
             key = key.strip()
             if not eq or not key:
-                raise ValueError(f"The '--param' option takes NAME=VALUE pairs. Got {part!r} instead.")
+                raise InputError(f"The '--param' option takes NAME=VALUE pairs. Got {part!r} instead.")
             if key not in allowed:
-                raise ValueError(
+                raise InputError(
                     f"The '--param' option names '{key}', which is not a parameter of {cls.__name__} "
                     f"(parameters: {', '.join(allowed)})."
                 )
@@ -384,7 +385,7 @@ def parse_bounds(items: list[str] | None) -> dict[str, tuple[float, float]]:
             try:
                 out[col.strip()] = (float(lo), float(hi))
             except ValueError:
-                raise ValueError(f"The '--bounds' option takes COLUMN=LO:HI. Got {part!r} instead.") from None
+                raise InputError(f"The '--bounds' option takes COLUMN=LO:HI. Got {part!r} instead.") from None
     return out
 
 
@@ -432,9 +433,9 @@ def parse_transforms(items: list[str] | None) -> dict[str, str]:
         for part in split_list(item):
             col, eq, t = (x.strip() for x in part.partition("="))
             if not eq or not col or t not in ("log", "log1p", "rank", "none"):
-                raise ValueError(f"The '--transform' option takes COLUMN=log|log1p|rank. Got {part!r} instead.")
+                raise InputError(f"The '--transform' option takes COLUMN=log|log1p|rank. Got {part!r} instead.")
             if col in out:
-                raise ValueError(f"The '--transform' option is given twice for column '{col}'.")
+                raise InputError(f"The '--transform' option is given twice for column '{col}'.")
             out[col] = None if t == "none" else t
     return out
 
@@ -450,7 +451,7 @@ def parse_semicont(items: list[str] | None) -> dict[str, list[float]]:
             except ValueError:
                 pts = None
             if not pts:
-                raise ValueError(f"The '--semicont' option takes COLUMN=VALUE[:VALUE], e.g. income=0. Got {part!r} instead.")
+                raise InputError(f"The '--semicont' option takes COLUMN=VALUE[:VALUE], e.g. income=0. Got {part!r} instead.")
             out[col] = pts
     return out
 
@@ -462,7 +463,7 @@ def parse_rules(items: list[str] | None) -> dict[str, dict[str, Any]]:
         head, sep, cond = item.partition(":")
         col, eq, value = (x.strip() for x in head.partition("="))
         if not sep or not col or not cond.strip() or (eq and not value):
-            raise ValueError(
+            raise InputError(
                 f"The '--rule' option takes COLUMN[=VALUE]:CONDITION, e.g. \"hours:employed == 'No'\". Got {item!r} instead."
             )
         out[col] = {"rule": cond.strip(), "value": _number(value) if eq else None}
@@ -484,11 +485,11 @@ def _check_not_degenerate(data, qi: list[str], keep: list[str], keep_from: str =
                 if opt == "--keep" and keep_from != "option":
                     where = ("The kept columns of the '--spec' file include" if keep_from == "spec" else
                              "Without '--keep', every column not in --qi is kept; the default keep includes")
-                    raise ValueError(
+                    raise InputError(
                         f"{where} {names}, which {'is' if len(bad) == 1 else 'are'} {what} in the data: nothing to "
                         f"model or release. Pass --keep naming the columns to release, without {names}."
                     )
-                raise ValueError(
+                raise InputError(
                     f"The '{opt}' option names {names}, which {'is' if len(bad) == 1 else 'are'} {what} in the data: "
                     f"nothing to model or synthesize. Drop {'it' if len(bad) == 1 else 'them'} from {opt}"
                     + (" (a constant column can be released unchanged with --keep)." if opt == "--qi" and what != "entirely missing" else ".")
@@ -576,15 +577,15 @@ def _check_copies_combinable(args: argparse.Namespace, cls: type, params: dict[s
     rule = _rule_of(args.method, params)
     r = params.get("r")
     if args.m < 2:
-        raise ValueError(
+        raise InputError(
             f"The '--m' option must be >= 2: copies from --method {args.method} are combined with the "
             f"'{rule}' rule, which estimates the between-copy variance from at least 2 copies "
             f"('synthmi analyse' and the report would refuse the release). Got --m {args.m} instead."
         )
     if rule == "nested" and r is not None and int(r) < 2:
-        raise ValueError(
+        raise ParameterError(
             f"The 'r' parameter (--param r=...) must be >= 2: nested copies are combined with the 'nested' rule "
-            f"(Reiter 2004), which needs r >= 2 copies per completed data set. Got --param r={r} instead."
+            f"(Reiter 2004), which needs r >= 2 copies per completed data set. Got --param r={r} instead.", parameter='r'
         )
 
 
@@ -612,7 +613,7 @@ def _require_declared(domain, data) -> None:
     # The same words whatever the dtypes: a reader's dtype is a guess from the private
     # values (a '?' turns a numeric column into text), so it must not shape the message.
     which = f"Column '{missing[0]}' has" if len(missing) == 1 else f"Columns {missing} have"
-    raise ValueError(
+    raise InputError(
         f"{which} no declared public domain: a DP release cannot read levels or bounds from the data "
         f"without spending privacy budget. Declare the levels or the documented range (not the observed "
         f"minimum and maximum) of each in a domain file, --domain domain.json (format: synthmi.domain), or the "
@@ -695,15 +696,15 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     cls = resolve_method(args.method)
     if args.seed is not None and args.seed < 0:
-        raise ValueError(f"The '--seed' option must be >= 0. Got {args.seed} instead.")
+        raise InputError(f"The '--seed' option must be >= 0. Got {args.seed} instead.")
     params = parse_params(args.param, cls)
     if args.mask:
         if args.method not in MASK_PARAMETER:
-            raise ValueError(
+            raise InputError(
                 f"The '--mask' option is for {', '.join(sorted(MASK_PARAMETER))}; method {args.method!r} takes no masks."
             )
         if MASK_PARAMETER[args.method] in params:
-            raise ValueError(f"Give the masks either with --mask or with --param {MASK_PARAMETER[args.method]}=..., not both.")
+            raise InputError(f"Give the masks either with --mask or with --param {MASK_PARAMETER[args.method]}=..., not both.")
         params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()))
     if "progressbar" in _param_names(cls) and "progressbar" not in params:
         # a sampler's live bar (tqdm) only on a terminal: redirected, its carriage returns
@@ -713,16 +714,16 @@ def run(args: argparse.Namespace) -> int:
     if transforms:
         if "transforms" not in _param_names(cls):
             takes = ", ".join(sorted(m for m in METHODS if m in ("rubin", "dami")))
-            raise ValueError(f"The '--transform' option is for {takes}; method {args.method!r} takes no transforms.")
+            raise InputError(f"The '--transform' option is for {takes}; method {args.method!r} takes no transforms.")
         if "transforms" in params:
-            raise ValueError("Give the transforms either with --transform or with --param transforms=..., not both.")
+            raise InputError("Give the transforms either with --transform or with --param transforms=..., not both.")
         params["transforms"] = transforms
     semicont = parse_semicont(args.semicont)
     rules = parse_rules(args.rule)
     if args.method in FULLY_SYNTHETIC and (semicont or rules or args.weights):
-        raise ValueError(f"The '--weights', '--semicont' and '--rule' options are not available for method {args.method!r}.")
+        raise InputError(f"The '--weights', '--semicont' and '--rule' options are not available for method {args.method!r}.")
     if semicont and getattr(cls, "allows_missing", False):
-        raise ValueError(
+        raise InputError(
             f"The '--semicont' option is for cart, rubin and dami; method {args.method!r} models "
             "point masses through its copula margins."
         )
@@ -732,11 +733,11 @@ def run(args: argparse.Namespace) -> int:
             params[name] = getattr(args, name)
     if args.max_seconds is not None:
         if "max_seconds" not in _param_names(cls):
-            raise ValueError(f"The '--max-seconds' option is for risk-dami; method {args.method!r} takes no time budget.")
+            raise InputError(f"The '--max-seconds' option is for risk-dami; method {args.method!r} takes no time budget.")
         try:
             params["max_seconds"] = None if args.max_seconds.strip().lower() == "none" else float(args.max_seconds)
         except ValueError:
-            raise ValueError(f"The '--max-seconds' option takes seconds > 0 or 'none'. Got {args.max_seconds!r} instead.") from None
+            raise InputError(f"The '--max-seconds' option takes seconds > 0 or 'none'. Got {args.max_seconds!r} instead.") from None
 
     # the output location first: a bad --out must cost nothing (no reading, no fitting)
     out = check_output_dir(args.out, "--out", args.overwrite, owned=["copy_*.csv", "metadata.json"])
@@ -753,14 +754,14 @@ def run(args: argparse.Namespace) -> int:
         # Without masks the copula only imputes missing values: on complete data the copies are the
         # input. No default masks are documented (the seeds tune them per data set), so refuse
         # here, before the fit, rather than after it at the release guard.
-        raise ValueError(
+        raise InputError(
             "The '--mask' option is required for method 'risk-dami': without masks it imputes missing values "
             "and synthesizes nothing, so the copies would hold the original quasi-identifiers. Add masks per "
             "risk group, e.g. --mask age@low:K=3,sigma=2 --mask age@medium:K=2,sigma=4 --mask age@high:K=1,sigma=8 "
             "(see --help), or add --allow-unmodified for a multiple-imputation release of the original."
         )
     if args.scheduler and args.engine != "dask":
-        raise ValueError("The '--scheduler' option is for --engine dask.")
+        raise InputError("The '--scheduler' option is for --engine dask.")
     if args.engine == "dask":
         return _run_dask(args, cls, params, qi, out, t0)
     source = str(args.data)
@@ -789,18 +790,18 @@ def run(args: argparse.Namespace) -> int:
         keep_from = "default"
     if args.weights is not None:
         if args.weights not in df.columns:
-            raise ValueError(f"The '--weights' option names '{args.weights}', which is not a column of the data.")
+            raise InputError(f"The '--weights' option names '{args.weights}', which is not a column of the data.")
         if args.weights in qi:
-            raise ValueError(f"The '--weights' column '{args.weights}' is also in --qi; a weight is released unchanged.")
+            raise InputError(f"The '--weights' column '{args.weights}' is also in --qi; a weight is released unchanged.")
         if args.weights not in keep:
             keep = keep + [args.weights]  # released unchanged (not a predictor)
     unknown = [c for c in qi + keep if c not in df.columns]
     if unknown:
         opt = "--qi" if any(c in qi for c in unknown) else "--keep"
-        raise ValueError(f"The '{opt}' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
+        raise InputError(f"The '{opt}' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
     both = [c for c in keep if c in qi]
     if both:
-        raise ValueError(f"Columns {both} are in both --qi and --keep; a column is either synthesized or released unchanged.")
+        raise ColumnError(f"Columns {both} are in both --qi and --keep; a column is either synthesized or released unchanged.")
     # Only the named columns are released: the rest are dropped before fitting.
     data = df[[c for c in df.columns if c in qi or c in keep]]
     if na_values is None and not dp_release:
@@ -816,11 +817,11 @@ def run(args: argparse.Namespace) -> int:
     kinds = {}
     if categorical:
         if args.method in FULLY_SYNTHETIC:
-            raise ValueError(f"The '--categorical' option is not for method {args.method!r}: a DP release takes "
+            raise InputError(f"The '--categorical' option is not for method {args.method!r}: a DP release takes "
                              "its kinds from the declared public domain (--domain, kind \"categorical\").")
         outside = [c for c in categorical if c in df.columns and c not in data.columns]
         if outside:
-            raise ValueError(f"The '--categorical' option names columns that are not released (not in --qi or "
+            raise InputError(f"The '--categorical' option names columns that are not released (not in --qi or "
                              f"--keep): {outside}.")
         kinds = categorical_kinds(data, categorical)
         if spec is not None:
@@ -837,7 +838,7 @@ def run(args: argparse.Namespace) -> int:
         ids = identifier_columns(data, [c for c in keep if c != args.weights])
         if ids and not args.allow_identifiers:
             names = ", ".join(f"'{c}'" for c in ids)
-            raise ValueError(
+            raise InputError(
                 f"The '--keep' option releases {names} unchanged, and {'it holds' if len(ids) == 1 else 'they hold'} "
                 "a different value in every row, like a record identifier: it would link each synthetic row to "
                 "its person. Leave it out of --keep (or set its role to 'excluded' in the --spec), or add "
@@ -851,7 +852,7 @@ def run(args: argparse.Namespace) -> int:
         # privacy) and never printed or recorded.
         seed = None if args.seed is None else int(args.seed)
         if "random_state" in params:
-            raise ValueError("Give the seed of a DP release with --seed, not --param random_state=....")
+            raise InputError("Give the seed of a DP release with --seed, not --param random_state=....")
         params["random_state"] = seed
         data, domain = _dp_data(args, source, data, spec)
     else:
@@ -870,7 +871,7 @@ def run(args: argparse.Namespace) -> int:
         # terms of --rule (the synthesizer runs the same check again)
         dropped = [c for c in rules if c in df.columns and c not in data.columns]
         if dropped:
-            raise ValueError(f"The '--rule' option names '{dropped[0]}', which is not released: only the --qi and "
+            raise InputError(f"The '--rule' option names '{dropped[0]}', which is not released: only the --qi and "
                              "--keep columns are written (add it to --keep, or leave the rule out).")
         _check_rules_before_fit(data, rules, spec, cls.__name__)
     synth = cls(**params)
@@ -881,7 +882,7 @@ def run(args: argparse.Namespace) -> int:
             fit_kwargs["spec"] = spec
     elif args.bounds or args.domain or args.map_other:
         flag = "--bounds" if args.bounds else "--domain" if args.domain else "--map-other"
-        raise ValueError(f"The '{flag}' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
+        raise InputError(f"The '{flag}' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
     else:
         fit_kwargs = {"spec": spec}
         # the per-variable options apply with a --spec too (they were dropped silently before)
@@ -890,7 +891,7 @@ def run(args: argparse.Namespace) -> int:
                 fit_kwargs[name] = value
         if args.weight_as_predictor:
             if args.weights is None:
-                raise ValueError("The '--weight-as-predictor' option needs '--weights COLUMN'.")
+                raise InputError("The '--weight-as-predictor' option needs '--weights COLUMN'.")
             fit_kwargs["weight_as_predictor"] = True
     if hasattr(synth, "set_progress"):
         synth.set_progress(_progress_callback(args))
@@ -965,21 +966,21 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
     import dask.dataframe as dd
 
     if args.method not in ("rubin", "dami"):
-        raise ValueError(f"The '--engine dask' option runs the methods rubin and dami; {args.method!r} has no Dask path.")
+        raise InputError(f"The '--engine dask' option runs the methods rubin and dami; {args.method!r} has no Dask path.")
     if args.bounds or args.domain or args.map_other:
-        raise ValueError("The '--bounds', '--domain' and '--map-other' options are for DP methods, not --engine dask.")
+        raise InputError("The '--bounds', '--domain' and '--map-other' options are for DP methods, not --engine dask.")
     given = [opt for opt, v in (("--weights", args.weights), ("--weight-as-predictor", args.weight_as_predictor),
                                 ("--semicont", args.semicont), ("--rule", args.rule)) if v]
     if given:
         # the partition-wise fit models complete data with main-effects models; dropping these
         # silently released copies without the weight column and without the rules
-        raise ValueError(f"The '{given[0]}' option is not available with --engine dask (the partition-wise fit has no "
+        raise InputError(f"The '{given[0]}' option is not available with --engine dask (the partition-wise fit has no "
                          "survey weights, point masses or structural rules); synthesize in memory (--engine pandas).")
     if out.exists() and any(out.iterdir()):
-        raise ValueError(f"The '--out' directory '{out}' is not empty; --engine dask writes into a new or empty directory.")
+        raise InputError(f"The '--out' directory '{out}' is not empty; --engine dask writes into a new or empty directory.")
     source = str(args.data)
     if not Path(source).exists():
-        raise ValueError(f"The '--data' option of --engine dask must be a Parquet file or directory. '{source}' does not exist.")
+        raise InputError(f"The '--data' option of --engine dask must be a Parquet file or directory. '{source}' does not exist.")
     client = None
     if args.scheduler:
         from distributed import Client
@@ -999,7 +1000,7 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
         unknown = [c for c in qi + keep if c not in ddf.columns]
         if unknown:
             opt = "--qi" if any(c in qi for c in unknown) else "--keep"
-            raise ValueError(f"The '{opt}' option names columns not in the data: {unknown}. Available columns: {list(ddf.columns)}.")
+            raise InputError(f"The '{opt}' option names columns not in the data: {unknown}. Available columns: {list(ddf.columns)}.")
         data = ddf[[c for c in ddf.columns if c in qi or c in keep]]
         seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else int(args.seed)
         if "random_state" in _param_names(cls) and "random_state" not in params:

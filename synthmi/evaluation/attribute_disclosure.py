@@ -86,6 +86,7 @@ from ..engine import (
 )
 from . import _matching as mt
 from .risk import _GROUP, _check_categorical_groups, _group_labels, _summaries_to_dict
+from ..errors import InputError
 
 __all__ = ["attribute_disclosure", "AttributeDisclosureResult", "KEY_MEASURES", "MATCHING_MEASURES"]
 
@@ -296,7 +297,7 @@ def attribute_disclosure(
     for j, cols in enumerate(copy_cols):
         missing = [col for col in [*qis, target] if col not in cols]
         if missing:
-            raise ValueError(f"'synthetic[{j}]' lacks the columns {missing} that attribute disclosure compares.")
+            raise InputError(f"'synthetic[{j}]' lacks the columns {missing} that attribute disclosure compares.")
     categorical, continuous = mt.split_kinds(original, qis, spec)
     tol = mt.parse_tolerance(tolerance, categorical, continuous, _OWNER)
     t_cat, t_cont = mt.split_kinds(original, [target], spec)

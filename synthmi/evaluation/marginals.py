@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..results import Result
 from .._validate import check_columns_exist, check_copies, check_dataframe, check_scalar, param_error
+from ..errors import ColumnError, InputError, ParameterError
 
 __all__ = ["marginal_tvd", "MarginalTVDResult", "total_variation"]
 
@@ -32,10 +33,10 @@ def total_variation(p: np.ndarray, q: np.ndarray) -> float:
     p = np.asarray(p, dtype=float).ravel()
     q = np.asarray(q, dtype=float).ravel()
     if p.shape != q.shape:
-        raise ValueError(f"total_variation needs two arrays of the same size. Got {p.size} and {q.size} cells.")
+        raise InputError(f"total_variation needs two arrays of the same size. Got {p.size} and {q.size} cells.")
     sp, sq = p.sum(), q.sum()
     if sp <= 0 or sq <= 0 or (p < 0).any() or (q < 0).any():
-        raise ValueError("total_variation needs non-negative arrays with a positive total.")
+        raise InputError("total_variation needs non-negative arrays with a positive total.")
     return 0.5 * float(np.abs(p / sp - q / sq).sum())
 
 
@@ -195,7 +196,7 @@ def marginal_tvd(
     for j, c in enumerate(copies):
         missing = [x for x in cols if x not in c.columns]
         if missing:
-            raise ValueError(f"Columns of 'synthetic[{j}]' do not match the original: missing {missing}.")
+            raise ColumnError(f"Columns of 'synthetic[{j}]' do not match the original: missing {missing}.")
     ks = [ways] if isinstance(ways, (int, np.integer)) else list(ways)
     if not ks:
         raise param_error("ways", owner, "a positive integer or a non-empty list of them", ways)
@@ -207,7 +208,7 @@ def marginal_tvd(
     domain = dict(domain or {})
     unknown = [c for c in domain if c not in original.columns]
     if unknown:
-        raise ValueError(f"The 'domain' parameter of {owner} names columns not in 'original': {unknown}.")
+        raise ParameterError(f"The 'domain' parameter of {owner} names columns not in 'original': {unknown}.", parameter='domain', data='original')
 
     orig_codes, copy_codes, sizes = _encode(original, copies, cols, domain, bins)
     rows = []
@@ -222,7 +223,7 @@ def marginal_tvd(
                 q = np.bincount(np.ravel_multi_index(cc[:, idx].T, shape), minlength=cells)
                 rows.append((tuple(cols[i] for i in idx), int(k), cells, j, total_variation(p, q)))
     if not rows:
-        raise ValueError(
+        raise InputError(
             f"No marginal of order {ks} has at most max_cells={max_cells} cells; nothing to compare."
         )
     frame = pd.DataFrame(rows, columns=["columns", "ways", "cells", "copy", "tvd"])

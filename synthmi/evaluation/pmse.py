@@ -71,6 +71,7 @@ from .._validate import (
     check_same_structure,
     check_scalar,
 )
+from ..errors import ColumnError, InputError, ParameterError
 
 
 @dataclass
@@ -380,10 +381,10 @@ def _prepare(original, synthetic, variables, owner, spec=None):
     for j, c in enumerate(copies):
         check_same_structure(original, c, f"synthetic[{j}]", columns=variables)
         if len(c) == 0:
-            raise ValueError(f"The 'synthetic[{j}]' DataFrame of {owner} is empty.")
+            raise InputError(f"The 'synthetic[{j}]' DataFrame of {owner} is empty.")
     for v in variables:
         if original[v].isna().all():
-            raise ValueError(f"Column '{v}' of 'original' is entirely missing (all NaN).")
+            raise ColumnError(f"Column '{v}' of 'original' is entirely missing (all NaN).", data='original')
     return original, copies, variables
 
 
@@ -646,7 +647,7 @@ def utility_tables(
     n_bins = check_scalar(n_bins, "n_bins", "utility_tables", kind="int", lower=2)
     for w in ways:
         if w not in (1, 2, 3):
-            raise ValueError(f"The 'ways' parameter of utility_tables takes 1, 2 or 3. Got {w!r} instead.")
+            raise ParameterError(f"The 'ways' parameter of utility_tables takes 1, 2 or 3. Got {w!r} instead.", parameter='ways', owner='utility_tables')
     meta = meta_of(original)
     o_counts = {v: value_counts(original, v) for v in variables}
     per_copy = []

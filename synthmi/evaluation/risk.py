@@ -27,6 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from .._json import jsonable
 from ..results import Result
 from .._validate import (
     check_columns_exist,
@@ -48,6 +49,7 @@ from ..engine import (
     n_key_buckets,
 )
 from . import _matching as mt
+from ..errors import ColumnError, InputError
 
 __all__ = ["reidentification_risk", "RiskResult"]
 
@@ -152,13 +154,13 @@ class RiskResult(Result):
 def _summaries_to_dict(result: Any) -> dict[str, Any]:
     """JSON-ready summary, per-copy, settings and by-group tables of a risk result (no record-level values)."""
     out: dict[str, Any] = {
-        "summary": {k: _json_num(v) for k, v in result.figures.items()},
-        "per_copy": [{k: _json_num(v) for k, v in r.items()} for r in result.per_copy.to_dict("records")],
+        "summary": {k: jsonable(v) for k, v in result.figures.items()},
+        "per_copy": [{k: jsonable(v) for k, v in r.items()} for r in result.per_copy.to_dict("records")],
         "settings": result.settings,
     }
     if result.by_group is not None:
         out["by_group"] = {
-            str(idx): {k: _json_num(v) for k, v in row.items()}
+            str(idx): {k: jsonable(v) for k, v in row.items()}
             for idx, row in result.by_group.to_dict(orient="index").items()
         }
     return out
@@ -168,12 +170,6 @@ def _fmt(x: float) -> str:
     return "undefined (no unique matches)" if not np.isfinite(x) else f"{x:.4f}"
 
 
-def _json_num(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return None if not np.isfinite(v) else float(v)
-    return v
 
 
 class MatchTally:
@@ -229,7 +225,7 @@ class MatchTally:
 def _align_copy(original: pd.DataFrame, copy: pd.DataFrame, j: int) -> pd.DataFrame:
     """Row i of the result is the released version of original row i."""
     if len(copy) != len(original):
-        raise ValueError(
+        raise InputError(
             f"'synthetic[{j}]' has {len(copy)} rows but 'original' has {len(original)}; re-identification "
             "risk by matching needs partially synthetic copies, row-aligned with the original."
         )
@@ -237,7 +233,7 @@ def _align_copy(original: pd.DataFrame, copy: pd.DataFrame, j: int) -> pd.DataFr
         return copy  # same labels, or positional (e.g. read back from CSV)
     if original.index.is_unique and copy.index.is_unique and set(copy.index) == set(original.index):
         return copy.loc[original.index]
-    raise ValueError(
+    raise InputError(
         f"The index of 'synthetic[{j}]' neither equals the original's, nor is a default RangeIndex, "
         "nor a reordering of it; cannot tell which released row belongs to which original record."
     )
@@ -419,7 +415,7 @@ def reidentification_risk(
     for j, c in enumerate(c_frames):
         off = frame_offsets(c)
         if int(off[-1]) != n:
-            raise ValueError(f"'synthetic[{j}]' has {int(off[-1])} rows but 'original' has {n}; re-identification risk "
+            raise InputError(f"'synthetic[{j}]' has {int(off[-1])} rows but 'original' has {n}; re-identification risk "
                              "by matching needs partially synthetic copies, row-aligned with the original.")
         c_offs.append(off)
     B = n_key_buckets(n, n_buckets)
@@ -493,7 +489,7 @@ def _check_copy_columns(cols: list, copy_cols: list, j: int) -> None:
     missing = [col for col in cols if col not in copy_cols]
     extra = [col for col in copy_cols if col not in cols]
     if missing or extra:
-        raise ValueError(f"Columns of 'synthetic[{j}]' do not match the original: missing {missing}, unexpected {extra}.")
+        raise ColumnError(f"Columns of 'synthetic[{j}]' do not match the original: missing {missing}, unexpected {extra}.")
 
 
 def _risk_bucket(orig_pieces: list, copy_pieces: list[list], cards: list[int], tols: list) -> tuple:

@@ -92,6 +92,7 @@ from ..engine import Frame, refuse_dask
 from ..engine import is_dask_frame as _is_dask_frame
 from ..spec import ReleaseSpec, as_spec, resolve_quasi_identifiers
 from ..synthetic import SyntheticData
+from ..errors import ColumnError, InputError, InputTypeError, ParameterError, ReleaseRefused
 
 #: level that stands for a missing value of a categorical column in the models
 NA_LEVEL = "<NA>"
@@ -105,8 +106,8 @@ def _named_columns(param: str, value: Any, columns: list) -> list[str]:
     names = [value] if isinstance(value, str) else list(value)
     missing = [c for c in names if c not in columns]
     if missing:
-        raise ValueError(f"The '{param}' parameter names columns not in 'df': {missing}. "
-                         f"Available columns: {list(columns)}.")
+        raise InputError(f"The '{param}' parameter names columns not in 'df': {missing}. "
+                         f"Available columns: {list(columns)}.", data='df')
     return names
 
 
@@ -120,7 +121,7 @@ def check_roles(columns: list, quasi_identifiers: Any, keep: Any) -> tuple[list[
         keep = _named_columns("keep", keep, columns)
         both = [c for c in keep if c in qi]
         if both:
-            raise ValueError(
+            raise ColumnError(
                 f"Columns {both} are given both as quasi-identifiers and as kept (Z) columns; "
                 "a column is either synthesized or released unchanged."
             )
@@ -133,14 +134,14 @@ def rule_value(variable, c: str, value: Any) -> Any:
     Missing (``None``) is handled by the callers."""
     if variable.is_categorical:
         if value not in list(variable.categories):
-            raise ValueError(f"The rule for column '{c}' sets the value {value!r}, which is not one of the "
-                             "column's levels (the 'rules' parameter).")
+            raise ParameterError(f"The rule for column '{c}' sets the value {value!r}, which is not one of the "
+                             "column's levels (the 'rules' parameter).", parameter='rules')
         return value
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"The rule for column '{c}' must set a number or None (missing) (the 'rules' "
-                         f"parameter). Got {value!r} instead.") from None
+        raise ParameterError(f"The rule for column '{c}' must set a number or None (missing) (the 'rules' "
+                         f"parameter). Got {value!r} instead.", parameter='rules') from None
 
 def check_rules(df: pd.DataFrame, rules: Any, owner: str, schema: Any = None) -> dict[str, tuple[str, Any]]:
     """Structural rules (``rules=`` / ``--rule``) checked against the data: column -> (condition, value).
@@ -158,24 +159,24 @@ def check_rules(df: pd.DataFrame, rules: Any, owner: str, schema: Any = None) ->
     out = {}
     for c, r in rules.items():
         if c not in df.columns:
-            raise ValueError(f"The 'rules' parameter of {owner} names '{c}', which is not a column of df.")
+            raise ParameterError(f"The 'rules' parameter of {owner} names '{c}', which is not a column of df.", parameter='rules', data='df')
         if isinstance(r, str):
             cond, value = r, None
         elif isinstance(r, dict) and "rule" in r:
             cond, value = r["rule"], r.get("value")
         else:
-            raise ValueError(
+            raise ParameterError(
                 f"The rule for column '{c}' must be a condition string or {{'rule': condition, 'value': value}} "
-                f"(the 'rules' parameter). Got {r!r} instead."
+                f"(the 'rules' parameter). Got {r!r} instead.", parameter='rules'
             )
         try:
             hit = df.eval(cond)
         except Exception as exc:  # pandas raises many kinds for a bad expression
-            raise ValueError(f"The rule {cond!r} for column '{c}' cannot be evaluated on the data (the 'rules' "
-                             f"parameter): {exc}. Columns: {list(df.columns)}.") from None
+            raise ParameterError(f"The rule {cond!r} for column '{c}' cannot be evaluated on the data (the 'rules' "
+                             f"parameter): {exc}. Columns: {list(df.columns)}.", parameter='rules') from None
         if not (isinstance(hit, pd.Series) and pd.api.types.is_bool_dtype(hit)):
-            raise ValueError(f"The rule {cond!r} for column '{c}' must give True/False for every row (the 'rules' "
-                             "parameter).")
+            raise ParameterError(f"The rule {cond!r} for column '{c}' must give True/False for every row (the 'rules' "
+                             "parameter).", parameter='rules')
         if value is not None and schema is not None and c in schema:
             rule_value(schema[c], c, value)
         out[c] = (cond, value)
@@ -219,7 +220,7 @@ class ParamsMixin:
         for key, value in params.items():
             name, sep, sub = key.partition("__")
             if name not in valid:
-                raise ValueError(
+                raise InputError(
                     f"Invalid parameter {name!r} for {type(self).__name__}. Valid parameters are: {valid}."
                 )
             if sep:
@@ -334,11 +335,11 @@ class Synthesizer(ParamsMixin, abc.ABC):
             # first: on a handful of rows every other check (a constant column, a model
             # with more coefficients than rows) fails with a message that hides the cause.
             # (A DP fit says nothing about its private row count.)
-            raise ValueError(f"{type(self).__name__} needs at least {self.min_rows} rows to fit; the data have "
+            raise InputError(f"{type(self).__name__} needs at least {self.min_rows} rows to fit; the data have "
                              f"{len(df)}.")
         if spec is not None and not isinstance(spec, (ReleaseSpec, dict, str)) and isinstance(spec, Sequence):
             if quasi_identifiers is not None:
-                raise ValueError("Give the quasi-identifiers once: positionally or as 'quasi_identifiers=', not both.")
+                raise InputError("Give the quasi-identifiers once: positionally or as 'quasi_identifiers=', not both.")
             spec, quasi_identifiers = None, spec
         resolved = self._resolve_spec(df, spec, quasi_identifiers, keep, schema)
         # set first: _fit reads the spec's masks, models and visit sequence (see _from_spec)
@@ -372,14 +373,14 @@ class Synthesizer(ParamsMixin, abc.ABC):
         owner = type(self).__name__
         if spec is not None:
             if schema is not None:
-                raise ValueError(f"Give column kinds in the spec, not also with 'schema=' ({owner}.fit).")
+                raise InputError(f"Give column kinds in the spec, not also with 'schema=' ({owner}.fit).")
             resolved = as_spec(spec)
             if quasi_identifiers is not None or keep is not None:
                 resolved = resolved.with_roles(quasi_identifiers, keep)
         else:
             if quasi_identifiers is None:
                 if not self.fully_synthetic:
-                    raise ValueError(
+                    raise InputError(
                         f"{owner}.fit needs a spec or the 'quasi_identifiers' to synthesize. "
                         "Got neither."
                     )
@@ -387,7 +388,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
             qi, keep = check_roles(list(df.columns), quasi_identifiers, keep)
             resolved = ReleaseSpec.from_roles(df, qi, keep, schema, private=self.differentially_private)
         if not resolved.quasi_identifiers and not self.fully_synthetic:
-            raise ValueError(f"The 'quasi_identifiers' parameter of {owner} must name at least one column. Got [] instead.")
+            raise ParameterError(f"The 'quasi_identifiers' parameter of {owner} must name at least one column. Got [] instead.", parameter='quasi_identifiers')
         resolved.check_data(df, "df")
         return resolved
 
@@ -483,17 +484,17 @@ class Synthesizer(ParamsMixin, abc.ABC):
         if weights is None:
             return None
         if not isinstance(weights, str) or weights not in df.columns:
-            raise ValueError(
-                f"The 'weights' parameter of {owner} must name a column of df. Got {weights!r} instead."
+            raise ParameterError(
+                f"The 'weights' parameter of {owner} must name a column of df. Got {weights!r} instead.", parameter='weights', data='df'
             )
         if weights in qi:
-            raise ValueError(f"The weight column '{weights}' cannot be a quasi-identifier: weights are released unchanged.")
+            raise InputError(f"The weight column '{weights}' cannot be a quasi-identifier: weights are released unchanged.")
         w = df[weights]
         if not pd.api.types.is_numeric_dtype(w) or isinstance(w.dtype, pd.CategoricalDtype):
-            raise ValueError(f"The weight column '{weights}' must be numeric. Got dtype {w.dtype} instead.")
+            raise InputError(f"The weight column '{weights}' must be numeric. Got dtype {w.dtype} instead.")
         x = w.to_numpy(dtype=float)
         if np.isnan(x).any() or np.any(x <= 0) or not np.all(np.isfinite(x)):
-            raise ValueError(f"The weight column '{weights}' must hold positive finite values with none missing.")
+            raise InputError(f"The weight column '{weights}' must hold positive finite values with none missing.")
         return weights
 
     def _semicont(self, semicont, qi, owner):
@@ -522,16 +523,16 @@ class Synthesizer(ParamsMixin, abc.ABC):
         out = {}
         for c, pts in semicont.items():
             if c not in qi:
-                raise ValueError(f"The 'semicont' parameter of {owner} names '{c}', which is not a quasi-identifier ({qi}).")
+                raise ParameterError(f"The 'semicont' parameter of {owner} names '{c}', which is not a quasi-identifier ({qi}).", parameter='semicont')
             if schema.kind(c) != "continuous":
-                raise ValueError(f"The 'semicont' parameter of {owner} needs a numeric column; '{c}' is {schema.kind(c)}.")
+                raise ParameterError(f"The 'semicont' parameter of {owner} needs a numeric column; '{c}' is {schema.kind(c)}.", parameter='semicont')
             pts = [pts] if np.isscalar(pts) else list(pts)
             try:
                 pts = [float(p) for p in pts]
             except (TypeError, ValueError):
-                raise ValueError(f"The point masses given for '{c}' in 'semicont' must be numbers. Got {pts!r} instead.") from None
+                raise InputError(f"The point masses given for '{c}' in 'semicont' must be numbers. Got {pts!r} instead.") from None
             if not pts:
-                raise ValueError(f"The 'semicont' entry for '{c}' names no point mass.")
+                raise InputError(f"The 'semicont' entry for '{c}' names no point mass.")
             out[c] = pts
         return out
 
@@ -664,7 +665,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
                 model_qi.append(c)
                 continue
             if value.sum() < max(self.min_rows, 3) or np.unique(x[value]).size < 2:
-                raise ValueError(
+                raise ColumnError(
                     f"Column '{c}' has {int(value.sum())} rows outside its point masses / missing values; "
                     "too few to model its values."
                 )
@@ -783,7 +784,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
             return self._sample_partitioned(m, random_state)
         m = check_scalar(m, "m", type(self).__name__, kind="int", lower=1)
         if getattr(self, "_records_left_out", False) and (self._needs_records_to_sample() or getattr(self, "model_frame_recoded_", False)):
-            raise ValueError(
+            raise InputError(
                 f"This {type(self).__name__} was pickled or saved without the original records, and its sampler "
                 "draws each copy conditional on them. Save it with include_records=True (the file is then as "
                 "confidential as the data), or fit it again."
@@ -952,7 +953,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
 
         synth = load(path, expected=Synthesizer)
         if not isinstance(synth, cls):
-            raise TypeError(f"'{path}' holds a {type(synth).__name__}, not a {cls.__name__}.")
+            raise InputTypeError(f"'{path}' holds a {type(synth).__name__}, not a {cls.__name__}.")
         return synth
 
 
@@ -983,7 +984,7 @@ UNMODIFIED_MAX = 0.9
 UNCHANGED_SHARE = 0.99
 
 
-class UnmodifiedRelease(ValueError):
+class UnmodifiedRelease(ReleaseRefused):
     """Copies whose quasi-identifier keys equal the original's for too many records."""
 
 
@@ -1156,5 +1157,5 @@ def infer_frame_schema(frame: Frame, overrides: Any = None, cap: int = 64) -> Sc
     tiny, many = frame.stand_in(cap)
     for c in many:
         if overrides and c in overrides and overrides[c] != "continuous":
-            raise ValueError(f"Column '{c}' has more than {cap} distinct values; it cannot be declared {overrides[c]!r} on Dask.")
+            raise ColumnError(f"Column '{c}' has more than {cap} distinct values; it cannot be declared {overrides[c]!r} on Dask.")
     return Schema.infer(tiny, overrides)

@@ -17,6 +17,7 @@ import pandas as pd
 from .._validate import Interval, Options
 from ..schema import Schema
 from .base import Synthesizer
+from ..errors import ParameterError
 
 __all__ = ["CartSynthesizer"]
 
@@ -207,9 +208,9 @@ class CartSynthesizer(Synthesizer):
         seq = list(seq)
         released = list(getattr(self, "released_qi_", qi))
         if sorted(seq, key=str) != sorted(released, key=str) or len(set(seq)) != len(seq):
-            raise ValueError(
+            raise ParameterError(
                 f"The 'visit_sequence' parameter of {type(self).__name__} must list each quasi-identifier "
-                f"exactly once ({released}). Got {seq} instead."
+                f"exactly once ({released}). Got {seq} instead.", parameter='visit_sequence'
             )
         # a two-part column's indicator is synthesized just before its values
         out = []

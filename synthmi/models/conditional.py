@@ -61,6 +61,7 @@ from scipy.special import ndtr
 from ..kinds import CATEGORICAL_KINDS, MODEL_KINDS
 from ..schema import Schema
 from .truncation import Support
+from ..errors import ColumnError, InputError, ParameterError
 
 __all__ = [
     "METHODS",
@@ -111,61 +112,61 @@ def parse_models(models: Any, qi: Sequence[str], owner: str) -> dict[str, Variab
     if models is None:
         return {}
     if not isinstance(models, Mapping):
-        raise ValueError(
+        raise ParameterError(
             f"The 'models' parameter of {owner} must be a dict mapping quasi-identifiers to a method name, a formula "
-            f"or a dict with keys {list(_KEYS)}. Got {type(models).__name__} instead."
+            f"or a dict with keys {list(_KEYS)}. Got {type(models).__name__} instead.", parameter='models'
         )
     out: dict[str, VariableSpec] = {}
     for col, spec in models.items():
         if col not in qi:
-            raise ValueError(
+            raise ParameterError(
                 f"The 'models' parameter of {owner} names column {col!r}, which is not a quasi-identifier "
-                f"({list(qi)}); only synthesized columns have a model."
+                f"({list(qi)}); only synthesized columns have a model.", parameter='models'
             )
         if isinstance(spec, str):
             spec = {"formula": spec} if "~" in spec else {"method": spec}
         if not isinstance(spec, Mapping):
-            raise ValueError(
+            raise ParameterError(
                 f"The model of column '{col}' in the 'models' parameter of {owner} must be a method name, a formula "
-                f"such as '~ age * sex' or a dict. Got {type(spec).__name__} instead."
+                f"such as '~ age * sex' or a dict. Got {type(spec).__name__} instead.", parameter='models'
             )
         unknown = [k for k in spec if k not in _KEYS]
         if unknown:
-            raise ValueError(f"The model of column '{col}' has unknown keys {unknown}; allowed keys are {list(_KEYS)}.")
+            raise InputError(f"The model of column '{col}' has unknown keys {unknown}; allowed keys are {list(_KEYS)}.")
         method = spec.get("method")
         if method is not None and method not in METHODS:
-            raise ValueError(f"The method of column '{col}' must be one of {list(METHODS)}. Got {method!r} instead.")
+            raise InputError(f"The method of column '{col}' must be one of {list(METHODS)}. Got {method!r} instead.")
         formula = spec.get("formula")
         if formula is not None and (not isinstance(formula, str) or "~" not in formula):
-            raise ValueError(f"The formula of column '{col}' must be a string such as '~ age * sex'. Got {formula!r} instead.")
+            raise InputError(f"The formula of column '{col}' must be a string such as '~ age * sex'. Got {formula!r} instead.")
         preds = spec.get("predictors")
         if preds is not None:
             if isinstance(preds, str) or not all(isinstance(p, str) for p in preds):
-                raise ValueError(f"The predictors of column '{col}' must be a list of column names. Got {preds!r} instead.")
+                raise InputError(f"The predictors of column '{col}' must be a list of column names. Got {preds!r} instead.")
             preds = list(preds)
         if formula is not None and preds is not None:
-            raise ValueError(f"Column '{col}' is given both a formula and a predictor list; give one of the two.")
+            raise ColumnError(f"Column '{col}' is given both a formula and a predictor list; give one of the two.")
         group = spec.get("group")
         if (method == "hierarchical") != (group is not None):
-            raise ValueError(
+            raise ColumnError(
                 f"Column '{col}': the 'hierarchical' method needs a 'group' (the grouping column of the random "
                 "intercepts), and 'group' is only used by that method."
             )
         transform = spec.get("transform")
         if transform is not None and transform not in TRANSFORMS:
-            raise ValueError(f"The transform of column '{col}' in the 'models' parameter of {owner} must be one of "
-                             f"{list(TRANSFORMS)} or None. Got {transform!r} instead.")
+            raise ParameterError(f"The transform of column '{col}' in the 'models' parameter of {owner} must be one of "
+                             f"{list(TRANSFORMS)} or None. Got {transform!r} instead.", parameter='models')
         semicont = spec.get("semicont")
         if semicont is not None:
             pts = [semicont] if np.isscalar(semicont) else semicont
             try:
                 semicont = [float(p) for p in pts]
             except (TypeError, ValueError):
-                raise ValueError(f"The point masses ('semicont') of column '{col}' in the 'models' parameter of {owner} "
-                                 f"must be a number or a list of numbers. Got {semicont!r} instead.") from None
+                raise ParameterError(f"The point masses ('semicont') of column '{col}' in the 'models' parameter of {owner} "
+                                 f"must be a number or a list of numbers. Got {semicont!r} instead.", parameter='models') from None
             if not semicont or not np.all(np.isfinite(semicont)):
-                raise ValueError(f"The point masses ('semicont') of column '{col}' in the 'models' parameter of {owner} "
-                                 f"must be finite numbers, at least one. Got {pts!r} instead.")
+                raise ParameterError(f"The point masses ('semicont') of column '{col}' in the 'models' parameter of {owner} "
+                                 f"must be finite numbers, at least one. Got {pts!r} instead.", parameter='models')
         out[col] = VariableSpec(method=method, formula=formula, predictors=preds, group=group, transform=transform,
                                 semicont=semicont)
     return out
@@ -189,7 +190,7 @@ def per_variable_setting(specs: Mapping[str, VariableSpec], key: str, given: Map
             mine = out[col]
             same = (list(np.atleast_1d(np.asarray(mine, dtype=float))) == list(value)) if key == "semicont" else mine == value
             if not same:
-                raise ValueError(
+                raise ColumnError(
                     f"Column '{col}' has the {key} {mine!r} from the '{param}' parameter of {owner} and {value!r} "
                     f"from its 'models' entry; give it once."
                 )
@@ -200,7 +201,7 @@ def per_variable_setting(specs: Mapping[str, VariableSpec], key: str, given: Map
 def resolve_visit_sequence(visit_sequence: Any, order: Any, qi: Sequence[str], owner: str) -> list[str]:
     """The visit sequence: ``visit_sequence`` (synthpop's name) or its alias ``order``; default the QI order."""
     if visit_sequence is not None and order is not None and list(visit_sequence) != list(order):
-        raise ValueError(
+        raise InputError(
             f"The 'visit_sequence' and 'order' parameters of {owner} are the same setting and disagree: "
             f"{list(visit_sequence)} vs {list(order)}. Give one of them."
         )
@@ -210,7 +211,7 @@ def resolve_visit_sequence(visit_sequence: Any, order: Any, qi: Sequence[str], o
     seq = list(seq)
     name = "visit_sequence" if visit_sequence is not None else "order"
     if sorted(seq) != sorted(qi) or len(set(seq)) != len(seq):
-        raise ValueError(
+        raise InputError(
             f"The '{name}' parameter of {owner} must be a permutation of the quasi-identifiers {list(qi)}. "
             f"Got {seq} instead."
         )
@@ -226,20 +227,20 @@ def predictors_from_matrix(matrix: Any, qi: Sequence[str], columns: Sequence[str
     elif isinstance(matrix, pd.DataFrame):
         frame = matrix
     else:
-        raise ValueError(
+        raise ParameterError(
             f"The 'predictor_matrix' parameter of {owner} must be a DataFrame (rows: quasi-identifiers, columns: "
-            f"predictors, entries 0/1). Got {type(matrix).__name__} instead."
+            f"predictors, entries 0/1). Got {type(matrix).__name__} instead.", parameter='predictor_matrix'
         )
     bad_rows = [r for r in frame.index if r not in qi]
     bad_cols = [c for c in frame.columns if c not in columns]
     if bad_rows or bad_cols:
-        raise ValueError(
+        raise ParameterError(
             f"The 'predictor_matrix' parameter of {owner} has rows that are not quasi-identifiers {bad_rows} or "
-            f"columns that are not in the data {bad_cols}."
+            f"columns that are not in the data {bad_cols}.", parameter='predictor_matrix'
         )
     vals = frame.to_numpy()
     if not np.isin(vals, (0, 1, True, False)).all():
-        raise ValueError(f"The entries of the 'predictor_matrix' parameter of {owner} must be 0 or 1.")
+        raise ParameterError(f"The entries of the 'predictor_matrix' parameter of {owner} must be 0 or 1.", parameter='predictor_matrix')
     return {r: [c for c in frame.columns if frame.loc[r, c] and c != r] for r in frame.index}
 
 
@@ -372,7 +373,7 @@ class FormulaDesign:
 
         lhs, _, rhs = formula.partition("~")
         if lhs.strip() and lhs.strip() != column:
-            raise ValueError(
+            raise InputError(
                 f"The formula given for column '{column}' has the response {lhs.strip()!r}; write it as '~ ...' "
                 f"or '{column} ~ ...'."
             )
@@ -385,13 +386,13 @@ class FormulaDesign:
         try:
             mm = formulaic.model_matrix(self.formula, self._frame(fit_values))
         except Exception as exc:  # formulaic's parse / evaluation errors
-            raise ValueError(f"The formula given for column '{column}' cannot be evaluated: {exc}") from exc
+            raise InputError(f"The formula given for column '{column}' cannot be evaluated: {exc}") from exc
         req = set(mm.model_spec.required_variables) & set(schema.columns)
         if column in req:
-            raise ValueError(f"The formula given for column '{column}' uses '{column}' itself as a predictor.")
+            raise InputError(f"The formula given for column '{column}' uses '{column}' itself as a predictor.")
         bad = sorted(r for r in req if r not in z_frame.columns and r not in allowed_x)
         if bad:
-            raise ValueError(
+            raise InputError(
                 f"The formula given for column '{column}' uses {bad}, which are neither kept columns nor "
                 f"quasi-identifiers earlier in the visit sequence ({list(allowed_x)})."
             )

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg
+from ..errors import InputError
 
 
 @dataclass
@@ -43,11 +44,11 @@ class NormalRegressionPosterior:
         y = np.asarray(y, dtype=float)
         n, p = X.shape
         if n <= p:
-            raise ValueError(f"A normal regression with {p} coefficients needs more than {p} rows. Got {n} instead.")
+            raise InputError(f"A normal regression with {p} coefficients needs more than {p} rows. Got {n} instead.")
         Q, R = linalg.qr(X, mode="economic")
         diag = np.abs(np.diag(R))
         if diag.min() <= 1e-10 * max(diag.max(), 1.0):
-            raise ValueError(
+            raise InputError(
                 "The predictors of a normal regression are collinear (the design matrix is rank deficient); "
                 "drop a redundant column from the kept (Z) or quasi-identifier columns."
             )
@@ -75,17 +76,17 @@ class NormalRegressionPosterior:
         p = XtX.shape[0]
         n = int(round(n))
         if n <= p:
-            raise ValueError(f"A normal regression with {p} coefficients needs more than {p} rows. Got {n} instead.")
+            raise InputError(f"A normal regression with {p} coefficients needs more than {p} rows. Got {n} instead.")
         collinear = ("The predictors of a normal regression are collinear (the design matrix is rank deficient); "
                      "drop a redundant column from the kept (Z) or quasi-identifier columns.")
         A = (XtX + XtX.T) / 2
         try:
             cf = linalg.cho_factor(A, lower=True)
         except linalg.LinAlgError:
-            raise ValueError(collinear) from None
+            raise InputError(collinear) from None
         d = np.diag(cf[0]) ** 2
         if d.min() <= 1e-20 * max(d.max(), 1.0):
-            raise ValueError(collinear)
+            raise InputError(collinear)
         beta_hat = linalg.cho_solve(cf, Xty)
         # residual sum of squares ||y - X b||^2 = y'y - 2 b'X'y + b'X'X b (= y'y - b'X'y at the solution)
         rss = float(yty - 2 * beta_hat @ Xty + beta_hat @ A @ beta_hat)

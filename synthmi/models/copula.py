@@ -205,6 +205,7 @@ from .._validate import (
 from ..schema import Schema
 from .base import ParamsMixin
 from .truncation import truncated_normal
+from ..errors import ColumnError, ComputationError, InputError
 
 __all__ = ["GaussianCopulaImputer", "GaussianCopula", "copula_pymc_model", "truncated_normal", "log_interval_probability"]
 
@@ -597,14 +598,14 @@ def _encode(df: pd.DataFrame, schema: Schema, reference: str = "first") -> list[
             j += 1
             continue
         if v.n_levels < 2:
-            raise ValueError(
+            raise ColumnError(
                 f"Column '{c}' is {v.kind} with {v.n_levels} level; a categorical variable needs at "
                 "least 2 levels to be modelled."
             )
         codes = schema.codes(s)
         seen = np.unique(codes[codes >= 0])
         if len(seen) < 2:
-            raise ValueError(
+            raise ColumnError(
                 f"Column '{c}' ({v.kind}) has {len(seen)} observed level; it needs at least 2 to be modelled."
             )
         if v.kind == "nominal" and reference == "frequent":
@@ -1580,7 +1581,7 @@ def _coef_label(sampler: "CopulaGibbs", b: int, row: int, t: int) -> str:
         other = sampler.block_margins[bb]
         if s <= row < s + other.n_levels - 1:
             return f"{mg.name}[{lat}] ~ {other.name}[{other.categories[other.support[row - s + 1]]}]"
-    raise ValueError(f"row {row} of block {mg.name} is not an intercept or a level indicator")
+    raise InputError(f"row {row} of block {mg.name} is not an intercept or a level indicator")
 
 
 def _monitored(st: CopulaState, iu, spec, cspec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1682,14 +1683,14 @@ def _run_forked(sampler, chains, workers, n_iter, burn, rngs, spec, cspec, pilot
                 kind, c, payload = q.get(timeout=0.25)
             except _queue.Empty:
                 if any(p.exitcode not in (None, 0) for p in procs):
-                    raise RuntimeError("A chain process of the copula sampler ended without a result "
+                    raise ComputationError("A chain process of the copula sampler ended without a result "
                                        f"(exit codes {[p.exitcode for p in procs]}).") from None
                 monitor.tick()
                 continue
             if kind == "done":
                 results[c] = payload
             elif kind == "error":
-                raise RuntimeError(f"Chain {c} of the copula sampler failed:\n{payload}")
+                raise ComputationError(f"Chain {c} of the copula sampler failed:\n{payload}")
             else:
                 monitor.handle(kind, c, payload)
     finally:

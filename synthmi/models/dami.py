@@ -76,6 +76,7 @@ from .._validate import Interval, Options, check_random_state
 from .masking import MaskingModel, NormalMasking, bind_mask, make_masking
 from .predictive import Prepared, can_enumerate, check_joint, enumerate_draw, gibbs_draw, sequential_draw
 from .rubin import RubinSynthesizer
+from ..errors import ColumnError, ParameterError
 
 
 class DAMISynthesizer(RubinSynthesizer):
@@ -193,9 +194,9 @@ class DAMISynthesizer(RubinSynthesizer):
         specs = dict(self._from_spec("masks", "masks") or {})
         unknown = [c for c in specs if c not in qi]
         if unknown:
-            raise ValueError(
+            raise ParameterError(
                 f"The 'masks' parameter of {owner} names columns that are not quasi-identifiers: {unknown}. "
-                f"Quasi-identifiers: {qi}."
+                f"Quasi-identifiers: {qi}.", parameter='masks'
             )
         if not specs:
             # the synthesis is then Rubin's MI exactly: say so rather than let the name suggest masking
@@ -212,13 +213,13 @@ class DAMISynthesizer(RubinSynthesizer):
                 continue
             mask = make_masking(specs[c], c)
             if c in getattr(self, "parts_", {}) or c in getattr(self, "na_level_columns_", []):
-                raise ValueError(
+                raise ColumnError(
                     f"Column '{c}' has missing values or point masses and a mask: DA-MI masks are defined for "
                     "complete columns. Mask another column, or synthesize this one without a mask."
                 )
             mask = bind_mask(mask, c, self.schema_[c], lambda: variance(c))
             if isinstance(mask, NormalMasking) and not mask.is_null and transforms.get(c) is not None:
-                raise ValueError(
+                raise ColumnError(
                     f"Column '{c}' has the {transforms[c]!r} transform and a normal mask: the mask acts on the raw "
                     "scale and the regression on the transformed one, so the predictive is not normal. "
                     "Drop one of the two."
@@ -227,7 +228,7 @@ class DAMISynthesizer(RubinSynthesizer):
         families = {cond.column: cond.family for cond in self.conditionals_}
         carts = [c for c, mk in self.masks_.items() if not mk.is_null and families[c] == "cart"]
         if carts:
-            raise ValueError(
+            raise ColumnError(
                 f"Columns {carts} are masked but synthesized by 'cart', which has no likelihood to combine with the "
                 "masking evidence; give them a parametric method in 'models'."
             )

@@ -49,6 +49,7 @@ from scipy import linalg
 from scipy.special import expit, log_ndtr
 
 from ..diagnostics import summarize_draws
+from ..errors import InputError
 
 FAMILIES = ("logit", "probit", "ologit", "oprobit")
 
@@ -116,7 +117,7 @@ class CategoricalModel:
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
-            raise ValueError(f"Unknown family {self.family!r}; expected one of {FAMILIES}.")
+            raise InputError(f"Unknown family {self.family!r}; expected one of {FAMILIES}.")
         self.G, self.p = self.X.shape
         self.C = self.Y.shape[1]
         self.n_ = self.Y.sum(axis=1)
@@ -130,7 +131,7 @@ class CategoricalModel:
             self._Xs = sparse.csr_matrix(self.X)
             self._XsT = self._Xs.T.tocsr()
         if self.family == "probit" and self.C != 2:
-            raise ValueError("The probit family is binary; use 'oprobit' or 'logit' for more categories.")
+            raise InputError("The probit family is binary; use 'oprobit' or 'logit' for more categories.")
         if self.family in ("ologit", "oprobit"):
             # non-zero cells (group, category, count) split by the kind of category, so that the
             # batched log-likelihood evaluates one CDF per end category and two per middle one
@@ -556,7 +557,7 @@ def logit_logp_grad(model: CategoricalModel, theta: np.ndarray, grad: bool = Tru
     All S sets go through one matrix product (the chains of a sampler as a batch).
     """
     if model.family != "logit":
-        raise ValueError("logit_logp_grad is for the 'logit' family.")
+        raise InputError("logit_logp_grad is for the 'logit' family.")
     theta = np.atleast_2d(theta)
     S, p, K = theta.shape[0], model.p, model.C - 1
     # (p, S*K) coefficient matrix, column s*K + k: one product with X for all sets. Work

@@ -52,6 +52,7 @@ import numpy as np
 from scipy import linalg
 
 from ..diagnostics import summarize_draws
+from ..errors import InputError
 
 
 @dataclass
@@ -66,13 +67,13 @@ class HierarchicalNormal:
     def __post_init__(self) -> None:
         n, p = self.X.shape
         if n <= p + 1:
-            raise ValueError(f"A random-intercept regression with {p} coefficients needs more than {p + 1} rows.")
+            raise InputError(f"A random-intercept regression with {p} coefficients needs more than {p + 1} rows.")
         if self.n_groups < 3:
-            raise ValueError("The 'hierarchical' method needs a grouping column with at least 3 levels.")
+            raise InputError("The 'hierarchical' method needs a grouping column with at least 3 levels.")
         Q, R = linalg.qr(self.X, mode="economic")
         diag = np.abs(np.diag(R))
         if diag.min() <= 1e-10 * max(diag.max(), 1.0):
-            raise ValueError("The fixed-effects predictors of the hierarchical model are collinear; drop a redundant column.")
+            raise InputError("The fixed-effects predictors of the hierarchical model are collinear; drop a redundant column.")
         # (X'X)^{-1} X' = R^{-1} Q'
         self._proj = linalg.solve_triangular(R, Q.T)
         Rinv = linalg.solve_triangular(R, np.eye(p))

@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from .._validate import check_scalar, param_error
+from ..errors import InputError, InputTypeError
 
 __all__ = [
     "MaskingModel",
@@ -49,10 +50,10 @@ class MaskingModel:
 
     @property
     def is_null(self) -> bool:  # pragma: no cover - overridden
-        raise TypeError("abstract")
+        raise InputTypeError("abstract")
 
     def to_dict(self) -> dict[str, Any]:  # pragma: no cover - overridden
-        raise TypeError("abstract")
+        raise InputTypeError("abstract")
 
     def __repr__(self) -> str:
         d = self.to_dict()
@@ -103,7 +104,7 @@ class NormalMasking(MaskingModel):
         owner = "NormalMasking"
         self.K = int(check_scalar(K, "K", owner, kind="int", lower=0))
         if sigma_e is not None and reliability is not None:
-            raise ValueError(
+            raise InputError(
                 "The 'sigma_e' and 'reliability' parameters of NormalMasking are alternatives; "
                 f"give one of them, not both. Got sigma_e={sigma_e!r} and reliability={reliability!r}."
             )
@@ -112,7 +113,7 @@ class NormalMasking(MaskingModel):
             check_scalar(reliability, "reliability", owner, lower=0, upper=1, lower_inclusive=False, upper_inclusive=False)
         )
         if self.K > 0 and self.sigma_e is None and self.reliability is None:
-            raise ValueError(
+            raise InputError(
                 f"NormalMasking with K={self.K} needs the noise level: give 'sigma_e' (> 0) or "
                 "'reliability' (in (0, 1))."
             )
@@ -139,13 +140,13 @@ class NormalMasking(MaskingModel):
         if self.is_calibrated:
             return self
         if not np.isfinite(var) or var <= 0:
-            raise ValueError("NormalMasking.calibrate needs a column with positive, finite variance.")
+            raise InputError("NormalMasking.calibrate needs a column with positive, finite variance.")
         sigma_e = float(np.sqrt(self.K * var * (1.0 / self.reliability - 1.0)))
         return NormalMasking(self.K, sigma_e=sigma_e)
 
     def _sigma(self) -> float:
         if self.sigma_e is None:
-            raise ValueError(
+            raise InputError(
                 "This NormalMasking was given a 'reliability'; call calibrate(x) to turn it into sigma_e first."
             )
         return self.sigma_e
@@ -177,7 +178,7 @@ class NormalMasking(MaskingModel):
         if self.K == 0:
             return np.zeros(w.shape[0]), float("inf")
         if w.ndim != 2 or w.shape[1] != self.K:
-            raise ValueError(f"NormalMasking.posterior_normal expects W of shape (n, {self.K}). Got {w.shape} instead.")
+            raise InputError(f"NormalMasking.posterior_normal expects W of shape (n, {self.K}). Got {w.shape} instead.")
         return w.mean(axis=1), self._sigma() ** 2 / self.K
 
     def loglik(self, w: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -265,7 +266,7 @@ class TransitionMasking(MaskingModel):
     def __init__(self, pi: Any = None, p: float | None = None, n_categories: int | None = None):
         owner = "TransitionMasking"
         if (pi is None) == (p is None):
-            raise ValueError(
+            raise InputError(
                 "TransitionMasking needs exactly one of 'pi' (a C x C transition matrix) and 'p' "
                 f"(the diagonal probability). Got pi={'None' if pi is None else 'a matrix'} and p={p!r}."
             )
@@ -295,7 +296,7 @@ class TransitionMasking(MaskingModel):
         C = int(check_scalar(n_categories, "n_categories", "TransitionMasking", kind="int", lower=2))
         if self.pi is not None:
             if self.pi.shape[0] != C:
-                raise ValueError(
+                raise InputError(
                     f"The 'pi' matrix of TransitionMasking is {self.pi.shape[0]} x {self.pi.shape[0]} but the "
                     f"column it masks has {C} categories."
                 )
@@ -308,7 +309,7 @@ class TransitionMasking(MaskingModel):
             return self.pi
         C = self.n_categories if n_categories is None else int(n_categories)
         if C is None:
-            raise ValueError("TransitionMasking given 'p' needs the number of categories: call bind(C) first.")
+            raise InputError("TransitionMasking given 'p' needs the number of categories: call bind(C) first.")
         off = (1.0 - self.p) / (C - 1)
         out = np.full((C, C), off)
         np.fill_diagonal(out, self.p)
@@ -353,21 +354,21 @@ class TransitionMasking(MaskingModel):
 
 
 # ---------------------------------------------------------------------------
-def mask_kind_error(column: str, kind: str, mask: MaskingModel) -> ValueError:
+def mask_kind_error(column: str, kind: str, mask: MaskingModel) -> InputError:
     """The error for a mask that does not fit its column's kind, in the settings a user
     changes: the ``--mask`` option, the spec's ``masks`` (the same keys as a Python mask
     dict), and ``--categorical`` when a numerically coded category was modelled as a number.
     """
     c = column
     if kind == "continuous":
-        return ValueError(
+        return InputError(
             f"Column '{c}' is modelled as a number (continuous), so its mask adds normal noise: K noisy copies "
             f"and their noise level, e.g. --mask {c}:K=3,sigma=5 or --mask {c}:K=3,reliability=0.9 (in a spec's "
             f'masks: {{"{c}": {{"K": 3, "sigma_e": 5}}}}). Got a categorical mask (alpha or p) instead. If '
             f"'{c}' holds codes of categories, declare it categorical: --categorical {c} (kind \"nominal\" or "
             f"\"binary\" in the spec)."
         )
-    return ValueError(
+    return InputError(
         f"Column '{c}' is categorical ({kind}), so its mask works on its categories: --mask {c}:alpha=2 "
         f"(W = alpha * code + N(0, 1)) or --mask {c}:p=0.8 (the category kept with probability p) (in a spec's "
         f'masks: {{"{c}": {{"alpha": 2}}}}). Got a normal-noise mask (K, sigma) instead.'
@@ -400,7 +401,7 @@ def make_masking(spec: Any, column: str = "?") -> MaskingModel:
     if isinstance(spec, MaskingModel):
         return spec
     if not isinstance(spec, Mapping):
-        raise ValueError(
+        raise InputError(
             f"The mask for column '{column}' must be a masking model or a dict such as "
             f"{{'K': 3, 'sigma_e': 5}}, {{'alpha': 1}} or {{'p': 0.8}}. Got {type(spec).__name__} instead."
         )
@@ -411,15 +412,15 @@ def make_masking(spec: Any, column: str = "?") -> MaskingModel:
     keys = set(d)
     if keys & {"K", "sigma_e", "reliability"}:
         if not keys <= {"K", "sigma_e", "reliability"}:
-            raise ValueError(f"The mask for column '{column}' mixes normal-masking keys with others: {sorted(keys)}.")
+            raise InputError(f"The mask for column '{column}' mixes normal-masking keys with others: {sorted(keys)}.")
         if "K" not in d:
-            raise ValueError(f"The mask for column '{column}' needs 'K' (the number of noisy copies).")
+            raise InputError(f"The mask for column '{column}' needs 'K' (the number of noisy copies).")
         return NormalMasking(d["K"], sigma_e=d.get("sigma_e"), reliability=d.get("reliability"))
     if keys == {"alpha"}:
         return LinearCategoricalMasking(d["alpha"])
     if keys and keys <= {"pi", "p", "n_categories"}:
         return TransitionMasking(pi=d.get("pi"), p=d.get("p"), n_categories=d.get("n_categories"))
-    raise ValueError(
+    raise InputError(
         f"The mask for column '{column}' has unknown keys {sorted(keys)}; expected K/sigma_e/reliability, "
         "alpha, or p/pi."
     )

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ..errors import InputError, InputTypeError
 
 FORMAT = 1
 _FILES = ("synthesizer.pkl", "posterior.nc", "spec.json", "manifest.json")
@@ -104,15 +105,15 @@ def save(synth: Any, path: str | Path, overwrite: bool = False, include_records:
     # duck-typed, not isinstance(Synthesizer): base.py calls this module, so importing base here
     # would close an import cycle (tests/test_layers.py)
     if not callable(getattr(synth, "_check_fitted", None)):
-        raise TypeError(f"save() takes a fitted Synthesizer. Got {type(synth).__name__} instead.")
+        raise InputTypeError(f"save() takes a fitted Synthesizer. Got {type(synth).__name__} instead.")
     synth._check_fitted()
     path = Path(path)
     if path.exists() and not overwrite:
         raise FileExistsError(f"'{path}' already exists; pass overwrite=True to replace it.")
     if path.exists() and not path.is_dir():
-        raise ValueError(f"'{path}' is a file; save() writes a directory.")
+        raise InputError(f"'{path}' is a file; save() writes a directory.")
     if not include_records and synth._needs_records_to_sample():
-        raise ValueError(
+        raise InputError(
             f"This {type(synth).__name__} draws each copy conditional on the original records, so a model saved "
             "without them could not sample. Pass include_records=True to save them too (the saved directory is "
             "then as confidential as the data)."
@@ -135,21 +136,22 @@ def save(synth: Any, path: str | Path, overwrite: bool = False, include_records:
     spec = synth.spec_ if include_records else synth.spec_.public_view()
     (path / "spec.json").write_text(spec.to_json() + "\n")
     files.append("spec.json")
-    from ..synthetic import _to_json, package_versions
+    from .._json import dumps, jsonable
+    from ..synthetic import package_versions
 
     manifest = {
         "synthmi_model": FORMAT,
         "class": f"{type(synth).__module__}:{type(synth).__name__}",
         "method": synth.method,
         # A DP model never records its seed (README; issue 25): only its public parameters.
-        "params": _to_json(synth.get_params(deep=False) if getattr(synth, "_publishes_seed", True)
+        "params": jsonable(synth.get_params(deep=False) if getattr(synth, "_publishes_seed", True)
                            else synth._published_params()),
         "includes_records": bool(include_records),
-        "fingerprint": _to_json(getattr(synth, "fingerprint_", None)),
+        "fingerprint": jsonable(getattr(synth, "fingerprint_", None)),
         "versions": package_versions(),
         "sha256": {f: _sha256(path / f) for f in files},
     }
-    (path / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    (path / "manifest.json").write_text(dumps(manifest, indent=2, sort_keys=True) + "\n")
     return path
 
 
@@ -164,13 +166,13 @@ def load(path: str | Path, expected: type | None = None):
         raise FileNotFoundError(f"'{path}' holds no saved synthesizer (no manifest.json).")
     manifest = json.loads(man_path.read_text())
     if manifest.get("synthmi_model") != FORMAT:
-        raise ValueError(f"'{path}' was saved in format {manifest.get('synthmi_model')!r}; this synthmi reads {FORMAT}.")
+        raise InputError(f"'{path}' was saved in format {manifest.get('synthmi_model')!r}; this synthmi reads {FORMAT}.")
     for f, digest in manifest.get("sha256", {}).items():
         if not (path / f).is_file() or _sha256(path / f) != digest:
-            raise ValueError(f"The file '{path / f}' is missing or changed since it was saved (SHA-256 mismatch).")
+            raise InputError(f"The file '{path / f}' is missing or changed since it was saved (SHA-256 mismatch).")
     synth = pickle.loads((path / "synthesizer.pkl").read_bytes())
     if expected is not None and not isinstance(synth, expected):
-        raise TypeError(f"'{path}' does not hold a {expected.__name__}.")
+        raise InputTypeError(f"'{path}' does not hold a {expected.__name__}.")
     return synth
 
 

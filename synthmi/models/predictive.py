@@ -71,6 +71,7 @@ from scipy.special import log_ndtr
 
 from .glm import _softplus, log_probs_eta
 from .truncation import log_truncation_mass, truncated_normal
+from ..errors import ColumnError
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -302,7 +303,7 @@ def check_joint(conds: Sequence) -> None:
             continue
         bad = [conds[k].column for k in k_list if conds[k].family != "cart"]
         if bad:
-            raise ValueError(
+            raise ColumnError(
                 f"Column '{conds[j].column}' is synthesized by 'cart', which has no likelihood, yet the models of "
                 f"{bad} use it as a predictor; under predictive='joint' a cart column can only feed other cart "
                 "columns. Drop it from their predictors, move it after them in visit_sequence, or use "

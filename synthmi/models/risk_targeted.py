@@ -133,6 +133,7 @@ from .copula import (
     truncated_normal,
 )
 from .masking import MaskingModel, bind_mask, make_masking
+from ..errors import ParameterError
 
 __all__ = ["RiskTargetedSynthesizer", "RISK_LEVELS", "draw_levels"]
 
@@ -391,10 +392,10 @@ class RiskTargetedSynthesizer(Synthesizer):
         owner = type(self).__name__
         if self.r is not None:
             if self.masks is None:
-                raise ValueError(
+                raise ParameterError(
                     f"The 'r' parameter of {owner} sets synthetic copies per completed data set; it needs "
                     "'masks' (with masks=None the copies are imputations only). Got r="
-                    f"{self.r!r} and masks=None instead."
+                    f"{self.r!r} and masks=None instead.", parameter='r'
                 )
 
     def _masks(self) -> Any:
@@ -408,9 +409,9 @@ class RiskTargetedSynthesizer(Synthesizer):
         keys = set(self._masks())
         if keys & set(RISK_LEVELS):
             if keys != set(RISK_LEVELS):
-                raise ValueError(
+                raise ParameterError(
                     f"The 'masks' parameter of {owner} must name all of {list(RISK_LEVELS)} when it is given per "
-                    f"subgroup (use {{}} for a subgroup synthesized without masking). Got {sorted(keys)} instead."
+                    f"subgroup (use {{}} for a subgroup synthesized without masking). Got {sorted(keys)} instead.", parameter='masks'
                 )
             raw = {g: self._masks()[g] for g in RISK_LEVELS}
         else:
@@ -421,9 +422,9 @@ class RiskTargetedSynthesizer(Synthesizer):
                 raise param_error(f"masks['{g}']", owner, "a dict {quasi-identifier: mask}", type(spec).__name__)
             unknown = [c for c in spec if c not in qi]
             if unknown:
-                raise ValueError(
+                raise ParameterError(
                     f"The 'masks' parameter of {owner} names columns that are not quasi-identifiers: {unknown}. "
-                    f"Quasi-identifiers: {qi}."
+                    f"Quasi-identifiers: {qi}.", parameter='masks'
                 )
             out[g] = {c: make_masking(v, column=c) for c, v in spec.items()}
         return out
@@ -557,13 +558,13 @@ class RiskTargetedSynthesizer(Synthesizer):
         if self.subgroups is not None:
             lab = pd.Series(np.asarray(self.subgroups, dtype=object)) if not isinstance(self.subgroups, pd.Series) else self.subgroups
             if len(lab) != n:
-                raise ValueError(
-                    f"The 'subgroups' parameter of {owner} must have one label per record ({n}). Got {len(lab)} instead."
+                raise ParameterError(
+                    f"The 'subgroups' parameter of {owner} must have one label per record ({n}). Got {len(lab)} instead.", parameter='subgroups'
                 )
             bad = sorted({str(v) for v in pd.unique(lab.astype(object)) if v not in RISK_LEVELS})
             if bad:
-                raise ValueError(
-                    f"The 'subgroups' parameter of {owner} must hold the labels {list(RISK_LEVELS)}; it has {bad}."
+                raise ParameterError(
+                    f"The 'subgroups' parameter of {owner} must hold the labels {list(RISK_LEVELS)}; it has {bad}.", parameter='subgroups'
                 )
             group = np.array([RISK_LEVELS.index(v) for v in lab.astype(object)], dtype=np.int64)
         elif masks is not None:
@@ -592,10 +593,10 @@ class RiskTargetedSynthesizer(Synthesizer):
             resolved: dict[str, dict[str, MaskingModel]] = {}
             for gi, g in enumerate(RISK_LEVELS):
                 if self._targeted and masks[g] and self.subgroup_counts_[g] == 0:
-                    raise ValueError(
+                    raise ParameterError(
                         f"The 'masks' parameter of {owner} sets masks for the '{g}' risk subgroup, which has no "
                         f"records (subgroup sizes: {self.subgroup_counts_.to_dict()}); drop those masks or change "
-                        "k0 / tolerance."
+                        "k0 / tolerance.", parameter='masks'
                     )
                 resolved[g] = {}
                 for c, mk in masks[g].items():

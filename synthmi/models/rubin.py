@@ -82,6 +82,7 @@ from .column_posterior import HMC_INITIAL_DRAWS, IMH_MIN_ESS_FRACTION, draw_colu
 from .glm import CategoricalModel, categorical_model_of, group_rows, merge_bucket
 from .predictive import Prepared, draw_categorical, sequential_draw
 from .truncation import Support, detect_grid
+from ..errors import ColumnError, InputError, ParameterError
 
 TRANSFORMS = (None, "log", "log1p", "rank")
 
@@ -268,15 +269,15 @@ class RubinSynthesizer(Synthesizer):
         if int(self.n_jobs) == 0:
             # scikit-learn's convention: None/1 serial, k > 1 processes, -1 all cores, 0 invalid
             # (it was taken silently as 1)
-            raise ValueError(
+            raise ParameterError(
                 f"The 'n_jobs' parameter of {owner} must be a number of worker processes (1: in this process) "
-                "or negative (-1: all cores, -2: all but one), as in scikit-learn. Got 0 instead."
+                "or negative (-1: all cores, -2: all but one), as in scikit-learn. Got 0 instead.", parameter='n_jobs'
             )
         for c, t in (self.transforms or {}).items():
             if t not in TRANSFORMS:
-                raise ValueError(
+                raise ParameterError(
                     f"The transform for column '{c}' in the 'transforms' parameter of {owner} must be one of "
-                    f"None, 'log', 'log1p', 'rank'. Got {t!r} instead."
+                    f"None, 'log', 'log1p', 'rank'. Got {t!r} instead.", parameter='transforms'
                 )
 
     # ---- fit ----------------------------------------------------------------
@@ -343,13 +344,13 @@ class RubinSynthesizer(Synthesizer):
                 lo = -np.inf if lo is None else float(lo)
                 hi = np.inf if hi is None else float(hi)
             except (TypeError, ValueError):
-                raise ValueError(f"The bounds of column '{c}' in the 'bounds' parameter of {owner} must be a pair "
-                                 f"(lower, upper). Got {declared!r} instead.") from None
+                raise ParameterError(f"The bounds of column '{c}' in the 'bounds' parameter of {owner} must be a pair "
+                                 f"(lower, upper). Got {declared!r} instead.", parameter='bounds') from None
             if not lo < hi:
-                raise ValueError(f"The bounds of column '{c}' must have lower < upper. Got {declared!r} instead.")
+                raise InputError(f"The bounds of column '{c}' must have lower < upper. Got {declared!r} instead.")
             if np.any(x < lo) or np.any(x > hi):
                 # the values themselves are confidential: say only that some lie outside
-                raise ValueError(f"Column '{c}' has values outside its declared bounds {declared!r}; fix the data "
+                raise ColumnError(f"Column '{c}' has values outside its declared bounds {declared!r}; fix the data "
                                  "or the bounds.")
             source = "declared"
         else:
@@ -380,7 +381,7 @@ class RubinSynthesizer(Synthesizer):
         pm_preds = predictors_from_matrix(self.predictor_matrix, qi, list(self.data_.columns), owner)
         for c in pm_preds:
             if c in specs and (specs[c].formula or specs[c].predictors is not None):
-                raise ValueError(f"Column '{c}' has predictors both in 'predictor_matrix' and in 'models'; give one.")
+                raise ColumnError(f"Column '{c}' has predictors both in 'predictor_matrix' and in 'models'; give one.")
         transforms = self._transforms(specs)
 
         def minimum(c: str) -> float:
@@ -390,7 +391,7 @@ class RubinSynthesizer(Synthesizer):
         self._check_transforms(transforms, qi, minimum)
         bad = [c for c in (self.bounds or {}) if c not in qi or self.schema_[c].kind != "continuous"]
         if bad:
-            raise ValueError(f"The 'bounds' parameter of {owner} names columns that are not continuous quasi-identifiers: {bad}.")
+            raise ParameterError(f"The 'bounds' parameter of {owner} names columns that are not continuous quasi-identifiers: {bad}.", parameter='bounds')
         self.encoders_ = {c: self._encoder(c) for c in list(Z.columns) + qi}
         n = len(self.data_)
         # the full Z design (intercept, then every kept column encoded); each conditional uses a subset
@@ -412,10 +413,10 @@ class RubinSynthesizer(Synthesizer):
             spec = specs.get(c, VariableSpec())
             method = spec.method or self._default_method(v.kind)
             if v.kind not in _METHOD_KINDS[method]:
-                raise ValueError(f"The method {method!r} given for column '{c}' cannot model a {v.kind} column; "
+                raise InputError(f"The method {method!r} given for column '{c}' cannot model a {v.kind} column; "
                                  f"it models {list(_METHOD_KINDS[method])} columns.")
             if transforms.get(c) is not None and method not in ("normal", "hierarchical"):
-                raise ValueError(f"Column '{c}' has a transform, which only the 'normal' and 'hierarchical' methods use.")
+                raise ColumnError(f"Column '{c}' has a transform, which only the 'normal' and 'hierarchical' methods use.")
             earlier = self.order_[:j]
             preds = spec.predictors if spec.predictors is not None else pm_preds.get(c)
             if preds is not None:
@@ -427,7 +428,7 @@ class RubinSynthesizer(Synthesizer):
                 preds = list(preds) + extra
                 wrong = [p for p in preds if p not in Z.columns and p not in earlier]
                 if wrong:
-                    raise ValueError(
+                    raise InputError(
                         f"The predictors of column '{c}' include {wrong}, which are neither kept columns nor "
                         f"quasi-identifiers earlier in the visit sequence ({earlier})."
                     )
@@ -449,14 +450,14 @@ class RubinSynthesizer(Synthesizer):
             exclude = set()
             if method == "hierarchical":
                 if self.sampler == "nuts":
-                    raise ValueError(
+                    raise InputError(
                         f"The hierarchical model of column '{c}' is sampled by its exact blocked Gibbs path "
                         "(sampler='fast'), which tests/test_hierarchical.py checks against NUTS on the PyMC "
                         "specification (synthmi.models.hierarchical.pymc_model); use sampler='fast'."
                     )
                 grp = spec.group
                 if grp not in Z.columns or not self.schema_[grp].is_categorical:
-                    raise ValueError(f"The group of the hierarchical model of column '{c}' must be a kept categorical "
+                    raise InputError(f"The group of the hierarchical model of column '{c}' must be a kept categorical "
                                      f"column. Got {grp!r} instead.")
                 cond.group = grp
                 cond.group_codes = self._values(grp)
@@ -519,7 +520,7 @@ class RubinSynthesizer(Synthesizer):
                         cond.fast = NormalRegressionPosterior.fit(D, y)
                     except ValueError as err:
                         # name the column modelled and its design (what the user can change)
-                        raise ValueError(f"The normal model of column '{c}' (predictors {cond.coef_names}, "
+                        raise InputError(f"The normal model of column '{c}' (predictors {cond.coef_names}, "
                                          f"{len(y)} rows): {err}") from None
                     if cond.transform is None:
                         self._warn_normal_misfit(c, D, y, cond.fast, cond.support)
@@ -634,7 +635,7 @@ class RubinSynthesizer(Synthesizer):
         elif isinstance(cond.design, AdditiveDesign) and cond.group is None:
             design = cond.design.rebind(Zd)
         else:
-            raise ValueError(f"The model of column '{cond.column}' ({cond.method}, formula or group) cannot be "
+            raise InputError(f"The model of column '{cond.column}' ({cond.method}, formula or group) cannot be "
                              "evaluated on other rows than the fitted ones.")
         return dataclasses.replace(cond, design=design)
 
@@ -833,7 +834,7 @@ class RubinSynthesizer(Synthesizer):
         cols = frame.columns
         qi, keep_cols = check_roles(cols, quasi_identifiers or [], keep)
         if not qi:
-            raise ValueError(f"The 'quasi_identifiers' parameter of {owner} must name at least one column. Got [] instead.")
+            raise ParameterError(f"The 'quasi_identifiers' parameter of {owner} must name at least one column. Got [] instead.", parameter='quasi_identifiers')
         if keep_cols is None:
             keep_cols = [c for c in cols if c not in qi]
         used = qi + keep_cols
@@ -854,8 +855,8 @@ class RubinSynthesizer(Synthesizer):
             broken = sum(ch["rules"][c][1] for ch in checks)
             if broken:
                 # in memory the data are set to the rule's value (with a warning); partitions are not rewritten
-                raise ValueError(f"Column '{c}' breaks its rule on {broken} rows of df; the Dask path needs data that "
-                                 "follow their rules (fit in memory, where the models see the data as the rule says).")
+                raise ColumnError(f"Column '{c}' breaks its rule on {broken} rows of df; the Dask path needs data that "
+                                 "follow their rules (fit in memory, where the models see the data as the rule says).", data='df')
             free = sum(ch["rules"][c][2] for ch in checks) if self.schema_[c].is_categorical else None
             if free is not None and int((free > 0).sum()) < 2:
                 refuse_dask(f"{owner}.fit with the rule for column '{c}'",
@@ -874,11 +875,11 @@ class RubinSynthesizer(Synthesizer):
         if not self.allows_missing:
             for c in used:
                 if miss[c]:
-                    raise ValueError(f"Column '{c}' has {miss[c]} missing values; the Dask path of {owner} needs complete "
+                    raise ColumnError(f"Column '{c}' has {miss[c]} missing values; the Dask path of {owner} needs complete "
                                      "data (synthesize in memory, where missing values are modelled, or impute with "
                                      "--method risk-dami).")
         if n < self.min_rows:
-            raise ValueError(f"{owner} needs at least {self.min_rows} rows to fit. Got {n} instead.")
+            raise InputError(f"{owner} needs at least {self.min_rows} rows to fit. Got {n} instead.")
         meta = frame.meta
         self.quasi_identifiers_ = qi
         self.keep_ = keep_cols
@@ -950,7 +951,7 @@ class RubinSynthesizer(Synthesizer):
                     cond.fast = NormalRegressionPosterior.from_stats(XtX, Xty, float(yty), float(nn))
                 except ValueError as err:
                     # name the column modelled and its design, as the in-memory fit does
-                    raise ValueError(f"The normal model of column '{cond.column}' (predictors {cond.coef_names}): "
+                    raise InputError(f"The normal model of column '{cond.column}' (predictors {cond.coef_names}): "
                                      f"{err}") from None
         K = n_buckets(n)
         if cat_idx:
@@ -1046,18 +1047,18 @@ class RubinSynthesizer(Synthesizer):
         owner = type(self).__name__
         unknown = [c for c in transforms if c not in qi]
         if unknown:
-            raise ValueError(f"The 'transforms' parameter of {owner} names columns that are not quasi-identifiers: {unknown}.")
+            raise ParameterError(f"The 'transforms' parameter of {owner} names columns that are not quasi-identifiers: {unknown}.", parameter='transforms')
         for c, t in transforms.items():
             if t is not None and self.schema_[c].kind != "continuous":
-                raise ValueError(f"The transform {t!r} given for column '{c}' needs a continuous column; '{c}' is {self.schema_[c].kind}.")
+                raise InputError(f"The transform {t!r} given for column '{c}' needs a continuous column; '{c}' is {self.schema_[c].kind}.")
             if t == "log" and minimum(c) <= 0:
                 hint = "" if c in getattr(self, "semicont_", {}) else \
                     f" (zeros? give them as a point mass: semicont={{'{c}': [0]}}, --semicont {c}=0)"
-                raise ValueError(
+                raise InputError(
                     f"The 'log' transform given for column '{c}' needs positive values; the column has values <= 0{hint}."
                 )
             if t == "log1p" and minimum(c) <= -1:
-                raise ValueError(f"The 'log1p' transform given for column '{c}' needs values > -1.")
+                raise InputError(f"The 'log1p' transform given for column '{c}' needs values > -1.")
 
     def coefficient_names(self) -> dict[str, list[str]]:
         """Names of the regression coefficients of each conditional model."""

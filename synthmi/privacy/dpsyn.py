@@ -76,6 +76,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
+from .._json import plain
 from ..domain import ColumnDomain, DomainError, PublicDomain, as_public_domain
 from ..engine import call, compute, is_lazy, map_parts, persist
 from .._validate import (
@@ -92,6 +93,7 @@ from ..provenance import original_fingerprint
 from .accountant import PrivacyAccountant, dpsyn_sigma, rdp_to_dp_improved
 from .discrete import sample_discrete_gaussian
 from .noise_source import SecretSeedMixin, noise_generator, noise_provenance, sampling_generator, user_seed_given
+from ..errors import InputError, ParameterError
 
 __all__ = ["DPSynSynthesizer", "resolve_domain", "unit_sigma"]
 
@@ -303,12 +305,12 @@ def resolve_domain(
     for name, d in (("bounds", bounds), ("domain", legacy)):
         unknown = [c for c in d if c not in df.columns]
         if unknown:
-            raise ValueError(f"The '{name}' parameter of {owner} names columns not in 'df': {unknown}.")
+            raise InputError(f"The '{name}' parameter of {owner} names columns not in 'df': {unknown}.", data='df')
     integer = [c for c, b in bounds.items() if _integral_bounds(b)]
     try:
         extra = PublicDomain.from_legacy(legacy, bounds, ordinal if legacy else None, integer=integer)
     except DomainError as e:
-        raise ValueError(str(e)) from None
+        raise InputError(str(e)) from None
     declared = declared.merged(extra) if len(extra) else declared
     declared.require(df.columns, flag="--domain", parameter="domain")
     return declared
@@ -345,12 +347,10 @@ def _describe_columns(
     return cols
 
 
-def _json_level(v: Any) -> Any:
-    return v.item() if isinstance(v, np.generic) else v
 
 
 def _to_json_levels(d: Mapping[str, list]) -> dict[str, list]:
-    return {c: [_json_level(v) for v in lv] for c, lv in d.items()}
+    return {c: [plain(v) for v in lv] for c, lv in d.items()}
 
 
 def _declared_spec(spec: Any, domain: PublicDomain, columns: Sequence[_Column]) -> Any:
@@ -402,7 +402,7 @@ def _withheld(f, *args):
     except DomainError:
         raise
     except Exception as exc:
-        raise ValueError(
+        raise InputError(
             f"Reading the data failed ({type(exc).__name__}); its message is withheld on a differentially private "
             "path because it may quote a value of the data. A Dask reader that infers dtypes from the first block "
             "fails when a later block holds other values: read every column as text (dd.read_csv(..., dtype=str)) "
@@ -1321,7 +1321,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             names = pd.DataFrame({c: pd.Series([], dtype=object) for c in df.columns})
             return super()._resolve_spec(names, None, quasi_identifiers, keep, schema)
         if schema is not None:
-            raise ValueError(f"Give column kinds in the spec, not also with 'schema=' ({_OWNER}.fit).")
+            raise InputError(f"Give column kinds in the spec, not also with 'schema=' ({_OWNER}.fit).")
         resolved = as_spec(spec)
         if quasi_identifiers is not None or keep is not None:
             resolved = resolved.with_roles(quasi_identifiers, keep)
@@ -1351,7 +1351,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             ordinal = list(ordinal)
             unknown = [c for c in ordinal if c not in df.columns]
             if unknown:
-                raise ValueError(f"The 'ordinal' parameter of {_OWNER} names columns not in 'df': {unknown}.")
+                raise ParameterError(f"The 'ordinal' parameter of {_OWNER} names columns not in 'df': {unknown}.", parameter='ordinal', data='df')
         public = resolve_domain(df, domain, bounds, ordinal).select(df.columns)
         # One DP fit path (issue 25): first the frame is conformed to the declared domain
         # (declared levels, kinds and missing-ness; a value outside is an error naming the
@@ -1732,7 +1732,7 @@ class DPSynSynthesizer(SecretSeedMixin, Synthesizer):
             # declared levels below the noise threshold (post-processing of noisy counts)
             "suppressed_levels": _to_json_levels(self.suppressed_levels_),
             "suppressed_missing": list(self.suppressed_missing_),
-            "pooled_levels": {c: {"into": _json_level(v["into"]), "levels": [_json_level(x) for x in v["levels"]]}
+            "pooled_levels": {c: {"into": plain(v["into"]), "levels": [plain(x) for x in v["levels"]]}
                               for c, v in self.pooled_levels_.items()},
             # range and mean of each numeric column in the release, against the noisy
             # estimates (post-processing of noisy counts; see _continuous_report)
