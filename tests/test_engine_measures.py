@@ -103,7 +103,7 @@ def test_logit_pmse_equals_in_memory_and_cart_states_subsample(client, adult):
     np.testing.assert_allclose(got.s_pmse, ref.s_pmse, rtol=1e-9)
     cart = pmse(dd.from_pandas(adult, npartitions=3), [dd.from_pandas(c, npartitions=2) for c in copies],
                 method="cart", variables=v, n_perm=1, cart_rows=1000)
-    assert "subsample" in cart.summary() and "of 3000 original records" in cart.notes[0]
+    assert "subsample" in str(cart.summary()) and "of 3000 original records" in cart.notes[0]
     assert np.all(np.isfinite(cart.pmse))
 
 
