@@ -22,15 +22,19 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/synthmi demo --out synthmi-demo
 
+# One pytest worker per core (pytest-xdist): the suite is ~900 CPU-seconds of mostly single-threaded
+# work, and the thread limits above keep each worker (and the sampler processes it forks) on one thread.
+PYTEST := python -m pytest -q -n auto
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/$(PYTEST) tests
 
 # Everyday work (not set-up): every test but those marked `slow` (long samplers, the
 # command-line end-to-end runs, simulation studies), under 3 minutes on 2 cores; `make test`
 # still runs everything. --durations=10 names the slowest, so a test that grows is seen.
 # Measured: 1,085 of 1,295 tests in 73 s at load average 4.5 (others working on the machine).
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" --durations=10 tests
+	$(BIN)/$(PYTEST) -m "not slow" --durations=10 tests
 
 # The suite under one pandas major, in its own venv (.venv-pd2, .venv-pd3; .venv is untouched).
 # `make test` (.ci/run) gets the pandas pip resolves, 3.x on a fresh clone; the other major is a
@@ -42,7 +46,7 @@ test-fast: $(STAMP)
 	touch $@
 
 test-pandas2 test-pandas3: test-pandas%: .venv-pd%/.installed
-	.venv-pd$*/bin/python -m pytest -q tests
+	.venv-pd$*/bin/$(PYTEST) tests
 
 figures: $(STAMP)
 	$(BIN)/python benchmarks/figures.py
