@@ -3,7 +3,7 @@
 Every error synthmi raises on purpose derives from :class:`SynthmiError`, so a
 caller can catch the package's refusals in one clause; each subclass also keeps
 the builtin base the code raised before (``ValueError``, ``TypeError``,
-``RuntimeError``), so ``except ValueError`` and ``pytest.raises(ValueError)``
+``RuntimeError``, ``FileExistsError``, ``FileNotFoundError``), so ``except ValueError`` and ``pytest.raises(ValueError)``
 keep working.
 
 An error about a parameter carries what a front end needs to restate it in its
@@ -232,6 +232,38 @@ class ReleaseRefused(SynthmiError, ValueError):
     """A release was refused, failing closed (nothing was written or returned)."""
 
 
+class _PathError(SynthmiError):
+    """An error about a file or directory the user named; the path is the user's own
+    (never a value from the data), so message and field may show it.
+
+    Attributes
+    ----------
+    path : str or None
+        The file or directory concerned.
+    parameter : str or None
+        The Python parameter that named it (``"path"``, ``"directory"``), when known.
+    option : str or None
+        The command-line option that named it (``"--synthetic"``), when raised by a verb.
+    """
+
+    user_message = True
+
+    def __init__(self, message: str = "", *, path: Any = None, parameter: str | None = None,
+                 owner: str | None = None, option: str | None = None):
+        self.path = None if path is None else str(path)
+        self.option = option
+        super().__init__(message, parameter=parameter, owner=owner)
+
+
+class OutputExists(_PathError, FileExistsError):
+    """An output file or directory already exists: synthmi never overwrites a path
+    unless told to (``overwrite=True``)."""
+
+
+class InputNotFound(_PathError, FileNotFoundError):
+    """A file, directory or program the call needs does not exist."""
+
+
 class DiagnosticsError(SynthmiError, RuntimeError):
     """A sampler's diagnostics or budget stopped the fit before anything was released."""
 
@@ -247,5 +279,5 @@ class NotFittedError(SynthmiError, ValueError, AttributeError):
 
 __all__ = [
     "describe", "SynthmiError", "InputError", "ParameterError", "ColumnError", "InputTypeError", "ReleaseRefused",
-    "DiagnosticsError", "ComputationError", "NotFittedError",
+    "DiagnosticsError", "ComputationError", "NotFittedError", "OutputExists", "InputNotFound",
 ]
