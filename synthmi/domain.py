@@ -66,6 +66,7 @@ import pandas as pd
 
 from ._json import dumps
 from .columns import ColumnSpec, DomainError, _level_key  # noqa: F401 (DomainError, _level_key: public here too)
+from .errors import InputNotFound
 from .kinds import CATEGORICAL_KINDS, DOMAIN_KINDS, domain_kind, spec_kind
 
 __all__ = [
@@ -331,7 +332,8 @@ class PublicDomain:
         if not text.lstrip().startswith("{"):
             p = Path(path_or_text)
             if not p.is_file():
-                raise FileNotFoundError(f"The public domain file '{p}' does not exist.")
+                raise InputNotFound(f"The public domain file '{p}' does not exist.", path=p,
+                                    parameter="path_or_text", owner="PublicDomain.from_json")
             text = p.read_text()
             where = f"'{p}'"
         else:

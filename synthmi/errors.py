@@ -3,7 +3,7 @@
 Every error synthmi raises on purpose derives from :class:`SynthmiError`, so a
 caller can catch the package's refusals in one clause; each subclass also keeps
 the builtin base the code raised before (``ValueError``, ``TypeError``,
-``RuntimeError``), so ``except ValueError`` and ``pytest.raises(ValueError)``
+``RuntimeError``, ``FileExistsError``, ``FileNotFoundError``), so ``except ValueError`` and ``pytest.raises(ValueError)``
 keep working.
 
 An error about a parameter carries what a front end needs to restate it in its
@@ -152,11 +152,45 @@ class ParameterError(InputError):
     def build(cls, parameter: str, owner: str, expected: str, got: Any) -> "ParameterError":
         """The scikit-learn sentence: "The 'epsilon' parameter of LaplaceMechanism must
         be > 0. Got -1 instead." with the fields filled."""
-        got_text = repr(got)
+        got_text = describe(got)
         return cls(
             parameter=parameter, owner=owner, expected=expected, got=got_text,
             template="The {parameter} must be " + _literal(expected) + ". Got " + _literal(got_text) + " instead.",
         )
+
+
+def _is_data_like(value: Any) -> bool:
+    """True for a frame, series, index, array or lazy (Dask) collection: objects whose
+    repr prints their contents."""
+    return (hasattr(value, "__dask_graph__") or hasattr(value, "__array__")
+            or (hasattr(value, "shape") and hasattr(value, "dtype" if not hasattr(value, "columns") else "columns")))
+
+
+def describe(value: Any) -> str:
+    """What was passed, for an error's ``got``: the repr of a scalar, string or small
+    container the caller wrote, but only the *type* (and size) of a frame, series,
+    array or Dask collection, or of a container holding one, whose repr would print
+    record values ("a Series of length 5", "a list of 3 items holding arrays")."""
+    if isinstance(value, (str, bytes, bool, int, float, complex)) or value is None:
+        return repr(value)
+    if _is_data_like(value):
+        name = type(value).__name__
+        if getattr(value, "ndim", 0) == 0 and not hasattr(value, "__dask_graph__") and hasattr(value, "item"):
+            return repr(value)  # a numpy scalar: a value the caller passed, like a float
+        article = "an" if name[:1].lower() in "aeiou" else "a"
+        shape = getattr(value, "shape", None)
+        if hasattr(value, "__dask_graph__"):
+            return f"a Dask {name}"
+        if isinstance(shape, tuple) and len(shape) == 1:
+            return f"{article} {name} of length {shape[0]}"
+        if isinstance(shape, tuple):
+            return f"{article} {name} of shape {shape}"
+        return f"{article} {name}"
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        items = list(value.values()) if isinstance(value, dict) else list(value)
+        if any(_is_data_like(v) and getattr(v, "ndim", 1) != 0 for v in items):
+            return f"a {type(value).__name__} of {len(items)} items holding arrays or frames"
+    return repr(value)
 
 
 def _literal(text: str) -> str:
@@ -198,6 +232,38 @@ class ReleaseRefused(SynthmiError, ValueError):
     """A release was refused, failing closed (nothing was written or returned)."""
 
 
+class _PathError(SynthmiError):
+    """An error about a file or directory the user named; the path is the user's own
+    (never a value from the data), so message and field may show it.
+
+    Attributes
+    ----------
+    path : str or None
+        The file or directory concerned.
+    parameter : str or None
+        The Python parameter that named it (``"path"``, ``"directory"``), when known.
+    option : str or None
+        The command-line option that named it (``"--synthetic"``), when raised by a verb.
+    """
+
+    user_message = True
+
+    def __init__(self, message: str = "", *, path: Any = None, parameter: str | None = None,
+                 owner: str | None = None, option: str | None = None):
+        self.path = None if path is None else str(path)
+        self.option = option
+        super().__init__(message, parameter=parameter, owner=owner)
+
+
+class OutputExists(_PathError, FileExistsError):
+    """An output file or directory already exists: synthmi never overwrites a path
+    unless told to (``overwrite=True``)."""
+
+
+class InputNotFound(_PathError, FileNotFoundError):
+    """A file, directory or program the call needs does not exist."""
+
+
 class DiagnosticsError(SynthmiError, RuntimeError):
     """A sampler's diagnostics or budget stopped the fit before anything was released."""
 
@@ -212,6 +278,6 @@ class NotFittedError(SynthmiError, ValueError, AttributeError):
 
 
 __all__ = [
-    "SynthmiError", "InputError", "ParameterError", "ColumnError", "InputTypeError", "ReleaseRefused",
-    "DiagnosticsError", "ComputationError", "NotFittedError",
+    "describe", "SynthmiError", "InputError", "ParameterError", "ColumnError", "InputTypeError", "ReleaseRefused",
+    "DiagnosticsError", "ComputationError", "NotFittedError", "OutputExists", "InputNotFound",
 ]

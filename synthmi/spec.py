@@ -54,7 +54,7 @@ from .columns import ROLES, ColumnSpec, _err
 from .domain import ColumnDomain, PublicDomain
 from .kinds import CATEGORICAL_KINDS, KINDS, NUMERIC_KINDS
 from .schema import Schema, Variable, _infer_variable
-from .errors import ColumnError, InputError
+from .errors import ColumnError, InputError, InputNotFound, OutputExists
 
 __all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spec", "spec_frames",
            "resolve_quasi_identifiers"]
@@ -484,7 +484,8 @@ class ReleaseSpec:
         """Write the spec as JSON; an existing file is kept unless ``overwrite=True``."""
         path = Path(path)
         if path.exists() and not overwrite:
-            raise FileExistsError(f"'{path}' already exists; pass overwrite=True to replace it.")
+            raise OutputExists(f"'{path}' already exists; pass overwrite=True to replace it.", path=path,
+                               parameter="path", owner="ReleaseSpec.save")
         path.write_text(self.to_json() + "\n")
         return path
 
@@ -492,7 +493,8 @@ class ReleaseSpec:
     def load(cls, path: str | Path) -> "ReleaseSpec":
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"The spec file '{path}' does not exist.")
+            raise InputNotFound(f"The spec file '{path}' does not exist.", path=path, parameter="path",
+                                owner="ReleaseSpec.load")
         try:
             d = json.loads(path.read_text())
         except json.JSONDecodeError as exc:

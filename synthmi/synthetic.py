@@ -13,7 +13,7 @@ import pandas as pd
 
 from .provenance import check_original
 from ._json import dumps as json_dumps, jsonable
-from .errors import InputError, ParameterError
+from .errors import InputError, OutputExists, ParameterError
 
 def package_versions() -> dict[str, str]:
     """Versions of synthmi and the libraries whose behaviour shapes its output."""
@@ -399,7 +399,8 @@ class PartitionedSyntheticData:
         import os
 
         if os.path.exists(directory):
-            raise FileExistsError(f"The output directory '{directory}' already exists; give a new path.")
+            raise OutputExists(f"The output directory '{directory}' already exists; give a new path.",
+                               path=directory, parameter="directory", owner="to_parquet")
         os.makedirs(directory)
         for i in range(1, self.m + 1):
             os.makedirs(os.path.join(directory, f"copy_{i:02d}"))

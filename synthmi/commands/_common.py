@@ -6,7 +6,7 @@ import csv
 import os
 import tempfile
 from pathlib import Path
-from ..errors import InputError
+from ..errors import InputError, InputNotFound
 
 EXAMPLES_FMT = argparse.RawDescriptionHelpFormatter
 
@@ -213,7 +213,7 @@ def load_original(spec: str, sep: str = ",", option: str = "--original", na_valu
     path = Path(spec)
     public = is_bundled(spec)
     if not public and not path.exists():
-        raise FileNotFoundError(f"The '{option}' file '{spec}' does not exist.")
+        raise InputNotFound(f"The '{option}' file '{spec}' does not exist.", path=spec, option=option)
     df = load_dataset(spec, sep=sep, option=option, na_values=na_values, private=private, encoding=encoding)
     digest = ("sha256:" + frame_sha256(df)) if public else confidential_digest(path=path)
     return df, digest
@@ -265,7 +265,7 @@ def declared_categories(original, syn):
 def synthetic_dir(d: str) -> Path:
     path = Path(d)
     if not path.is_dir():
-        raise FileNotFoundError(f"The '--synthetic' directory '{d}' does not exist.")
+        raise InputNotFound(f"The '--synthetic' directory '{d}' does not exist.", path=d, option="--synthetic")
     return path
 
 

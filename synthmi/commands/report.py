@@ -23,7 +23,7 @@ from ._common import (
     step_line,
     synthetic_dir,
 )
-from ..errors import InputError
+from ..errors import InputError, InputNotFound
 
 EXAMPLES = """examples:
   synthmi report --original adult --synthetic syn_dami/ --qi age,sex,race,education \\
@@ -138,7 +138,7 @@ def _read_frontier(path: str | None):
     import pandas as pd
 
     if not Path(path).exists():
-        raise FileNotFoundError(f"The '--frontier' file '{path}' does not exist.")
+        raise InputNotFound(f"The '--frontier' file '{path}' does not exist.", path=path, option="--frontier")
     df = pd.read_csv(path)
     need = {"method", "mean_ci_overlap", "expected_matches", "true_match_rate"}
     if not need <= set(df.columns):

@@ -15,7 +15,7 @@ from importlib import resources
 
 import numpy as np
 import pandas as pd
-from ..errors import InputError, ParameterError
+from ..errors import InputError, InputNotFound, ParameterError
 
 __all__ = [
     "load_adult",
@@ -355,7 +355,7 @@ def read_csv_checked(path, sep: str = ",", option: str | None = None, na_values:
     if p.is_dir():
         raise InputError(f"{where} is a directory; give a CSV file.")
     if not p.exists():
-        raise FileNotFoundError(f"{where} does not exist.")
+        raise InputNotFound(f"{where} does not exist.", path=p, parameter="path", option=option)
     with open(p, "rb") as fh:
         head = fh.read(1 << 16)
     if not head:

@@ -309,7 +309,9 @@ def attribute_disclosure(
     use = [*qis, target]
     if lazy:
         if by is not None and not (isinstance(by, str) and by in frame_meta.columns):
-            raise param_error("by", _OWNER, "a column name of 'original' (on Dask)", by)
+            # describe, never quote: a Series or list of labels holds record values
+            raise param_error("by", _OWNER, "a column name of 'original' (on Dask)",
+                              by if isinstance(by, str) else f"a {type(by).__name__} of labels")
         groups, by_name = (None, None) if by is None else (_check_categorical_groups(frame_meta[by]), by)
         o_frame = original[use + ([by] if by is not None and by not in use else [])]
         c_frames = [c[use] for c in copies]

@@ -377,7 +377,9 @@ def reidentification_risk(
             _check_copy_columns(list(original.columns), list(c.columns), j)
             check_same_structure(meta_of(original), meta_of(c), name=f"synthetic[{j}]", columns=qis)
         if by is not None and not (isinstance(by, str) and by in original.columns):
-            raise param_error("by", _OWNER, "a column name of 'original' (on Dask)", by)
+            # describe, never quote: a Series or list of labels holds record values
+            raise param_error("by", _OWNER, "a column name of 'original' (on Dask)",
+                              by if isinstance(by, str) else f"a {type(by).__name__} of labels")
         by_name = by
         if by is not None:
             _check_categorical_groups(meta_of(original)[by])

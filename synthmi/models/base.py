@@ -606,7 +606,7 @@ class Synthesizer(ParamsMixin, abc.ABC):
             if broken:
                 # counts only: the values are confidential
                 warnings.warn(
-                    f"Column '{c}' breaks its rule on {broken} rows of df; the models of '{c}' are fitted on the "
+                    f"Column '{c}' breaks its rule on {broken} rows of the data; the models of '{c}' are fitted on the "
                     "rows the rule leaves free and the copies follow the rule.", UserWarning, stacklevel=5)
                 self.rule_altered_ = True
             return s, miss, value

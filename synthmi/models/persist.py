@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ..errors import InputError, InputTypeError
+from ..errors import InputError, InputNotFound, InputTypeError, OutputExists
 
 FORMAT = 1
 _FILES = ("synthesizer.pkl", "posterior.nc", "spec.json", "manifest.json")
@@ -109,7 +109,8 @@ def save(synth: Any, path: str | Path, overwrite: bool = False, include_records:
     synth._check_fitted()
     path = Path(path)
     if path.exists() and not overwrite:
-        raise FileExistsError(f"'{path}' already exists; pass overwrite=True to replace it.")
+        raise OutputExists(f"'{path}' already exists; pass overwrite=True to replace it.", path=path,
+                           parameter="path", owner="save")
     if path.exists() and not path.is_dir():
         raise InputError(f"'{path}' is a file; save() writes a directory.")
     if not include_records and synth._needs_records_to_sample():
@@ -163,7 +164,8 @@ def load(path: str | Path, expected: type | None = None):
     path = Path(path)
     man_path = path / "manifest.json"
     if not man_path.is_file():
-        raise FileNotFoundError(f"'{path}' holds no saved synthesizer (no manifest.json).")
+        raise InputNotFound(f"'{path}' holds no saved synthesizer (no manifest.json).", path=man_path,
+                            parameter="path", owner="load")
     manifest = json.loads(man_path.read_text())
     if manifest.get("synthmi_model") != FORMAT:
         raise InputError(f"'{path}' was saved in format {manifest.get('synthmi_model')!r}; this synthmi reads {FORMAT}.")

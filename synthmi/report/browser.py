@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputNotFound
+
 __all__ = ["find_chromium", "render", "RenderResult", "png_pixel_std"]
 
 #: the flags that keep a headless run quiet and offline-safe in CI containers
@@ -58,7 +60,8 @@ def render(html_path: str | Path, screenshot: str | Path, width: int = 1280, hei
     """Load ``html_path`` in headless Chromium, save a screenshot, collect console messages."""
     exe = chromium or find_chromium()
     if exe is None:
-        raise FileNotFoundError("No Chromium binary found on PATH (install the Debian package 'chromium').")
+        raise InputNotFound("No Chromium binary found on PATH (install the Debian package 'chromium').",
+                            parameter="chromium", owner="render")
     html_path = Path(html_path).resolve()
     screenshot = Path(screenshot).resolve()
     with tempfile.TemporaryDirectory(prefix="synthmi-chromium-") as profile:
