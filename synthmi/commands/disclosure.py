@@ -121,5 +121,16 @@ class _WithAttribute:
     def to_frame(self):
         return self.risk.to_frame().join(self.attr.to_frame().add_prefix("attr_"))
 
+    def summary(self):
+        """Both summary tables, one above the other (``measure`` = identity / attribute),
+        for ``--out`` as CSV."""
+        import pandas as pd
+
+        from ..results import SummaryTable
+
+        frame = pd.concat({"identity": self.risk.summary().to_frame(), "attribute": self.attr.summary().to_frame()},
+                          names=["measure"])
+        return SummaryTable(frame, "Re-identification risk and attribute disclosure")
+
     def report(self):
         return self.risk.report() + "\n\n" + self.attr.report()
