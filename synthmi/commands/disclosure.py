@@ -34,8 +34,8 @@ missing value. The copies must be row-aligned with the original (partially synth
 --target: also attribute disclosure of that column given the QIs (synthpop's DiSCO,
 DCAP, TCAP, repU, ... from exact keys, and the matching attribute risk with --tol);
 written under "attribute_disclosure" in the JSON and as attr_* columns in the CSV.
-output: --out (JSON: summaries overall, per copy and per --by group, settings) and a
-per-record CSV at --records (default: the --out name with .records.csv, so risk.json ->
+output: --out (.json: summaries overall, per copy and per --by group of 5 or more records,
+settings; .csv: the summary table) and a per-record CSV at --records (default: the --out name with .records.csv, so risk.json ->
 risk.records.csv): the original row label and
 risk I_i with match counts, never quasi-identifier values."""
 
