@@ -20,7 +20,7 @@ name -> value, shown as one ``value`` column) and may set ``_summary_title``,
 override ``_summary_notes()`` (lines under the table), ``to_frame()`` and
 ``_dict_extra()`` (more JSON-safe, aggregate-only entries for ``to_dict()``).
 
-Layer 0 (base): imports only :mod:`synthmi._json`.
+Layer 0 (base): imports only :mod:`synthmi._json` and :mod:`synthmi.errors`.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ._json import jsonable
+from .errors import InputTypeError
 
 __all__ = ["Result", "SummaryTable"]
 
@@ -53,6 +54,10 @@ class SummaryTable:
     notebooks); the figures: :meth:`to_frame`. A table of one ``value`` column
     (figure name -> value) also reads like a mapping: ``table["mean_risk"]``,
     ``"mean_risk" in table``, ``table.get(...)``, ``table.items()``.
+
+    It is neither a string nor a sequence of rows: ``table[:300]`` or ``table[0]``
+    raises a ``TypeError`` saying to slice ``str(table)`` (the text) or
+    ``table.to_frame()`` (the figures) instead.
     """
 
     def __init__(self, frame: pd.DataFrame, title: str = "", notes: Sequence[str] = ()):
@@ -102,6 +107,14 @@ class SummaryTable:
         return self._frame["value"]
 
     def __getitem__(self, key: str) -> Any:
+        # a slice or a position is text slicing or row access: say where each lives
+        # (an integer that is a figure's label is still read as that figure)
+        if isinstance(key, slice) or (isinstance(key, (int, np.integer)) and not isinstance(key, bool)
+                                      and key not in self._frame.index):
+            raise InputTypeError(
+                f"A summary table is read by figure name (table['mean_risk']), not by position: got {key!r}. "
+                "Slice its text with str(table)[...] or its figures with table.to_frame().iloc[...].",
+                parameter="key", owner="SummaryTable", expected="a figure name", got=type(key).__name__)
         return self._values()[key]
 
     def get(self, key: str, default: Any = None) -> Any:

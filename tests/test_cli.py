@@ -183,3 +183,59 @@ def test_python_dash_m_synthmi_runs_the_command_line():
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     assert proc.returncode == 0, proc.stderr
     float(proc.stdout)
+
+
+def test_utility_disclosure_subgroups_out_format_follows_the_extension(tmp_path, capsys):
+    """``--out util.json`` used to receive CSV (json.load failed) while ``disclosure --out``
+    wrote JSON: now .json is the result's to_dict() as strict JSON, .csv its table, and any
+    other extension is refused before anything is computed or written."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from synthmi.synthetic import SyntheticData
+
+    rng = np.random.default_rng(3)
+    n = 120
+    df = pd.DataFrame({"age": rng.integers(20, 70, n).astype(float), "sex": rng.choice(["F", "M"], n),
+                       "y": rng.integers(0, 2, n)})
+    copies = [df.assign(age=df["age"].sample(frac=1.0, random_state=j).to_numpy()) for j in range(2)]
+    src, syn = tmp_path / "orig.csv", tmp_path / "syn"
+    df.to_csv(src, index=False)
+    SyntheticData(copies=copies, method="test", quasi_identifiers=["age", "sex"]).to_dir(syn)
+    o, s = str(src), str(syn)
+
+    def strict(path):
+        return json.loads(path.read_text(), parse_constant=lambda t: pytest.fail(f"non-JSON token {t}"))
+
+    # utility: .json holds the pMSE's and the tables' to_dict(); .csv the per-table S_pMSE as before
+    assert main(["utility", "--original", o, "--synthetic", s, "--tables", "1", "--out", str(tmp_path / "u.json"),
+                 "--quiet"]) == 0
+    d = strict(tmp_path / "u.json")
+    assert set(d) == {"pmse", "utility_tables"} and "summary" in d["pmse"]
+    assert {r["variables"] for r in d["utility_tables"]["tables"]} == {"age", "sex", "y"}
+    assert main(["utility", "--original", o, "--synthetic", s, "--tables", "1", "--out", str(tmp_path / "u.csv"),
+                 "--quiet"]) == 0
+    tab = pd.read_csv(tmp_path / "u.csv")
+    assert list(tab.columns[:6]) == ["variables", "way", "df", "pmse", "s_pmse", "released_unchanged"]
+    # analyse: the same rule
+    assert main(["analyse", "--original", o, "--synthetic", s, "--formula", "y ~ age", "--family", "logit",
+                 "--out", str(tmp_path / "a.json"), "--quiet"]) == 0
+    assert "summary" in strict(tmp_path / "a.json")
+    # disclosure / subgroups: .csv is the summary table (the per-record CSV beside it as before)
+    assert main(["disclosure", "--original", o, "--synthetic", s, "--qi", "age,sex", "--out",
+                 str(tmp_path / "r.csv"), "--quiet"]) == 0
+    summ = pd.read_csv(tmp_path / "r.csv")
+    assert summ["group"].tolist() == ["all"] and "mean_risk" in summ.columns
+    assert (tmp_path / "r.records.csv").exists()
+    capsys.readouterr()
+    # any other extension: one error naming --out, nothing written
+    for argv in (["utility", "--original", o, "--synthetic", s],
+                 ["analyse", "--original", o, "--synthetic", s, "--formula", "y ~ age", "--family", "logit"],
+                 ["disclosure", "--original", o, "--synthetic", s, "--qi", "age,sex"],
+                 ["subgroups", "--data", o, "--qi", "age,sex", "--k0", "3"]):
+        assert main([*argv, "--out", str(tmp_path / "x.txt"), "--quiet"]) == 1
+        err = capsys.readouterr().err
+        assert "The '--out' option must name a .json file" in err and "x.txt" in err, err
+        assert not list(tmp_path.glob("x.*"))

@@ -78,10 +78,10 @@ def test_risk_subgroups_equal_in_memory(client, adult):
 
 def test_utility_tables_equal_in_memory_exactly(client, adult):
     copies = [_perturbed(adult, k) for k in range(2)]
-    ref = utility_tables(adult, copies)
+    ref = utility_tables(adult, copies).to_frame()
     assert set(ref["way"]) == {1, 2} and len(ref) == 21
     for P in (1, 16):
-        got = utility_tables(dd.from_pandas(adult, npartitions=P), [dd.from_pandas(c, npartitions=3) for c in copies])
+        got = utility_tables(dd.from_pandas(adult, npartitions=P), [dd.from_pandas(c, npartitions=3) for c in copies]).to_frame()
         pd.testing.assert_frame_equal(got, ref, check_exact=True)
 
 
@@ -266,8 +266,8 @@ def test_every_measure_is_the_same_on_pandas_and_dask_with_a_01_integer_qi(clien
 
     # tables exactly; logit pMSE to 1e-9 (Newton on sums over partitions vs in memory)
     cols = ["female", "age", "region", "income"]
-    pd.testing.assert_frame_equal(utility_tables(ddf, dcopies, variables=cols),
-                                  utility_tables(df, copies, variables=cols), check_exact=True)
+    pd.testing.assert_frame_equal(utility_tables(ddf, dcopies, variables=cols).to_frame(),
+                                  utility_tables(df, copies, variables=cols).to_frame(), check_exact=True)
     p_mem = pmse(df, copies, variables=["female", "age", "region"])
     p_dsk = pmse(ddf, dcopies, variables=["female", "age", "region"])
     np.testing.assert_array_equal(p_dsk.k, p_mem.k)

@@ -236,6 +236,10 @@ def _build(kind: str):
         from synthmi.evaluation.pmse import pmse
 
         return pmse(orig, copies, random_state=0)
+    if kind == "utility_tables":
+        from synthmi.evaluation.pmse import utility_tables
+
+        return utility_tables(orig, copies)
     if kind == "marginals":
         from synthmi.evaluation.marginals import marginal_tvd
 
@@ -283,7 +287,7 @@ def _build(kind: str):
     raise AssertionError(kind)
 
 
-RESULT_KINDS = ["pmse", "marginals", "risk", "subgroups", "attribute", "dcr", "combine", "analysis", "coherence", "audit",
+RESULT_KINDS = ["pmse", "utility_tables", "marginals", "risk", "subgroups", "attribute", "dcr", "combine", "analysis", "coherence", "audit",
                 "posterior"]
 
 
@@ -307,6 +311,62 @@ def test_every_result_follows_the_protocol(kind):
     cells = {f"{v:.2f}" for v in orig["income"]} | {f"{v:.2f}" for c in copies for v in c["income"]}
     leaked = [c for c in cells if c in text_json]
     assert not leaked, leaked[:5]
+    # one shape: every result's dict has the summary at the same key, settings (where the
+    # result has them) at "settings"
+    assert isinstance(d.get("summary"), dict), sorted(d)
+    if hasattr(res, "settings"):
+        assert "settings" in d
+
+
+@pytest.mark.parametrize("kind", ["risk", "attribute", "subgroups"])
+def test_settings_reach_to_dict_as_strict_json(kind):
+    """Settings holding numpy scalars, NaN or a tuple come out as strict JSON (the original
+    risk / attribute to_dict passed them through: json.dumps raised on np.int64)."""
+    res = _build(kind)
+    res.settings = {**res.settings, "k": np.int64(3), "w": np.float64("nan"), "t": (np.float32(0.5), "a")}
+    d = res.to_dict()
+    text = json.dumps(d, allow_nan=False)
+    assert json.loads(text)["settings"]["k"] == 3 and d["settings"]["w"] is None and d["settings"]["t"] == [0.5, "a"]
+
+
+@pytest.mark.parametrize("kind", ["risk", "attribute"])
+def test_to_dict_leaves_out_groups_of_fewer_than_five_records(kind):
+    """A level of ``by`` held by one record would publish that record's risk under its label:
+    to_dict() omits by-group rows of < 5 original records and counts them (the object keeps them)."""
+    from synthmi.evaluation.risk import MIN_GROUP_RECORDS
+
+    orig, copies = _frames()
+    group = pd.Series(np.where(np.arange(len(orig)) < 4, "grpRARE", np.where(np.arange(len(orig)) % 2, "a", "b")),
+                      index=orig.index, name="g")
+    group.iloc[4] = "grpSINGLE"
+    if kind == "risk":
+        from synthmi.evaluation.risk import reidentification_risk
+
+        res = reidentification_risk(orig, copies, ["age", "sex"], tolerance={"age": 1.0}, by=group)
+    else:
+        from synthmi.evaluation.attribute_disclosure import attribute_disclosure
+
+        res = attribute_disclosure(orig, copies, ["age", "sex"], "y", tolerance={"age": 1.0}, by=group)
+    assert set(res.by_group.index) == {"a", "b", "grpRARE", "grpSINGLE"}  # the object keeps every group
+    d = res.to_dict()
+    assert MIN_GROUP_RECORDS == 5 and set(d["by_group"]) == {"a", "b"}
+    assert all(row["n_records"] >= 5 for row in d["by_group"].values())
+    assert d["by_group_omitted"]["n_groups"] == 2 and d["by_group_omitted"]["min_records"] == 5
+    assert "grpRARE" not in json.dumps(d) and "grpSINGLE" not in json.dumps(d)
+
+
+def test_utility_tables_result_holds_the_table():
+    orig, copies = _frames()
+    from synthmi.evaluation.pmse import utility_tables
+
+    res = utility_tables(orig, copies, ways=[1])
+    frame = res.to_frame()
+    assert list(frame.columns) == ["variables", "way", "df", "pmse", "s_pmse", "s_pmse_copy_1", "s_pmse_copy_2"]
+    assert frame.equals(res.table) and frame is not res.table  # a copy
+    assert res.n_copies == 2 and res.ways == [1] and "S_pMSE of 4 tables over 2 copies" in str(res.summary())
+    d = res.to_dict()
+    assert [r["variables"] for r in d["tables"]] == list(frame["variables"])
+    assert d["summary"]["rows"][0]["s_pmse"] == pytest.approx(frame["s_pmse"].iloc[0])
 
 
 def test_a_one_column_summary_reads_like_its_figures():
@@ -318,6 +378,17 @@ def test_a_one_column_summary_reads_like_its_figures():
     # a multi-column table says how to read it
     with pytest.raises(KeyError, match="to_frame"):
         _build("combine").summary()["a"]
+
+
+@pytest.mark.parametrize("key", [slice(None, 300), 0, -1])
+def test_slicing_a_summary_says_where_text_and_rows_live(key):
+    """``r.summary()[:300]`` used to raise KeyError('This summary has several columns...'),
+    which reads as a bug: a slice or a position is a TypeError naming str() and to_frame()."""
+    for kind in ("combine", "dcr"):  # several columns and one value column
+        table = _build(kind).summary()
+        with pytest.raises(TypeError, match=r"str\(table\)\[\.\.\.\].*to_frame\(\)"):
+            table[key]
+    assert str(table)[:300] == str(table)[:300]  # the text itself slices as a string
 
 
 def test_summary_table_escapes_html():

@@ -153,7 +153,9 @@ def test_hand_worked_example():
     assert list(res.summary_frame().index) == ["all", "F", "M"]
     assert res.to_frame()["risk"].equals(res.individual.rename("risk"))
     d = res.to_dict()
-    assert d["summary"]["expected_matches"] == pytest.approx(2.0) and set(d["by_group"]) == {"F", "M"}
+    # groups of 2 records would describe single records: left out of the JSON form, counted
+    assert d["summary"]["expected_matches"] == pytest.approx(2.0) and d["by_group"] == {}
+    assert d["by_group_omitted"]["n_groups"] == 2 and d["by_group_omitted"]["min_records"] == 5
     assert "expected correct matches" in res.report()
 
 
@@ -302,7 +304,9 @@ def test_cli_disclosure(tmp_path):
     d = json.loads(out.read_text())
     assert d["summary"]["expected_matches"] == pytest.approx(2.0)
     assert d["summary"]["false_match_rate"] == pytest.approx(0.25)
-    assert d["by_group"]["F"]["n_records"] == 2 and d["settings"]["tolerance"] == {"age": 1.0}
+    # both groups hold 2 records (< 5): omitted from the JSON, counted
+    assert d["by_group"] == {} and d["by_group_omitted"]["n_groups"] == 2
+    assert d["settings"]["tolerance"] == {"age": 1.0}
     rec = pd.read_csv(tmp_path / "risk.records.csv")
     np.testing.assert_allclose(rec["risk"], [0.75, 0.25, 0.5, 0.5])
     assert "age" not in rec.columns and "sex" not in rec.columns  # no QI values in the output

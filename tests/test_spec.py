@@ -120,7 +120,7 @@ def test_evaluation_kinds_come_from_the_spec():
     assert by_dtype.expected_null[0] == pytest.approx(1 * (1 - c) ** 2 * c / n)
     assert by_spec.expected_null[0] == pytest.approx(2 * (1 - c) ** 2 * c / n)
     # with a spec, variables default to its released columns
-    tab = utility_tables(df, syn, ways=[1], spec=ReleaseSpec.draft(df, quasi_identifiers=["age"], keep=["grp"]))
+    tab = utility_tables(df, syn, ways=[1], spec=ReleaseSpec.draft(df, quasi_identifiers=["age"], keep=["grp"])).to_frame()
     assert sorted(tab["variables"]) == ["age", "grp"]
     # matching (grp kept, so released unchanged) with a tolerance of 100 on every
     # continuous QI: by dtype grp is continuous too, so every released record matches

@@ -146,3 +146,51 @@ def test_subset_and_skips_are_recorded_never_silent():
         check_synthesizer(_Permute(), checks=["check_nope"])
     with pytest.raises(ValueError, match="The 'synth' parameter of check_synthesizer must be a Synthesizer"):
         check_synthesizer(pd.DataFrame())
+
+
+class _NoConstraints(Synthesizer):
+    """A new method's first draft: no parameters declared, none validated (a permutation)."""
+
+    method = "no-constraints-test"
+    _confidential_attributes = ("X_",)
+
+    def __init__(self):
+        pass
+
+    def _fit(self, X, Z):
+        self.X_ = X.reset_index(drop=True)
+
+    def _needs_records_to_sample(self):
+        return True
+
+    def _sample(self, m, rng):
+        return [self.X_.iloc[rng.permutation(len(self.X_))].reset_index(drop=True) for _ in range(m)]
+
+
+class _UndeclaredRecords(_Permute):
+    """Holds the records in X_ but does not declare them confidential (nor that sample reads them)."""
+
+    _confidential_attributes = ()
+
+    def _needs_records_to_sample(self):
+        return False
+
+
+def test_bad_input_is_not_applicable_without_declared_constraints():
+    """Without _parameter_constraints the parameter part of check_bad_input cannot fail: the
+    battery says so ("not applicable", with the reason) instead of "passed" (the original
+    code reported passed)."""
+    report = check_synthesizer(_NoConstraints(), checks=["check_params_stored", "check_bad_input"])
+    assert report.status("check_params_stored") == "passed"  # no parameters, none declared: consistent
+    res = next(r for r in report.results if r.name == "check_bad_input")
+    assert res.status == "not applicable"
+    assert "declares no parameter constraints" in res.message and "_parameter_constraints" in res.message
+    # with a declared constraint the check runs and passes (the base fit validates it)
+    assert check_synthesizer(_Permute(), checks=["check_bad_input"]).status("check_bad_input") == "passed"
+
+
+def test_undeclared_confidential_attribute_fails_the_pickle_check_saying_what_to_declare():
+    failed = _failed(_UndeclaredRecords(), checks=["check_pickle_round_trip"])
+    msg = failed["check_pickle_round_trip"]
+    assert "the default pickle holds" in msg and "_confidential_attributes" in msg
+    assert "_needs_records_to_sample" in msg

@@ -149,7 +149,7 @@ def test_utility_tables_one_and_two_way():
     o = _draw(500, rng)
     s = _draw(500, rng)
     s["x3"] = _cat(np.where(rng.uniform(size=500) < 0.8, "c", s["x3"].astype(str)), list("abc"))
-    tab = utility_tables(o, [s, _draw(500, rng)], n_bins=5)
+    tab = utility_tables(o, [s, _draw(500, rng)], n_bins=5).to_frame()
     assert set(tab["way"]) == {1, 2}
     assert len(tab) == 3 + 3
     one = tab[tab.way == 1].set_index("variables")

@@ -350,9 +350,45 @@ def records_path(args: argparse.Namespace) -> Path:
     return Path(args.records) if args.records else out.with_name(out.stem + ".records.csv")
 
 
+#: what an ``--out`` file of a result holds, by its extension (see :func:`out_format`)
+OUT_FORMATS = {".json": "json", ".csv": "csv"}
+
+
+def out_format(path: str | Path, option: str = "--out") -> str:
+    """``"json"`` or ``"csv"``: the format of a result's output file, from its extension.
+
+    ``.json`` holds the result's ``to_dict()`` (through :func:`synthmi._json.dumps`:
+    strict JSON), ``.csv`` its table. Any other extension is refused before anything is
+    computed, so a ``util.json`` never holds CSV (json.load failed on it).
+    """
+    fmt = OUT_FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise InputError(f"The '{option}' option must name a .json file (the result's summary as JSON) or a .csv "
+                         f"file (its table). Got '{path}' instead.")
+    return fmt
+
+
+def write_result(result, path: str | Path, table=None, extra: dict | None = None) -> None:
+    """Write ``result`` to ``path`` in the format of its extension (:func:`out_format`):
+    ``.json`` -> ``result.to_dict()`` plus ``extra``; ``.csv`` -> ``table`` (default
+    ``result.to_frame()``, its index written as the first column)."""
+    from .._json import dumps as json_dumps
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if out_format(path) == "json":
+        payload = result.to_dict()
+        payload.update(extra or {})
+        path.write_text(json_dumps(payload, indent=2, sort_keys=True))
+        return
+    table = result.to_frame() if table is None else table
+    table.to_csv(path)
+
+
 def add_summary_outputs(p: argparse.ArgumentParser, what: str) -> None:
     """``--out`` JSON, ``--records`` CSV and ``--overwrite`` for the verbs writing both."""
-    p.add_argument("--out", required=True, help=f"JSON file for the {what}")
+    p.add_argument("--out", required=True,
+                   help=f"file for the {what}: .json (the summaries as JSON) or .csv (the summary table)")
     p.add_argument("--records", default=None,
                    help="per-record CSV (default: the --out name with .records.csv, e.g. risk.json -> risk.records.csv)")
     add_overwrite_flag(p)
@@ -360,6 +396,7 @@ def add_summary_outputs(p: argparse.ArgumentParser, what: str) -> None:
 
 def check_summary_outputs(args: argparse.Namespace) -> None:
     """Both files of :func:`write_summary_and_records` are new (or --overwrite) and writable."""
+    out_format(args.out, "--out")
     out = check_output_file(args.out, "--out", args.overwrite)
     rec = check_output_file(records_path(args), "--records", args.overwrite)
     if out.resolve() == rec.resolve():
@@ -367,20 +404,13 @@ def check_summary_outputs(args: argparse.Namespace) -> None:
 
 
 def write_summary_and_records(args: argparse.Namespace, verb: str, result, extra: dict | None = None) -> None:
-    """``--out`` JSON summary (``result.to_dict()`` plus ``extra``) and the per-record
-    CSV (``result.to_frame()``) at ``--records`` or its name derived from ``--out``;
+    """``--out`` summary (``.json``: ``result.to_dict()`` plus ``extra``; ``.csv``: the
+    summary table, ``result.summary().to_frame()``) and the per-record CSV
+    (``result.to_frame()``) at ``--records`` or its name derived from ``--out``;
     prints the report. Call :func:`check_summary_outputs` before computing."""
-    import sys
-
-    from .._json import dumps as json_dumps
-
     out = Path(args.out)
     records = records_path(args)
-    payload = result.to_dict()
-    payload.update(extra or {})
-    payload["records_csv"] = str(records)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json_dumps(payload, indent=2, sort_keys=True))
+    write_result(result, out, table=result.summary().to_frame(), extra={**(extra or {}), "records_csv": str(records)})
     records.parent.mkdir(parents=True, exist_ok=True)
     result.to_frame().to_csv(records, index_label="record")
     print(result.report())

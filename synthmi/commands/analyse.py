@@ -16,7 +16,9 @@ from ._common import (
     load_release,
     load_spec_option,
     recorded_rule,
+    out_format,
     step_line,
+    write_result,
 )
 from ..errors import InputError
 
@@ -54,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="survey weight column (default: the one recorded by 'synthesize --weights'; 'none': unweighted)")
     p.add_argument("--weight-type", default="probability", choices=["probability", "frequency"],
                    help="probability (survey) weights with design-based SEs, or frequency weights")
-    p.add_argument("--out", default=None, help="write the table to this CSV")
+    p.add_argument("--out", default=None, help="write the table to this .csv file (or the result as .json)")
     add_overwrite_flag(p)
     add_common_flags(p)
     p.set_defaults(func=run)
@@ -63,6 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args) -> int:
     from ..evaluation.analysis import recorded_weights
 
+    if args.out:
+        out_format(args.out, "--out")
     check_output_file(args.out, "--out", args.overwrite)
     _, original, syn = load_release(args)
     if args.weights is None:
@@ -97,6 +101,7 @@ def run(args) -> int:
               "(--accept-diagnostics); see diagnostics_check in metadata.json.", file=sys.stderr)
     print(res.summary())
     if args.out:
-        res.to_frame().to_csv(args.out)
+        # .csv: the table (as before); .json: the result's to_dict()
+        write_result(res, args.out, table=res.to_frame())
         print(f"wrote {args.out}")
     return 0

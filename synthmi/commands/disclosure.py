@@ -34,8 +34,8 @@ missing value. The copies must be row-aligned with the original (partially synth
 --target: also attribute disclosure of that column given the QIs (synthpop's DiSCO,
 DCAP, TCAP, repU, ... from exact keys, and the matching attribute risk with --tol);
 written under "attribute_disclosure" in the JSON and as attr_* columns in the CSV.
-output: --out (JSON: summaries overall, per copy and per --by group, settings) and a
-per-record CSV at --records (default: the --out name with .records.csv, so risk.json ->
+output: --out (.json: summaries overall, per copy and per --by group of 5 or more records,
+settings; .csv: the summary table) and a per-record CSV at --records (default: the --out name with .records.csv, so risk.json ->
 risk.records.csv): the original row label and
 risk I_i with match counts, never quasi-identifier values."""
 
@@ -120,6 +120,17 @@ class _WithAttribute:
 
     def to_frame(self):
         return self.risk.to_frame().join(self.attr.to_frame().add_prefix("attr_"))
+
+    def summary(self):
+        """Both summary tables, one above the other (``measure`` = identity / attribute),
+        for ``--out`` as CSV."""
+        import pandas as pd
+
+        from ..results import SummaryTable
+
+        frame = pd.concat({"identity": self.risk.summary().to_frame(), "attribute": self.attr.summary().to_frame()},
+                          names=["measure"])
+        return SummaryTable(frame, "Re-identification risk and attribute disclosure")
 
     def report(self):
         return self.risk.report() + "\n\n" + self.attr.report()

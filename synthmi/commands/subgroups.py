@@ -27,7 +27,7 @@ within --tol on every continuous QI; medium when at least k0 others share the
 categorical QIs but fewer than k0 of them are that close; high otherwise. A missing
 value matches only a missing value.
 
-output: --out (JSON: counts per label and settings) and a per-record CSV beside it
+output: --out (.json: summary, counts per label and settings; .csv: the summary table) and a per-record CSV beside it
 (--records; default: the --out name with .records.csv): row label, risk subgroup, n_same_categorical, n_close."""
 
 

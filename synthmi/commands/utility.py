@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ._common import (
     EXAMPLES_FMT,
@@ -11,6 +12,7 @@ from ._common import (
     check_output_file,
     load_release,
     load_spec_option,
+    out_format,
     split_list,
 )
 from ..errors import InputError
@@ -39,17 +41,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--method", default="logit", choices=["logit", "cart"], help="propensity model (default: logit)")
     p.add_argument("--tables", default="1", help="table orders for the per-table S_pMSE: '1', '1,2' or '' (default: 1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the CART fits and permutations")
-    p.add_argument("--out", default=None, help="write the per-table S_pMSE to this CSV")
+    p.add_argument("--out", default=None,
+                   help="write the results here: .csv (the per-table S_pMSE) or .json (pMSE and tables as JSON)")
     add_overwrite_flag(p)
     add_common_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from ..evaluation.pmse import pmse, unchanged_columns, utility_tables
+    from ..evaluation.pmse import UtilityTablesResult, pmse, unchanged_columns, utility_tables
 
+    fmt = out_format(args.out, "--out") if args.out else None
     check_output_file(args.out, "--out", args.overwrite)
-    if args.out and not split_list(args.tables):
+    if fmt == "csv" and not split_list(args.tables):
         raise InputError("The '--out' option writes the per-table S_pMSE, but '--tables' is empty: give --tables 1 (or 1,2).")
     _, original, syn = load_release(args)
     spec = load_spec_option(args, syn)
@@ -76,7 +80,8 @@ def run(args) -> int:
         t1 = time.perf_counter()
         what = "/".join({1: "one", 2: "two", 3: "three"}[w] for w in ways) + "-way tables"
         step_line(args, "utility", f"{what} of {syn.m} copies")
-        tab = utility_tables(original, syn.copies, variables=variables, ways=ways, spec=spec)
+        tables = utility_tables(original, syn.copies, variables=variables, ways=ways, spec=spec)
+        tab = tables.to_frame()
         step_line(args, "utility", f"{len(tab)} {what} of {syn.m} copies in {time.perf_counter() - t1:.1f} s",
                   summary=True)
         # A kept column is released unchanged: its tables match the original's exactly (S_pMSE 0),
@@ -96,7 +101,15 @@ def run(args) -> int:
             print(f"note: not listed: {int(tab['released_unchanged'].sum())} tables of kept columns only "
                   f"({', '.join(names)}): released unchanged in every copy, not synthesized, so their "
                   "S_pMSE is 0 by construction")
-        if args.out:
+        tables = UtilityTablesResult(tab, ways=tables.ways, n_bins=tables.n_bins, n_copies=tables.n_copies)
+    if args.out:
+        # .csv: the per-table S_pMSE (as before); .json: the pMSE's and the tables' to_dict()
+        payload = {"pmse": res.to_dict(), **({"utility_tables": tables.to_dict()} if ways else {})}
+        if fmt == "csv":
             tab.to_csv(args.out, index=False)
-            print(f"wrote {args.out}")
+        else:
+            from .._json import dumps as json_dumps
+
+            Path(args.out).write_text(json_dumps(payload, indent=2, sort_keys=True))
+        print(f"wrote {args.out}")
     return 0

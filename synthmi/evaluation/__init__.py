@@ -12,7 +12,7 @@ from .ci_overlap import ci_overlap
 from .coherence import CoherenceResult, demographic_coherence, wasserstein_1
 from .combining import CombineResult, combine
 from .marginals import MarginalTVDResult, marginal_tvd, total_variation
-from .pmse import PMSEResult, pmse, utility_tables
+from .pmse import PMSEResult, UtilityTablesResult, pmse, utility_tables
 from .risk import RiskResult, reidentification_risk
 from .standardized_difference import standardized_difference
 from .subgroups import RiskSubgroups, risk_subgroups
@@ -28,6 +28,7 @@ __all__ = [
     "PMSEResult",
     "pmse",
     "utility_tables",
+    "UtilityTablesResult",
     "standardized_difference",
     "RiskResult",
     "reidentification_risk",

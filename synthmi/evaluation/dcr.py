@@ -76,8 +76,9 @@ class DCRResult(Result):
         return self.figures
 
     def to_dict(self) -> dict[str, Any]:
-        """The figures, JSON-safe (no per-record distance)."""
-        return jsonable(dict(self.figures))
+        """The summary table (``"summary"``, as every result's) and the figures at the top level
+        as before, JSON-safe (no per-record distance)."""
+        return jsonable({"summary": self.summary().to_dict(), **self.figures})
 
     def report(self) -> str:
         s = self.figures

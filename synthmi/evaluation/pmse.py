@@ -132,6 +132,53 @@ class PMSEResult(Result):
         return str(self.summary())
 
 
+@dataclass
+class UtilityTablesResult(Result):
+    """S_pMSE of every one-way, two-way (three-way) table: :func:`utility_tables`' result.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per table: ``variables`` (names joined by ``:``), ``way``, ``df``,
+        ``pmse``, ``s_pmse`` (mean over copies) and one ``s_pmse_copy_j`` per copy,
+        sorted by ``way`` then ``s_pmse`` descending. :meth:`to_frame` returns a copy.
+    ways : list of int
+    n_bins : int
+    n_copies : int
+
+    Every figure is a table-level aggregate (cell counts summed into one pMSE per
+    table), so :meth:`to_dict` carries the whole table: no record-level value.
+    """
+
+    table: pd.DataFrame
+    ways: list[int] = field(default_factory=list)
+    n_bins: int = 5
+    n_copies: int = 0
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-table S_pMSE (a copy of :attr:`table`)."""
+        return self.table.copy()
+
+    @property
+    def _summary_title(self) -> str:
+        return (f"S_pMSE of {len(self.table)} table{'' if len(self.table) == 1 else 's'} over "
+                f"{self.n_copies} cop{'y' if self.n_copies == 1 else 'ies'}")
+
+    def _summary_rows(self) -> pd.DataFrame:
+        return self.table[["variables", "way", "df", "pmse", "s_pmse"]].set_index("variables")
+
+    def _summary_notes(self) -> list[str]:
+        return [f"mean S_pMSE of the {w}-way tables = {float(np.nanmean(g)):.4g}"
+                for w, g in self.table.groupby("way")["s_pmse"] if np.isfinite(g).any()]
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {"ways": [int(w) for w in self.ways], "n_bins": int(self.n_bins), "n_copies": int(self.n_copies),
+                "tables": self.table}
+
+    def __repr__(self) -> str:
+        return str(self.summary())
+
+
 # --------------------------------------------------------------------------- design
 def _encode_main_effects(stacked: pd.DataFrame, variables: Sequence[str]) -> tuple[np.ndarray, list[str]]:
     """Main-effect columns: standardised numerics (+ missing indicator), dummies
@@ -623,7 +670,7 @@ def utility_tables(
     ways: Sequence[int] = (1, 2),
     n_bins: int = 5,
     spec: Any = None,
-) -> pd.DataFrame:
+) -> UtilityTablesResult:
     """S_pMSE of every one-way and two-way table (synthpop ``utility.tables``).
 
     Continuous variables are cut into ``n_bins`` groups at quantiles of the
@@ -639,9 +686,11 @@ def utility_tables(
 
     Returns
     -------
-    DataFrame
-        Columns ``variables``, ``way``, ``df``, ``pmse``, ``s_pmse`` and one
-        ``s_pmse_copy_j`` per copy, sorted by ``way`` then ``s_pmse`` descending.
+    UtilityTablesResult
+        ``summary()`` (per table: ``way``, ``df``, ``pmse``, ``s_pmse``), ``to_dict()``
+        and ``to_frame()``: the table with columns ``variables``, ``way``, ``df``,
+        ``pmse``, ``s_pmse`` and one ``s_pmse_copy_j`` per copy, sorted by ``way``
+        then ``s_pmse`` descending.
     """
     original, copies, variables = _frames(original, synthetic, variables, "utility_tables", spec)
     n_bins = check_scalar(n_bins, "n_bins", "utility_tables", kind="int", lower=2)
@@ -695,7 +744,8 @@ def utility_tables(
                 row[f"s_pmse_copy_{j}"] = float(sv)
             rows.append(row)
     out = pd.DataFrame(rows)
-    return out.sort_values(["way", "s_pmse"], ascending=[True, False]).reset_index(drop=True)
+    out = out.sort_values(["way", "s_pmse"], ascending=[True, False]).reset_index(drop=True)
+    return UtilityTablesResult(out, ways=[int(w) for w in ways], n_bins=int(n_bins), n_copies=len(copies))
 
 
 def _frames(original, synthetic, variables, owner, spec=None):

@@ -151,17 +151,32 @@ class RiskResult(Result):
         return _summaries_to_dict(self)
 
 
+#: a by-group row of fewer original records than this is left out of ``to_dict()``
+MIN_GROUP_RECORDS = 5
+
+
 def _summaries_to_dict(result: Any) -> dict[str, Any]:
-    """JSON-ready summary, per-copy, settings and by-group tables of a risk result (no record-level values)."""
+    """JSON-ready summary, per-copy, settings and by-group tables of a risk result (no record-level values).
+
+    ``to_dict()`` promises no record-level value, but a level of ``by`` held by one
+    record would show that record's risk (its ``max_risk``, its mean) under its label.
+    So a ``by_group`` row of fewer than :data:`MIN_GROUP_RECORDS` (5) original records
+    is omitted, and ``by_group_omitted`` says how many were and why (the object's
+    ``by_group`` table and its text report still hold every group).
+    """
     out: dict[str, Any] = {
         "summary": {k: jsonable(v) for k, v in result.figures.items()},
         "per_copy": [{k: jsonable(v) for k, v in r.items()} for r in result.per_copy.to_dict("records")],
-        "settings": result.settings,
+        "settings": jsonable(result.settings),
     }
     if result.by_group is not None:
-        out["by_group"] = {
-            str(idx): {k: jsonable(v) for k, v in row.items()}
-            for idx, row in result.by_group.to_dict(orient="index").items()
+        rows = result.by_group.to_dict(orient="index")
+        kept = {idx: row for idx, row in rows.items() if int(row["n_records"]) >= MIN_GROUP_RECORDS}
+        out["by_group"] = {str(idx): {k: jsonable(v) for k, v in row.items()} for idx, row in kept.items()}
+        out["by_group_omitted"] = {
+            "min_records": MIN_GROUP_RECORDS, "n_groups": len(rows) - len(kept),
+            "note": f"groups of fewer than {MIN_GROUP_RECORDS} original records are left out: "
+                    "their figures would describe single records",
         }
     return out
 

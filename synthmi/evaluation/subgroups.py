@@ -101,7 +101,9 @@ class RiskSubgroups(Result):
                              "share": self.counts / n if n else np.nan}).rename_axis("label")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"counts": {k: int(v) for k, v in self.counts.items()}, "settings": jsonable(self.settings)}
+        """JSON-safe: ``summary`` (the table of records and share per label), ``counts`` and ``settings``."""
+        return {"summary": self.summary().to_dict(), "counts": {k: int(v) for k, v in self.counts.items()},
+                "settings": jsonable(self.settings)}
 
 
 def risk_subgroups(

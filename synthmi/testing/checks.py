@@ -333,7 +333,12 @@ def _hash(v: Any) -> str:
 
 def check_bad_input(b: _Battery) -> None:
     """Bad input gets one error naming what is wrong: a non-frame ('df'), a missing quasi-identifier
-    column (its name), a parameter no constraint allows (the parameter and the class)."""
+    column (its name), a parameter no constraint allows (the parameter and the class).
+
+    The parameter part needs a declared constraint to break: a synthesizer whose
+    ``_parameter_constraints`` is empty (or allows any object for every parameter) cannot
+    fail it, so after the two data checks the check reports "not applicable" with the
+    reason instead of a pass that proves nothing."""
     df = b.data()
     kw = b.fit_params
     _raises(lambda: b.make().fit(df.to_numpy(), **kw), TypeError, r"'df' parameter must be a pandas DataFrame",
@@ -341,12 +346,19 @@ def check_bad_input(b: _Battery) -> None:
     missing = b.synthesized(b.fitted())[0]
     _raises(lambda: b.make().fit(df.drop(columns=missing), **kw), ValueError, rf"not in 'df'.*{re.escape(missing)}",
             f"fit(data without column {missing!r})")
+    tried = 0
     for p, allowed in getattr(type(b.template), "_parameter_constraints", {}).items():
         if "object" in allowed:
             continue
         bad = b.make().set_params(**{p: object()})
         _raises(lambda: bad.fit(b.data(), **kw), ValueError,
                 rf"The '{re.escape(p)}' parameter of {b.name} must be", f"{b.name}({p}=object())")
+        tried += 1
+    if not tried:
+        raise _NotApplicable(
+            f"the data checks passed, but no bad parameter value could be tried: {b.name} declares no "
+            "parameter constraints (_parameter_constraints is empty or allows any object), so nothing "
+            "validates its parameters; declare each parameter's allowed forms there")
 
 
 def check_bad_data(b: _Battery) -> None:
@@ -413,7 +425,10 @@ def check_pickle_round_trip(b: _Battery) -> None:
     if cols:
         windows = _row_windows(df[cols[0]].to_numpy())
         hits = [w for w in windows if w in blob]
-        assert not hits, f"the default pickle holds {len(hits)} run(s) of original values of {cols[0]!r}"
+        assert not hits, (
+            f"the default pickle holds {len(hits)} run(s) of original values of {cols[0]!r}: name every fitted "
+            "attribute holding original records in the class's _confidential_attributes (pickles and save() "
+            "leave those out), and return True from _needs_records_to_sample() if sample() reads them")
         if "released_" in fitted.__dict__:
             # control: the search finds the values where the user asked for the records
             asked = pickle.dumps(_copy.copy(fitted).retain_records())

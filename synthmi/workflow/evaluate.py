@@ -400,7 +400,7 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
 
     steps.set_postfix_str(f"{method}: pMSE")
     pm = pmse(original, copies, method=ms.pmse_method, variables=pm_vars, spec=ms.spec)
-    ut = utility_tables(original, copies, variables=pm_vars, ways=(1, 2), spec=ms.spec)
+    ut = utility_tables(original, copies, variables=pm_vars, ways=(1, 2), spec=ms.spec).to_frame()
     one = ut[ut["way"] == 1]
     # kept columns are released unchanged (S_pMSE 0): show the synthesized ones
     per_variable = one.set_index("variables")["s_pmse"].reindex([v for v in pm_vars if v in qi])
