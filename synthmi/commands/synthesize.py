@@ -104,7 +104,7 @@ imputes missing values and releases the observed missingness pattern.
 
 masks (--mask COLUMN:SPEC, repeatable; dami and risk-dami; for risk-dami COLUMN@GROUP:SPEC
 with GROUP low, medium or high sets subgroup-specific tuning):
-  K=3,sigma=5         continuous: K noisy copies W_k = X + N(0, sigma^2)
+  K=3,sigma=5         continuous: K >= 1 noisy copies W_k = X + N(0, sigma^2)
   K=3,reliability=0.9 continuous: sigma set from the reliability 1/(1 + sigma^2/(K var X))
   alpha=2             categorical: W = alpha * code(X) + N(0, 1)
   p=0.8               categorical: W = X with probability p, else another category at random
