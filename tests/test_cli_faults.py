@@ -249,8 +249,11 @@ def test_dpsyn_bounds_error_speaks_command_line(tmp_path, capsys):
                "--param", "epsilon=1", "--m", "2", "--out", str(tmp_path / "dp"), "--quiet"])
     err = _err(capsys)
     # every undeclared column is named the same way whatever its dtype (issue 25: a dtype is
-    # a reader's guess from the private values)
-    assert rc == 1 and "--bounds age=LO:HI --bounds sex=LO:HI --bounds hours=LO:HI" in err
+    # a reader's guess from the private values): both forms offered, none chosen by dtype
+    # (issue 27: 'sex' was told to take --bounds)
+    assert rc == 1 and "Columns ['age', 'sex', 'hours'] have no declared public domain" in err
+    assert "--levels COLUMN=A,B,..." in err and "--bounds COLUMN=LO:HI" in err
+    assert "--bounds sex=" not in err and "--levels sex=" not in err
     assert "bounds={" not in err and not (tmp_path / "dp").exists()
 
 
@@ -423,4 +426,4 @@ def test_dpsyn_bounds_hint_quotes_names_with_spaces(tmp_path, capsys):
     rc = main(["synthesize", "--data", str(path), "--qi", "age in years,sex", "--keep", "hours", "--method", "dpsyn",
                "--param", "epsilon=1", "--m", "2", "--out", str(tmp_path / "dp"), "--quiet"])
     err = _err(capsys)
-    assert rc == 1 and "--bounds 'age in years=LO:HI' --bounds sex=LO:HI --bounds hours=LO:HI" in err
+    assert rc == 1 and "--levels 'age in years=A,B' or --bounds 'age in years=LO:HI'" in err

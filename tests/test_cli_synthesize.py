@@ -179,8 +179,10 @@ def test_parse_mask_values():
         ("age:K=3,sigma_e=-1", "The '--mask' value of 'sigma_e' for column 'age' (in 'age:K=3,sigma_e=-1') must be > 0"),
         ("sex:alpha=-1", "The '--mask' value of 'alpha' for column 'sex' (in 'sex:alpha=-1') must be >= 0"),
         ("race:p=1.5", "The '--mask' value of 'p' for column 'race' (in 'race:p=1.5') must be <= 1"),
-        ("age:K=3,alpha=1", "mixes normal-masking keys"),
-        ("age:beta=3", "unknown keys ['beta']"),
+        ("age:K=3,alpha=1", "mixes keys of a continuous mask (K) and a categorical one (alpha)"),
+        ("age:beta=3", "has an unknown key 'beta'; accepted keys: K with sigma"),
+        ("age:K=3", "needs the noise level: add sigma=... (> 0) or reliability=..."),
+        ("age:K=0", "The '--mask' value of 'K' for column 'age' (in 'age:K=0') must be >= 1"),
     ],
 )
 def test_malformed_mask(text, message):

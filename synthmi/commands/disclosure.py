@@ -75,13 +75,23 @@ def run(args: argparse.Namespace) -> int:
     from ..spec import resolve_quasi_identifiers
 
     qi = resolve_quasi_identifiers(split_list(args.qi), spec, option="--qi")
+    # every column option is checked before any matching runs (a misspelt --target was
+    # refused only after "matched ... targets" had been printed)
+    unknown = [c for c in qi if c not in original.columns]
+    if unknown:
+        raise InputError(f"The '--qi' option names columns not in the release: {unknown}. "
+                         f"Available columns: {list(original.columns)}.")
+    if args.target and args.target not in original.columns:
+        raise InputError(f"The '--target' option names a column not in the release: {args.target!r}. "
+                         f"Available columns: {list(original.columns)}.")
     if args.target and args.target in qi:
         raise InputError(f"The '--target' column '{args.target}' is also in --qi: a column is either a "
                          "quasi-identifier the intruder knows or the attribute to learn; drop it from one.")
     by = None
     if args.by:
         if args.by not in original_full.columns:
-            raise InputError(f"The '--by' option names a column not in the original: {args.by!r}.")
+            raise InputError(f"The '--by' option names a column not in the original: {args.by!r}. "
+                             f"Available columns: {list(original_full.columns)}.")
         by = original_full[args.by]
     tol = parse_assignments(args.tol, "tol") or None
     t0 = time.perf_counter()
@@ -95,8 +105,6 @@ def run(args: argparse.Namespace) -> int:
     if args.target:
         from ..evaluation.attribute_disclosure import attribute_disclosure
 
-        if args.target not in original.columns:
-            raise InputError(f"The '--target' option names a column not in the release: {args.target!r}.")
         t1 = time.perf_counter()
         attr = attribute_disclosure(original, syn.copies, qi, args.target, tolerance=tol,
                                     target_tolerance=args.target_tol, threshold=args.threshold, by=by, spec=spec)

@@ -7,7 +7,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ._common import (
     COMMA_NAMES_HELP,
@@ -104,7 +104,7 @@ imputes missing values and releases the observed missingness pattern.
 
 masks (--mask COLUMN:SPEC, repeatable; dami and risk-dami; for risk-dami COLUMN@GROUP:SPEC
 with GROUP low, medium or high sets subgroup-specific tuning):
-  K=3,sigma=5         continuous: K noisy copies W_k = X + N(0, sigma^2)
+  K=3,sigma=5         continuous: K >= 1 noisy copies W_k = X + N(0, sigma^2)
   K=3,reliability=0.9 continuous: sigma set from the reliability 1/(1 + sigma^2/(K var X))
   alpha=2             categorical: W = alpha * code(X) + N(0, 1)
   p=0.8               categorical: W = X with probability p, else another category at random
@@ -179,12 +179,54 @@ def parse_mask(text: str) -> tuple[str, dict[str, Any]]:
     return col, out
 
 
+# The keys a --mask takes (the command line's names: sigma for NormalMasking's sigma_e).
+MASK_KEYS: dict[str, tuple[str, ...]] = {
+    "continuous": ("K", "sigma", "sigma_e", "reliability"),
+    "categorical": ("alpha", "p", "n_categories"),
+}
+
+
+def _check_mask_keys(spec: dict[str, Any], col: str, item: str) -> None:
+    """A --mask's keys in the terms the user typed: unknown keys, keys of both mask kinds, a
+    missing K or noise level, and K < 1 (K is the number of noisy copies W_k = X + e_k of the
+    seeds' DA-MI masking model; K = 0 would add none, so the column is left out of --mask)."""
+    accepted = "K with sigma (or sigma_e) or reliability (continuous); alpha or p (categorical)"
+    unknown = [k for k in spec if k not in MASK_KEYS["continuous"] + MASK_KEYS["categorical"]]
+    if unknown:
+        which = f"an unknown key '{unknown[0]}'" if len(unknown) == 1 else f"unknown keys {unknown}"
+        raise InputError(f"The '--mask' option for column '{col}' (in {item!r}) has {which}; accepted keys: {accepted}.")
+    cont = [k for k in spec if k in MASK_KEYS["continuous"]]
+    cat = [k for k in spec if k in MASK_KEYS["categorical"]]
+    if cont and cat:
+        raise InputError(f"The '--mask' option for column '{col}' (in {item!r}) mixes keys of a continuous mask "
+                         f"({', '.join(cont)}) and a categorical one ({', '.join(cat)}); accepted keys: {accepted}.")
+    if "alpha" in cat and "p" in cat:
+        raise InputError(f"The '--mask' option for column '{col}' (in {item!r}) gives both 'alpha' and 'p'; "
+                         "a categorical mask takes one of them.")
+    if cont:
+        noise = [k for k in cont if k != "K"]
+        if "K" not in spec:
+            raise InputError(f"The '--mask' option for column '{col}' (in {item!r}) needs K, the number of noisy "
+                             "copies, e.g. K=3,sigma=5.")
+        if isinstance(spec["K"], (int, float)) and spec["K"] < 1:
+            raise InputError(f"The '--mask' value of 'K' for column '{col}' (in {item!r}) must be >= 1 (the number "
+                             "of noisy copies W_k = X + e_k); to leave a column unmasked, leave it out of --mask. "
+                             f"Got {spec['K']!r} instead.")
+        if not noise:
+            raise InputError(f"The '--mask' option for column '{col}' (in {item!r}) needs the noise level: add "
+                             "sigma=... (> 0) or reliability=... (in (0, 1)), e.g. K=3,sigma=5.")
+        if len(noise) > 1:
+            raise InputError(f"The '--mask' option for column '{col}' (in {item!r}) gives {' and '.join(noise)}; "
+                             "give one noise level: sigma or reliability.")
+
+
 def _cli_masking(make, spec: dict[str, Any], col: str, item: str):
     """``make_masking`` with its parameter errors in the terms of the --mask the user typed:
     "The 'sigma_e' parameter of NormalMasking must be > 0" -> "The '--mask' value of 'sigma'
     for column 'age' (in 'age:K=3,sigma=-5') must be > 0" (the key as typed: sigma or sigma_e)."""
     import re
 
+    _check_mask_keys(spec, col, item)
     try:
         return make(spec, column=col)
     except ValueError as exc:
@@ -197,14 +239,27 @@ def _cli_masking(make, spec: dict[str, Any], col: str, item: str):
         raise InputError(re.sub(r"The '(\w+)' parameter of \w*Masking", typed, str(exc))) from None
 
 
-def build_masks(items: list[str] | None, groups: tuple[str, ...] = ()) -> dict[str, Any]:
+def build_masks(items: list[str] | None, groups: tuple[str, ...] = (), columns: Sequence[str] | None = None,
+                quasi_identifiers: Sequence[str] | None = None, make: bool = True) -> dict[str, Any]:
     """``--mask`` options -> {column: masking model} (validated by the masking classes).
 
     With ``groups`` (risk subgroups), ``COLUMN@GROUP:SPEC`` sets a mask for one
     subgroup; then every mask must name its group and the result is
-    {group: {column: masking model}} with every group present.
+    {group: {column: masking model}} with every group present. With ``columns`` (the
+    data's) and ``quasi_identifiers``, a mask's column is checked first, before its keys.
+    ``make=False`` checks the syntax only and returns the parsed key dicts (run() calls
+    it before reading the data, and again with the columns once they are known).
     """
     from ..models.masking import make_masking
+
+    def built(spec: dict[str, Any], col: str, item: str):
+        if columns is not None and col not in columns:
+            raise InputError(f"The '--mask' option names column '{col}', which is not in the data. "
+                             f"Available columns: {list(columns)}.")
+        if quasi_identifiers is not None and col not in quasi_identifiers:
+            raise InputError(f"The '--mask' option names column '{col}', which is not a quasi-identifier: only "
+                             f"synthesized columns are masked. Quasi-identifiers (--qi): {list(quasi_identifiers)}.")
+        return _cli_masking(make_masking, spec, col, item) if make else spec
 
     flat: dict[str, Any] = {}
     nested: dict[str, dict[str, Any]] = {}
@@ -217,11 +272,11 @@ def build_masks(items: list[str] | None, groups: tuple[str, ...] = ()) -> dict[s
                 raise InputError(f"The '--mask' option names group {group!r} for column '{col}'; groups are {where}.")
             if col in nested.setdefault(group, {}):
                 raise InputError(f"The '--mask' option is given twice for column '{col}' in group '{group}'.")
-            nested[group][col] = _cli_masking(make_masking, spec, col, item)
+            nested[group][col] = built(spec, col, item)
         else:
             if col in flat:
                 raise InputError(f"The '--mask' option is given twice for column '{col}'.")
-            flat[col] = _cli_masking(make_masking, spec, col, item)
+            flat[col] = built(spec, col, item)
     if flat and nested:
         raise InputError("The '--mask' options either all name a risk group (COLUMN@GROUP:SPEC) or none does.")
     if nested:
@@ -300,6 +355,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--bounds", action="append", metavar="COLUMN=LO:HI",
         help="dpsyn shorthand: declare a numeric column CONTINUOUS on [LO, HI] (repeatable; overrides --domain). "
         "Integer-coded or 0/1 columns need --domain with kind integer or binary to come back as integers",
+    )
+    p.add_argument(
+        "--levels", action="append", metavar="COLUMN=A,B,...",
+        help="dpsyn shorthand: declare a categorical column's public levels, one column per option (repeatable; "
+        "overrides --domain); levels that are increasing numbers are ordinal, e.g. --levels rating=1,2,3,4,5",
     )
     p.add_argument(
         "--engine", choices=("pandas", "dask"), default="pandas",
@@ -386,6 +446,21 @@ def parse_bounds(items: list[str] | None) -> dict[str, tuple[float, float]]:
                 out[col.strip()] = (float(lo), float(hi))
             except ValueError:
                 raise InputError(f"The '--bounds' option takes COLUMN=LO:HI. Got {part!r} instead.") from None
+    return out
+
+
+def parse_levels(items: list[str] | None) -> dict[str, list[Any]]:
+    """``["sex=F,M", "rating=1,2,3"]`` -> ``{"sex": ["F", "M"], "rating": [1, 2, 3]}`` (one column per item)."""
+    out: dict[str, list[Any]] = {}
+    for item in items or []:
+        col, eq, rest = item.partition("=")
+        col = col.strip()
+        levels = [_number(v) for v in split_list(rest)] if eq else []
+        if not col or not levels:
+            raise InputError(f"The '--levels' option takes COLUMN=A,B,..., e.g. sex=F,M. Got {item!r} instead.")
+        if col in out:
+            raise InputError(f"The '--levels' option is given twice for column '{col}'.")
+        out[col] = levels
     return out
 
 
@@ -489,10 +564,19 @@ def _check_not_degenerate(data, qi: list[str], keep: list[str], keep_from: str =
                         f"{where} {names}, which {'is' if len(bad) == 1 else 'are'} {what} in the data: nothing to "
                         f"model or release. Pass --keep naming the columns to release, without {names}."
                     )
+                # One rule for --qi and --keep: such a column carries no information, so it is neither
+                # synthesized nor released (the synthesizers refuse it as a predictor too); the advice
+                # names every step that makes the command run, never "--keep" for a column --keep refuses.
+                it = "it" if len(bad) == 1 else "them"
+                advice = f"Drop {it} from {opt}."
+                if opt == "--qi" and keep_from != "option":
+                    advice = (f"Drop {it} from --qi and leave {it} out of the released columns: without '--keep' "
+                              f"every column not in --qi is kept, so pass --keep naming the columns to release, "
+                              f"without {names}.")
                 raise InputError(
                     f"The '{opt}' option names {names}, which {'is' if len(bad) == 1 else 'are'} {what} in the data: "
-                    f"nothing to model or synthesize. Drop {'it' if len(bad) == 1 else 'them'} from {opt}"
-                    + (" (a constant column can be released unchanged with --keep)." if opt == "--qi" and what != "entirely missing" else ".")
+                    f"{'it carries' if len(bad) == 1 else 'they carry'} no information to synthesize or release "
+                    f"(neither --qi nor --keep takes such a column). {advice}"
                 )
 
 
@@ -601,24 +685,25 @@ def _rule_of(method: str, params: dict[str, Any]) -> str:
 
 
 def _require_declared(domain, data) -> None:
-    """Every released column declared public, or one error in command-line terms: numeric
-    columns get ``--bounds COLUMN=LO:HI``, the others a ``--domain`` file."""
+    """Every released column declared public, or one error in command-line terms naming both
+    forms (``--levels COLUMN=A,B,...``, ``--bounds COLUMN=LO:HI``) and ``--domain``."""
     import shlex
-
-    import pandas as pd
 
     missing = [c for c in data.columns if c not in domain]
     if not missing:
         return
-    # The same words whatever the dtypes: a reader's dtype is a guess from the private
-    # values (a '?' turns a numeric column into text), so it must not shape the message.
+    first = missing[0]
+    # The same words whatever the dtypes: which form a column needs (levels or bounds) is the
+    # user's declaration; a reader's dtype is a guess from the private values (a '?' turns a
+    # numeric column into text, 0/1 reads as a number), so it must not shape the message.
     which = f"Column '{missing[0]}' has" if len(missing) == 1 else f"Columns {missing} have"
     raise InputError(
         f"{which} no declared public domain: a DP release cannot read levels or bounds from the data "
-        f"without spending privacy budget. Declare the levels or the documented range (not the observed "
-        f"minimum and maximum) of each in a domain file, --domain domain.json (format: synthmi.domain), or the "
-        f"range of the numeric ones with "
-        + " ".join(f"--bounds {shlex.quote(f'{c}=LO:HI')}" for c in missing) + "."
+        f"without spending privacy budget. Declare {'it' if len(missing) == 1 else 'each'} with --levels "
+        f"COLUMN=A,B,... (a categorical, binary or ordinal column: its public levels) or --bounds COLUMN=LO:HI "
+        f"(a numeric column: its documented range, not the observed minimum and maximum), e.g. "
+        f"--levels {shlex.quote(f'{first}=A,B')} or --bounds {shlex.quote(f'{first}=LO:HI')}, or in a domain "
+        f"file, --domain domain.json (format: synthmi.domain)."
     )
 
 
@@ -681,6 +766,12 @@ def _dp_data(args: argparse.Namespace, source: str, data, spec=None):
         domain = domain.merged(spec.public_domain())
     if args.domain:
         domain = domain.merged(PublicDomain.from_json(args.domain))
+    levels = parse_levels(getattr(args, "levels", None))
+    if levels:
+        both = [c for c in levels if c in parse_bounds(args.bounds)]
+        if both:
+            raise InputError(f"The '--levels' and '--bounds' options both declare column '{both[0]}'; declare it once.")
+        domain = domain.merged(PublicDomain.from_legacy(domain=levels, source="--levels"))
     if args.bounds:
         domain = domain.merged(PublicDomain.from_legacy(bounds=parse_bounds(args.bounds), source="--bounds"))
     _require_declared(domain, data)
@@ -705,7 +796,9 @@ def run(args: argparse.Namespace) -> int:
             )
         if MASK_PARAMETER[args.method] in params:
             raise InputError(f"Give the masks either with --mask or with --param {MASK_PARAMETER[args.method]}=..., not both.")
-        params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()))
+        # the syntax now (a bad --mask costs no reading); the columns, keys and models once the
+        # data's columns are known (a misspelt column is named before its keys are judged)
+        params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()), make=False)
     if "progressbar" in _param_names(cls) and "progressbar" not in params:
         # a sampler's live bar (tqdm) only on a terminal: redirected, its carriage returns
         # fill the log; the step lines below say the same
@@ -802,6 +895,9 @@ def run(args: argparse.Namespace) -> int:
     both = [c for c in keep if c in qi]
     if both:
         raise ColumnError(f"Columns {both} are in both --qi and --keep; a column is either synthesized or released unchanged.")
+    if args.mask:
+        params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()),
+                                                          columns=list(df.columns), quasi_identifiers=qi)
     # Only the named columns are released: the rest are dropped before fitting.
     data = df[[c for c in df.columns if c in qi or c in keep]]
     if na_values is None and not dp_release:
@@ -880,8 +976,9 @@ def run(args: argparse.Namespace) -> int:
         fit_kwargs: dict[str, Any] = {"domain": domain, "out_of_domain": "other" if args.map_other else "error"}
         if spec is not None:
             fit_kwargs["spec"] = spec
-    elif args.bounds or args.domain or args.map_other:
-        flag = "--bounds" if args.bounds else "--domain" if args.domain else "--map-other"
+    elif args.bounds or args.levels or args.domain or args.map_other:
+        flag = ("--bounds" if args.bounds else "--levels" if args.levels else "--domain" if args.domain
+                else "--map-other")
         raise InputError(f"The '{flag}' option is for {', '.join(FULLY_SYNTHETIC)}; method {args.method!r} takes none.")
     else:
         fit_kwargs = {"spec": spec}
@@ -959,6 +1056,22 @@ def _source_metadata(args: argparse.Namespace, source: str, keep: list[str], dat
     return meta
 
 
+def _read_parquet(dd, source: str):
+    """``dd.read_parquet`` with a file that is not Parquet refused in the terms of --data: its
+    base name and extension are named, never the reader's text (which may quote the file)."""
+    try:
+        return dd.read_parquet(source)
+    except Exception:  # pyarrow's ArrowInvalid, OSError or dask's ValueError around them
+        path = Path(source)
+        what = ("a directory holding no readable Parquet files" if path.is_dir() else
+                f"a '{path.suffix}' file" if path.suffix else "a file without an extension")
+        hint = (" Read a CSV file with --engine pandas (the default), or convert it to Parquet first "
+                "(pandas: read_csv(...).to_parquet(...))." if path.suffix.lower() in (".csv", ".tsv", ".txt") else "")
+        raise InputError(f"The '--data' option of --engine dask takes a Parquet file or a directory of Parquet "
+                         f"files. Got '{input_label(source)}', {what} that is not Parquet."
+                         + hint) from None
+
+
 def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], out: Path, t0: float) -> int:
     """``--engine dask``: Parquet in, Parquet copies out, partition by partition (synthmi.engine)."""
     import numpy as np
@@ -967,8 +1080,9 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
 
     if args.method not in ("rubin", "dami"):
         raise InputError(f"The '--engine dask' option runs the methods rubin and dami; {args.method!r} has no Dask path.")
-    if args.bounds or args.domain or args.map_other:
-        raise InputError("The '--bounds', '--domain' and '--map-other' options are for DP methods, not --engine dask.")
+    if args.bounds or args.levels or args.domain or args.map_other:
+        raise InputError("The '--bounds', '--levels', '--domain' and '--map-other' options are for DP methods, not "
+                         "--engine dask.")
     given = [opt for opt, v in (("--weights", args.weights), ("--weight-as-predictor", args.weight_as_predictor),
                                 ("--semicont", args.semicont), ("--rule", args.rule)) if v]
     if given:
@@ -988,7 +1102,7 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
         client = Client(args.scheduler)
         _log(args, f"connected to the Dask scheduler at {args.scheduler}")
     try:
-        ddf = dd.read_parquet(source)
+        ddf = _read_parquet(dd, source)
         # text columns and categoricals of unknown levels: one pass to list their levels
         meta = ddf._meta
         todo = [c for c in ddf.columns if meta[c].dtype == object or pd_is_string(meta[c].dtype)
@@ -1001,6 +1115,9 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
         if unknown:
             opt = "--qi" if any(c in qi for c in unknown) else "--keep"
             raise InputError(f"The '{opt}' option names columns not in the data: {unknown}. Available columns: {list(ddf.columns)}.")
+        if args.mask:
+            params[MASK_PARAMETER[args.method]] = build_masks(args.mask, RISK_GROUPS.get(args.method, ()),
+                                                              columns=list(ddf.columns), quasi_identifiers=qi)
         data = ddf[[c for c in ddf.columns if c in qi or c in keep]]
         seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else int(args.seed)
         if "random_state" in _param_names(cls) and "random_state" not in params:
