@@ -229,3 +229,53 @@ def test_frame_stand_in_keeps_kinds_and_remote_merges_alike(client):
         out[k] = (remote.call("sum"), remote.call("size"), [x.tolist() for x in remote.fetch()])
     assert out["pandas"] == out[1] == out[4]
     assert sum(out[4][1]) == 500
+
+
+@pytest.fixture(scope="module")
+def fair():
+    """A new user's file: statsmodels' ``fair`` survey, age on a half-year grid (17.5, 22, 27, ...), a 0/1
+    integer quasi-identifier added."""
+    sm = pytest.importorskip("statsmodels.api")
+    df = sm.datasets.fair.load_pandas().data.sample(1000, random_state=0).reset_index(drop=True)
+    df["affair"] = (df["affairs"] > 0).astype("int64")
+    return df[["age", "educ", "affair", "rate_marriage", "yrs_married", "children"]]
+
+
+@pytest.mark.parametrize("name", ["rubin", "dami"])
+def test_continuous_qi_on_a_fractional_grid_is_drawn_on_it_alike_on_dask(client, fair, name):
+    """The Dask fit found only whole-number grids: fair's ages (grid 0.5 from 17.5) were drawn off the
+    data's grid (30.146645...) while the pandas path snapped them, so every age (and then educ, affair)
+    differed from the pandas copies. Now the grid is detect_grid of the distinct values gathered from the
+    partitions: the same grid, and the same copies bit for bit, for 1 and 3 partitions and in memory."""
+    qi = ["age", "educ", "affair"]
+    make = {"rubin": lambda: RubinSynthesizer(sampler="fast"),
+            "dami": lambda: DAMISynthesizer(masks={"age": {"K": 3, "sigma_e": 2.0}}, sampler="fast", random_state=3)}[name]
+    mem = make().fit(fair, qi)
+    assert mem.supports_["age"].grid == (17.5, 0.5)
+    want = mem.sample(3, random_state=7).copies
+    for P in (1, 3):
+        dsk = make().fit(dd.from_pandas(fair, npartitions=P), qi)
+        assert dsk.supports_["age"].grid == (17.5, 0.5)
+        for a, b in zip(dsk.sample(3, random_state=7).compute(), want):
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+            k = (a["age"].to_numpy() - 17.5) / 0.5  # on the grid 17.5 + 0.5 k
+            np.testing.assert_array_equal(k, np.round(k))
+
+
+def test_copies_off_any_grid_are_the_same_for_every_partitioning(client, fair):
+    """With no grid the draws show every bit of the linear predictor: the BLAS product Z @ beta rounded a
+    record's value by its place in a partition (7e-15 between 1 and 3 partitions); the predictor is now
+    summed column by column (conditional.rowwise_product), the same for every partitioning."""
+    qi = ["age", "educ", "affair"]
+    got = {P: RubinSynthesizer(sampler="fast", grid=None).fit(dd.from_pandas(fair, npartitions=P), qi)
+           .sample(3, random_state=7).compute() for P in (1, 3)}
+    for a, b in zip(got[1], got[3]):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    # the row-wise product is Z @ B up to rounding, for a vector and a matrix of coefficients
+    from synthmi.models.conditional import rowwise_product
+
+    rng = np.random.default_rng(1)
+    Z, B = rng.normal(size=(50, 7)), rng.normal(size=(7, 3))
+    np.testing.assert_allclose(rowwise_product(Z, B), Z @ B, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(rowwise_product(Z, B[:, 0]), Z @ B[:, 0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(rowwise_product(Z[:13], B), rowwise_product(Z, B)[:13])

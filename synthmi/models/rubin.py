@@ -81,7 +81,7 @@ from .conjugate import NormalRegressionPosterior
 from .column_posterior import HMC_INITIAL_DRAWS, IMH_MIN_ESS_FRACTION, draw_columns  # noqa: F401 (re-exported)
 from .glm import CategoricalModel, categorical_model_of, group_rows, merge_bucket
 from .predictive import Prepared, draw_categorical, sequential_draw
-from .truncation import Support, detect_grid
+from .truncation import Support, detect_grid, distinct_capped
 from ..errors import ColumnError, InputError, ParameterError
 
 TRANSFORMS = (None, "log", "log1p", "rank")
@@ -903,17 +903,23 @@ class RubinSynthesizer(Synthesizer):
         self.encoders_ = {c: self._encoder_from_moments(c, mean_of.get(c), ss_of.get(c), n) for c in keep_cols + qi}
         z_names = ["(Intercept)"] + [lab for c in keep_cols for lab in self.encoders_[c].labels()]
         self.supports_ = {}
-        for c in qi:
-            if self.schema_[c].kind == "continuous":
-                # the observed range; the grid "auto" is the whole-number grid when no value has a
-                # fractional part (finer grids such as halves are detected in memory only)
-                step = self.grid.get(c, "auto") if isinstance(self.grid, Mapping) else self.grid
-                if step == "auto":
-                    whole = sum(ch["fractional"][c] for ch in checks) == 0
-                    grid = (0.0, 1.0) if whole and hi_of[c] - lo_of[c] >= 2 else None
-                else:
-                    grid = None if step is None else (0.0, float(step))
-                self.supports_[c] = Support(float(lo_of[c]), float(hi_of[c]), "observed", grid)
+        steps = {c: self.grid.get(c, "auto") if isinstance(self.grid, Mapping) else self.grid
+                 for c in qi if self.schema_[c].kind == "continuous"}
+        auto = [c for c, step in steps.items() if step == "auto"]
+        # the grid "auto" as in memory (_support): detect_grid of the column's distinct values, the
+        # union of each partition's (capped where detect_grid gives up: the same grid for any partitioning)
+        distinct: dict[str, np.ndarray | None] = {c: np.zeros(0) for c in auto}
+        for pr in (frame.map_partitions(_partition_distinct, auto) if auto else []):
+            for c in auto:
+                u = None if distinct[c] is None or pr[c] is None else np.union1d(distinct[c], pr[c])
+                distinct[c] = None if u is None or u.size > DISTINCT_CAP else u
+        for c, step in steps.items():
+            if step == "auto":
+                grid = None if distinct[c] is None else detect_grid(distinct[c])
+            else:
+                grid = None if step is None else (0.0, float(check_scalar(step, f"grid['{c}']", owner, lower=0,
+                                                                            lower_inclusive=False)))
+            self.supports_[c] = Support(float(lo_of[c]), float(hi_of[c]), "observed", grid)
         self.conditionals_ = []
         for j, c in enumerate(self.order_):
             v = self.schema_[c]
@@ -1177,6 +1183,15 @@ def _partition_checks(part: pd.DataFrame, offset: int, schema: Schema, used: lis
             free = None
         out["rules"][c] = (int(hit.sum()), broken, free)
     return out
+
+
+#: distinct values per column past which detect_grid finds no grid (its max_points + 1)
+DISTINCT_CAP = 1_000_001
+
+
+def _partition_distinct(part: pd.DataFrame, offset: int, cols: list[str]) -> dict[str, np.ndarray | None]:
+    """Each column's sorted distinct finite values on ``part`` (None: more than :data:`DISTINCT_CAP`)."""
+    return {c: distinct_capped(part[c].to_numpy(dtype=float), DISTINCT_CAP) for c in cols}
 
 
 def _free_grams(view: RubinSynthesizer, ruled: list[int]) -> tuple:
