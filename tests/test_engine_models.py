@@ -279,3 +279,48 @@ def test_copies_off_any_grid_are_the_same_for_every_partitioning(client, fair):
     np.testing.assert_allclose(rowwise_product(Z, B), Z @ B, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(rowwise_product(Z, B[:, 0]), Z @ B[:, 0], rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(rowwise_product(Z[:13], B), rowwise_product(Z, B)[:13])
+
+
+def test_aliased_predictors_are_dropped_alike_on_dask(client):
+    """Issue 27 review: with female = (sex == 'Female') a quasi-identifier and sex kept, the in-memory fit
+    drops female from the race and age models (aliased with sex[1], as R's lm gives it NA); the Dask fit
+    dropped aliased columns only for ruled models and kept it, so the age model's intercept was 12.7
+    instead of 50.2 (posterior sd 2.7e7). Now every Dask model applies the same rule to the Gram matrix
+    summed over partitions: the same coefficients, and the same copies for the seed."""
+    a = load_adult()[["age", "sex", "race", "income", "education"]].iloc[:2000].reset_index(drop=True)
+    a["female"] = (a["sex"] == "Female").astype("int64")
+    qi, keep = ["female", "race", "age"], ["income", "education", "sex"]
+    kw = dict(draws=100, chains=2, progressbar=False, sampler="imh", accept_diagnostics=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mem = RubinSynthesizer(**kw).fit(a[qi + keep], qi, keep)
+        dsk = RubinSynthesizer(**kw).fit(dd.from_pandas(a[qi + keep], npartitions=2), qi, keep)
+        assert [c.coef_names for c in dsk.conditionals_] == [c.coef_names for c in mem.conditionals_]
+        assert "female[1]" not in mem.conditionals_[2].coef_names and "sex[1]" in mem.conditionals_[2].coef_names
+        fm, fd = mem.conditionals_[2].fast, dsk.conditionals_[2].fast
+        # QR fit vs sums over partitions: the same estimates up to rounding
+        np.testing.assert_allclose(fd.beta_hat, fm.beta_hat, rtol=1e-8)
+        assert 30 < fd.beta_hat[0] < 70 and np.sqrt(fd.s2 * np.sum(fd.chol_inv ** 2, axis=1)).max() < 100
+        m = mem.sample(1, random_state=5).copies[0]
+        d = dsk.sample(1, random_state=5).compute()[0]
+    pd.testing.assert_frame_equal(d, m, check_exact=True)
+
+
+def test_from_stats_refuses_an_aliased_design_as_the_qr_fit_does():
+    """An exactly aliased column (x2 = 1 - x1 next to an intercept) leaves a Cholesky pivot of X'X at
+    rounding level (~1e-16 relative, above the former 1e-20 test): from_stats now uses the aliasing
+    rule of the fits and refuses it, as the QR fit does."""
+    from synthmi.errors import InputError
+    from synthmi.models.conjugate import NormalRegressionPosterior
+
+    rng = np.random.default_rng(0)
+    x1 = rng.integers(0, 2, 200).astype(float)
+    X = np.column_stack([np.ones(200), rng.normal(size=200) / 3, x1, 1 - x1 + 0.0 * x1])
+    X[:, 1] = (X[:, 1] - X[:, 1].mean()) / X[:, 1].std()
+    y = X[:, :3] @ np.array([1.0, 2.0, 3.0]) + rng.normal(size=200)
+    with pytest.raises(InputError, match="collinear"):
+        NormalRegressionPosterior.fit(X, y)
+    with pytest.raises(InputError, match="collinear"):
+        NormalRegressionPosterior.from_stats(X.T @ X, X.T @ y, float(y @ y), 200.0)
+    ok = NormalRegressionPosterior.from_stats(X[:, :3].T @ X[:, :3], X[:, :3].T @ y, float(y @ y), 200.0)
+    np.testing.assert_allclose(ok.beta_hat, NormalRegressionPosterior.fit(X[:, :3], y).beta_hat, rtol=1e-10)

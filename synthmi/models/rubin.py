@@ -56,7 +56,7 @@ import pandas as pd
 from scipy.special import ndtri
 
 from .._numeric import non_aliased as _non_aliased
-from .._numeric import non_aliased_gram
+from .._numeric import independent_columns_gram, non_aliased_gram
 from .._random import PositionalRNG, entropy_from
 from .._validate import Interval, Options, check_degenerate_found, check_random_state, check_scalar
 from ..diagnostics import enforce as enforce_diagnostics
@@ -933,19 +933,34 @@ class RubinSynthesizer(Synthesizer):
             self.conditionals_.append(cond)
         light = _copy.copy(self)  # what the partition tasks need (no dask objects inside)
         light.retain_records()  # shipped to this job's workers, never published: pickled whole
-        # a ruled column's model on its free rows: kept columns aliased there are dropped (pivoted QR of
-        # the Gram matrix summed over partitions), as in memory
+        # every model drops aliased columns as in memory (_fit): kept columns by the pivoted QR of their
+        # Gram matrix, then earlier quasi-identifiers' columns aliased with those before them
+        # (_drop_aliased_gram), from the Gram matrix of [Z | every QI encoded] summed over partitions on
+        # the model's rows (a ruled column's: the rows its rule leaves free)
         ruled = [j for j, cd in enumerate(self.conditionals_) if cd.rule is not None]
-        if ruled:
-            grams = frame.reduce(lambda p: _free_grams(light._on_rows(p), ruled))
-            for j, G in zip(ruled, grams):
-                cond = self.conditionals_[j]
-                cond.design = AdditiveDesign(np.zeros((1, len(z_names))), z_names,
-                                             [self.encoders_[pr] for pr in cond.predictors], cond.intercept,
-                                             non_aliased_gram(G))
-                cond.coef_names = list(cond.design.names)
-            light = _copy.copy(self)
-            light.retain_records()
+        grams = frame.reduce(lambda p: _alias_grams(light._on_rows(p), ruled))
+        gram_of = {j: grams[1 + k] for k, j in enumerate(ruled)}
+        pz = len(z_names)
+        x_cols, pos = {}, pz
+        for c in self.order_:
+            x_cols[c] = list(range(pos, pos + self.encoders_[c].width))
+            pos += self.encoders_[c].width
+        for j, cond in enumerate(self.conditionals_):
+            G = gram_of.get(j, grams[0])
+            idx = [int(k) for k in non_aliased_gram(G[:pz, :pz])]
+            # Zc of _drop_aliased: the kept Z columns, after an intercept unless the first is all ones
+            # (sum x = sum x^2 = n on the model's rows)
+            first_ones = bool(idx) and G[idx[0], idx[0]] == G[0, 0] == G[0, idx[0]]
+            zc = idx if first_ones else [0] + idx
+            encs = [self.encoders_[pr] for pr in cond.predictors]
+            if encs:
+                sel = zc + [k for pr in cond.predictors for k in x_cols[pr]]
+                encs = _drop_aliased_gram(G[np.ix_(sel, sel)], len(zc), encs)
+            cond.design = AdditiveDesign(np.zeros((1, pz)), z_names, encs, cond.intercept, np.asarray(idx))
+            cond.predictors = list(cond.design.inputs)
+            cond.coef_names = list(cond.design.names)
+        light = _copy.copy(self)
+        light.retain_records()
         normal_idx = [j for j, cd in enumerate(self.conditionals_) if cd.family == "normal"]
         cat_idx = [j for j, cd in enumerate(self.conditionals_) if cd.family != "normal"]
         if normal_idx:
@@ -1096,40 +1111,29 @@ def _drop_aliased(Z: np.ndarray, encoders: list[Encoder], values: Mapping[str, n
 
     Going through the columns in order after the (full-rank) kept block ``Z``
     (intercept first), a column is aliased when it is a linear combination of
-    the columns kept before it on the model's rows, as R's ``lm``/``glm``
-    (pivoting in ``dqrdc2``) give it an ``NA`` coefficient: its residual sum of
-    squares after projecting on them,
-
-    .. math:: r_j = G_{jj} - G_{jK} G_{KK}^{-1} G_{Kj}, \\qquad G = D^\\top D,
-
-    is at most ``tol`` times :math:`G_{jj}` (the incremental Cholesky factor of
-    :math:`G_{KK}` gives it in :math:`O(p^2)`). Skip patterns make such columns:
-    on the rows where hours worked has a value, ``employed`` is always
-    ``'Yes'`` and its ``<NA>`` dummy is 0. A categorical column keeps the dummies
-    of its other levels (:attr:`Encoder.levels`), a continuous or fully aliased
-    one leaves the design.
+    the columns kept before it on the model's rows (:func:`_drop_aliased_gram`).
+    Skip patterns make such columns: on the rows where hours worked has a value,
+    ``employed`` is always ``'Yes'`` and its ``<NA>`` dummy is 0.
     """
-    from scipy import linalg
-
     if not encoders:
         return []
     # the intercept spans the cut-points of ordinal models, which have none in the design
     Zc = Z if Z.shape[1] and np.all(Z[:, 0] == 1.0) else np.hstack([np.ones((Z.shape[0], 1)), Z])
     X = np.hstack([e.encode(values[e.name]) for e in encoders])
     D = np.hstack([Zc, X])
-    G = D.T @ D
-    q = Zc.shape[1]
-    L = np.zeros((G.shape[0], G.shape[0]))
-    kept: list[int] = []
-    keep = np.zeros(G.shape[0], dtype=bool)
-    for j in range(G.shape[0]):
-        w = linalg.solve_triangular(L[np.ix_(kept, kept)], G[kept, j], lower=True) if kept else np.zeros(0)
-        r = G[j, j] - w @ w
-        if r > tol * G[j, j]:
-            L[j, kept] = w
-            L[j, j] = np.sqrt(r)
-            kept.append(j)
-            keep[j] = True
+    return _drop_aliased_gram(D.T @ D, Zc.shape[1], encoders, tol)
+
+
+def _drop_aliased_gram(G: np.ndarray, q: int, encoders: list[Encoder], tol: float = 1e-10) -> list[Encoder]:
+    r""":func:`_drop_aliased` from the Gram matrix :math:`G = D^\top D` of ``D = [Zc | X]``
+    (``q`` columns of ``Zc``; a partitioned fit sums it over partitions).
+
+    A column is aliased when :func:`~synthmi._numeric.independent_columns_gram` says so
+    (residual sum of squares at most ``tol`` :math:`G_{jj}`). A categorical column keeps
+    the dummies of its other levels (:attr:`Encoder.levels`), a continuous or fully
+    aliased one leaves the design.
+    """
+    keep = independent_columns_gram(G, tol)
     out, pos = [], q
     for e in encoders:
         k = keep[pos: pos + e.width]
@@ -1194,12 +1198,14 @@ def _partition_distinct(part: pd.DataFrame, offset: int, cols: list[str]) -> dic
     return {c: distinct_capped(part[c].to_numpy(dtype=float), DISTINCT_CAP) for c in cols}
 
 
-def _free_grams(view: RubinSynthesizer, ruled: list[int]) -> tuple:
-    """Z'Z over the rows each ruled conditional's structural rule leaves free."""
-    out = []
+def _alias_grams(view: RubinSynthesizer, ruled: list[int]) -> tuple:
+    """W'W of W = [Z | every QI encoded, in visit order] over all rows, then over the rows each ruled
+    conditional's structural rule leaves free."""
+    W = np.hstack([view._Z_design_] + [view.encoders_[c].encode(view._values(c)) for c in view.order_])
+    out = [W.T @ W]
     for j in ruled:
-        Z = view._Z_design_[~view.rule_rows_[view.conditionals_[j].rule[0]]]
-        out.append(Z.T @ Z)
+        Wf = W[~view.rule_rows_[view.conditionals_[j].rule[0]]]
+        out.append(Wf.T @ Wf)
     return tuple(out)
 
 
