@@ -61,7 +61,10 @@ from .._random import PositionalRNG, entropy_from
 from .._validate import Interval, Options, check_degenerate_found, check_random_state, check_scalar
 from ..diagnostics import enforce as enforce_diagnostics
 from ..engine import Frame, Remote, refuse_dask
+from .._json import plain
+from ..columns import ColumnSpec
 from ..schema import Schema
+from ..spec import ReleaseSpec, _column_from_dtype, _role_order
 from ..synthetic import PartitionedSyntheticData
 from .base import Synthesizer, check_roles, rule_columns, rule_value
 from .conditional import (
@@ -781,6 +784,14 @@ class RubinSynthesizer(Synthesizer):
                         "passes over the data)", "Use sampler='fast' (exact conjugate draws and independence "
                         "Metropolis-Hastings fitted by reduction).")
         custom = [p for p in ("models", "predictor_matrix", "bounds") if getattr(self, p, None)]
+        # a spec's per-variable models likewise, but for transforms (the partitioned fit applies them)
+        spec_models = self._from_spec("models", "models") or {}
+        for c, m in spec_models.items():
+            if any(k != "transform" and v is not None for k, v in (m if isinstance(m, Mapping) else {"method": m}).items()):
+                refuse_dask(f"{name}.fit with the spec's model {m!r} for column '{c}'",
+                            "the partition-wise fit builds the default main-effects models only (per-variable "
+                            "methods, predictors and formulas are fitted in memory)",
+                            "Fit in memory, or drop the entry from the spec's 'models'.")
         if custom:
             refuse_dask(f"{name}.fit with '{custom[0]}'",
                         "the partition-wise fit builds the default main-effects models only (per-variable models, "
@@ -888,6 +899,8 @@ class RubinSynthesizer(Synthesizer):
         self.whole_number_columns_ = [c for c in cont if pd.api.types.is_float_dtype(meta[c])
                                       and sum(ch["fractional"][c] for ch in checks) == 0]
         self.n_ = n
+        if getattr(self, "spec_", None) is None:
+            self.spec_ = _roles_spec(self.schema_, meta, qi, keep_cols, lo_of, hi_of, self.whole_number_columns_)
         self.data_ = meta.copy()
         transforms = self._transforms()
         self._check_transforms(transforms, qi, lambda c: lo_of[c])
@@ -1187,6 +1200,25 @@ def _partition_checks(part: pd.DataFrame, offset: int, schema: Schema, used: lis
             free = None
         out["rules"][c] = (int(hit.sum()), broken, free)
     return out
+
+
+def _roles_spec(schema: Schema, meta: pd.DataFrame, qi: list[str], keep: list[str], lo_of: Mapping[str, float],
+                hi_of: Mapping[str, float], whole: Sequence[str]) -> ReleaseSpec:
+    """The spec the roles stand for (what :meth:`ReleaseSpec.from_roles` gives in memory) from a partitioned
+    fit's summaries: levels from the schema, a used numeric column's observed range and whether its
+    values are whole; a numeric column that is neither kept nor synthesized (not read) by its dtype."""
+    cols = {}
+    for c in _role_order(meta.columns, qi, keep):
+        role = "quasi_identifier" if c in qi else ("keep" if c in keep else "excluded")
+        if schema[c].is_categorical:
+            cols[c] = ColumnSpec(c, role, schema[c].kind, levels=tuple(plain(x) for x in schema[c].categories),
+                                 declared=False)
+        elif c in lo_of:
+            kind = "integer" if pd.api.types.is_integer_dtype(meta[c].dtype) or c in whole else "continuous"
+            cols[c] = ColumnSpec(c, role, kind, bounds=(float(lo_of[c]), float(hi_of[c])), declared=False)
+        else:
+            cols[c] = _column_from_dtype(c, meta[c].dtype, role)
+    return ReleaseSpec(cols)
 
 
 #: distinct values per column past which detect_grid finds no grid (its max_points + 1)
