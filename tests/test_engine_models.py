@@ -229,3 +229,129 @@ def test_frame_stand_in_keeps_kinds_and_remote_merges_alike(client):
         out[k] = (remote.call("sum"), remote.call("size"), [x.tolist() for x in remote.fetch()])
     assert out["pandas"] == out[1] == out[4]
     assert sum(out[4][1]) == 500
+
+
+@pytest.fixture(scope="module")
+def fair():
+    """A new user's file: statsmodels' ``fair`` survey, age on a half-year grid (17.5, 22, 27, ...), a 0/1
+    integer quasi-identifier added."""
+    sm = pytest.importorskip("statsmodels.api")
+    df = sm.datasets.fair.load_pandas().data.sample(1000, random_state=0).reset_index(drop=True)
+    df["affair"] = (df["affairs"] > 0).astype("int64")
+    return df[["age", "educ", "affair", "rate_marriage", "yrs_married", "children"]]
+
+
+@pytest.mark.parametrize("name", ["rubin", "dami"])
+def test_continuous_qi_on_a_fractional_grid_is_drawn_on_it_alike_on_dask(client, fair, name):
+    """The Dask fit found only whole-number grids: fair's ages (grid 0.5 from 17.5) were drawn off the
+    data's grid (30.146645...) while the pandas path snapped them, so every age (and then educ, affair)
+    differed from the pandas copies. Now the grid is detect_grid of the distinct values gathered from the
+    partitions: the same grid, and the same copies bit for bit, for 1 and 3 partitions and in memory."""
+    qi = ["age", "educ", "affair"]
+    make = {"rubin": lambda: RubinSynthesizer(sampler="fast"),
+            "dami": lambda: DAMISynthesizer(masks={"age": {"K": 3, "sigma_e": 2.0}}, sampler="fast", random_state=3)}[name]
+    mem = make().fit(fair, qi)
+    assert mem.supports_["age"].grid == (17.5, 0.5)
+    want = mem.sample(3, random_state=7).copies
+    for P in (1, 3):
+        dsk = make().fit(dd.from_pandas(fair, npartitions=P), qi)
+        assert dsk.supports_["age"].grid == (17.5, 0.5)
+        for a, b in zip(dsk.sample(3, random_state=7).compute(), want):
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+            k = (a["age"].to_numpy() - 17.5) / 0.5  # on the grid 17.5 + 0.5 k
+            np.testing.assert_array_equal(k, np.round(k))
+
+
+def test_copies_off_any_grid_are_the_same_for_every_partitioning(client, fair):
+    """With no grid the draws show every bit of the linear predictor: the BLAS product Z @ beta rounded a
+    record's value by its place in a partition (7e-15 between 1 and 3 partitions); the predictor is now
+    summed column by column (conditional.rowwise_product), the same for every partitioning."""
+    qi = ["age", "educ", "affair"]
+    got = {P: RubinSynthesizer(sampler="fast", grid=None).fit(dd.from_pandas(fair, npartitions=P), qi)
+           .sample(3, random_state=7).compute() for P in (1, 3)}
+    for a, b in zip(got[1], got[3]):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    # the row-wise product is Z @ B up to rounding, for a vector and a matrix of coefficients
+    from synthmi.models.conditional import rowwise_product
+
+    rng = np.random.default_rng(1)
+    Z, B = rng.normal(size=(50, 7)), rng.normal(size=(7, 3))
+    np.testing.assert_allclose(rowwise_product(Z, B), Z @ B, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(rowwise_product(Z, B[:, 0]), Z @ B[:, 0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(rowwise_product(Z[:13], B), rowwise_product(Z, B)[:13])
+
+
+def test_aliased_predictors_are_dropped_alike_on_dask(client):
+    """Issue 27 review: with female = (sex == 'Female') a quasi-identifier and sex kept, the in-memory fit
+    drops female from the race and age models (aliased with sex[1], as R's lm gives it NA); the Dask fit
+    dropped aliased columns only for ruled models and kept it, so the age model's intercept was 12.7
+    instead of 50.2 (posterior sd 2.7e7). Now every Dask model applies the same rule to the Gram matrix
+    summed over partitions: the same coefficients, and the same copies for the seed."""
+    a = load_adult()[["age", "sex", "race", "income", "education"]].iloc[:2000].reset_index(drop=True)
+    a["female"] = (a["sex"] == "Female").astype("int64")
+    qi, keep = ["female", "race", "age"], ["income", "education", "sex"]
+    kw = dict(draws=100, chains=2, progressbar=False, sampler="imh", accept_diagnostics=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mem = RubinSynthesizer(**kw).fit(a[qi + keep], qi, keep)
+        dsk = RubinSynthesizer(**kw).fit(dd.from_pandas(a[qi + keep], npartitions=2), qi, keep)
+        assert [c.coef_names for c in dsk.conditionals_] == [c.coef_names for c in mem.conditionals_]
+        assert "female[1]" not in mem.conditionals_[2].coef_names and "sex[1]" in mem.conditionals_[2].coef_names
+        fm, fd = mem.conditionals_[2].fast, dsk.conditionals_[2].fast
+        # QR fit vs sums over partitions: the same estimates up to rounding
+        np.testing.assert_allclose(fd.beta_hat, fm.beta_hat, rtol=1e-8)
+        assert 30 < fd.beta_hat[0] < 70 and np.sqrt(fd.s2 * np.sum(fd.chol_inv ** 2, axis=1)).max() < 100
+        m = mem.sample(1, random_state=5).copies[0]
+        d = dsk.sample(1, random_state=5).compute()[0]
+    pd.testing.assert_frame_equal(d, m, check_exact=True)
+
+
+def test_from_stats_refuses_an_aliased_design_as_the_qr_fit_does():
+    """An exactly aliased column (x2 = 1 - x1 next to an intercept) leaves a Cholesky pivot of X'X at
+    rounding level (~1e-16 relative, above the former 1e-20 test): from_stats now uses the aliasing
+    rule of the fits and refuses it, as the QR fit does."""
+    from synthmi.errors import InputError
+    from synthmi.models.conjugate import NormalRegressionPosterior
+
+    rng = np.random.default_rng(0)
+    x1 = rng.integers(0, 2, 200).astype(float)
+    X = np.column_stack([np.ones(200), rng.normal(size=200) / 3, x1, 1 - x1 + 0.0 * x1])
+    X[:, 1] = (X[:, 1] - X[:, 1].mean()) / X[:, 1].std()
+    y = X[:, :3] @ np.array([1.0, 2.0, 3.0]) + rng.normal(size=200)
+    with pytest.raises(InputError, match="collinear"):
+        NormalRegressionPosterior.fit(X, y)
+    with pytest.raises(InputError, match="collinear"):
+        NormalRegressionPosterior.from_stats(X.T @ X, X.T @ y, float(y @ y), 200.0)
+    ok = NormalRegressionPosterior.from_stats(X[:, :3].T @ X[:, :3], X[:, :3].T @ y, float(y @ y), 200.0)
+    np.testing.assert_allclose(ok.beta_hat, NormalRegressionPosterior.fit(X[:, :3], y).beta_hat, rtol=1e-10)
+
+
+def test_spec_masks_and_visit_sequence_apply_on_dask_and_a_refit_forgets_them(client, data):
+    """Issue 27 review: DAMISynthesizer().fit(a, spec_with_masks) gave masks_ = ['age'] in memory and []
+    on Dask (plain Rubin MI released as if masked): the Dask branch never set spec_, and a spec_ left by an
+    earlier in-memory fit steered a later Dask fit. Now spec_ is set on Dask as in memory (the spec, or the
+    one the roles stand for), so the spec's masks and visit sequence apply and the copies are the same."""
+    import dataclasses
+
+    from synthmi.errors import InputTypeError
+    from synthmi.spec import ReleaseSpec
+
+    s = ReleaseSpec.draft(data, quasi_identifiers=QI)
+    s = dataclasses.replace(s, masks={"age": {"K": 3, "sigma_e": 5.0}}, visit_sequence=["race", "age", "female"])
+    kw = dict(random_state=7, sampler="fast", progressbar=False)
+    mem = DAMISynthesizer(**kw).fit(data, s)
+    want = mem.sample(2, random_state=3).copies
+    dsk = DAMISynthesizer(**kw).fit(dd.from_pandas(data, npartitions=2), s)
+    assert list(mem.masks_) == list(dsk.masks_) == ["age"] and dsk.spec_ == mem.spec_
+    assert dsk.order_ == mem.order_ == ["race", "age", "female"]
+    for a, b in zip(dsk.sample(2, random_state=3).compute(), want):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    # a refit by roles forgets the earlier spec: no masks, the default order, the spec the roles stand for
+    with pytest.warns(UserWarning, match="has no masks"):
+        mem.fit(dd.from_pandas(data, npartitions=2), QI, KEEP)
+    fresh = RubinSynthesizer(sampler="fast").fit(data, QI, KEEP)
+    assert mem.masks_ == {} and mem.order_ == QI and mem.spec_ == fresh.spec_
+    # a spec's per-variable method is not fitted partition by partition: refused, not ignored
+    with pytest.raises(InputTypeError, match="spec's model"):
+        RubinSynthesizer(sampler="fast").fit(dd.from_pandas(data, npartitions=2),
+                                             dataclasses.replace(s, models={"age": {"method": "cart"}}))

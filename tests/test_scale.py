@@ -349,11 +349,14 @@ def test_cli_dask_refuses_options_it_cannot_honour(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-def test_dask_collinear_normal_model_names_its_column():
-    """A normal model whose design is singular names the column it models (it named none)."""
+def test_dask_aliased_kept_column_is_dropped_as_in_memory():
+    """A kept column aliased with another (z2 = 2 z) made the Dask normal model singular (an error naming
+    the column); in memory it is dropped, as R's lm gives it NA. The Dask fit now applies the same rule
+    (models/rubin.py, _drop_aliased_gram), so both fit y on the intercept and z."""
     rng = np.random.default_rng(0)
     z = rng.normal(size=60)
     df = pd.DataFrame({"z": z, "z2": 2 * z, "y": z + rng.normal(size=60)})
-    with pytest.raises(ValueError, match=r"^The normal model of column 'y' \(predictors .*'z2'.*\): The predictors "
-                                         r"of a normal regression are collinear"):
-        RubinSynthesizer().fit(dd.from_pandas(df, npartitions=2), ["y"], ["z", "z2"])
+    mem = RubinSynthesizer().fit(df, ["y"], ["z", "z2"])
+    dsk = RubinSynthesizer().fit(dd.from_pandas(df, npartitions=2), ["y"], ["z", "z2"])
+    assert dsk.coefficient_names() == mem.coefficient_names() == {"y": ["(Intercept)", "z"]}
+    np.testing.assert_allclose(dsk.conditionals_[0].fast.beta_hat, mem.conditionals_[0].fast.beta_hat, rtol=1e-10)

@@ -309,12 +309,20 @@ class Synthesizer(ParamsMixin, abc.ABC):
             Shortcut: columns X to synthesize.
         """
         if _is_dask_frame(df):
-            # partitioned data: fit by reduction through synthmi.engine; refuses models without a partitioned fit
+            # partitioned data: fit by reduction through synthmi.engine; refuses models without a partitioned fit.
+            # spec_ as in memory: the given spec (its masks, models and visit sequence steer the fit through
+            # _from_spec), else the one the roles stand for (set by _fit_partitioned); never a former fit's
+            self.__dict__.pop("spec_", None)
             if isinstance(spec, (ReleaseSpec, dict, str)):
+                if schema is not None:
+                    raise InputError(f"Give column kinds in the spec, not also with 'schema=' ({type(self).__name__}.fit).")
                 s = as_spec(spec)
-                quasi_identifiers = resolve_quasi_identifiers(quasi_identifiers, s, owner=type(self).__name__)
-                keep = keep if keep is not None else s.keep
+                if quasi_identifiers is not None or keep is not None:
+                    s = s.with_roles(quasi_identifiers, keep)
+                quasi_identifiers = resolve_quasi_identifiers(None, s, owner=type(self).__name__)
+                keep = list(s.keep)
                 schema = s.schema()
+                self.spec_ = s
             elif spec is not None:
                 quasi_identifiers = spec
             rules = fit_params.pop("rules", None)
@@ -327,7 +335,11 @@ class Synthesizer(ParamsMixin, abc.ABC):
                             "Fit in memory (a pandas DataFrame), where they are modelled.")
             if not self.supports_partitions:
                 self._refuse_partitions()
-            return self._fit_partitioned(Frame(df), quasi_identifiers, keep, schema, rules=rules)
+            try:
+                return self._fit_partitioned(Frame(df), quasi_identifiers, keep, schema, rules=rules)
+            except BaseException:
+                self.__dict__.pop("spec_", None)
+                raise
         self.frame_ = None
         self._validate_params()
         check_dataframe(df, "df")

@@ -279,6 +279,21 @@ class Encoder:
         return [f"{self.name}[{k}]" for k in self.coded_levels]
 
 
+def rowwise_product(Z: np.ndarray, B: np.ndarray) -> np.ndarray:
+    r"""``Z @ B`` summed column by column, :math:`\sum_k Z_{:,k} B_k` in the order k = 0, 1, ...
+
+    Each row's value is computed alike whatever the other rows: BLAS matrix products are
+    not (a row's rounding depends on its position in the kernel's blocks, 4e-15 apart for
+    a record drawn in a partition of 333 rows or of 1,000), and a copy must be the same
+    for every partitioning (synthmi._random).
+    """
+    B = np.asarray(B, dtype=float)
+    out = np.zeros((Z.shape[0],) + B.shape[1:])
+    for k in range(Z.shape[1]):
+        out += Z[:, k, None] * B[k] if B.ndim > 1 else Z[:, k] * B[k]
+    return out
+
+
 class AdditiveDesign:
     """Intercept + encoded Z columns (fixed) + encoded earlier X's: linear in each X's encoding.
 
@@ -323,7 +338,7 @@ class AdditivePrepared:
 
     def __init__(self, design: AdditiveDesign, beta: np.ndarray, offset: np.ndarray | None):
         pz = design._z.shape[1]
-        self.base = design._z @ beta[:pz]
+        self.base = rowwise_product(design._z, beta[:pz])
         if offset is not None:
             self.base = self.base + (offset if beta.ndim == 1 else offset[:, None])
         self.tables: dict[str, tuple[Encoder, np.ndarray]] = {}

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg
+from .._numeric import independent_columns_gram
 from ..errors import InputError
 
 
@@ -71,6 +72,11 @@ class NormalRegressionPosterior:
             s^2 = \frac{y^\top y - 2\hat\beta^\top X^\top y + \hat\beta^\top X^\top X \hat\beta}{n - p},
 
         (BDA3 eqs. 14.4-14.7), :math:`(X^\top X)^{-1}` by Cholesky; equal to :meth:`fit` up to rounding.
+        The design is collinear when a column is aliased with the columns before it by the rule the
+        fits drop aliased columns with (:func:`~synthmi._numeric.independent_columns_gram`: residual sum
+        of squares at most 1e-10 of the column's): a Cholesky pivot of the Gram matrix carries its
+        rounding (1e-16 relative), so an exactly aliased column (female = sex) passed the former test
+        ``pivot <= 1e-20`` and gave posterior sds of 1e7.
         """
         XtX = np.asarray(XtX, dtype=float)
         p = XtX.shape[0]
@@ -80,6 +86,8 @@ class NormalRegressionPosterior:
         collinear = ("The predictors of a normal regression are collinear (the design matrix is rank deficient); "
                      "drop a redundant column from the kept (Z) or quasi-identifier columns.")
         A = (XtX + XtX.T) / 2
+        if not independent_columns_gram(A).all():
+            raise InputError(collinear)
         try:
             cf = linalg.cho_factor(A, lower=True)
         except linalg.LinAlgError:

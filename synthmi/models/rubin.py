@@ -56,12 +56,15 @@ import pandas as pd
 from scipy.special import ndtri
 
 from .._numeric import non_aliased as _non_aliased
-from .._numeric import non_aliased_gram
+from .._numeric import independent_columns_gram, non_aliased_gram
 from .._random import PositionalRNG, entropy_from
 from .._validate import Interval, Options, check_degenerate_found, check_random_state, check_scalar
 from ..diagnostics import enforce as enforce_diagnostics
 from ..engine import Frame, Remote, refuse_dask
+from .._json import plain
+from ..columns import ColumnSpec
 from ..schema import Schema
+from ..spec import ReleaseSpec, _column_from_dtype, _role_order
 from ..synthetic import PartitionedSyntheticData
 from .base import Synthesizer, check_roles, rule_columns, rule_value
 from .conditional import (
@@ -81,7 +84,7 @@ from .conjugate import NormalRegressionPosterior
 from .column_posterior import HMC_INITIAL_DRAWS, IMH_MIN_ESS_FRACTION, draw_columns  # noqa: F401 (re-exported)
 from .glm import CategoricalModel, categorical_model_of, group_rows, merge_bucket
 from .predictive import Prepared, draw_categorical, sequential_draw
-from .truncation import Support, detect_grid
+from .truncation import Support, detect_grid, distinct_capped
 from ..errors import ColumnError, InputError, ParameterError
 
 TRANSFORMS = (None, "log", "log1p", "rank")
@@ -781,6 +784,14 @@ class RubinSynthesizer(Synthesizer):
                         "passes over the data)", "Use sampler='fast' (exact conjugate draws and independence "
                         "Metropolis-Hastings fitted by reduction).")
         custom = [p for p in ("models", "predictor_matrix", "bounds") if getattr(self, p, None)]
+        # a spec's per-variable models likewise, but for transforms (the partitioned fit applies them)
+        spec_models = self._from_spec("models", "models") or {}
+        for c, m in spec_models.items():
+            if any(k != "transform" and v is not None for k, v in (m if isinstance(m, Mapping) else {"method": m}).items()):
+                refuse_dask(f"{name}.fit with the spec's model {m!r} for column '{c}'",
+                            "the partition-wise fit builds the default main-effects models only (per-variable "
+                            "methods, predictors and formulas are fitted in memory)",
+                            "Fit in memory, or drop the entry from the spec's 'models'.")
         if custom:
             refuse_dask(f"{name}.fit with '{custom[0]}'",
                         "the partition-wise fit builds the default main-effects models only (per-variable models, "
@@ -888,6 +899,8 @@ class RubinSynthesizer(Synthesizer):
         self.whole_number_columns_ = [c for c in cont if pd.api.types.is_float_dtype(meta[c])
                                       and sum(ch["fractional"][c] for ch in checks) == 0]
         self.n_ = n
+        if getattr(self, "spec_", None) is None:
+            self.spec_ = _roles_spec(self.schema_, meta, qi, keep_cols, lo_of, hi_of, self.whole_number_columns_)
         self.data_ = meta.copy()
         transforms = self._transforms()
         self._check_transforms(transforms, qi, lambda c: lo_of[c])
@@ -903,17 +916,23 @@ class RubinSynthesizer(Synthesizer):
         self.encoders_ = {c: self._encoder_from_moments(c, mean_of.get(c), ss_of.get(c), n) for c in keep_cols + qi}
         z_names = ["(Intercept)"] + [lab for c in keep_cols for lab in self.encoders_[c].labels()]
         self.supports_ = {}
-        for c in qi:
-            if self.schema_[c].kind == "continuous":
-                # the observed range; the grid "auto" is the whole-number grid when no value has a
-                # fractional part (finer grids such as halves are detected in memory only)
-                step = self.grid.get(c, "auto") if isinstance(self.grid, Mapping) else self.grid
-                if step == "auto":
-                    whole = sum(ch["fractional"][c] for ch in checks) == 0
-                    grid = (0.0, 1.0) if whole and hi_of[c] - lo_of[c] >= 2 else None
-                else:
-                    grid = None if step is None else (0.0, float(step))
-                self.supports_[c] = Support(float(lo_of[c]), float(hi_of[c]), "observed", grid)
+        steps = {c: self.grid.get(c, "auto") if isinstance(self.grid, Mapping) else self.grid
+                 for c in qi if self.schema_[c].kind == "continuous"}
+        auto = [c for c, step in steps.items() if step == "auto"]
+        # the grid "auto" as in memory (_support): detect_grid of the column's distinct values, the
+        # union of each partition's (capped where detect_grid gives up: the same grid for any partitioning)
+        distinct: dict[str, np.ndarray | None] = {c: np.zeros(0) for c in auto}
+        for pr in (frame.map_partitions(_partition_distinct, auto) if auto else []):
+            for c in auto:
+                u = None if distinct[c] is None or pr[c] is None else np.union1d(distinct[c], pr[c])
+                distinct[c] = None if u is None or u.size > DISTINCT_CAP else u
+        for c, step in steps.items():
+            if step == "auto":
+                grid = None if distinct[c] is None else detect_grid(distinct[c])
+            else:
+                grid = None if step is None else (0.0, float(check_scalar(step, f"grid['{c}']", owner, lower=0,
+                                                                            lower_inclusive=False)))
+            self.supports_[c] = Support(float(lo_of[c]), float(hi_of[c]), "observed", grid)
         self.conditionals_ = []
         for j, c in enumerate(self.order_):
             v = self.schema_[c]
@@ -927,19 +946,34 @@ class RubinSynthesizer(Synthesizer):
             self.conditionals_.append(cond)
         light = _copy.copy(self)  # what the partition tasks need (no dask objects inside)
         light.retain_records()  # shipped to this job's workers, never published: pickled whole
-        # a ruled column's model on its free rows: kept columns aliased there are dropped (pivoted QR of
-        # the Gram matrix summed over partitions), as in memory
+        # every model drops aliased columns as in memory (_fit): kept columns by the pivoted QR of their
+        # Gram matrix, then earlier quasi-identifiers' columns aliased with those before them
+        # (_drop_aliased_gram), from the Gram matrix of [Z | every QI encoded] summed over partitions on
+        # the model's rows (a ruled column's: the rows its rule leaves free)
         ruled = [j for j, cd in enumerate(self.conditionals_) if cd.rule is not None]
-        if ruled:
-            grams = frame.reduce(lambda p: _free_grams(light._on_rows(p), ruled))
-            for j, G in zip(ruled, grams):
-                cond = self.conditionals_[j]
-                cond.design = AdditiveDesign(np.zeros((1, len(z_names))), z_names,
-                                             [self.encoders_[pr] for pr in cond.predictors], cond.intercept,
-                                             non_aliased_gram(G))
-                cond.coef_names = list(cond.design.names)
-            light = _copy.copy(self)
-            light.retain_records()
+        grams = frame.reduce(lambda p: _alias_grams(light._on_rows(p), ruled))
+        gram_of = {j: grams[1 + k] for k, j in enumerate(ruled)}
+        pz = len(z_names)
+        x_cols, pos = {}, pz
+        for c in self.order_:
+            x_cols[c] = list(range(pos, pos + self.encoders_[c].width))
+            pos += self.encoders_[c].width
+        for j, cond in enumerate(self.conditionals_):
+            G = gram_of.get(j, grams[0])
+            idx = [int(k) for k in non_aliased_gram(G[:pz, :pz])]
+            # Zc of _drop_aliased: the kept Z columns, after an intercept unless the first is all ones
+            # (sum x = sum x^2 = n on the model's rows)
+            first_ones = bool(idx) and G[idx[0], idx[0]] == G[0, 0] == G[0, idx[0]]
+            zc = idx if first_ones else [0] + idx
+            encs = [self.encoders_[pr] for pr in cond.predictors]
+            if encs:
+                sel = zc + [k for pr in cond.predictors for k in x_cols[pr]]
+                encs = _drop_aliased_gram(G[np.ix_(sel, sel)], len(zc), encs)
+            cond.design = AdditiveDesign(np.zeros((1, pz)), z_names, encs, cond.intercept, np.asarray(idx))
+            cond.predictors = list(cond.design.inputs)
+            cond.coef_names = list(cond.design.names)
+        light = _copy.copy(self)
+        light.retain_records()
         normal_idx = [j for j, cd in enumerate(self.conditionals_) if cd.family == "normal"]
         cat_idx = [j for j, cd in enumerate(self.conditionals_) if cd.family != "normal"]
         if normal_idx:
@@ -1090,40 +1124,29 @@ def _drop_aliased(Z: np.ndarray, encoders: list[Encoder], values: Mapping[str, n
 
     Going through the columns in order after the (full-rank) kept block ``Z``
     (intercept first), a column is aliased when it is a linear combination of
-    the columns kept before it on the model's rows, as R's ``lm``/``glm``
-    (pivoting in ``dqrdc2``) give it an ``NA`` coefficient: its residual sum of
-    squares after projecting on them,
-
-    .. math:: r_j = G_{jj} - G_{jK} G_{KK}^{-1} G_{Kj}, \\qquad G = D^\\top D,
-
-    is at most ``tol`` times :math:`G_{jj}` (the incremental Cholesky factor of
-    :math:`G_{KK}` gives it in :math:`O(p^2)`). Skip patterns make such columns:
-    on the rows where hours worked has a value, ``employed`` is always
-    ``'Yes'`` and its ``<NA>`` dummy is 0. A categorical column keeps the dummies
-    of its other levels (:attr:`Encoder.levels`), a continuous or fully aliased
-    one leaves the design.
+    the columns kept before it on the model's rows (:func:`_drop_aliased_gram`).
+    Skip patterns make such columns: on the rows where hours worked has a value,
+    ``employed`` is always ``'Yes'`` and its ``<NA>`` dummy is 0.
     """
-    from scipy import linalg
-
     if not encoders:
         return []
     # the intercept spans the cut-points of ordinal models, which have none in the design
     Zc = Z if Z.shape[1] and np.all(Z[:, 0] == 1.0) else np.hstack([np.ones((Z.shape[0], 1)), Z])
     X = np.hstack([e.encode(values[e.name]) for e in encoders])
     D = np.hstack([Zc, X])
-    G = D.T @ D
-    q = Zc.shape[1]
-    L = np.zeros((G.shape[0], G.shape[0]))
-    kept: list[int] = []
-    keep = np.zeros(G.shape[0], dtype=bool)
-    for j in range(G.shape[0]):
-        w = linalg.solve_triangular(L[np.ix_(kept, kept)], G[kept, j], lower=True) if kept else np.zeros(0)
-        r = G[j, j] - w @ w
-        if r > tol * G[j, j]:
-            L[j, kept] = w
-            L[j, j] = np.sqrt(r)
-            kept.append(j)
-            keep[j] = True
+    return _drop_aliased_gram(D.T @ D, Zc.shape[1], encoders, tol)
+
+
+def _drop_aliased_gram(G: np.ndarray, q: int, encoders: list[Encoder], tol: float = 1e-10) -> list[Encoder]:
+    r""":func:`_drop_aliased` from the Gram matrix :math:`G = D^\top D` of ``D = [Zc | X]``
+    (``q`` columns of ``Zc``; a partitioned fit sums it over partitions).
+
+    A column is aliased when :func:`~synthmi._numeric.independent_columns_gram` says so
+    (residual sum of squares at most ``tol`` :math:`G_{jj}`). A categorical column keeps
+    the dummies of its other levels (:attr:`Encoder.levels`), a continuous or fully
+    aliased one leaves the design.
+    """
+    keep = independent_columns_gram(G, tol)
     out, pos = [], q
     for e in encoders:
         k = keep[pos: pos + e.width]
@@ -1179,12 +1202,42 @@ def _partition_checks(part: pd.DataFrame, offset: int, schema: Schema, used: lis
     return out
 
 
-def _free_grams(view: RubinSynthesizer, ruled: list[int]) -> tuple:
-    """Z'Z over the rows each ruled conditional's structural rule leaves free."""
-    out = []
+def _roles_spec(schema: Schema, meta: pd.DataFrame, qi: list[str], keep: list[str], lo_of: Mapping[str, float],
+                hi_of: Mapping[str, float], whole: Sequence[str]) -> ReleaseSpec:
+    """The spec the roles stand for (what :meth:`ReleaseSpec.from_roles` gives in memory) from a partitioned
+    fit's summaries: levels from the schema, a used numeric column's observed range and whether its
+    values are whole; a numeric column that is neither kept nor synthesized (not read) by its dtype."""
+    cols = {}
+    for c in _role_order(meta.columns, qi, keep):
+        role = "quasi_identifier" if c in qi else ("keep" if c in keep else "excluded")
+        if schema[c].is_categorical:
+            cols[c] = ColumnSpec(c, role, schema[c].kind, levels=tuple(plain(x) for x in schema[c].categories),
+                                 declared=False)
+        elif c in lo_of:
+            kind = "integer" if pd.api.types.is_integer_dtype(meta[c].dtype) or c in whole else "continuous"
+            cols[c] = ColumnSpec(c, role, kind, bounds=(float(lo_of[c]), float(hi_of[c])), declared=False)
+        else:
+            cols[c] = _column_from_dtype(c, meta[c].dtype, role)
+    return ReleaseSpec(cols)
+
+
+#: distinct values per column past which detect_grid finds no grid (its max_points + 1)
+DISTINCT_CAP = 1_000_001
+
+
+def _partition_distinct(part: pd.DataFrame, offset: int, cols: list[str]) -> dict[str, np.ndarray | None]:
+    """Each column's sorted distinct finite values on ``part`` (None: more than :data:`DISTINCT_CAP`)."""
+    return {c: distinct_capped(part[c].to_numpy(dtype=float), DISTINCT_CAP) for c in cols}
+
+
+def _alias_grams(view: RubinSynthesizer, ruled: list[int]) -> tuple:
+    """W'W of W = [Z | every QI encoded, in visit order] over all rows, then over the rows each ruled
+    conditional's structural rule leaves free."""
+    W = np.hstack([view._Z_design_] + [view.encoders_[c].encode(view._values(c)) for c in view.order_])
+    out = [W.T @ W]
     for j in ruled:
-        Z = view._Z_design_[~view.rule_rows_[view.conditionals_[j].rule[0]]]
-        out.append(Z.T @ Z)
+        Wf = W[~view.rule_rows_[view.conditionals_[j].rule[0]]]
+        out.append(Wf.T @ Wf)
     return tuple(out)
 
 

@@ -157,10 +157,15 @@ def detect_grid(x: Any, max_points: int = 1_000_000) -> tuple[float, float] | No
     relative ``1e-6`` of a multiple of ``h`` from the smallest value; values
     with float noise (``0.1 + 0.2``) still count as on the grid. A variable
     with fewer than 3 distinct values, or whose grid over the observed range
-    would have more than ``max_points`` points, is treated as not on one.
+    would have more than ``max_points`` points, is treated as not on one; so is
+    one with more than ``max_points + 1`` distinct finite values (whose grid
+    would have more points), which a partitioned fit can tell from the distinct
+    values of its partitions, capped (:func:`distinct_capped`).
     """
     v = np.unique(np.asarray(x, dtype=float))
     v = v[np.isfinite(v)]
+    if v.size > max_points + 1:
+        return None
     if v.size:
         # values equal up to float noise (0.1 + 0.2 vs 0.3) are one value
         v = v[np.concatenate([[True], np.diff(v) > 1e-9 * max(1.0, float(np.abs(v).max()))])]
@@ -185,6 +190,18 @@ def detect_grid(x: Any, max_points: int = 1_000_000) -> tuple[float, float] | No
             # 12 significant digits: 0.09999999999999432 (a float difference) is the step 0.1
             return (float(f"{v[0]:.12g}"), float(f"{h:.12g}"))
     return None
+
+
+def distinct_capped(x: Any, cap: int = 1_000_001) -> np.ndarray | None:
+    """The sorted distinct finite values of ``x``, or ``None`` when there are more than ``cap``.
+
+    The union of the results on the parts of a column (None if any is None or the
+    union is over ``cap``) is the result on the whole column: what :func:`detect_grid`
+    needs of a partitioned column (its default ``cap`` is ``max_points + 1``).
+    """
+    v = np.unique(np.asarray(x, dtype=float))
+    v = v[np.isfinite(v)]
+    return None if v.size > cap else v
 
 
 @dataclass(frozen=True)
