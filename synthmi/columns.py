@@ -48,7 +48,7 @@ class DomainError(InputError):
 _NUMBER_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
-def _level_key(v: Any) -> str:
+def level_key(v: Any) -> str:
     """Canonical text of a level or value: 1, 1.0, "1", "01" and "1.0" share the key "1";
     True, "True" and "TRUE" share "True".
 
@@ -72,7 +72,7 @@ def _level_key(v: Any) -> str:
     if _NUMBER_TEXT.fullmatch(t):
         if re.fullmatch(r"[+-]?\d+", t):
             return str(int(t))
-        return _level_key(float(t))
+        return level_key(float(t))
     return t
 
 
@@ -203,7 +203,7 @@ class ColumnSpec:
         The checks a differentially private release relies on (all raise
         :class:`DomainError`, naming the column, never a value of the data): a
         categorical kind has a non-empty list of distinct ``levels`` (distinct by their
-        text form, :func:`_level_key`), no missing value among them, exactly two for
+        text form, :func:`level_key`), no missing value among them, exactly two for
         ``binary``, and an ``other`` that is one of them; a numeric kind has finite
         ``bounds`` ``[lower, upper]`` (whole numbers with lower <= upper for
         ``integer``, lower < upper for ``continuous``) and ``point_masses`` inside
@@ -232,15 +232,15 @@ class ColumnSpec:
                     raise DomainError(
                         f"The domain of {where} lists a missing value as a level; use \"missing\": true instead."
                     )
-            keys = [_level_key(v) for v in levels]
+            keys = [level_key(v) for v in levels]
             if len(set(keys)) != len(keys):
                 raise DomainError(f"The domain of {where} lists a level twice (levels must be distinct).")
             if kind == "binary" and len(levels) != 2:
                 raise DomainError(f"The domain of {where} is binary and must list exactly 2 levels. Got {len(levels)} instead.")
             if other is not None:
-                if _level_key(other) not in keys:
+                if level_key(other) not in keys:
                     raise DomainError(f"The domain of {where} declares an 'other' level that is not one of its 'levels'.")
-                other = levels[keys.index(_level_key(other))]
+                other = levels[keys.index(level_key(other))]
         else:
             if levels is not None:
                 raise DomainError(f"The domain of {where} is {spelt}: it takes 'bounds', not 'levels'.")
@@ -341,17 +341,17 @@ class ColumnSpec:
                 f"Column '{name}' has missing values but its declared domain says \"missing\": false."
             )
         if self.is_categorical:
-            keys = {_level_key(v): i for i, v in enumerate(self.levels)}
+            keys = {level_key(v): i for i, v in enumerate(self.levels)}
             # Match each distinct value once (text forms), then map all values by index.
             raw = pd.Index(values.astype(object).to_numpy())
             uniq = pd.Index(pd.unique(raw[~isna]))
-            ucodes = np.array([keys.get(_level_key(v), -2) for v in uniq], dtype=np.int64)
+            ucodes = np.array([keys.get(level_key(v), -2) for v in uniq], dtype=np.int64)
             pos = uniq.get_indexer(raw)
             codes = np.where(isna, -1, ucodes[np.clip(pos, 0, None)] if uniq.size else -1).astype(np.int64)
             bad = codes == -2
             if bad.any():
                 if out_of_domain == "other" and self.other is not None:
-                    codes[bad] = keys[_level_key(self.other)]
+                    codes[bad] = keys[level_key(self.other)]
                 else:
                     hint = (
                         " or map such values to its declared 'other' level (out_of_domain='other', --map-other)"

@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 
 from ._json import dumps
-from .columns import ColumnSpec, DomainError, _level_key  # noqa: F401 (DomainError, _level_key: public here too)
+from .columns import ColumnSpec, DomainError, level_key  # noqa: F401 (DomainError, level_key: public here too)
 from .errors import InputNotFound
 from .kinds import CATEGORICAL_KINDS, DOMAIN_KINDS, domain_kind, spec_kind
 

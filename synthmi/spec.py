@@ -241,7 +241,7 @@ class ReleaseSpec:
         if unknown:
             raise InputError(f"The 'quasi_identifiers' name columns the domain does not declare: {unknown}.")
         cols = {}
-        for c in _role_order(list(domain), qi, None):
+        for c in role_order(list(domain), qi, None):
             cols[c] = ColumnSpec.from_domain(c, domain[c], "quasi_identifier" if c in qi else "keep")
         return cls(cols, source=domain.source)
 
@@ -259,7 +259,7 @@ class ReleaseSpec:
         if unknown:
             raise InputError(f"The 'quasi_identifiers' / 'keep' name columns the schema does not describe: {unknown}.")
         cols = {}
-        for c in _role_order(schema.columns, qi, keep_l):
+        for c in role_order(schema.columns, qi, keep_l):
             v = schema[c]
             role = "quasi_identifier" if c in qi else ("keep" if keep_l is None or c in keep_l else "excluded")
             levels = None if v.categories is None else tuple(plain(x) for x in v.categories)
@@ -354,9 +354,9 @@ class ReleaseSpec:
                 raise ColumnError(f"Columns {both} are given both as quasi-identifiers and as kept columns.")
         kinds = dict(kinds or {})
         cols: dict[str, ColumnSpec] = {}
-        for c in _role_order(df.columns, qi, keep_set):
+        for c in role_order(df.columns, qi, keep_set):
             role = "quasi_identifier" if c in qi else ("keep" if keep_set is None or c in keep_set else "excluded")
-            cols[c] = _draft_column(c, df[c], role, kinds.get(c))
+            cols[c] = draft_column(c, df[c], role, kinds.get(c))
         return cls(cols, source=source)
 
     @classmethod
@@ -383,16 +383,16 @@ class ReleaseSpec:
             if schema is not None:
                 raise InputError("Give the kinds of a differentially private release in a spec, not with 'schema='.")
             cols = {}
-            for c in _role_order(df.columns, qi, keep_l):
+            for c in role_order(df.columns, qi, keep_l):
                 role = "quasi_identifier" if c in qi else ("keep" if keep_l is None or c in keep_l else "excluded")
-                cols[c] = _column_from_dtype(c, df[c].dtype, role)
+                cols[c] = column_from_dtype(c, df[c].dtype, role)
             return cls(cols)
         overrides = {} if schema is None or isinstance(schema, Schema) else dict(schema)
         inferred = Schema.infer(df, overrides)
         if isinstance(schema, Schema):
             inferred = Schema({c: schema[c] if c in schema else inferred[c] for c in df.columns})
         cols = {}
-        for c in _role_order(df.columns, qi, keep_l):
+        for c in role_order(df.columns, qi, keep_l):
             role = "quasi_identifier" if c in qi else ("keep" if keep_l is None or c in keep_l else "excluded")
             var = inferred[c]
             cols[c] = _column_from_variable(c, df[c], var, role)
@@ -529,7 +529,7 @@ def as_spec(spec: Any) -> ReleaseSpec:
     raise _err("The 'spec' parameter", "a ReleaseSpec, its dict form or a JSON file path", type(spec).__name__)
 
 
-def _role_order(columns: Iterable[str], qi: list[str], keep: list[str] | None) -> list[str]:
+def role_order(columns: Iterable[str], qi: list[str], keep: list[str] | None) -> list[str]:
     """Columns in the order the roles were given: the quasi-identifiers (their order is
     the default visit sequence), the kept columns (the predictors' order), then the rest."""
     rest = [c for c in columns if c not in qi and (keep is None or c not in keep)]
@@ -542,7 +542,7 @@ def _mask_columns(masks: Mapping[str, Any]) -> list[str]:
     return list(masks)
 
 
-def _column_from_dtype(name: str, dtype: Any, role: str) -> ColumnSpec:
+def column_from_dtype(name: str, dtype: Any, role: str) -> ColumnSpec:
     """Kind (and levels) from a dtype alone: no value of the data is read."""
     if isinstance(dtype, pd.CategoricalDtype):
         cats = tuple(plain(x) for x in dtype.categories)
@@ -557,7 +557,7 @@ def _column_from_dtype(name: str, dtype: Any, role: str) -> ColumnSpec:
     return ColumnSpec(name, role, "nominal")
 
 
-def _draft_column(name: str, s: pd.Series, role: str, kind: str | None) -> ColumnSpec:
+def draft_column(name: str, s: pd.Series, role: str, kind: str | None) -> ColumnSpec:
     var = _infer_variable(name, s)
     if kind is not None:
         if kind not in KINDS:

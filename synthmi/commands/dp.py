@@ -160,7 +160,7 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     """
     import numpy as np
 
-    from ..domain import _level_key
+    from ..domain import level_key
     from ._common import load_original
 
     df, _ = load_original(data, sep, option="--data", na_values=na_values, private=True, encoding=encoding)
@@ -191,13 +191,13 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
                     )
                 level = cd.levels[1]
             else:
-                keys = [_level_key(v) for v in cd.levels]
-                if _level_key(positive) not in keys:
+                keys = [level_key(v) for v in cd.levels]
+                if level_key(positive) not in keys:
                     raise InputError(
                         f"The '--positive' option must be one of the declared levels of column '{column}': "
                         f"{list(cd.levels)}. Got {positive!r} instead."
                     )
-                level = cd.levels[keys.index(_level_key(positive))]
+                level = cd.levels[keys.index(level_key(positive))]
             return (conformed.astype(object).to_numpy() == level).astype(np.int64), len(s)
         s = conformed
     # An undeclared column: the coding comes from --positive, or the public default 0/1.
@@ -205,7 +205,7 @@ def _binary_column(data: str, column: str, positive: str | None, n_declared: int
     # dtype a CSV reader guessed from the private values (a '?' turns numbers into text),
     # so the outcome and every message are the same whatever that dtype (issue 25).
     def key(v) -> str:
-        k = _level_key(v)
+        k = level_key(v)
         return {"true": "1", "false": "0"}.get(k.lower(), k)
 
     keys = np.array([key(v) for v in s.astype(object).to_numpy()], dtype=object)

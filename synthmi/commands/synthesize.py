@@ -427,11 +427,11 @@ def _with_kinds(spec, data, kinds: dict[str, str]):
     marked inferred)."""
     import dataclasses
 
-    from ..spec import _draft_column
+    from ..spec import draft_column
 
     cols = dict(spec.columns)
     for c, kind in kinds.items():
-        cols[c] = _draft_column(c, data[c], cols[c].role, kind)
+        cols[c] = draft_column(c, data[c], cols[c].role, kind)
     return dataclasses.replace(spec, columns=cols)
 
 

@@ -64,7 +64,7 @@ from ..engine import Frame, Remote, refuse_dask
 from .._json import plain
 from ..columns import ColumnSpec
 from ..schema import Schema
-from ..spec import ReleaseSpec, _column_from_dtype, _role_order
+from ..spec import ReleaseSpec, column_from_dtype, role_order
 from ..synthetic import PartitionedSyntheticData
 from .base import Synthesizer, check_roles, rule_columns, rule_value
 from .conditional import (
@@ -1208,7 +1208,7 @@ def _roles_spec(schema: Schema, meta: pd.DataFrame, qi: list[str], keep: list[st
     fit's summaries: levels from the schema, a used numeric column's observed range and whether its
     values are whole; a numeric column that is neither kept nor synthesized (not read) by its dtype."""
     cols = {}
-    for c in _role_order(meta.columns, qi, keep):
+    for c in role_order(meta.columns, qi, keep):
         role = "quasi_identifier" if c in qi else ("keep" if c in keep else "excluded")
         if schema[c].is_categorical:
             cols[c] = ColumnSpec(c, role, schema[c].kind, levels=tuple(plain(x) for x in schema[c].categories),
@@ -1217,7 +1217,7 @@ def _roles_spec(schema: Schema, meta: pd.DataFrame, qi: list[str], keep: list[st
             kind = "integer" if pd.api.types.is_integer_dtype(meta[c].dtype) or c in whole else "continuous"
             cols[c] = ColumnSpec(c, role, kind, bounds=(float(lo_of[c]), float(hi_of[c])), declared=False)
         else:
-            cols[c] = _column_from_dtype(c, meta[c].dtype, role)
+            cols[c] = column_from_dtype(c, meta[c].dtype, role)
     return ReleaseSpec(cols)
 
 
