@@ -13,7 +13,7 @@ average is recorded (the machine is shared).
 Part 2 (validity): copula MI under MAR (n = 100, y missing with probability
 expit(-0.8 + 1.2 x1), ~35 %), m = 10 imputations, Rubin's rule; coverage of the
 95 % intervals for E[y] and the slope of y on x1 over R replications (the test
-in tests/test_copula.py runs the first 300 of these seeds).
+in tests/models/test_copula.py runs the first 300 of these seeds).
 
 Run: ``python benchmarks/copula.py [--reps 1100] [--repeats 2] [--quick]`` (``--reps 0`` skips part 2).
 """

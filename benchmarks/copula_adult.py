@@ -25,7 +25,7 @@ fitted model's diagnostics on one fit of a replication-size data set (2 chains,
 Run: ``python benchmarks/copula_adult.py [--reps 400] [--workers 2] [--n-iter 150]``
 (``--diag-only --diag-iter 12000 --diag-burn 2000`` for the diagnostics fit alone:
 ``results/copula_adult_diagnostics.json``);
-``tests/test_copula.py`` runs a reduced version (first replications).
+``tests/models/test_copula.py`` runs a reduced version (first replications).
 """
 from __future__ import annotations
 

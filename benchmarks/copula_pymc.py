@@ -1,6 +1,6 @@
 """Gibbs vs PyMC (NUTS) posterior of the copula correlations on the small mixed case of the test.
 
-Same data as ``tests/test_copula.py::test_gibbs_agrees_with_pymc_posterior_mixed``
+Same data as ``tests/models/test_copula.py::test_gibbs_agrees_with_pymc_posterior_mixed``
 (n = 24: a continuous column with 2 missing values, an ordinal column with
 ties, a binary column with 1 missing, a 3-level nominal column with 1 missing);
 prints and writes, per latent correlation, the two posterior means and sds,

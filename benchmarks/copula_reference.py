@@ -1,6 +1,6 @@
 """Reference level of the copula's nominal blocks: ESS per CPU-second before / after (issue 28).
 
-The agency margins test's run (tests/test_agency_cli.py
+The agency margins test's run (tests/commands/test_agency_cli.py
 ``test_risk_dami_margins_of_the_agency_file_within_monte_carlo_error``: 400 rows of
 :func:`synthmi.data.agency.make_agency_data` with seed 5, risk-dami through the command line,
 2 chains x 2,100 iterations, burn-in 300) for fit seeds 3, 4, 5 under both reference levels of

@@ -8,7 +8,7 @@ draws: total-variation distance and Pearson chi-square p-value (conservative:
 records have different distributions).
 
 * ``categorical``: three dependent masked categorical QIs (binary a,
-  3-level ordinal b, binary c; the setting of ``tests/test_joint.py``),
+  3-level ordinal b, binary c; the setting of ``tests/models/test_joint.py``),
   300 records, 150 replicate draws per s, two data seeds.
 * ``mixed``: a masked whole-number age (normal model on the grid 18..80,
   NormalMasking K=2, sigma_e=3) followed by a masked binary and a masked

@@ -376,7 +376,7 @@ def validate_params(params: dict[str, Any], constraints: dict[str, list], owner:
     for name, value in params.items():
         if name not in constraints:
             # user subclasses may declare none; every synthmi synthesizer declares all
-            # of its parameters (tests/test_common.py checks it)
+            # of its parameters (tests/testing/test_common.py checks it)
             continue
         allowed = constraints[name]
         if any(_satisfies(c, value, name, owner) for c in allowed):

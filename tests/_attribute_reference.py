@@ -1,5 +1,5 @@
 """Brute-force reference for attribute disclosure (plain Python loops over all
-pairs), shared by tests/test_attribute_disclosure.py. Keys compare exactly with
+pairs), shared by tests/evaluation/test_attribute_disclosure.py. Keys compare exactly with
 a missing value as its own level (synthpop); matching uses
 ``_matching_reference.brute_match``."""
 from __future__ import annotations

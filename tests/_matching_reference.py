@@ -1,5 +1,5 @@
 """Brute-force reference for quasi-identifier matching (all pairs, plain Python),
-shared by tests/test_risk.py and tests/test_subgroups.py."""
+shared by tests/evaluation/test_risk.py and tests/evaluation/test_subgroups.py."""
 from __future__ import annotations
 
 import math

@@ -174,7 +174,7 @@ def test_rubin_refuses_copies_when_sampler_fails(many_levels):
     from synthmi.models import RubinSynthesizer
 
     # sampler="imh": independence MH stalls on this many-level model (the default fast sampler
-    # switches to HMC there and converges, tests/test_agency.py)
+    # switches to HMC there and converges, tests/data/test_agency.py)
     s = RubinSynthesizer(progressbar=False, draws=100, sampler="imh").fit(many_levels, ["code"])
     with pytest.raises(DiagnosticsFailed, match=r"'code' \(R-hat [0-9.]+ > 1.05, bulk ESS [0-9.]+ < 100") as info:
         s.sample(2, random_state=1)

@@ -142,3 +142,18 @@ def test_benchmark_subsamples_come_from_the_library():
     small = pd.DataFrame({"g": pd.Categorical(["a", "a", "b"], categories=["a", "b", "c"])})
     out = sample_rows(small)  # no subsample: all rows, the empty level dropped, input untouched
     assert list(out["g"].cat.categories) == ["a", "b"] and list(small["g"].cat.categories) == ["a", "b", "c"]
+
+
+def test_tests_mirror_the_package_layout():
+    """Issue 27: a subpackage's tests live in the folder of its name (tests/models/ for
+    synthmi/models/, ...), the package-wide and top-level modules' tests in tests/; no other
+    folder, and no test file name twice (pytest imports them by base name)."""
+    package = ROOT / "synthmi"
+    subpackages = {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    assert folders <= subpackages, f"test folders without a subpackage: {sorted(folders - subpackages)}"
+    assert folders, "no test folders: the suite is flat again"
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
+    # the folders a subpackage with tests must have (the ones that exist today): a move back fails
+    assert {"models", "evaluation", "privacy", "report", "workflow", "commands", "data", "testing"} <= folders

@@ -28,7 +28,7 @@ Dibben 2021, section 3). Two independent samples from the same population
 carry both samples' noise: :math:`E[\mathrm{pMSE}] = (k-1)c(1-c)/N`, so
 :math:`S_{pMSE} \to 1/(1-c)` (2 for equal sizes). The same factor is why the
 CART permutation null (which mimics independent samples) is halved.
-Measured (k - 1 = 9, 400 replications each; ``tests/test_utility.py``):
+Measured (k - 1 = 9, 400 replications each; ``tests/evaluation/test_utility.py``):
 mean S_pMSE 1.02 / 1.00 / 1.00 at n = 500 / 1000 / 4000 per side for copies
 from the fitted correct model, 1.99 for independent samples. The fitted model
 must contain every term of the propensity model; a term it leaves out behaves

@@ -84,7 +84,7 @@ shrunk towards the most common level instead of every common level being
 measured against a rare one. Only the last probit block's reference is a pure
 reparametrisation. The posterior predictive of the data is the same within
 Monte Carlo error in the tests (level shares and two-way tables,
-tests/test_copula.py) except in the cells of a rare level, where the prior
+tests/models/test_copula.py) except in the cells of a rare level, where the prior
 shows. The frequent reference did not make the chains mix faster on the agency
 file, where race's first level has 3 of 400 records
 (``benchmarks/results/copula_reference.json``, 3 seeds: max R-hat a little

@@ -58,7 +58,7 @@ W~_i is an independent copy of W_i: by default (``w_tilde="fresh"``) a new
 draw from M_mask given the confidential X_i for every synthetic copy; with
 ``w_tilde="reuse"`` the W drawn at fit time is used for all copies. Which
 choice keeps Reiter (2003) inference valid is measured by
-``benchmarks/dami_coverage.py`` (see ``tests/test_dami.py``).
+``benchmarks/dami_coverage.py`` (see ``tests/models/test_dami.py``).
 
 With every mask null (K = 0, alpha = 0, pi rows equal) DA-MI is exactly
 Rubin MI: the same random_state gives identical copies.

@@ -455,7 +455,7 @@ class RubinSynthesizer(Synthesizer):
                 if self.sampler == "nuts":
                     raise InputError(
                         f"The hierarchical model of column '{c}' is sampled by its exact blocked Gibbs path "
-                        "(sampler='fast'), which tests/test_hierarchical.py checks against NUTS on the PyMC "
+                        "(sampler='fast'), which tests/models/test_hierarchical.py checks against NUTS on the PyMC "
                         "specification (synthmi.models.hierarchical.pymc_model); use sampler='fast'."
                     )
                 grp = spec.group

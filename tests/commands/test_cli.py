@@ -180,7 +180,7 @@ def test_quiet_prints_one_summary_line_per_step_in_every_verb(tmp_path, capsys):
 def test_python_dash_m_synthmi_runs_the_command_line():
     proc = subprocess.run([sys.executable, "-m", "synthmi", "dp", "sigma", "--eps", "1", "--delta", "1e-5",
                            "--marginals", "3"], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert proc.returncode == 0, proc.stderr
     float(proc.stdout)
 

@@ -6,7 +6,7 @@ subgroups, attribute disclosure, one- and two-way tables and DPSyn's marginal
 counts before noise are the same for pandas and for every partitioning (exactly
 for per-record values and counts; sums of floats to summation order, rel 1e-12);
 the logit pMSE equals the in-memory fit to 1e-9 (Newton on sums over partitions).
-Moved from tests/test_scale.py with every assertion kept.
+Moved from tests/models/test_scale.py with every assertion kept.
 """
 import warnings
 

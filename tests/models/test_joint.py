@@ -134,7 +134,7 @@ def test_reduced_multi_qi_coverage_of_the_joint_predictive():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "dami_coverage.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "dami_coverage.py"
     spec = importlib.util.spec_from_file_location("dami_coverage", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

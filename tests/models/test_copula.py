@@ -526,7 +526,7 @@ def test_mar_coverage_on_the_mixed_adult_set_reduced():
     import pathlib
     import sys
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "copula_adult.py"
+    path = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "copula_adult.py"
     spec = importlib.util.spec_from_file_location("copula_adult", path)
     sys.path.insert(0, str(path.parent))
     try:

@@ -41,7 +41,7 @@ def data():
 
 
 def _models():
-    # sampler="imh" and short chains as in tests/test_scale.py (copies accepted, flagged unconverged)
+    # sampler="imh" and short chains as in tests/models/test_scale.py (copies accepted, flagged unconverged)
     kw = dict(random_state=7, draws=100, chains=2, progressbar=False, sampler="imh", accept_diagnostics=True)
     return {
         "rubin": lambda: RubinSynthesizer(**{k: v for k, v in kw.items() if k != "random_state"}),

@@ -187,7 +187,7 @@ def test_z_identical_and_dtypes_levels_kept(adult_small):
 
 
 # (the input frame is never modified: check_input_not_mutated of the contract battery,
-# tests/test_common.py, runs on CartSynthesizer and CartSynthesizer(proper=True))
+# tests/testing/test_common.py, runs on CartSynthesizer and CartSynthesizer(proper=True))
 
 
 def test_visit_sequence_and_integer_and_object_columns():

@@ -43,7 +43,7 @@ CASES = {
     ),
     "dpsyn": (lambda: DPSynSynthesizer(epsilon=4.0, delta=1e-6, random_state=3, n_iter=5), None),
 }
-# DPSyn's noised release content, key by key (as tests/test_dp_neighbours.py): the neighbour
+# DPSyn's noised release content, key by key (as tests/privacy/test_dp_neighbours.py): the neighbour
 # check compares every other diagnostic
 DP_NOISED = {"dpsyn": {"*metadata.json": ["diagnostics.n_two_way", "diagnostics.suppressed_levels",
                                           "diagnostics.suppressed_missing", "diagnostics.pooled_levels",

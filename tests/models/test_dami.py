@@ -219,7 +219,7 @@ def test_partial_rule_hand_check_against_local_formula():
 
 # ---- tuning behaviour (seed's figures) ----------------------------------------
 def _load_bench(name):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

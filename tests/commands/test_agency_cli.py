@@ -397,7 +397,7 @@ def test_risk_dami_margins_of_the_agency_file_within_monte_carlo_error(tmp_path)
     1.019 / 1.014 / 1.024 and min bulk ESS 147 / 294 / 220 (slowest: the race block, whose reference
     level has 3 records): R-hat well below 1.1 on any of them. No time budget (--max-seconds none):
     the run takes about a minute on a quiet machine and four at load 7, and this test is about the
-    margins, not the budget (tests/test_copula_progress.py).
+    margins, not the budget (tests/models/test_copula_progress.py).
 
     A copy's share is a posterior draw of the rate plus binomial noise, sd about sqrt(2 p (1 - p) / n)
     per copy, so the mean of 5 copies has sd sqrt(2 p (1 - p) / (5 n)); tolerance 4 sd."""

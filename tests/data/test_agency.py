@@ -246,7 +246,7 @@ def test_weighted_ci_covers_under_informative_sampling():
     import pathlib
 
     spec = importlib.util.spec_from_file_location(
-        "weights_coverage", pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "weights_coverage.py")
+        "weights_coverage", pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "weights_coverage.py")
     import sys
 
     sys.path.insert(0, str(pathlib.Path(spec.origin).parent))

@@ -12,7 +12,7 @@ import pytest
 from synthmi.report import figures
 
 # the figure-regeneration script's library lives with the benchmarks, outside the package
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import exhibits  # noqa: E402
 from exhibits import REDUCED, make_figures  # noqa: E402
 

@@ -327,7 +327,7 @@ def test_at_reference_risk_by_hand():
     from pathlib import Path
 
     # the figure-regeneration script's library lives with the benchmarks, outside the package
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     from exhibits import at_reference_risk
 
     pts = pd.DataFrame({

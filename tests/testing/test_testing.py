@@ -1,6 +1,6 @@
 """synthmi.testing: the contract battery passes a correct toy synthesizer and FAILS a
 deliberately broken one with the check that names the broken promise (a battery that
-cannot fail proves nothing). The shipped synthesizers run it in tests/test_common.py.
+cannot fail proves nothing). The shipped synthesizers run it in tests/testing/test_common.py.
 """
 from __future__ import annotations
 
