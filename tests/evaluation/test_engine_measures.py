@@ -27,13 +27,6 @@ KEEP = ["income", "hours_per_week"]
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
-            distributed.Client(cl) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def adult():
     return load_adult()[QI + KEEP].iloc[:3000].reset_index(drop=True)
 

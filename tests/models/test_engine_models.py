@@ -27,13 +27,6 @@ KEEP = ["income", "education"]
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
-            distributed.Client(cl) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def data():
     a = load_adult()[["age", "sex", "race", "income", "education"]].iloc[:2000].reset_index(drop=True)
     a["female"] = (a["sex"] == "Female").astype("int64")

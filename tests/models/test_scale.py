@@ -28,13 +28,6 @@ PARTS = (1, 4, 16)
 MASKS = {"age": {"K": 3, "sigma_e": 5.0}, "sex": {"p": 0.9}}
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cl, \
-            distributed.Client(cl) as c:
-        yield c
-
-
 # short chains released with accept_diagnostics=True warn that they are flagged; expected here
 pytestmark = pytest.mark.filterwarnings("ignore:.*flagged as unconverged:RuntimeWarning")
 
