@@ -23,8 +23,9 @@ demo: $(STAMP)
 	$(BIN)/synthmi demo --out synthmi-demo
 
 # One pytest worker per core (pytest-xdist): the suite is ~900 CPU-seconds of mostly single-threaded
-# work, and the thread limits above keep each worker (and the sampler processes it forks) on one thread.
-PYTEST := python -m pytest -q -n auto
+# work, and the thread limits above keep each worker (and the sampler processes it forks) on one thread;
+# worksteal: an idle worker takes queued tests from a busy one (the long sampler tests end the run).
+PYTEST := python -m pytest -q -n auto --dist worksteal
 
 test: $(STAMP)
 	$(BIN)/$(PYTEST) tests
