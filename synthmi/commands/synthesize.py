@@ -315,7 +315,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=EXAMPLES_FMT,
     )
-    p.add_argument("--data", required=True, help="'adult', 'nhanes' (bundled, recoded) or a CSV path")
+    p.add_argument("--data", default=None,
+                   help="'adult', 'nhanes' (bundled, recoded) or a CSV path (required unless --model)")
     add_sep_flag(p)
     p.add_argument("--spec", default=None, metavar="SPEC.json",
                    help="release spec (roles, kinds, public levels/bounds, masks, analyses; draft one with "
@@ -333,7 +334,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "modelled as categories, not numbers (cart, rubin, dami, risk-dami; repeatable). Without it a numeric "
         "column is a number, as in synthpop; with --spec, this sets the columns' kind",
     )
-    p.add_argument("--method", default="dami", help=f"one of {', '.join(sorted(METHODS))} (default dami)")
+    p.add_argument("--method", default=None, help=f"one of {', '.join(sorted(METHODS))} (default dami)")
     p.add_argument("--m", type=int, default=20, help="number of synthetic copies (default 20)")
     p.add_argument("--seed", type=int, default=None,
                    help="random seed; same seed -> identical files (default: drawn and recorded). For dpsyn the "
@@ -409,6 +410,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="time budget of the fit for risk-dami (default 300; 'none': no budget): a pilot estimates the "
                         "iterations the convergence check needs and the command stops within the budget, with the "
                         "estimate and what to change, when they do not fit in it")
+    p.add_argument("--save-model", default=None, metavar="DIR",
+                   help="also write the fitted model to DIR (a new directory; Synthesizer.save format, with a "
+                        "manifest.json of SHA-256 digests), so that 'synthesize --model DIR' draws more copies "
+                        "without refitting. It holds the original records when the method's sampler conditions on "
+                        "them (then it is as confidential as the data); a DP model holds no seed and no count")
+    p.add_argument("--model", default=None, metavar="DIR",
+                   help="draw the copies from a model saved with --save-model instead of fitting one (no --data; "
+                        "the fit options are the saved model's); --out must be a new directory")
+    p.add_argument("--original", default=None, metavar="FILE",
+                   help="with --model: the original data, needed when the saved model holds no records (the "
+                        "release guard compares the copies with them); checked against the model's columns and "
+                        "row count")
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -785,6 +798,13 @@ def run(args: argparse.Namespace) -> int:
     from ..data import load_dataset
 
     t0 = time.perf_counter()
+    if getattr(args, "model", None) is not None:
+        return _run_saved_model(args, t0)
+    if getattr(args, "original", None) is not None:
+        raise InputError("The '--original' option is for --model DIR (drawing from a saved model); a fit reads --data.")
+    if args.data is None:
+        raise InputError("The '--data' option is required (or --model DIR, to draw copies from a saved model).")
+    args.method = args.method or "dami"
     cls = resolve_method(args.method)
     if args.seed is not None and args.seed < 0:
         raise InputError(f"The '--seed' option must be >= 0. Got {args.seed} instead.")
@@ -835,6 +855,10 @@ def run(args: argparse.Namespace) -> int:
     # the output location first: a bad --out must cost nothing (no reading, no fitting)
     out = check_output_dir(args.out, "--out", args.overwrite, owned=["copy_*.csv", "metadata.json"])
     old = sorted(out.glob("copy_*.csv")) if out.is_dir() else []
+    if getattr(args, "save_model", None) is not None:
+        if args.engine == "dask":
+            raise InputError("The '--save-model' option is for --engine pandas (a partition-wise model is not saved).")
+        _check_new_dir(args.save_model, "--save-model", "a saved model")
     _check_copies_combinable(args, cls, params)
 
     spec, qi = spec_and_quasi_identifiers(args)
@@ -1001,16 +1025,7 @@ def run(args: argparse.Namespace) -> int:
             _log(args, f"fitted; drawing {args.m} copies", summary=True)
         else:
             _log(args, f"fitted in {t_fit - t0:.1f} s; drawing {args.m} copies (seed {seed})", summary=True)
-        from ..diagnostics import DiagnosticsFailed
-        from ..models.base import UnmodifiedRelease
-
-        try:
-            syn = synth.sample(args.m, random_state=seed, allow_unmodified=args.allow_unmodified)
-        except DiagnosticsFailed as exc:
-            raise exc.for_cli() from None
-        except UnmodifiedRelease as exc:
-            raise UnmodifiedRelease(method_terms(str(exc)).replace(
-                "pass allow_unmodified=True (command line: --allow-unmodified)", "add --allow-unmodified")) from None
+        syn = _draw(synth, args, seed)
         _log(args, f"drew {args.m} copies" + ("" if dp_release else f" in {time.perf_counter() - t_fit:.1f} s"),
              summary=True)
     # Warnings (e.g. r_hat > 1.01) are shown even with --quiet, once each, on one line.
@@ -1021,14 +1036,202 @@ def run(args: argparse.Namespace) -> int:
         if args.map_other:
             # evaluation maps the original's out-of-domain values to 'other' the same way
             syn.structure["out_of_domain"] = "other"
+    source_meta = _source_metadata(args, source, keep, data, syn, na_values, dp_release)
+    if getattr(args, "save_model", None) is not None:
+        # saved before the copies are written: a model that cannot be saved stops the release
+        source_meta["saved_model"] = _save_model(synth, Path(args.save_model), source_meta, syn, dp_release)
     for f in old:
         f.unlink()
     # the release writes metadata.json alone (masks as their to_dict(), the source block)
-    syn.to_dir(out, source=_source_metadata(args, source, keep, data, syn, na_values, dp_release))
+    syn.to_dir(out, source=source_meta)
     if not dp_release:
         restore_kept_text(out, syn.m, source, keep, data, sep_of(args), getattr(args, "encoding", None))
     _log(args, f"wrote {syn.m} copies and metadata.json to {out}"
          + ("" if dp_release else f" in {time.perf_counter() - t0:.1f} s"), summary=True)
+    return 0
+
+
+def _draw(synth, args: argparse.Namespace, seed: int | None):
+    """``synth.sample`` with the release checks' errors in command-line terms (a fresh fit and
+    a saved model pass the same diagnostics check and release guard)."""
+    from ..diagnostics import DiagnosticsFailed
+    from ..models.base import UnmodifiedRelease
+
+    try:
+        return synth.sample(args.m, random_state=seed, allow_unmodified=args.allow_unmodified)
+    except DiagnosticsFailed as exc:
+        raise exc.for_cli() from None
+    except UnmodifiedRelease as exc:
+        raise UnmodifiedRelease(method_terms(str(exc)).replace(
+            "pass allow_unmodified=True (command line: --allow-unmodified)", "add --allow-unmodified")) from None
+
+
+def _check_new_dir(path: str, option: str, what: str) -> Path:
+    """A directory the command creates: refused when it exists (nothing is overwritten or added to)."""
+    p = Path(path)
+    if p.exists():
+        raise InputError(f"The '{option}' directory '{p}' already exists; {what} goes to a new directory (nothing "
+                         "is overwritten): name one that does not exist.")
+    return check_output_dir(p, option, False)
+
+
+# Why a saved DP model's copies cost no budget (recorded in their metadata.json).
+DP_POST_PROCESSING = (
+    "drawn from the saved model's noised measurements, the output of the fitted release's DP mechanisms: "
+    "post-processing, so no new privacy budget is spent (epsilon and delta are those of that release); the "
+    "model directory is as public as that release, and holds no seed and no record count")
+
+
+def _save_model(synth, path: Path, source_meta: dict[str, Any], syn, dp_release: bool) -> dict[str, Any]:
+    """``--save-model DIR``: the fitted model (:func:`synthmi.models.persist.save`) with the release's
+    source block, so that ``--model DIR`` writes the same metadata; returns what metadata.json records.
+
+    The records are kept only when the sampler conditions on them (``sample`` refuses a model
+    saved without them); a DP model never keeps them, nor its seed (persist.save)."""
+    from ..provenance import file_sha256
+
+    synth.set_progress(None)  # this run's callback: not part of the model (and not picklable)
+    # a DP source block holds no row count (_source_metadata): only what the DP release publishes
+    synth.cli_release_ = {"source": dict(source_meta), "out_of_domain": (syn.structure or {}).get("out_of_domain")}
+    include = not dp_release and (synth._needs_records_to_sample()
+                                  or bool(getattr(synth, "model_frame_recoded_", False)))
+    synth.save(path, include_records=include)
+    if include:
+        held = "it holds the original records (the sampler conditions on them): keep it as confidential as the data"
+    elif dp_release:
+        held = "it holds no original records, no seed and no record count (a DP model)"
+    else:
+        held = "it holds no original records (drawing from it needs --original FILE for the release guard)"
+    print(f"synthmi synthesize: saved the fitted model to {path}; {held}.", file=sys.stderr, flush=True)
+    return {"dir": path.name, "manifest_sha256": file_sha256(path / "manifest.json"), "includes_records": include}
+
+
+# The options that shape a fit: with --model the saved model's settings apply, so they are refused.
+_FIT_OPTIONS = ("data", "spec", "qi", "keep", "categorical", "method", "mask", "param", "domain", "map_other",
+                "bounds", "levels", "engine", "scheduler", "weights", "weight_as_predictor", "transform", "semicont",
+                "rule", "accept_diagnostics", "rhat_max", "ess_min", "max_seconds", "allow_identifiers", "save_model",
+                "overwrite")
+
+
+def _fit_options_given(args: argparse.Namespace) -> list[str]:
+    """The fit options given on the command line (values other than the parser's defaults)."""
+    sub = argparse.ArgumentParser().add_subparsers()
+    register(sub)
+    parser = sub.choices["synthesize"]
+    return ["--" + d.replace("_", "-") for d in _FIT_OPTIONS if getattr(args, d, None) != parser.get_default(d)]
+
+
+def _run_saved_model(args: argparse.Namespace, t0: float) -> int:
+    """``--model DIR``: draw ``--m`` copies from a saved model, without refitting.
+
+    Fails closed as a fresh ``synthesize``: the model's own convergence check (with the
+    override recorded at its fit, never a new one) and the release guard against the original
+    (from the saved records, or ``--original`` for a model saved without them); ``--out`` must be
+    new. The same seed gives the copies ``Synthesizer.load(DIR).sample(m, random_state=seed)`` gives.
+    """
+    import numpy as np
+
+    from ..data import load_dataset
+    from ..models.base import Synthesizer
+    from ..provenance import check_original, file_sha256
+
+    given = _fit_options_given(args)
+    if given:
+        raise InputError(f"The '{given[0]}' option sets the fit, and --model DIR draws from a saved model without "
+                         "refitting (its data, columns, method, masks, parameters and convergence check are the saved "
+                         "ones); leave it out, or fit again without --model.")
+    if args.seed is not None and args.seed < 0:
+        raise InputError(f"The '--seed' option must be >= 0. Got {args.seed} instead.")
+    model_dir = Path(args.model)
+    if not model_dir.exists():
+        raise InputError(f"The '--model' option names '{model_dir}', which does not exist.")
+    if not model_dir.is_dir() or not (model_dir / "manifest.json").is_file():
+        raise InputError(f"The '--model' option must name a directory written by --save-model (or Synthesizer.save); "
+                         f"'{model_dir}' holds no manifest.json.")
+    out = _check_new_dir(args.out, "--out", "a release from --model")
+    try:
+        synth = Synthesizer.load(model_dir)
+    except InputError as exc:
+        if "SHA-256" in str(exc):
+            raise InputError(f"The '--model' directory '{model_dir}' was changed since it was saved: a file does not "
+                             "match the SHA-256 digest in its manifest.json (tampered or damaged); save the model "
+                             "again.") from None
+        raise InputError(f"The '--model' option: {exc}") from None
+    except Exception as exc:  # unreadable manifest or pickle: not a directory this tool wrote
+        raise InputError(f"The '--model' option must name a directory written by --save-model (or Synthesizer.save); "
+                         f"'{model_dir}' could not be read as one ({type(exc).__name__}).") from None
+    dp = bool(synth.differentially_private)
+    method = synth.method
+    args.method = method
+    _check_copies_combinable(args, type(synth), synth.get_params(deep=False))
+    saved = dict(getattr(synth, "cli_release_", None) or {})
+    source = dict(saved.get("source") or {})
+    source.pop("saved_model", None)
+    records_left_out = bool(getattr(synth, "_records_left_out", False))
+    columns = list((getattr(synth, "fingerprint_", None) or {}).get("columns") or synth.columns_)
+    original = None
+    if args.original is not None:
+        if dp:
+            raise InputError("The '--original' option is not read with a differentially private --model: its copies "
+                             "are drawn from the saved noised measurements alone.")
+        encoding = args.encoding or source.get("encoding")
+        df = load_dataset(args.original, sep=sep_of(args), option="--original",
+                          na_values=na_values_of(args, None, source.get("na_values")), encoding=encoding)
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            raise InputError(f"The '--original' file lacks the columns {missing}: the model in '--model' was fitted on "
+                             f"other columns ({columns}).")
+        check_original(df, synth.fingerprint_, name="--original")
+        original = df[list(synth.columns_)]
+        if records_left_out:
+            # the release guard compares the copies with the original's quasi-identifiers, in the fit's dtypes
+            frame = original.copy()
+            for c in frame.columns:
+                try:
+                    frame[c] = frame[c].astype(synth.dtypes_[c])
+                except (TypeError, ValueError, KeyError):
+                    pass
+            synth.released_ = frame
+        source["data"] = input_label(args.original)
+    elif records_left_out and not dp:
+        raise InputError(f"The '--original' option is required with --model '{model_dir}': the saved model holds no "
+                         "original records, and the release guard compares the copies with them (--original FILE, "
+                         "the data the model was fitted on).")
+    if dp:
+        seed = None if args.seed is None else int(args.seed)
+    else:
+        seed = int(np.random.SeedSequence().entropy % 2**32) if args.seed is None else int(args.seed)
+    synth.set_progress(_progress_callback(args))
+    _log(args, f"loaded the {method!r} model saved in {model_dir}; drawing {args.m} copies without refitting"
+         + ("" if dp else f" (seed {seed})"), summary=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        syn = _draw(synth, args, seed)
+    show_caught_warnings(caught, "synthesize", args, text=method_terms, skip=("DAMISynthesizer has no masks",))
+    if dp:
+        _report_rare_levels(synth)
+    if saved.get("out_of_domain"):
+        syn.structure["out_of_domain"] = saved["out_of_domain"]
+    if not source:  # saved with the Python API: no source block of a release
+        source = {"data": None, "keep": list(getattr(synth.spec_, "keep", []) or []), "columns": list(synth.columns_)}
+    if (syn.structure or {}).get("unmodified", {}).get("allowed"):
+        source["allow_unmodified"] = True
+    source["model"] = {"dir": model_dir.name, "manifest_sha256": file_sha256(model_dir / "manifest.json"),
+                       "refit": False, "includes_records": not records_left_out and not dp}
+    if dp:
+        source["model"]["privacy"] = DP_POST_PROCESSING
+    # the kept columns' input text can be restored only from the input file (--original)
+    encoding = args.encoding or source.get("encoding")
+    recode = original is not None and copies_recoded(args.original, encoding)
+    source.pop("copies_encoding", None)
+    if recode:
+        source["copies_encoding"] = encoding
+    syn.to_dir(out, source=source)
+    if original is not None:
+        restore_kept_text(out, syn.m, args.original, [c for c in source.get("keep", []) if c in original.columns],
+                          original, sep_of(args), encoding)
+    _log(args, f"wrote {syn.m} copies and metadata.json to {out} (no refit)"
+         + ("" if dp else f" in {time.perf_counter() - t0:.1f} s"), summary=True)
     return 0
 
 
