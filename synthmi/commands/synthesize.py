@@ -1051,16 +1051,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _draw(synth, args: argparse.Namespace, seed: int | None):
+def _draw(synth, args: argparse.Namespace, seed: int | None, saved: Path | None = None):
     """``synth.sample`` with the release checks' errors in command-line terms (a fresh fit and
-    a saved model pass the same diagnostics check and release guard)."""
+    a saved model, ``saved``, pass the same diagnostics check and release guard)."""
     from ..diagnostics import DiagnosticsFailed
     from ..models.base import UnmodifiedRelease
 
     try:
         return synth.sample(args.m, random_state=seed, allow_unmodified=args.allow_unmodified)
     except DiagnosticsFailed as exc:
-        raise exc.for_cli() from None
+        cli = exc.for_cli()
+        if saved is not None:
+            # the override is the fit's (recorded in the model), never a new one at drawing time
+            head = str(cli).split(" No copies were released.")[0]
+            cli.args = (f"{head}. No copies were drawn from the model in '--model' {saved}, fitted without "
+                        "--accept-diagnostics: fit again (without --model) with more draws (--param n_iter=... or "
+                        "--param draws=...), or with --accept-diagnostics to release unconverged copies, flagged.",)
+        raise cli from None
     except UnmodifiedRelease as exc:
         raise UnmodifiedRelease(method_terms(str(exc)).replace(
             "pass allow_unmodified=True (command line: --allow-unmodified)", "add --allow-unmodified")) from None
@@ -1206,7 +1213,7 @@ def _run_saved_model(args: argparse.Namespace, t0: float) -> int:
          + ("" if dp else f" (seed {seed})"), summary=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        syn = _draw(synth, args, seed)
+        syn = _draw(synth, args, seed, saved=model_dir)
     show_caught_warnings(caught, "synthesize", args, text=method_terms, skip=("DAMISynthesizer has no masks",))
     if dp:
         _report_rare_levels(synth)
