@@ -84,6 +84,10 @@ EXAMPLES = """examples:
       --method dpsyn --param epsilon=1 --param delta=1e-9 --m 5 --out syn_dp/
   synthmi synthesize --data survey.csv --qi age,sex,region --keep income --method dpsyn \
       --domain survey.domain.json --map-other --m 5 --out syn_dp/
+  # fit once and save the model; later, 50 more copies from it without refitting (no --data)
+  synthmi synthesize --data survey.csv --qi age,sex --keep income --method rubin --seed 1 --out syn/ \
+      --save-model model/
+  synthmi synthesize --model model/ --m 50 --seed 2 --out syn_more/
   # your own CSV; the columns named in --keep are released unchanged, the others dropped
   synthmi synthesize --data survey.csv --qi age,sex --keep income,region --method rubin --m 5 --out syn/
   # an agency file coding missing values as '?' or -9, a region coded 1..5
@@ -108,6 +112,11 @@ with GROUP low, medium or high sets subgroup-specific tuning):
   K=3,reliability=0.9 continuous: sigma set from the reliability 1/(1 + sigma^2/(K var X))
   alpha=2             categorical: W = alpha * code(X) + N(0, 1)
   p=0.8               categorical: W = X with probability p, else another category at random
+
+saved models (--save-model DIR, --model DIR): the same convergence check (the fit's override only)
+and release guard as a fresh fit; a model without records (cart, rubin with normal models only)
+needs --original FILE for the guard; a dpsyn model holds no seed or count, and its copies are
+post-processing of its noised measurements (no new privacy budget).
 
 output: DIR/copy_01.csv ... copy_MM.csv and DIR/metadata.json (method, tuning, seed,
 versions, diagnostics, dtypes); read back with synthmi.SyntheticData.from_dir(DIR)."""
@@ -1177,6 +1186,11 @@ def _run_saved_model(args: argparse.Namespace, t0: float) -> int:
     records_left_out = bool(getattr(synth, "_records_left_out", False))
     columns = list((getattr(synth, "fingerprint_", None) or {}).get("columns") or synth.columns_)
     original = None
+    unread = [o for o, v in (("--sep", args.sep != ","), ("--na-values", args.na_values is not None),
+                             ("--encoding", args.encoding is not None)) if v]
+    if unread and args.original is None:
+        raise InputError(f"The '{unread[0]}' option says how to read a file, and with --model only --original "
+                         "is read; give it with --original FILE, or leave it out.")
     if args.original is not None:
         if dp:
             raise InputError("The '--original' option is not read with a differentially private --model: its copies "

@@ -166,8 +166,11 @@ def test_model_errors_name_the_option(cart_model, adult_csv, tmp_path, capsys):
     # fit options are the saved model's
     assert _draw(cart_model, tmp_path / "o6", 1, 2, adult_csv, "--method", "rubin") == 1
     assert "The '--method' option sets the fit" in _error(capsys)
+    # reading options with nothing to read
+    assert _draw(cart_model, tmp_path / "o7", 1, 2, None, "--encoding", "latin-1") == 1
+    assert "The '--encoding' option says how to read a file" in _error(capsys)
     # nothing was created for any refused call
-    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 7))
+    assert not any((tmp_path / f"o{i}").exists() for i in range(1, 8))
 
 
 def test_never_overwrites(cart_model, adult_csv, tmp_path, capsys):
