@@ -27,7 +27,7 @@ the same for every method), seeds 0, 1, 2, ``M`` = 2 copies. Figures per run:
 
 Each figure has its noise-only baseline: ``M`` bootstrap copies of the same (sub)sample
 (method ``bootstrap``). Tables report medians over seeds (``vanished``: the mean,
-a rare event a median would hide). Run "before" with ``PYTHONPATH=/work/main`` and
+a rare event a median would hide). Run "before" with ``PYTHONPATH=<a checkout of the earlier commit>`` and
 ``--tag before``; the default tag is ``after``. Writes
 ``benchmarks/results/dpsyn_faithful_<tag>.json`` / ``.csv``; ``--compare`` then writes
 the before / after / bootstrap table ``dpsyn_faithful_compare.csv`` / ``.md`` (with a
