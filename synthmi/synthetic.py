@@ -277,23 +277,31 @@ class SyntheticData:
         return path
 
     @classmethod
-    def from_dir(cls, path: str | Path) -> "SyntheticData":
+    def from_dir(cls, path: str | Path, name: str = "path") -> "SyntheticData":
         """Read copies written by :meth:`to_dir` (dtypes restored from metadata; in the text
         encoding ``metadata.json`` records under ``source.copies_encoding``, the input's
-        encoding the command line writes them in, else UTF-8)."""
+        encoding the command line writes them in, else UTF-8), or by
+        :meth:`PartitionedSyntheticData.to_parquet` (``copy_XX/part.NNNNN.parquet``, recognised
+        from ``"engine": "dask"`` in ``metadata.json`` or the layout) as pandas frames, in
+        memory: review a release too large for memory with the measures on
+        ``PartitionedSyntheticData.copies`` (Dask frames) instead. ``name``: how errors about
+        the directory name it (the command line passes ``'--synthetic'``)."""
         path = Path(path)
         meta_file = path / "metadata.json"
         files = sorted(path.glob("copy_*.csv"))
-        if not files:
-            raise InputError(f"No synthetic copies (copy_*.csv) found in directory '{path}'.")
         meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
-        encoding = (meta.get("source") or {}).get("copies_encoding") or None
-        copies = []
-        for f in files:
-            df = pd.read_csv(f, encoding=encoding)
-            if meta.get("dtypes"):
-                df = apply_dtype_spec(df, meta["dtypes"])
-            copies.append(df)
+        if not files and (meta.get("engine") == "dask" or any(path.glob("copy_*/part.*.parquet"))):
+            copies = _read_parquet_copies(path, meta, name)
+        elif not files:
+            raise InputError(f"No synthetic copies (copy_*.csv) found in directory '{path}'.")
+        else:
+            encoding = (meta.get("source") or {}).get("copies_encoding") or None
+            copies = []
+            for f in files:
+                df = pd.read_csv(f, encoding=encoding)
+                if meta.get("dtypes"):
+                    df = apply_dtype_spec(df, meta["dtypes"])
+                copies.append(df)
         return cls(
             copies=copies,
             method=meta.get("method", "unknown"),
@@ -372,6 +380,9 @@ class PartitionedSyntheticData:
     frame: Any  # synthmi.engine.Frame of the original
     sample_partition: Any
     meta: pd.DataFrame
+    #: the combining rule the copies need and the fitted spec (public view), recorded in metadata.json
+    rule: str = "partial"
+    spec: Any = None
     #: read by synthmi.engine.copies_of (which cannot import this layer)
     is_partitioned = True
 
@@ -405,18 +416,55 @@ class PartitionedSyntheticData:
         for i in range(1, self.m + 1):
             os.makedirs(os.path.join(directory, f"copy_{i:02d}"))
         rows = self.frame.map_partitions(_write_partition, self.sample_partition, self.m, directory, with_index=True)
+        n = int(sum(rows))
         meta = {
-            "method": self.method, "m": self.m, "seed": self.seed, "params": jsonable(self.params),
-            "quasi_identifiers": self.quasi_identifiers, "n_records": int(sum(rows)),
+            "method": self.method, "m": self.m, "seed": self.seed, "params": jsonable(_masks_described(self.params)),
+            "quasi_identifiers": self.quasi_identifiers, "n_records": n,
             "n_partitions": len(rows), "engine": "dask", "diagnostics": jsonable(self.diagnostics),
             "diagnostics_check": jsonable(self.diagnostics_check),
             "layout": "copy_XX/part.NNNNN.parquet, partition k of copy XX; index = original record labels",
+            # the keys of SyntheticData.metadata the review reads (SyntheticData.from_dir)
+            "rule": self.rule, "spec": None if self.spec is None else self.spec.to_dict(),
+            "versions": package_versions(), "structure": {}, "dtypes": dtype_spec(self.meta),
+            # row count and columns only: a keyed HMAC of the values would need another pass over the data
+            "fingerprint": {"columns": sorted(map(str, self.meta.columns)), "n_rows": n, "hmac": None},
         }
         if source is not None:
             meta["source"] = dict(source)
         with open(os.path.join(directory, "metadata.json"), "w") as fh:
             fh.write(json_dumps(meta, indent=2, sort_keys=True))
         return meta
+
+
+def _read_parquet_copies(path: Path, meta: Mapping[str, Any], name: str) -> list[pd.DataFrame]:
+    """The copies of a Parquet release (:meth:`PartitionedSyntheticData.to_parquet`) as pandas
+    frames: partitions concatenated in order (the original's record order), the index dropped as
+    in a CSV release, dtypes restored from ``metadata.json``. Fails closed when a copy folder or a
+    partition is missing or the row counts differ from those recorded."""
+    m = meta.get("m")
+    found = sorted(p for p in path.glob("copy_*") if p.is_dir())
+    if m is None:
+        m = len(found)
+    width = max(2, len(str(m)))
+    n_parts, n_rows = meta.get("n_partitions"), meta.get("n_records")
+    copies = []
+    for i in range(1, int(m) + 1):
+        folder = path / f"copy_{i:0{width}d}"
+        parts = sorted(folder.glob("part.*.parquet")) if folder.is_dir() else []
+        if not parts or (n_parts is not None and len(parts) != int(n_parts)):
+            got = "is missing" if not folder.is_dir() else f"holds {len(parts)} of the {n_parts} recorded partitions"
+            raise InputError(f"The '{name}' directory '{path}' is not a whole Parquet release: its metadata.json "
+                             f"records {m} copies, and the folder '{folder.name}' {got}.")
+        df = pd.concat([pd.read_parquet(f) for f in parts]).reset_index(drop=True)
+        if n_rows is not None and len(df) != int(n_rows):
+            raise InputError(f"The '{name}' directory '{path}' is not a whole Parquet release: '{folder.name}' holds "
+                             f"{len(df)} rows, metadata.json records {int(n_rows)}.")
+        if meta.get("dtypes"):
+            # partitions store their own category levels: restore the recorded ones from plain values
+            df = apply_dtype_spec(df.astype({c: object for c in df.columns
+                                             if isinstance(df[c].dtype, pd.CategoricalDtype)}), meta["dtypes"])
+        copies.append(df)
+    return copies
 
 
 def _partition_copy(part: pd.DataFrame, offset: int, sample_partition, i: int) -> pd.DataFrame:

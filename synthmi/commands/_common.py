@@ -214,9 +214,33 @@ def load_original(spec: str, sep: str = ",", option: str = "--original", na_valu
     public = is_bundled(spec)
     if not public and not path.exists():
         raise InputNotFound(f"The '{option}' file '{spec}' does not exist.", path=spec, option=option)
+    if not public and is_parquet(path):
+        df = read_parquet_input(path, option)
+        # a directory has no one byte stream to digest: the keyed digest of the frame
+        return df, confidential_digest(df) if path.is_dir() else confidential_digest(path=path)
     df = load_dataset(spec, sep=sep, option=option, na_values=na_values, private=private, encoding=encoding)
     digest = ("sha256:" + frame_sha256(df)) if public else confidential_digest(path=path)
     return df, digest
+
+
+def is_parquet(path: Path) -> bool:
+    """Whether an input path names Parquet data: a ``.parquet`` / ``.pq`` file or a directory
+    (of Parquet files, as ``synthesize --engine dask`` reads them)."""
+    return path.is_dir() or path.suffix.lower() in (".parquet", ".pq")
+
+
+def read_parquet_input(path: Path, option: str):
+    """A Parquet file or directory as one pandas frame (its index dropped, as a CSV has none);
+    a file that is not Parquet refused naming ``option``, never quoting the reader's text."""
+    import pandas as pd
+
+    try:
+        df = pd.read_parquet(path)
+    except Exception:  # pyarrow's ArrowInvalid or OSError: their text may quote the file
+        what = "a directory holding no readable Parquet files" if path.is_dir() else f"a '{path.suffix}' file"
+        raise InputError(f"The '{option}' option takes a CSV file, a Parquet file or a directory of Parquet files. "
+                         f"Got '{input_label(str(path))}', {what} that is not Parquet.") from None
+    return df.reset_index(drop=True)
 
 
 def is_bundled(spec: str) -> bool:
@@ -278,8 +302,10 @@ def add_spec_argument(p: argparse.ArgumentParser) -> None:
 
 def add_release_arguments(p: argparse.ArgumentParser) -> None:
     """``--original``, one ``--synthetic`` directory and ``--spec``, as the evaluation verbs take them."""
-    p.add_argument("--original", default="adult", help="'adult', 'nhanes' or a CSV path (default: adult)")
-    p.add_argument("--synthetic", required=True, help="directory written by 'synthmi synthesize'")
+    p.add_argument("--original", default="adult", help="'adult', 'nhanes', a CSV path, or a Parquet file or directory "
+                   "(default: adult)")
+    p.add_argument("--synthetic", required=True, help="directory written by 'synthmi synthesize' (CSV copies, or "
+                   "--engine dask's Parquet copies, read into memory)")
     add_sep_flag(p)
     add_spec_argument(p)
 
@@ -322,7 +348,7 @@ def load_release(args: argparse.Namespace):
 
     from ..spec import ReleaseSpec
 
-    syn = SyntheticData.from_dir(synthetic_dir(args.synthetic))
+    syn = SyntheticData.from_dir(synthetic_dir(args.synthetic), name="--synthetic")
     spec = ReleaseSpec.load(args.spec) if getattr(args, "spec", None) else None
     na = na_values_of(args, spec, recorded_na_values(args.synthetic))
     original_full, _ = load_original(args.original, sep_of(args), na_values=na,

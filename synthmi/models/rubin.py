@@ -1071,7 +1071,8 @@ class RubinSynthesizer(Synthesizer):
             m=m, method=self.method, params=self.get_params(), seed=None if seed is None else int(seed),
             quasi_identifiers=list(self.quasi_identifiers_), diagnostics=diagnostics, diagnostics_check=check,
             frame=self.frame_, sample_partition=functools.partial(_sample_with_plan, light, plan),
-            meta=self.data_[self.columns_],
+            meta=self.data_[self.columns_], rule=self.combining_rule,
+            spec=self.spec_.public_view() if getattr(self, "spec_", None) is not None else None,
         )
 
     def _check_transforms(self, transforms: dict[str, str | None], qi: list[str],
