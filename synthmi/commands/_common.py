@@ -214,7 +214,8 @@ def load_original(spec: str, sep: str = ",", option: str = "--original", na_valu
     public = is_bundled(spec)
     if not public and not path.exists():
         raise InputNotFound(f"The '{option}' file '{spec}' does not exist.", path=spec, option=option)
-    if not public and is_parquet(path):
+    if option == "--original" and not public and not private and is_parquet(path):
+        # the review verbs' original may be Parquet (a Dask release's input); other inputs stay CSV
         df = read_parquet_input(path, option)
         # a directory has no one byte stream to digest: the keyed digest of the frame
         return df, confidential_digest(df) if path.is_dir() else confidential_digest(path=path)
@@ -237,9 +238,10 @@ def read_parquet_input(path: Path, option: str):
     try:
         df = pd.read_parquet(path)
     except Exception:  # pyarrow's ArrowInvalid or OSError: their text may quote the file
-        what = "a directory holding no readable Parquet files" if path.is_dir() else f"a '{path.suffix}' file"
+        what = "a directory holding no readable Parquet files" if path.is_dir() else \
+            f"a '{path.suffix}' file that is not Parquet"
         raise InputError(f"The '{option}' option takes a CSV file, a Parquet file or a directory of Parquet files. "
-                         f"Got '{input_label(str(path))}', {what} that is not Parquet.") from None
+                         f"Got '{input_label(str(path))}', {what}.") from None
     return df.reset_index(drop=True)
 
 
