@@ -33,14 +33,6 @@ BLOCK = 1024
 SUPER = 64
 
 
-def dask_available() -> bool:
-    try:
-        import dask.dataframe  # noqa: F401
-    except ImportError:  # pragma: no cover - dask is a dependency
-        return False
-    return True
-
-
 def is_dask_frame(obj: Any) -> bool:
     """True for a ``dask.dataframe.DataFrame`` (without importing dask when it is absent)."""
     mod = type(obj).__module__

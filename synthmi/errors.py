@@ -119,12 +119,24 @@ def _replace_word(text: str, old: str, new: str) -> str:
     return "".join(out)
 
 
+class _ExpectedGot(SynthmiError):
+    """The ``expected`` / ``got`` fields shared by :class:`ParameterError` and
+    :class:`InputTypeError` (what the argument must be, and a description of what was passed)."""
+
+    def __init__(self, message: str = "", *, parameter: str | None = None, owner: str | None = None,
+                 expected: str | None = None, got: str | None = None, data: str | None = None,
+                 template: str | None = None):
+        self.expected = expected
+        self.got = got
+        super().__init__(message, parameter=parameter, owner=owner, data=data, template=template)
+
+
 class InputError(SynthmiError, ValueError):
     """An input is invalid (the generic ``ValueError`` of the package); the more
     specific :class:`ParameterError` and :class:`ColumnError` derive from it."""
 
 
-class ParameterError(InputError):
+class ParameterError(_ExpectedGot, InputError):
     """A parameter breaks its constraint.
 
     Attributes
@@ -140,13 +152,6 @@ class ParameterError(InputError):
         A description of what was passed (the repr of a value the caller passed,
         ``"3 copies"``), never a value read from the data.
     """
-
-    def __init__(self, message: str = "", *, parameter: str | None = None, owner: str | None = None,
-                 expected: str | None = None, got: str | None = None, data: str | None = None,
-                 template: str | None = None):
-        self.expected = expected
-        self.got = got
-        super().__init__(message, parameter=parameter, owner=owner, data=data, template=template)
 
     @classmethod
     def build(cls, parameter: str, owner: str, expected: str, got: Any) -> "ParameterError":
@@ -217,15 +222,8 @@ class ColumnError(InputError):
         super().__init__(message, parameter=parameter, owner=owner, data=data, template=template)
 
 
-class InputTypeError(SynthmiError, TypeError):
+class InputTypeError(_ExpectedGot, TypeError):
     """An argument of the wrong type (a list where a DataFrame was needed)."""
-
-    def __init__(self, message: str = "", *, parameter: str | None = None, owner: str | None = None,
-                 expected: str | None = None, got: str | None = None, data: str | None = None,
-                 template: str | None = None):
-        self.expected = expected
-        self.got = got
-        super().__init__(message, parameter=parameter, owner=owner, data=data, template=template)
 
 
 class ReleaseRefused(SynthmiError, ValueError):
