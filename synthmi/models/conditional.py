@@ -514,10 +514,6 @@ class Conditional:
     def intercept(self) -> bool:
         return self.family not in ("ologit", "oprobit")
 
-    @property
-    def is_continuous(self) -> bool:
-        return self.kind == "continuous"
-
     def latent_bounds(self) -> tuple[float, float]:
         """Truncation bounds of the normal draw on the modelling scale (after any transform)."""
         if self.support is None:

@@ -984,11 +984,5 @@ def _skip_patterns(frame: pd.DataFrame, schema, exclude: set) -> list[tuple[str,
     return out
 
 
-def _sub_schema(schema, columns):
-    from ..schema import Schema
-
-    return Schema({c: schema[c] for c in columns})
-
-
 def _replace_level(mg: _Margin, level: np.ndarray) -> _Margin:
     return _Margin(mg.name, mg.kind, mg.cols, mg.support, level, mg.categories)
