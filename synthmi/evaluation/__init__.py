@@ -11,6 +11,7 @@ from .attribute_disclosure import AttributeDisclosureResult, attribute_disclosur
 from .ci_overlap import ci_overlap
 from .coherence import CoherenceResult, demographic_coherence, wasserstein_1
 from .combining import CombineResult, combine
+from .membership import MembershipResult, membership_inference
 from .marginals import MarginalTVDResult, marginal_tvd, total_variation
 from .pmse import PMSEResult, UtilityTablesResult, pmse, utility_tables
 from .risk import RiskResult, reidentification_risk
@@ -30,6 +31,8 @@ __all__ = [
     "utility_tables",
     "UtilityTablesResult",
     "standardized_difference",
+    "MembershipResult",
+    "membership_inference",
     "RiskResult",
     "reidentification_risk",
     "RiskSubgroups",

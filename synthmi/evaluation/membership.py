@@ -1,0 +1,403 @@
+r"""Membership inference against a release: can an intruder tell who was in the training data?
+
+The intruder holds a *candidate* record of the population and the released
+copies, and guesses whether the candidate was one of the records the release
+was made from (a *member*). The review plays that game with known answers:
+members are records of ``train`` (the rows the release was made from),
+non-members are records of ``holdout`` (real records of the same population
+not used for the release), in equal numbers. Each attack gives every candidate
+a score (higher = "more likely a member"); the review reports
+
+* the **AUC**: the chance that a random member scores above a random
+  non-member, ties counted 1/2 (the Mann-Whitney statistic),
+
+  .. math::
+
+      \mathrm{AUC} = \frac{1}{n_1 n_0} \sum_{i \in M} \sum_{j \in N}
+      \Big(1[s_i > s_j] + \tfrac12 1[s_i = s_j]\Big);
+
+  0.5 is guessing, 1 is certain membership for every record;
+* the **TPR at a low FPR** (0.01, 0.1): the share of members flagged when at most
+  that share of non-members is flagged, read off the ROC curve at that FPR (linear
+  between its vertices: the randomised threshold test whose error on non-members is
+  exactly the FPR, the same tie convention as the AUC). An attack can be
+  weak on average (AUC near 0.5) and still single out a few records with
+  confidence: the TPR at FPR 0.01 measures that (Carlini et al. 2022, "Membership
+  inference attacks from first principles", IEEE S&P: report TPR at low FPR).
+
+Attacks
+-------
+``"distance"``
+    The intruder knows the candidate's values on ``columns``:
+    :math:`s(x) = -\min_{y \in \text{copy}} d(x, y)` with Gower's distance (the encoding
+    and nearest-record search of :mod:`synthmi.evaluation.dcr`). A release that
+    copies or closely perturbs its training records puts members nearer to a
+    released record than non-members are.
+``"domias"``
+    DOMIAS (van Breugel, Sun, Qian & van der Schaar 2023, "Membership inference
+    attacks against synthetic data through overfitting detection", AISTATS,
+    Eq. 2): the intruder also holds a *reference* sample of the population (records
+    not in ``train``) and scores the density ratio
+
+    .. math::
+
+        s(x) = \frac{p_{\mathrm{syn}}(x)}{p_{\mathrm{ref}}(x)}
+
+    (their Eq. 1 is :math:`p_{\mathrm{syn}}` alone): a generator that overfits puts
+    more mass near its members than the population has there. Both densities are
+    Gaussian kernel density estimates on one encoding of the mixed columns:
+    numeric columns standardised by the reference's mean and standard deviation
+    (missing -> 0, the mean, plus a 0/1 missingness column), categorical ones
+    one-hot (missing is a level); an isotropic kernel with Scott's rule
+    :math:`h = n^{-1/(d+4)}` (Scott 1992, *Multivariate Density Estimation*, Eq.
+    6.42, for standardised data; :math:`n` the sample a density is estimated from, :math:`d`
+    the encoded dimension) -- what ``sklearn.neighbors.KernelDensity(bandwidth="scott")``
+    computes, evaluated here exactly by chunks in log space (the ratio is taken as a
+    difference of log densities, which no underflow turns into 0/0). The reference is
+    ``reference`` if given, else half of the holdout, kept apart from the evaluated
+    non-members (a record cannot be both the intruder's population sample and a
+    candidate).
+
+Uncertainty
+-----------
+Per copy the figures are computed on the same candidates; the headline is their
+mean over the M copies with Monte Carlo error :math:`\mathrm{sd}/\sqrt{M}` (copy to
+copy: the release's own randomness). The 95% interval is a percentile bootstrap
+over candidates (members and non-members resampled separately, ``n_boot`` times;
+Efron & Tibshirani 1993, ch. 13), of the mean over copies: it carries the
+sampling of the candidates, which dominates when the candidates are few. Under no
+membership signal the AUC's sampling sd is
+:math:`\sqrt{(n_1 + n_0 + 1) / (12 n_1 n_0)}` (the Mann-Whitney null variance).
+
+Only aggregates are kept: no candidate's score, distance or value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.special import logsumexp
+from scipy.stats import rankdata
+
+from .._validate import (check_columns_exist, check_copies, check_dataframe, check_option, check_random_state,
+                         check_scalar, param_error)
+from ..results import Result
+from .dcr import _encode, gower_nearest
+
+__all__ = ["MembershipResult", "membership_inference", "auc_mann_whitney", "tpr_at_fpr", "ATTACKS"]
+
+_OWNER = "membership_inference"
+
+#: the attacks and what the intruder is assumed to know (plain language, for the report)
+ATTACKS: dict[str, str] = {
+    "distance": ("the intruder knows a person's values on the compared columns and the released copies; "
+                 "a person whose record has a released record very close to it is guessed to be in the "
+                 "training data"),
+    "domias": ("the intruder also holds a sample of real records of the same population (not the training "
+               "records) and compares how dense the release is around a person's record with how dense the "
+               "population is there (DOMIAS); more release than population density = guessed in the "
+               "training data"),
+}
+
+
+def auc_mann_whitney(member_scores: np.ndarray, non_member_scores: np.ndarray) -> float:
+    r"""AUC of scores (members higher) by the Mann-Whitney statistic, ties counted 1/2.
+
+    .. math:: \mathrm{AUC} = \frac{R_1 - n_1 (n_1 + 1) / 2}{n_1 n_0}
+
+    with :math:`R_1` the sum of the members' mid-ranks in the pooled scores (Mann &
+    Whitney 1947; Hanley & McNeil 1982, Radiology 143, Eq. 2 and its rank form).
+    """
+    m = np.asarray(member_scores, dtype=float)
+    n = np.asarray(non_member_scores, dtype=float)
+    ranks = rankdata(np.concatenate([m, n]))  # average ranks: a tie counts 1/2
+    return float((ranks[: len(m)].sum() - len(m) * (len(m) + 1) / 2.0) / (len(m) * len(n)))
+
+
+def tpr_at_fpr(member_scores: np.ndarray, non_member_scores: np.ndarray, fpr: float) -> float:
+    """TPR of the ROC curve at ``fpr`` (flag "member" when the score is at least a threshold).
+
+    The ROC's vertices are those of the thresholds at each distinct score (a tied block
+    enters at once); between two vertices the curve is the straight line of the
+    randomised test (flag the tied block with a probability), so the value is the TPR of
+    the test whose FPR is exactly ``fpr`` -- the convention under which the area under
+    the curve is the Mann-Whitney AUC with ties 1/2.
+    """
+    m = np.asarray(member_scores, dtype=float)
+    n = np.asarray(non_member_scores, dtype=float)
+    thresholds = np.unique(np.concatenate([m, n]))[::-1]
+    m_sorted, n_sorted = np.sort(m), np.sort(n)
+    # share of each side with score >= threshold, for decreasing thresholds
+    tpr = np.r_[0.0, (len(m) - np.searchsorted(m_sorted, thresholds, side="left")) / len(m)]
+    fp = np.r_[0.0, (len(n) - np.searchsorted(n_sorted, thresholds, side="left")) / len(n)]
+    k = int(np.searchsorted(fp, fpr, side="right") - 1)  # last vertex with FPR <= fpr
+    if fp[k] >= fpr or k + 1 >= len(fp):
+        return float(tpr[k])
+    w = (fpr - fp[k]) / (fp[k + 1] - fp[k])
+    return float(tpr[k] + w * (tpr[k + 1] - tpr[k]))
+
+
+def _null_auc_sd(n1: int, n0: int) -> float:
+    """Sampling sd of the AUC when members and non-members score alike (Mann-Whitney null)."""
+    return float(np.sqrt((n1 + n0 + 1) / (12.0 * n1 * n0)))
+
+
+@dataclass
+class MembershipResult(Result):
+    """Membership inference AUC and TPR at low FPR of one attack (aggregates only).
+
+    Attributes
+    ----------
+    figures : dict
+        ``membership_auc``, ``membership_tpr_at_fpr_0.01``, ``membership_tpr_at_fpr_0.1``
+        (the mean over copies), each with ``_ci_low`` / ``_ci_high`` (95% bootstrap over
+        candidates) and ``_mc_error`` (sd over copies / sqrt(M)); the same under the
+        attack's name (``distance_auc``, ``domias_tpr_at_fpr_0.01``, ...); the settings
+        (``attack``, ``n_members``, ``n_non_members``, ``n_reference``, ``copies``,
+        ``columns``) and ``null_auc_sd``, the AUC's sd under no membership signal.
+    per_copy : DataFrame
+        One row per copy: ``auc`` and ``tpr_at_fpr_<a>``.
+    note : str
+        What the intruder is assumed to know and what the numbers mean.
+    """
+
+    figures: dict[str, Any]
+    per_copy: pd.DataFrame = field(repr=False)
+    note: str = ""
+
+    @property
+    def _summary_title(self) -> str:  # type: ignore[override]
+        return f"Membership inference ({self.figures['attack']} attack)"
+
+    def _summary_rows(self) -> dict[str, Any]:
+        # the attack-named copies of the figures are for tables of several attacks (to_dict)
+        attack = self.figures["attack"] + "_"
+        return {k: v for k, v in self.figures.items() if not k.startswith(attack)}
+
+    def _summary_notes(self) -> list[str]:
+        return [self.note]
+
+    def to_frame(self) -> pd.DataFrame:
+        """The figures of each copy (one row per copy)."""
+        return self.per_copy.copy()
+
+    def _dict_extra(self) -> dict[str, Any]:
+        return {**self.figures, "per_copy": self.per_copy.to_dict(orient="records"), "note": self.note}
+
+    def report(self) -> str:
+        f = self.figures
+        lines = [f"Membership inference, {f['attack']} attack ({f['n_members']} members vs {f['n_non_members']} "
+                 f"non-members, {f['copies']} copies)",
+                 f"  AUC {f['membership_auc']:.3f} (95% CI {f['membership_auc_ci_low']:.3f} to "
+                 f"{f['membership_auc_ci_high']:.3f}; 0.5 = guessing, 1 = every member recognised)"]
+        for a in f["fpr"]:
+            key = f"membership_tpr_at_fpr_{a:g}"
+            lines.append(f"  TPR at FPR {a:g}: {f[key]:.3f} (95% CI {f[key + '_ci_low']:.3f} to "
+                         f"{f[key + '_ci_high']:.3f}; {a:g} = guessing)")
+        lines.append("  " + self.note)
+        return "\n".join(lines)
+
+
+def _kde_encode(frames: list[pd.DataFrame], columns: Sequence[str], reference: pd.DataFrame) -> list[np.ndarray]:
+    """One numeric matrix per frame: numerics standardised by ``reference`` (missing -> 0 plus a
+    missingness column where any frame has one), categoricals one-hot over the levels of all frames."""
+    blocks: list[list[np.ndarray]] = [[] for _ in frames]
+    for c in columns:
+        s = reference[c]
+        numeric = (pd.api.types.is_numeric_dtype(s) and not isinstance(s.dtype, pd.CategoricalDtype)
+                   and not pd.api.types.is_bool_dtype(s))
+        if numeric:
+            v = s.to_numpy(dtype=float)
+            mu = float(np.nanmean(v)) if np.isfinite(v).any() else 0.0
+            sd = float(np.nanstd(v)) if np.isfinite(v).any() else 1.0
+            sd = sd if sd > 0 else 1.0
+            any_missing = any(f[c].isna().any() for f in frames)
+            for b, f in zip(blocks, frames):
+                x = (f[c].to_numpy(dtype=float) - mu) / sd
+                miss = np.isnan(x)
+                b.append(np.where(miss, 0.0, x)[:, None])
+                if any_missing:
+                    b.append(miss.astype(float)[:, None])
+        else:
+            levels = pd.Index(pd.unique(pd.concat([f[c].astype(object) for f in frames], ignore_index=True)
+                                        .fillna("\0missing")))
+            for b, f in zip(blocks, frames):
+                codes = levels.get_indexer(f[c].astype(object).fillna("\0missing"))
+                b.append(np.eye(len(levels))[codes])
+    return [np.hstack(b) if b else np.empty((len(f), 0)) for b, f in zip(blocks, frames)]
+
+
+def _log_kde(points: np.ndarray, query: np.ndarray, chunk: int = 256) -> np.ndarray:
+    r"""log of the Gaussian KDE of ``points`` at each query row, bandwidth by Scott's rule.
+
+    .. math:: \hat p(x) = \frac{1}{n (2\pi h^2)^{d/2}} \sum_{i=1}^n \exp\!\Big(-\frac{\lVert x - x_i\rVert^2}{2h^2}\Big),
+        \qquad h = n^{-1/(d+4)}
+    """
+    n, d = points.shape
+    h = n ** (-1.0 / (d + 4))
+    const = -np.log(n) - 0.5 * d * np.log(2 * np.pi * h * h)
+    sq_p = (points ** 2).sum(axis=1)
+    out = np.empty(len(query))
+    for a in range(0, len(query), chunk):
+        q = query[a:a + chunk]
+        d2 = (q ** 2).sum(axis=1)[:, None] + sq_p[None, :] - 2.0 * q @ points.T
+        out[a:a + chunk] = logsumexp(-np.maximum(d2, 0.0) / (2 * h * h), axis=1) + const
+    return out
+
+
+def _sample_rows(df: pd.DataFrame, size: int, rng: np.random.Generator) -> pd.DataFrame:
+    return df.iloc[np.sort(rng.choice(len(df), size=min(size, len(df)), replace=False))]
+
+
+def membership_inference(
+    train: pd.DataFrame,
+    holdout: pd.DataFrame,
+    synthetic: Any,
+    *,
+    attack: str = "distance",
+    reference: pd.DataFrame | None = None,
+    columns: Sequence[str] | None = None,
+    fpr: Sequence[float] = (0.01, 0.1),
+    sample: int = 1000,
+    density_sample: int = 5000,
+    n_boot: int = 200,
+    random_state: Any = None,
+) -> MembershipResult:
+    """Membership inference AUC and TPR at low FPR of one attack against a release.
+
+    Parameters
+    ----------
+    train : DataFrame
+        The records the release was made from (the members).
+    holdout : DataFrame
+        Real records of the same population not used for the release (the
+        non-members; for ``attack="domias"`` without ``reference``, half of them are
+        the intruder's reference sample instead).
+    synthetic : DataFrame, list of DataFrames or SyntheticData
+        The released copies (any row count); figures per copy, then their mean.
+    attack : {"distance", "domias"}
+        See the module docstring.
+    reference : DataFrame, optional
+        DOMIAS's population sample (records not in ``train``); default: half of ``holdout``.
+    columns : list of str, optional
+        Columns the intruder knows (default: the copies' columns).
+    fpr : sequence of float
+        False positive rates at which the TPR is reported, each in (0, 1).
+    sample : int
+        Candidates per side (members and non-members, equal numbers: the smaller of
+        this, the train rows and the non-member rows).
+    density_sample : int
+        Rows of each copy and of the reference that DOMIAS's densities are estimated
+        from (a sample, for speed).
+    n_boot : int
+        Bootstrap resamples of the candidates for the 95% intervals.
+    random_state : int, Generator or None
+        Seed of the candidate sampling, the reference split and the bootstrap.
+
+    Returns
+    -------
+    MembershipResult
+    """
+    check_option(attack, "attack", _OWNER, ATTACKS)
+    check_dataframe(train, "train")
+    check_dataframe(holdout, "holdout")
+    copies = check_copies(synthetic, "synthetic")
+    cols = list(copies[0].columns) if columns is None else check_columns_exist(copies[0], columns, "columns",
+                                                                               "synthetic")
+    if not cols:
+        raise param_error("columns", _OWNER, "a non-empty list of columns", columns)
+    check_columns_exist(train, cols, "columns", "train")
+    check_columns_exist(holdout, cols, "columns", "holdout")
+    for j, c in enumerate(copies):
+        check_columns_exist(c, cols, "columns", f"synthetic[{j}]")
+    if reference is not None:
+        if attack != "domias":
+            raise param_error("reference", _OWNER, "None unless attack='domias' (only DOMIAS uses a population "
+                              "sample)", "a DataFrame")
+        check_dataframe(reference, "reference")
+        check_columns_exist(reference, cols, "columns", "reference")
+    if isinstance(fpr, (int, float)):
+        fpr = (fpr,)
+    fprs = tuple(float(check_scalar(a, "fpr", _OWNER, lower=0.0, upper=1.0,
+                                            lower_inclusive=False, upper_inclusive=False))
+                 for a in fpr)
+    if not fprs:
+        raise param_error("fpr", _OWNER, "a non-empty sequence of rates in (0, 1)", fpr)
+    sample = int(check_scalar(sample, "sample", _OWNER, kind="int", lower=2))
+    density_sample = int(check_scalar(density_sample, "density_sample", _OWNER, kind="int", lower=2))
+    n_boot = int(check_scalar(n_boot, "n_boot", _OWNER, kind="int", lower=20))
+    rng = check_random_state(random_state)
+
+    non_member_pool = holdout[cols]
+    ref = None
+    if attack == "domias":
+        if reference is None:
+            if len(holdout) < 4:
+                raise param_error("holdout", _OWNER, "at least 4 records (half is DOMIAS's reference sample, half "
+                                  "the non-members)", f"{len(holdout)} records")
+            perm = rng.permutation(len(holdout))
+            half = len(holdout) // 2
+            ref = holdout[cols].iloc[np.sort(perm[:half])]
+            non_member_pool = holdout[cols].iloc[np.sort(perm[half:])]
+        else:
+            ref = reference[cols]
+    n = min(sample, len(train), len(non_member_pool))
+    if n < 2:
+        raise param_error("holdout", _OWNER, "at least 2 non-member records (and train at least 2 rows)",
+                          f"{len(non_member_pool)} non-members and {len(train)} train rows")
+    members = _sample_rows(train[cols], n, rng)
+    non_members = _sample_rows(non_member_pool, n, rng)
+
+    # scores[j] = (member scores, non-member scores) against copy j
+    scores: list[tuple[np.ndarray, np.ndarray]] = []
+    if attack == "distance":
+        scale_ref = pd.concat([train[cols], holdout[cols]], ignore_index=True)
+        for cp in copies:
+            enc, _, _ = _encode([members, non_members, cp[cols]], cols, scale_ref)
+            scores.append((-gower_nearest(enc[0], enc[2]), -gower_nearest(enc[1], enc[2])))
+    else:
+        ref_s = _sample_rows(ref, density_sample, rng)
+        syn_s = [_sample_rows(cp[cols], density_sample, rng) for cp in copies]
+        enc = _kde_encode([members, non_members, ref_s, *syn_s], cols, ref_s)
+        cand = np.vstack([enc[0], enc[1]])
+        log_ref = _log_kde(enc[2], cand)
+        for e in enc[3:]:
+            s = _log_kde(e, cand) - log_ref  # log p_syn - log p_ref: the ratio's order
+            scores.append((s[:n], s[n:]))
+
+    def figures_of(pairs):
+        rows = []
+        for m_s, n_s in pairs:
+            rows.append([auc_mann_whitney(m_s, n_s)] + [tpr_at_fpr(m_s, n_s, a) for a in fprs])
+        return np.asarray(rows)
+
+    per = figures_of(scores)  # copies x (1 + len(fprs))
+    boot = np.empty((n_boot, per.shape[1]))
+    for b in range(n_boot):
+        i_m, i_n = rng.integers(0, n, n), rng.integers(0, n, n)
+        boot[b] = figures_of([(m_s[i_m], n_s[i_n]) for m_s, n_s in scores]).mean(axis=0)
+    lo, hi = np.quantile(boot, [0.025, 0.975], axis=0)
+    m_copies = len(copies)
+    mc = per.std(axis=0, ddof=1) / np.sqrt(m_copies) if m_copies > 1 else np.full(per.shape[1], np.nan)
+    names = ["auc"] + [f"tpr_at_fpr_{a:g}" for a in fprs]
+    figures: dict[str, Any] = {"attack": attack}
+    for k, name in enumerate(names):
+        for prefix in ("membership", attack):
+            figures[f"{prefix}_{name}"] = float(per[:, k].mean())
+            figures[f"{prefix}_{name}_ci_low"] = float(lo[k])
+            figures[f"{prefix}_{name}_ci_high"] = float(hi[k])
+            figures[f"{prefix}_{name}_mc_error"] = float(mc[k])
+    figures.update({
+        "n_members": n, "n_non_members": n, "n_reference": 0 if ref is None else int(min(len(ref), density_sample)),
+        "copies": m_copies, "columns": len(cols), "fpr": list(fprs), "null_auc_sd": _null_auc_sd(n, n),
+    })
+    per_copy = pd.DataFrame(per, columns=names)
+    per_copy.index.name = "copy"
+    note = (f"Assumed: {ATTACKS[attack]}. The AUC is the chance that the attack ranks a random training record "
+            f"above a random record of the population that was not used: 0.5 means the release tells the intruder "
+            f"nothing about who was in the data (sampling sd about {figures['null_auc_sd']:.3f} here), 1 that it "
+            f"tells every time. The TPR at FPR 0.01 is the share of training records the intruder identifies "
+            f"while wrongly accusing 1% of the others (0.01 = guessing).")
+    return MembershipResult(figures, per_copy, note)

@@ -1,0 +1,123 @@
+"""Membership inference: distance attack and DOMIAS (synthmi.evaluation.membership)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthmi.errors import ParameterError
+from synthmi.evaluation.membership import (_kde_encode, _log_kde, auc_mann_whitney, membership_inference,
+                                           tpr_at_fpr)
+
+
+def test_auc_and_tpr_by_hand():
+    # members [3, 2, 2], non-members [2, 1, 0]: 3 beats all three (3), each 2 ties one (1/2) and beats two
+    # (2): (3 + 2.5 + 2.5) / 9
+    m, n = np.array([3.0, 2.0, 2.0]), np.array([2.0, 1.0, 0.0])
+    assert auc_mann_whitney(m, n) == pytest.approx(8 / 9)
+    assert auc_mann_whitney(np.array([0.9, 0.8]), np.array([0.7, 0.85])) == pytest.approx(3 / 4)
+    # ROC vertices (FPR, TPR): (0, 0), t=3 (0, 1/3), t=2 (1/3, 1), t=1 (2/3, 1), t=0 (1, 1);
+    # at FPR 0.1 the line from (0, 1/3) to (1/3, 1): 1/3 + 0.3 * 2/3
+    assert tpr_at_fpr(m, n, 0.1) == pytest.approx(1 / 3 + 0.3 * 2 / 3)
+    assert tpr_at_fpr(m, n, 0.01) == pytest.approx(1 / 3 + 0.03 * 2 / 3)
+    assert tpr_at_fpr(m, n, 1 / 3) == pytest.approx(1.0)  # a vertex
+    # all scores tied: the diagonal (the randomised guess)
+    assert tpr_at_fpr(np.zeros(4), np.zeros(4), 0.1) == pytest.approx(0.1)
+    assert auc_mann_whitney(np.zeros(4), np.zeros(4)) == 0.5
+
+
+def test_distance_attack_by_hand():
+    # x ranges over train + holdout [0, 20]. Copy [0, 7.5]: members 0 -> 0, 10 -> 2.5/20; non-members
+    # 5 -> 2.5/20, 20 -> 12.5/20. Scores -distance: member 0 beats both (2), member -0.125 ties one (1/2)
+    # and beats one (1): AUC 3.5 / 4
+    train = pd.DataFrame({"x": [0.0, 10.0]})
+    holdout = pd.DataFrame({"x": [5.0, 20.0]})
+    syn = pd.DataFrame({"x": [0.0, 7.5]})
+    r = membership_inference(train, holdout, syn, attack="distance", n_boot=20, random_state=0)
+    assert r.figures["membership_auc"] == pytest.approx(0.875)
+    assert r.figures["distance_auc"] == r.figures["membership_auc"]
+    assert r.figures["n_members"] == r.figures["n_non_members"] == 2
+
+
+def test_kde_matches_formula_and_sklearn():
+    # one point, one dimension: h = 1^(-1/5) = 1, log N(0; 0, 1) = -log(2 pi) / 2
+    assert _log_kde(np.zeros((1, 1)), np.zeros((1, 1)))[0] == pytest.approx(-0.5 * np.log(2 * np.pi))
+    from sklearn.neighbors import KernelDensity
+
+    rng = np.random.default_rng(3)
+    pts, q = rng.normal(size=(300, 4)), rng.normal(size=(50, 4))
+    ref = KernelDensity(kernel="gaussian", bandwidth="scott", rtol=0.0, atol=0.0).fit(pts).score_samples(q)
+    np.testing.assert_allclose(_log_kde(pts, q), ref, rtol=1e-8, atol=1e-8)
+
+
+def test_kde_encoding_standardises_and_one_hot():
+    ref = pd.DataFrame({"x": [0.0, 2.0], "c": ["a", "b"]})
+    q = pd.DataFrame({"x": [1.0, np.nan], "c": ["b", None]})
+    e_ref, e_q = _kde_encode([ref, q], ["x", "c"], ref)
+    # x: mean 1, sd 1 -> (-1, 1); missing -> 0 with a missingness column; c one-hot over a, b, missing
+    np.testing.assert_allclose(e_ref, [[-1, 0, 1, 0, 0], [1, 0, 0, 1, 0]])
+    np.testing.assert_allclose(e_q, [[0, 0, 0, 1, 0], [0, 1, 0, 0, 1]])
+
+
+def _population(n, rng):
+    return pd.DataFrame({"age": rng.integers(18, 90, n).astype(float), "inc": rng.gamma(2.0, 20000.0, n),
+                         "hours": rng.normal(40, 8, n).round(1),
+                         "sex": rng.choice(["F", "M"], n), "reg": rng.choice(list("ABCDEFG"), n)})
+
+
+@pytest.fixture(scope="module")
+def frames():
+    rng = np.random.default_rng(0)
+    return _population(1500, rng), _population(1500, rng), [_population(1500, rng) for _ in range(2)]
+
+
+def test_original_released_as_is_is_recognised(frames):
+    train, holdout, _ = frames
+    d = membership_inference(train, holdout, train, attack="distance", sample=500, random_state=1).figures
+    # every member is at distance 0 and no non-member is (continuous columns: no exact twin)
+    assert d["membership_auc"] == 1.0 and d["membership_tpr_at_fpr_0.01"] == 1.0
+    dom = membership_inference(train, holdout, train, attack="domias", sample=500, random_state=1).figures
+    # DOMIAS with a Scott bandwidth on 12 encoded dimensions is much weaker than the distance attack on a copy,
+    # but its AUC is far (> 5 null sds) above 0.5
+    assert dom["membership_auc"] > 0.5 + 5 * dom["null_auc_sd"]
+
+
+@pytest.mark.parametrize("attack", ["distance", "domias"])
+def test_independent_release_is_near_guessing(frames, attack):
+    train, holdout, fresh = frames
+    r = membership_inference(train, holdout, fresh, attack=attack, sample=500, random_state=2)
+    f = r.figures
+    # no membership signal: the mean AUC of 2 copies on the same candidates has sd <= the one-copy null sd
+    # (Mann-Whitney), so 3 null sds is a 0.3% two-sided tolerance; the bootstrap interval covers 0.5
+    assert abs(f["membership_auc"] - 0.5) < 3 * f["null_auc_sd"]
+    assert f["membership_auc_ci_low"] < 0.5 < f["membership_auc_ci_high"]
+    # TPR at FPR 0.1 under no signal is 0.1 with binomial sd sqrt(0.1 * 0.9 / 500) = 0.013 (plus the FPR's own)
+    assert abs(f["membership_tpr_at_fpr_0.1"] - 0.1) < 4 * np.sqrt(2 * 0.1 * 0.9 / 500)
+    assert len(r.to_frame()) == 2 and f["copies"] == 2 and np.isfinite(f["membership_auc_mc_error"])
+
+
+def test_same_seed_same_output_and_no_mutation(frames):
+    train, holdout, fresh = frames
+    before = [train.copy(), holdout.copy(), fresh[0].copy()]
+    a = membership_inference(train, holdout, fresh[0], attack="domias", sample=200, random_state=5)
+    b = membership_inference(train, holdout, fresh[0], attack="domias", sample=200, random_state=5)
+    assert a.to_dict() == b.to_dict()
+    for x, y in zip(before, [train, holdout, fresh[0]]):
+        pd.testing.assert_frame_equal(x, y)
+    d = a.to_dict()
+    assert "note" in d and "intruder" in d["note"] and "membership_auc" in d
+    assert "Membership inference (domias attack)" in str(a.summary())
+
+
+def test_bad_input():
+    t = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    with pytest.raises(ParameterError, match="'attack' parameter of membership_inference"):
+        membership_inference(t, t, t, attack="shadow")
+    with pytest.raises(ParameterError, match="'fpr'"):
+        membership_inference(t, t, t, fpr=(0.0,))
+    with pytest.raises(ParameterError, match="'reference'"):
+        membership_inference(t, t, t, attack="distance", reference=t)
+    with pytest.raises(Exception, match="'columns'"):
+        membership_inference(t, t, t, columns=["nope"])
+    with pytest.raises(ParameterError, match="'holdout'"):
+        membership_inference(t, t.iloc[:1], t)
