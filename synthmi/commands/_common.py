@@ -214,7 +214,7 @@ def load_original(spec: str, sep: str = ",", option: str = "--original", na_valu
     public = is_bundled(spec)
     if not public and not path.exists():
         raise InputNotFound(f"The '{option}' file '{spec}' does not exist.", path=spec, option=option)
-    if option == "--original" and not public and not private and is_parquet(path):
+    if option in ("--original", "--holdout") and not public and not private and is_parquet(path):
         # the review verbs' original may be Parquet (a Dask release's input); other inputs stay CSV
         df = read_parquet_input(path, option)
         # a directory has no one byte stream to digest: the keyed digest of the frame
@@ -340,11 +340,43 @@ def spec_and_quasi_identifiers(args: argparse.Namespace):
     return spec, resolve_quasi_identifiers(split_list(args.qi) if spec is None else None, spec, option="--qi")
 
 
-def load_release(args: argparse.Namespace):
-    """(full original, original restricted to the copies' columns, SyntheticData).
+def recorded_holdout(directory) -> dict | None:
+    """The holdout ``synthesize --holdout-share`` recorded in ``directory``/metadata.json:
+    ``{"share", "n_rows_original", "positions"}`` (row positions of the input file, no value), or None."""
+    import json
+
+    try:
+        source = json.loads((Path(directory) / "metadata.json").read_text()).get("source") or {}
+    except (OSError, ValueError):
+        return None
+    return source.get("holdout") or None
+
+
+def split_holdout(original, recorded: dict, option: str = "--original"):
+    """(training rows, held-out rows) of the file the copies were made from, by the positions
+    recorded at synthesis; both with a fresh 0..n-1 index (the copies are row-aligned with the
+    training rows). The file must have the row count recorded (else the positions mean nothing)."""
+    import numpy as np
+
+    n = int(recorded["n_rows_original"])
+    if len(original) != n:
+        raise InputError(f"The '{option}' data have {len(original)} rows, but the copies' metadata.json records a "
+                         f"holdout drawn from {n} rows ('synthesize --holdout-share'): give the file the copies "
+                         "were made from.")
+    held = np.zeros(n, dtype=bool)
+    held[np.asarray(recorded["positions"], dtype=np.int64)] = True
+    return original.iloc[~held].reset_index(drop=True), original.iloc[held].reset_index(drop=True)
+
+
+def load_release(args: argparse.Namespace, with_holdout: bool = False):
+    """(full original, original restricted to the copies' columns, SyntheticData), and with
+    ``with_holdout`` the held-out records (or None) as a fourth item.
 
     The original must be the data the copies were fitted to (row count and
-    columns; the keyed HMAC too when ``SYNTHMI_PROVENANCE_KEY`` is set).
+    columns; the keyed HMAC too when ``SYNTHMI_PROVENANCE_KEY`` is set). When the
+    copies' metadata records a holdout (``synthesize --holdout-share``), the original
+    here is its training rows (every measure reads the rows the copies are aligned
+    with) and the held-out rows are the holdout.
     """
     from ..synthetic import SyntheticData
 
@@ -355,7 +387,13 @@ def load_release(args: argparse.Namespace):
     na = na_values_of(args, spec, recorded_na_values(args.synthetic))
     original_full, _ = load_original(args.original, sep_of(args), na_values=na,
                                      encoding=encoding_of(args, args.synthetic))
+    holdout = None
+    recorded = recorded_holdout(args.synthetic)
+    if recorded:
+        original_full, holdout = split_holdout(original_full, recorded)
     syn.check_original(original_full, "--original")
+    if with_holdout:
+        return original_full, align_original(original_full, syn), syn, holdout
     return original_full, align_original(original_full, syn), syn
 
 

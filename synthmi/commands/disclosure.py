@@ -31,6 +31,11 @@ and every continuous QI is within --tol (absolute, or a percentage of the target
 value); continuous QIs without --tol match exactly. A missing value matches only a
 missing value. The copies must be row-aligned with the original (partially synthetic).
 
+membership inference (with a holdout: --holdout FILE, or the one 'synthesize --holdout-share 0.2'
+recorded): can an intruder tell a training record from a record of the population that was not used?
+AUC (0.5 = guessing) and TPR at FPR 0.01 / 0.1 of a distance attack and of DOMIAS, with 95% CIs,
+written under "membership_inference" in the JSON, with the distance to closest record under "dcr".
+
 --target: also attribute disclosure of that column given the QIs (synthpop's DiSCO,
 DCAP, TCAP, repU, ... from exact keys, and the matching attribute risk with --tol);
 written under "attribute_disclosure" in the JSON and as attr_* columns in the CSV.
@@ -61,6 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=0.5, help="report the share of records with I_i above this (default 0.5)")
     p.add_argument("--target", default=None, help="also measure attribute disclosure of this column (DiSCO etc.)")
     p.add_argument("--target-tol", type=float, default=None, help="a continuous target's value counts as learnt within this distance")
+    p.add_argument("--holdout", default=None, metavar="FILE",
+                   help="real records of the same population NOT used for the synthesis (CSV or Parquet, read like "
+                        "--original): adds membership inference (distance attack and DOMIAS) and the distance to "
+                        "closest record against them; default: the holdout 'synthesize --holdout-share' recorded "
+                        "with the copies, if any")
     add_summary_outputs(p, "summaries")
     add_common_flags(p)
     p.set_defaults(func=run)
@@ -70,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     from ..evaluation.risk import reidentification_risk
 
     check_summary_outputs(args)
-    original_full, original, syn = load_release(args)
+    original_full, original, syn, recorded_holdout = load_release(args, with_holdout=True)
+    holdout, holdout_from = _holdout_of(args, original, recorded_holdout)
     spec = load_spec_option(args, syn)
     from ..spec import resolve_quasi_identifiers
 
@@ -110,35 +121,102 @@ def run(args: argparse.Namespace) -> int:
                                     target_tolerance=args.target_tol, threshold=args.threshold, by=by, spec=spec)
         step_line(args, "disclosure", f"attribute disclosure of '{args.target}' in {time.perf_counter() - t1:.1f} s",
                   summary=True)
-        res = _WithAttribute(res, attr)
+    else:
+        attr = None
+    membership, dcr = {}, None
+    if holdout is not None:
+        from ..evaluation.dcr import distance_to_closest_record
+        from ..evaluation.membership import membership_inference
+
+        t2 = time.perf_counter()
+        cols = list(original.columns)
+        for attack in ("distance", "domias"):
+            # seeded: a review aggregate, the same on every run
+            membership[attack] = membership_inference(original, holdout[cols], syn.copies, attack=attack,
+                                                      random_state=0)
+        dcr = distance_to_closest_record(original, syn.copies, columns=cols, holdout=holdout[cols])
+        step_line(args, "disclosure", f"membership inference (distance, DOMIAS) against {holdout_from} in "
+                  f"{time.perf_counter() - t2:.1f} s", summary=True)
+    else:
+        step_line(args, "disclosure", "no membership inference: " + NO_HOLDOUT, summary=True)
+    res = _Disclosure(res, attr, membership, dcr, holdout_from)
     write_summary_and_records(args, "disclosure", res, extra)
     return 0
 
 
-class _WithAttribute:
-    """Identity risk and attribute disclosure written as one JSON and one per-record CSV."""
+#: what the output says when there is no holdout (membership inference is not skipped silently)
+NO_HOLDOUT = ("membership inference needs a holdout, real records of the population not used for the synthesis: "
+              "synthesize with --holdout-share 0.2 (recorded with the copies), or give --holdout FILE")
 
-    def __init__(self, risk, attr):
-        self.risk, self.attr = risk, attr
+
+def _holdout_of(args, original, recorded):
+    """(holdout frame or None, where it came from): ``--holdout`` wins over the recorded one."""
+    if args.holdout is None:
+        return recorded, "the holdout recorded with the copies" if recorded is not None else None
+    from ._common import encoding_of, load_original, na_values_of, recorded_na_values, sep_of
+
+    na = na_values_of(args, None, recorded_na_values(args.synthetic))
+    holdout, _ = load_original(args.holdout, sep_of(args), option="--holdout", na_values=na,
+                               encoding=encoding_of(args, args.synthetic))
+    missing = [c for c in original.columns if c not in holdout.columns]
+    if missing:
+        raise InputError(f"The '--holdout' file lacks columns of the copies: {missing}.")
+    if recorded is not None:
+        step_line(args, "disclosure", "using --holdout, not the holdout recorded with the copies", summary=True)
+    return holdout, "--holdout"
+
+
+class _Disclosure:
+    """Identity risk, attribute disclosure and membership inference written as one JSON and one
+    per-record CSV (membership inference and DCR are aggregates only: no per-record column)."""
+
+    def __init__(self, risk, attr=None, membership=None, dcr=None, holdout_from=None):
+        self.risk, self.attr, self.membership, self.dcr = risk, attr, membership or {}, dcr
+        self.holdout_from = holdout_from
 
     def to_dict(self):
         d = self.risk.to_dict()
-        d["attribute_disclosure"] = self.attr.to_dict()
+        if self.attr is not None:
+            d["attribute_disclosure"] = self.attr.to_dict()
+        if self.membership:
+            d["membership_inference"] = {"holdout": self.holdout_from,
+                                         **{k: r.to_dict() for k, r in self.membership.items()}}
+            d["dcr"] = self.dcr.to_dict()
+        else:
+            d["membership_inference"] = {"holdout": None, "note": NO_HOLDOUT}
         return d
 
     def to_frame(self):
+        if self.attr is None:
+            return self.risk.to_frame()
         return self.risk.to_frame().join(self.attr.to_frame().add_prefix("attr_"))
 
     def summary(self):
-        """Both summary tables, one above the other (``measure`` = identity / attribute),
-        for ``--out`` as CSV."""
+        """The summary tables, one above the other (``measure`` = identity / attribute /
+        membership_distance / membership_domias / dcr), for ``--out`` as CSV."""
         import pandas as pd
 
         from ..results import SummaryTable
 
-        frame = pd.concat({"identity": self.risk.summary().to_frame(), "attribute": self.attr.summary().to_frame()},
-                          names=["measure"])
-        return SummaryTable(frame, "Re-identification risk and attribute disclosure")
+        parts = {"identity": self.risk.summary().to_frame()}
+        if self.attr is not None:
+            parts["attribute"] = self.attr.summary().to_frame()
+        for k, r in self.membership.items():
+            parts[f"membership_{k}"] = r.summary().to_frame()
+        if self.dcr is not None:
+            parts["dcr"] = self.dcr.summary().to_frame()
+        if len(parts) == 1:
+            return self.risk.summary()
+        frame = pd.concat(parts, names=["measure"])
+        return SummaryTable(frame, "Re-identification risk" + (", attribute disclosure" if self.attr else "")
+                            + (" and membership inference" if self.membership else ""))
 
     def report(self):
-        return self.risk.report() + "\n\n" + self.attr.report()
+        parts = [self.risk.report()]
+        if self.attr is not None:
+            parts.append(self.attr.report())
+        if self.membership:
+            parts += [r.report() for r in self.membership.values()] + [self.dcr.report()]
+        else:
+            parts.append("Membership inference: not computed: " + NO_HOLDOUT + ".")
+        return "\n\n".join(parts)

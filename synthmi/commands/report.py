@@ -76,8 +76,10 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spec", default=None, metavar="SPEC.json",
                    help="release spec (default: the spec recorded with the copies)")
     p.add_argument("--holdout", default=None, metavar="CSV",
-                   help="real records NOT used for the releases: the baseline of the distance to closest record of "
-                        "fully synthetic releases (default: leave-one-out within the original)")
+                   help="real records NOT used for the releases: the non-members of membership inference and the "
+                        "baseline of the distance to closest record of fully synthetic releases (default: the holdout "
+                        "'synthesize --holdout-share' recorded with the copies; else no membership inference and a "
+                        "leave-one-out DCR baseline)")
     p.add_argument("--tol", action="append", metavar="COL=VALUE",
                    help="matching tolerance for a continuous quasi-identifier (default: the risk module's)")
     p.add_argument("--k0", type=int, default=5, help="neighbours needed for the low-risk subgroup (default: 5)")
@@ -164,9 +166,20 @@ def run(args) -> int:
     enc = encoding_of(args, first_dir)
     original, digest = load_original(args.original, sep_of(args), na_values=na, encoding=enc)
     releases, hashes = {}, {"original": digest}
+    from ._common import recorded_holdout, split_holdout
+
+    recorded, holdout = recorded_holdout(first_dir), None
+    if recorded:
+        # the copies were made from the training rows: every measure reads those, the held-out rows
+        # are the holdout (membership inference, DCR baseline)
+        original, holdout = split_holdout(original, recorded)
     for item in args.synthetic:
         label, _, d = item.rpartition("=") if "=" in item else ("", "", item)
         path = synthetic_dir(d)
+        if recorded_holdout(path) != recorded:
+            raise InputError(f"The '--synthetic' releases hold out different rows (synthesize --holdout-share): "
+                             f"'{input_label(d)}' differs from the first; report releases made from the same "
+                             "training rows together.")
         syn = SyntheticData.from_dir(path)
         syn.check_original(original, "--original")
         label = label or syn.method
@@ -179,7 +192,6 @@ def run(args) -> int:
     original = align_original(original, first)
     qi, formula, family, spec = report_defaults(args, first)
     check_formula(formula, original.columns, "--analysis" if args.analysis is not None else "--spec", "the copies")
-    holdout = None
     if args.holdout:
         holdout, _ = load_original(args.holdout, sep_of(args), option="--holdout", na_values=na, encoding=enc)
     t0 = time.perf_counter()

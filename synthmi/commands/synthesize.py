@@ -396,6 +396,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="structural rule applied to every copy, e.g. \"hours:employed == 'No'\" (repeatable)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--overwrite", action="store_true", help="replace copies already in --out")
+    p.add_argument("--holdout-share", type=float, default=None, metavar="SHARE",
+                   help="hold out this share of the rows (drawn with --seed) and synthesize from the rest; "
+                        "metadata.json records the held-out row positions (no value), so 'synthmi disclosure' "
+                        "measures membership inference against them (default: no holdout; not for DP methods)")
     p.add_argument(
         "--accept-diagnostics", action="store_true",
         help="write the copies even if the posterior sampler fails its convergence check "
@@ -614,7 +618,8 @@ def copies_recoded(source: str, encoding: str | None) -> bool | None:
     return encoding is not None and codecs.lookup(encoding).name != "utf-8"
 
 
-def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep: str, encoding: str | None) -> bool:
+def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep: str, encoding: str | None,
+                      rows: dict | None = None) -> bool:
     """Write the kept columns of the copies in ``out`` exactly as the input spells them.
 
     A kept column is released unchanged in value, but a CSV writer re-spells numbers
@@ -640,6 +645,11 @@ def restore_kept_text(out: Path, m: int, source: str, keep: list[str], data, sep
     if cols:
         raw = read_csv_checked(source, sep=sep, encoding=encoding, dtype=str, keep_default_na=False, na_filter=False,
                                usecols=lambda c: c in set(cols))
+        if rows is not None and len(raw) == rows["n_rows_original"]:
+            # the copies are aligned with the training rows: the input's text of those rows
+            from ._common import split_holdout
+
+            raw = split_holdout(raw, rows)[0]
         if len(raw) != len(data):
             cols = []
     width = max(2, len(str(m)))
@@ -861,6 +871,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             raise InputError(f"The '--max-seconds' option takes seconds > 0 or 'none'. Got {args.max_seconds!r} instead.") from None
 
+    _check_holdout_share(args)
     # the output location first: a bad --out must cost nothing (no reading, no fitting)
     out = check_output_dir(args.out, "--out", args.overwrite, owned=["copy_*.csv", "metadata.json"])
     old = sorted(out.glob("copy_*.csv")) if out.is_dir() else []
@@ -989,6 +1000,12 @@ def run(args: argparse.Namespace) -> int:
         if "random_state" in _param_names(cls) and "random_state" not in params:
             # randomness drawn at fit time (e.g. DA-MI's pseudo-variables W) follows --seed too
             params["random_state"] = seed
+    holdout_meta, n_input = None, len(data)
+    if args.holdout_share is not None:
+        # (not a DP release: _check_holdout_share refused those)
+        data, holdout_meta = hold_out(data, args.holdout_share, seed)
+        _log(args, f"held out {len(holdout_meta['positions'])} of {n_input} rows (share {args.holdout_share:g}, "
+                   f"seed {seed}); fitting on {len(data)}")
     if spec is None and not dp_release:
         # The release's spec, built once here from --qi / --keep / --categorical (or read from
         # --spec above): the rules check and the fit take it; nothing below re-resolves roles.
@@ -1046,6 +1063,8 @@ def run(args: argparse.Namespace) -> int:
             # evaluation maps the original's out-of-domain values to 'other' the same way
             syn.structure["out_of_domain"] = "other"
     source_meta = _source_metadata(args, source, keep, data, syn, na_values, dp_release)
+    if holdout_meta is not None:
+        source_meta["holdout"] = holdout_meta
     if getattr(args, "save_model", None) is not None:
         # saved before the copies are written: a model that cannot be saved stops the release
         source_meta["saved_model"] = _save_model(synth, Path(args.save_model), source_meta, syn, dp_release)
@@ -1054,10 +1073,52 @@ def run(args: argparse.Namespace) -> int:
     # the release writes metadata.json alone (masks as their to_dict(), the source block)
     syn.to_dir(out, source=source_meta)
     if not dp_release:
-        restore_kept_text(out, syn.m, source, keep, data, sep_of(args), getattr(args, "encoding", None))
+        restore_kept_text(out, syn.m, source, keep, data, sep_of(args), getattr(args, "encoding", None),
+                          rows=None if holdout_meta is None else holdout_meta)
     _log(args, f"wrote {syn.m} copies and metadata.json to {out}"
          + ("" if dp_release else f" in {time.perf_counter() - t0:.1f} s"), summary=True)
     return 0
+
+
+def _check_holdout_share(args: argparse.Namespace) -> None:
+    """``--holdout-share``: a share in (0, 1), for a fit of a method that is not DP, on pandas."""
+    share = getattr(args, "holdout_share", None)
+    if share is None:
+        return
+    if not (0.0 < share < 1.0):
+        raise InputError(f"The '--holdout-share' option must be a share in (0, 1), e.g. 0.2. Got {share!r} instead.")
+    if args.method in FULLY_SYNTHETIC:
+        # The held-out positions follow from the seed and the record count, and the count of a DP
+        # release is private (add/remove-one DP): recording them would publish it.
+        raise InputError(
+            f"The '--holdout-share' option is not available for the DP method {args.method!r}: the held-out row "
+            "positions depend on the number of records, which a DP release must not publish. Split the file "
+            "yourself, synthesize from one part and give the other to 'synthmi disclosure --holdout FILE'.")
+    if args.engine == "dask":
+        raise InputError("The '--holdout-share' option is for --engine pandas (the default).")
+
+
+def hold_out(data, share: float, seed: int):
+    """(training rows, metadata block) of a seeded holdout of ``share`` of the rows.
+
+    The held-out positions are a uniform draw without replacement of ``round(share * n)``
+    of the n rows, from a stream of its own (``SeedSequence([seed, 26])``: not the
+    synthesizer's); the block records them (row positions in the input, no value), the
+    share and n, so that :func:`synthmi.commands._common.split_holdout` recovers both parts.
+    """
+    import numpy as np
+
+    n = len(data)
+    k = int(round(share * n))
+    if k < 1 or n - k < 2:
+        raise InputError(f"The '--holdout-share' option {share:g} of {n} rows leaves "
+                         f"{'no row held out' if k < 1 else 'fewer than 2 rows to fit'}; choose a share that does not.")
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 26]))
+    positions = np.sort(rng.choice(n, size=k, replace=False))
+    kept = np.ones(n, dtype=bool)
+    kept[positions] = False
+    return (data.iloc[kept].reset_index(drop=True),
+            {"share": float(share), "n_rows_original": int(n), "positions": [int(i) for i in positions]})
 
 
 def _draw(synth, args: argparse.Namespace, seed: int | None, saved: Path | None = None):
@@ -1126,7 +1187,7 @@ def _save_model(synth, path: Path, source_meta: dict[str, Any], syn, dp_release:
 _FIT_OPTIONS = ("data", "spec", "qi", "keep", "categorical", "method", "mask", "param", "domain", "map_other",
                 "bounds", "levels", "engine", "scheduler", "weights", "weight_as_predictor", "transform", "semicont",
                 "rule", "accept_diagnostics", "rhat_max", "ess_min", "max_seconds", "allow_identifiers", "save_model",
-                "overwrite")
+                "overwrite", "holdout_share")
 
 
 def _fit_options_given(args: argparse.Namespace) -> list[str]:

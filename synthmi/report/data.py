@@ -69,6 +69,12 @@ class ReportData:
         against a holdout (or leave-one-out) baseline, replicated uniques (repU) and
         DiSCO of the target (:mod:`synthmi.evaluation.dcr`,
         :func:`synthmi.evaluation.attribute_disclosure`).
+    attack_risks : DataFrame
+        One row per release and per reference release (``method``), one column per attack
+        measure (``distance_auc``, ``domias_tpr_at_fpr_0.01``, ...) with ``_ci_low`` /
+        ``_ci_high`` (95%); empty without a holdout. Further attacks are further columns.
+    attack_notes : dict
+        Attack -> what the intruder is assumed to know (plain language).
     """
 
     summary: pd.DataFrame
@@ -86,6 +92,8 @@ class ReportData:
     impossible: pd.DataFrame = field(default_factory=pd.DataFrame)
     frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
     no_alignment: pd.DataFrame = field(default_factory=pd.DataFrame)
+    attack_risks: pd.DataFrame = field(default_factory=pd.DataFrame)
+    attack_notes: dict[str, str] = field(default_factory=dict)
 
 
 #: S_pMSE under the null is about chi2_k / k (Snoke et al. 2018), sd sqrt(2 / k); values

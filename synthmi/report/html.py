@@ -377,6 +377,7 @@ Risk subgroups are labelled on the original (k0 = {html.escape(str(s.get('k0')))
 {extra_sections['no_alignment_note']}
 </section>
 {extra_sections['no_alignment']}
+{_attack_risks_html(data)}
 {extra_sections['attribute']}
 <section id="settings"><h2>Settings</h2>{_kv_table(data.settings)}</section>
 <section id="provenance"><h2>Provenance</h2>{_provenance_table(data.provenance)}
@@ -387,6 +388,49 @@ Risk subgroups are labelled on the original (k0 = {html.escape(str(s.get('k0')))
         f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
         f"<style>{_CSS}</style></head><body>{body}</body></html>\n"
     )
+
+
+#: plain-language names of the attack-risk columns (``<attack>_<figure>``)
+_ATTACK_LABELS = {"auc": "AUC", "tpr_at_fpr_0.01": "TPR at FPR 0.01", "tpr_at_fpr_0.1": "TPR at FPR 0.1"}
+
+
+def _attack_risks_html(data: "ReportData") -> str:
+    """Membership inference (and any further attack) beside the reference releases: one row per
+    release, one column per measure as ``value [95% CI]``."""
+    tab = getattr(data, "attack_risks", pd.DataFrame())
+    if tab is None or tab.empty:
+        why = (data.settings or {}).get("membership_inference")
+        if not why:
+            return ""
+        return ("<section id='attacks'><h2>Membership inference</h2><p class='note'>Membership inference "
+                + html.escape(str(why)) + ".</p></section>")
+    measures = [c for c in tab.columns if c != "method" and not c.endswith(("_ci_low", "_ci_high"))]
+    head = "".join(f"<th>{html.escape(_attack_label(c))}</th>" for c in measures)
+    rows = []
+    for _, r in tab.iterrows():
+        cls = " class='ref'" if str(r["method"]).startswith("reference:") else ""
+        cells = "".join(f"<td>{format_estimate(r[c])} [{format_estimate(r.get(c + '_ci_low'))}, "
+                        f"{format_estimate(r.get(c + '_ci_high'))}]</td>" for c in measures)
+        rows.append(f"<tr{cls}><td>{html.escape(str(r['method']))}</td>{cells}</tr>")
+    notes = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}.</li>"
+                    for k, v in (getattr(data, "attack_notes", {}) or {}).items())
+    return ("<section id='attacks'><h2>Membership inference</h2>"
+            f"<table><thead><tr><th>release</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            "<p class='note'>Can an intruder tell whether a person was in the data the release was made from? "
+            "Each attack scores training records and real records of the population that were not used (the "
+            "holdout), in equal numbers. <b>AUC</b>: the chance that the attack ranks a random training record "
+            "above a random unused one; 0.5 is guessing, 1 recognises every training record. <b>TPR at FPR "
+            "0.01</b>: the share of training records the intruder picks out while wrongly accusing 1% of the "
+            "others (0.01 is guessing): a few records can be exposed even when the AUC is near 0.5. Mean over "
+            "copies, with a 95% bootstrap interval over the records attacked. Reference rows: the original "
+            "released as is (the worst case) and an independent release (real records of the population not "
+            "used for synthesis, released in its place: the level of no membership signal). What each attack "
+            f"assumes the intruder knows:</p><ul class='note'>{notes}</ul></section>")
+
+
+def _attack_label(column: str) -> str:
+    attack, _, figure = column.partition("_")
+    return f"{attack}: {_ATTACK_LABELS.get(figure, figure)}"
 
 
 def _extra_sections(data: "ReportData") -> dict[str, str]:

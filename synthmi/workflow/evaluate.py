@@ -253,7 +253,13 @@ def evaluate_release(
         behind this report's releases in the risk-utility map.
     holdout : DataFrame, optional
         Real records not used for the releases: the baseline of the distance to
-        closest record of fully synthetic releases (else leave-one-out).
+        closest record of fully synthetic releases (else leave-one-out), and the
+        non-members of membership inference (:func:`synthmi.evaluation.membership_inference`,
+        distance attack and DOMIAS) of every release, in ``attack_risks`` with two
+        reference rows: the original released as is, and an independent release
+        (half of the holdout used as the release, the other half the non-members).
+        Without it ``attack_risks`` is empty and ``settings["membership_inference"]``
+        says how to get one.
 
     Fully synthetic releases (recorded rule ``full``, or copies whose row count
     differs from the original's) get no record-by-record identity matching (their
@@ -271,6 +277,7 @@ def evaluate_release(
                  for method, obj in synthetic.items()}
     steps.close()
 
+    attack_risks, attack_notes = _attack_risks(measures, synthetic, references, reference_seed)
     ref_rows, ref_attr = [], []
     if references:
         ref_rows, ref_attr = _references(measures, rule if rule is not None else "partial",
@@ -286,7 +293,8 @@ def evaluate_release(
         risk_by_subgroup=pd.DataFrame([row for e in evaluated.values() for row in e.risk_rows]),
         individual_risk={method: e.individual for method, e in evaluated.items() if e.individual is not None},
         subgroup_labels=list(labels),
-        settings={**_settings(measures, rule, releases, original_label, labels), "target": target},
+        settings={**_settings(measures, rule, releases, original_label, labels), "target": target,
+                  "membership_inference": ("against the holdout" if holdout is not None else NO_HOLDOUT)},
         provenance=_provenance(original, original_is_public, input_hashes, seeds,
                                {method: e.meta for method, e in evaluated.items()}),
         releases=releases,
@@ -296,7 +304,63 @@ def evaluate_release(
         impossible=pd.DataFrame([row for e in evaluated.values() for row in e.impossible]),
         frontier=frontier if frontier is not None else pd.DataFrame(),
         no_alignment=pd.DataFrame([e.no_alignment for e in evaluated.values() if e.no_alignment is not None]),
+        attack_risks=attack_risks,
+        attack_notes=attack_notes,
     )
+
+
+#: what the report and outputs say when no holdout was given (membership inference is not skipped silently)
+NO_HOLDOUT = ("not computed: membership inference needs a holdout, real records of the population not used for "
+              "the synthesis (synthesize with --holdout-share 0.2, or give --holdout FILE / holdout=)")
+
+#: the membership inference columns of the attack-risk table: (attack, figure of MembershipResult)
+MEMBERSHIP_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("distance", "auc"), ("distance", "tpr_at_fpr_0.01"), ("domias", "auc"), ("domias", "tpr_at_fpr_0.01"))
+
+
+def _membership_cells(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame],
+                      seed: int) -> dict[str, float]:
+    """The attack-risk columns of one release: ``<attack>_<figure>`` with ``_ci_low`` / ``_ci_high``."""
+    from ..evaluation.membership import membership_inference
+
+    cols = [c for c in copies[0].columns if c in train.columns and c in holdout.columns]
+    row: dict[str, float] = {}
+    for attack in dict.fromkeys(a for a, _ in MEMBERSHIP_COLUMNS):
+        f = membership_inference(train, holdout, copies, attack=attack, columns=cols, random_state=seed).figures
+        for a, name in MEMBERSHIP_COLUMNS:
+            if a == attack:
+                for suffix in ("", "_ci_low", "_ci_high"):
+                    row[f"{a}_{name}{suffix}"] = f[f"{a}_{name}{suffix}"]
+    return row
+
+
+def _attack_risks(ms: _Measures, synthetic: Mapping[str, Any], references: bool,
+                  seed: int) -> tuple[pd.DataFrame, dict[str, str]]:
+    """One row per release (and per reference release), one column per attack measure with its 95% CI.
+
+    The references: the original released as is (its own rows as the copy), and an independent
+    release -- real records of the population not used for synthesis: half of the holdout
+    (seeded split) is the release and the other half the non-members, so no candidate is in
+    the release. Further attacks (e.g. anonymeter's) are further columns.
+    """
+    from ..evaluation.membership import ATTACKS
+
+    if ms.holdout is None:
+        return pd.DataFrame(), {}
+    original, holdout = ms.original, ms.holdout
+    rows = [{"method": method, **_membership_cells(original, holdout, _copies(obj), seed)}
+            for method, obj in synthetic.items()]
+    if references:
+        rows.append({"method": "reference: original released as is",
+                     **_membership_cells(original, holdout, [original], seed)})
+        if len(holdout) >= 8:
+            perm = np.random.default_rng(seed).permutation(len(holdout))
+            half = len(holdout) // 2
+            release, rest = holdout.iloc[np.sort(perm[:half])], holdout.iloc[np.sort(perm[half:])]
+            rows.append({"method": "reference: independent release",
+                         **_membership_cells(original, rest, [release], seed)})
+    notes = {f"membership ({a})": ATTACKS[a] for a in dict.fromkeys(a for a, _ in MEMBERSHIP_COLUMNS)}
+    return pd.DataFrame(rows), notes
 
 
 @dataclass

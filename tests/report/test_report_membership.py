@@ -1,0 +1,67 @@
+"""Membership inference in the disclosure review (issue 26 item 4): evaluate_release collects it with the
+two reference releases, the report shows it as one row per release and one column per measure."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from _frames import wage_frame
+from _report_fixtures import fake_report_data
+from synthmi.report.html import render_report
+from synthmi.workflow.evaluate import evaluate_release
+
+
+def _release(train: pd.DataFrame, rng: np.random.Generator, m: int = 2) -> list[pd.DataFrame]:
+    """A partially synthetic stand-in: age and sex redrawn from their marginals, the rest kept."""
+    out = []
+    for _ in range(m):
+        c = train.copy()
+        c["age"] = rng.choice(train["age"].to_numpy(), len(train))
+        c["sex"] = rng.choice(train["sex"].to_numpy(), len(train))
+        out.append(c)
+    return out
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    full = wage_frame(600, seed=11)
+    train, holdout = full.iloc[:400].reset_index(drop=True), full.iloc[400:].reset_index(drop=True)
+    rel = _release(train, np.random.default_rng(0))
+    data = evaluate_release(train, {"swap": rel}, ["age", "sex"], "hours ~ age + sex", family="gaussian",
+                            holdout=holdout)
+    return data
+
+
+def test_attack_risks_rows_and_references(evaluated):
+    t = evaluated.attack_risks.set_index("method")
+    assert list(t.index) == ["swap", "reference: original released as is", "reference: independent release"]
+    for col in ("distance_auc", "distance_tpr_at_fpr_0.01", "domias_auc", "domias_tpr_at_fpr_0.01"):
+        assert {col, col + "_ci_low", col + "_ci_high"} <= set(t.columns)
+        assert (t[col + "_ci_low"] <= t[col]).all() and (t[col] <= t[col + "_ci_high"]).all()
+    # the original as is: every training record has a released twin (continuous hours: no holdout twin)
+    assert t.loc["reference: original released as is", "distance_auc"] > 0.99
+    # the independent release (half the holdout released, the other half the non-members): no signal;
+    # its bootstrap 95% interval covers 0.5
+    ind = t.loc["reference: independent release"]
+    assert ind["distance_auc_ci_low"] < 0.5 < ind["distance_auc_ci_high"]
+    assert set(evaluated.attack_notes) == {"membership (distance)", "membership (domias)"}
+
+
+def test_report_shows_the_table_with_reference_rows(evaluated):
+    page = render_report(evaluated)
+    section = page.split("<section id='attacks'>", 1)[1].split("</section>", 1)[0]
+    assert "distance: AUC" in section and "domias: TPR at FPR 0.01" in section
+    assert "<tr class='ref'><td>reference: independent release</td>" in section
+    assert "what each attack assumes the intruder knows".lower() in section.lower()
+
+
+def test_without_holdout_the_report_says_how_to_get_one():
+    data = fake_report_data()
+    data.settings["membership_inference"] = "not computed: membership inference needs a holdout (--holdout-share)"
+    section = render_report(data).split("<section id='attacks'>", 1)[1].split("</section>", 1)[0]
+    assert "needs a holdout" in section
+    full = wage_frame(200, seed=2)
+    d = evaluate_release(full, {"same": [full.copy()]}, ["age", "sex"], "hours ~ age + sex", family="gaussian",
+                         references=False)
+    assert d.attack_risks.empty and "--holdout-share" in d.settings["membership_inference"]
