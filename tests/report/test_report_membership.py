@@ -62,6 +62,6 @@ def test_without_holdout_the_report_says_how_to_get_one():
     section = render_report(data).split("<section id='attacks'>", 1)[1].split("</section>", 1)[0]
     assert "needs a holdout" in section
     full = wage_frame(200, seed=2)
-    d = evaluate_release(full, {"same": [full.copy()]}, ["age", "sex"], "hours ~ age + sex", family="gaussian",
+    d = evaluate_release(full, {"same": [full.copy(), full.copy()]}, ["age", "sex"], "hours ~ age + sex", family="gaussian",
                          references=False)
     assert d.attack_risks.empty and "--holdout-share" in d.settings["membership_inference"]
