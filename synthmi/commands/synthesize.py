@@ -1099,22 +1099,20 @@ def _check_holdout_share(args: argparse.Namespace) -> None:
 
 
 def hold_out(data, share: float, seed: int):
-    """(training rows, metadata block) of a seeded holdout of ``share`` of the rows.
-
-    The held-out positions are a uniform draw without replacement of ``round(share * n)``
-    of the n rows, from a stream of its own (``SeedSequence([seed, 26])``: not the
-    synthesizer's); the block records them (row positions in the input, no value), the
-    share and n, so that :func:`synthmi.commands._common.split_holdout` recovers both parts.
-    """
+    """(training rows, metadata block) of a seeded holdout of ``share`` of the rows
+    (:func:`synthmi.evaluation.membership.holdout_positions`); the block records the held-out
+    positions (row positions in the input, no value), the share and n, so that
+    :func:`synthmi.commands._common.split_holdout` recovers both parts."""
     import numpy as np
+
+    from ..evaluation.membership import holdout_positions
 
     n = len(data)
     k = int(round(share * n))
     if k < 1 or n - k < 2:
         raise InputError(f"The '--holdout-share' option {share:g} of {n} rows leaves "
                          f"{'no row held out' if k < 1 else 'fewer than 2 rows to fit'}; choose a share that does not.")
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 26]))
-    positions = np.sort(rng.choice(n, size=k, replace=False))
+    positions = holdout_positions(n, share, seed)
     kept = np.ones(n, dtype=bool)
     kept[positions] = False
     return (data.iloc[kept].reset_index(drop=True),

@@ -31,7 +31,9 @@ EXAMPLES = """examples:
   synthmi tune --data survey.csv --spec spec.json --tol age=1 --attribute-target income \\
       --target "true_match_rate<=0.0005" --target "disco<=0.05" --out tuned.json --trace search.json
 
-targets (repeatable, all must hold; MEASURE<=VALUE): expected_matches, true_match_rate,
+targets (repeatable, all must hold; MEASURE<=VALUE): membership_auc, membership_tpr_at_fpr_0.01
+(the stronger of the distance attack and DOMIAS; these hold out --holdout-share of the rows, default
+0.2, as the non-members, and fit on the rest), expected_matches, true_match_rate,
 share_above_threshold, mean_risk, high_risk_mean_risk (needs --k0), disco, dcap,
 attribute_risk_mean, repU (these four need --attribute-target). Risk is measured as in
 'synthmi disclosure' (the intruder knows the true QIs; --tol sets closeness).
@@ -90,6 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="DA-MI parameter, e.g. ordinal_link=multinomial (repeatable; give it to synthesize too)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--holdout-share", type=float, default=None, metavar="SHARE",
+                   help="share of the rows held out (with --seed) as the non-members of a membership target "
+                        "(membership_auc, membership_tpr_at_fpr_0.01); default 0.2 when such a target is given")
     p.add_argument("--out", required=True, help="release spec JSON with the chosen masks (created; not overwritten)")
     p.add_argument("--trace", default=None, help="optional JSON file: confirmed figures, every candidate, timing")
     p.add_argument("--overwrite", action="store_true", help="replace existing --out / --trace files")
@@ -131,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
     if trace_path is not None and trace_path.resolve() == out.resolve():
         raise InputError("The '--out' and '--trace' options name the same file; give two files.")
     targets = [Target.parse(t) for t in args.target]
+    if args.holdout_share is not None and not 0.0 < args.holdout_share < 1.0:
+        raise InputError(f"The '--holdout-share' option must be a share in (0, 1), e.g. 0.2. Got "
+                         f"{args.holdout_share!r} instead.")
     base_params = parse_params(args.param, DAMISynthesizer)
     if "masks" in base_params:
         raise InputError("The '--param' option cannot set masks: tune chooses them.")
@@ -184,7 +192,8 @@ def run(args: argparse.Namespace) -> int:
         res = tune(df, None if spec is not None else qi, keep, analyses, targets, m_search=args.m_search, m=args.m,
                    replicates=args.replicates, n_confirm=args.n_confirm, seed=args.seed, tolerance=tol,
                    target=args.attribute_target, k0=args.k0, subgroup_tolerance=tol, base_params=base_params,
-                   spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say, **grids)
+                   spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say,
+                   holdout_share=args.holdout_share, **grids)
     except DiagnosticsFailed as exc:
         raise exc.for_cli() from None
     step_line(args, "tune", f"search finished in {res.wall_seconds:.0f} s: "
@@ -216,6 +225,10 @@ def run(args: argparse.Namespace) -> int:
         print("warning: on fresh copies the chosen masks miss "
               + ", ".join(str(t) for t in targets if not t.met(res.validated))
               + " (the search and confirmation met them): tighten the target or raise --m.", file=sys.stderr)
+    held = res.settings.get("holdout_share")
+    if held:
+        # the masks were chosen on the training rows: the same holdout keeps the membership figures comparable
+        extra = f"{extra} --holdout-share {held:g} --seed {args.seed}".strip()
     print(f"spec with the masks -> {out}; synthesize with: synthmi synthesize --data {args.data} --spec {out} "
           f"--method dami {extra}".rstrip())
     if res.settings.get("diagnostics_check", {}).get("accepted"):

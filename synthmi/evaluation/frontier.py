@@ -290,10 +290,12 @@ class Target:
         for op in ("<=", ">="):
             if op in t:
                 name, val = t.split(op, 1)
-                if name not in RISK_MEASURES + UTILITY_MEASURES:
+                from .targets import HOLDOUT_MEASURES  # measures that need a holdout (one table to extend)
+
+                known = RISK_MEASURES + UTILITY_MEASURES + tuple(HOLDOUT_MEASURES)
+                if name not in known:
                     raise InputError(
-                        f"The target {text!r} names an unknown measure {name!r}; use one of "
-                        f"{list(RISK_MEASURES + UTILITY_MEASURES)}."
+                        f"The target {text!r} names an unknown measure {name!r}; use one of {list(known)}."
                     )
                 try:
                     v = float(val)

@@ -86,7 +86,8 @@ from .._validate import (check_columns_exist, check_copies, check_dataframe, che
 from ..results import Result
 from .dcr import _encode, gower_nearest
 
-__all__ = ["MembershipResult", "membership_inference", "auc_mann_whitney", "tpr_at_fpr", "ATTACKS"]
+__all__ = ["MembershipResult", "membership_inference", "auc_mann_whitney", "tpr_at_fpr", "ATTACKS",
+           "holdout_positions"]
 
 _OWNER = "membership_inference"
 
@@ -137,6 +138,18 @@ def tpr_at_fpr(member_scores: np.ndarray, non_member_scores: np.ndarray, fpr: fl
         return float(tpr[k])
     w = (fpr - fp[k]) / (fp[k + 1] - fp[k])
     return float(tpr[k] + w * (tpr[k + 1] - tpr[k]))
+
+
+def holdout_positions(n: int, share: float, seed: int) -> np.ndarray:
+    """Sorted positions of ``round(share * n)`` of ``n`` rows, a uniform draw without replacement
+    from a stream of its own (``SeedSequence([seed, 26])``, not a synthesizer's): the rows a
+    release is not made from, for membership inference (``synthesize --holdout-share``, ``tune``)."""
+    k = int(round(float(share) * int(n)))
+    if not (0.0 < float(share) < 1.0) or k < 1 or n - k < 2:
+        raise param_error("holdout_share", "holdout_positions",
+                          f"a share in (0, 1) that holds out at least 1 of the {n} rows and leaves 2", share)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 26]))
+    return np.sort(rng.choice(int(n), size=k, replace=False))
 
 
 def _null_auc_sd(n1: int, n0: int) -> float:

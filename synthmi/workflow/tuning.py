@@ -348,7 +348,10 @@ def _measure_candidate(masks: dict[str, Any], mm: int, reps: int, pmse_copies: i
         for r in range(reps):
             s._pool_start = pool_start + r * mm
             syn = s.sample(mm, random_state=copy_seed + r, allow_unmodified=True)  # measured, not released
-            rows.append(evaluate_release(st["df"], syn.copies, pmse_copies=pmse_copies, **st["ev"]))
+            row = evaluate_release(st["df"], syn.copies, pmse_copies=pmse_copies, **st["ev"])
+            for name, measure in st.get("holdout_measures", {}).items():
+                row[name] = measure(st["df"], st["holdout"], syn.copies, None, copy_seed + r)
+            rows.append(row)
     return rows
 
 
@@ -436,6 +439,7 @@ def tune(
     max_search_seconds: float | None = None,
     n_jobs: int = 1,
     progress: Any = None,
+    holdout_share: float | None = None,
 ) -> TuneResult:
     """Masks for DA-MI that maximise mean CI overlap subject to risk ``targets``.
 
@@ -503,6 +507,11 @@ def tune(
         model and the posterior pool) measuring the candidates of one search
         step, or the confirmation candidates, side by side. The results do not
         depend on it: every candidate has its own seeds and pool entries.
+    holdout_share : float, optional
+        Share of the rows held out (seeded by ``seed``) when a target names a measure
+        that needs a holdout (:data:`synthmi.evaluation.targets.HOLDOUT_MEASURES`, e.g.
+        ``membership_auc<=0.55``): the fit and every candidate use the other rows, the
+        held-out ones are the non-members. Default 0.2 when such a target is asked.
 
     Returns
     -------
@@ -523,6 +532,20 @@ def tune(
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise InputError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
     analyses = [Analysis.coerce(a) for a in analyses]
+    from ..evaluation.targets import HOLDOUT_MEASURES
+
+    holdout_measures = {t.measure: HOLDOUT_MEASURES[t.measure] for t in targets if t.measure in HOLDOUT_MEASURES}
+    holdout = None
+    if holdout_measures:
+        # membership targets: the fit and every candidate see the training rows only
+        from ..evaluation.membership import holdout_positions
+
+        holdout_share = 0.2 if holdout_share is None else float(holdout_share)
+        held = np.zeros(len(data), dtype=bool)
+        held[holdout_positions(len(data), holdout_share, seed)] = True
+        data, holdout = data.iloc[~held].reset_index(drop=True), data.iloc[held].reset_index(drop=True)
+        say(f"held out {int(held.sum())} of {len(held)} rows (share {holdout_share:g}, seed {seed}) as the "
+            f"non-members of {', '.join(holdout_measures)}; fitting on the other {len(data)}")
     params = dict(base_params or {})
     if "masks" in params:
         raise InputError("The 'base_params' of tune cannot set masks: tune chooses them.")
@@ -580,7 +603,8 @@ def tune(
         return max(float(row[t.measure]) / t.value if t.value > 0 else float(row[t.measure] > 0) for t in targets)
 
     _TUNE_STATE.clear()
-    _TUNE_STATE.update(base=base, pool=pool, pool_diagnostics=pool_diag, df=df, ev=ev)
+    _TUNE_STATE.update(base=base, pool=pool, pool_diagnostics=pool_diag, df=df, ev=ev, holdout_measures=holdout_measures,
+                       holdout=None if holdout is None else holdout[qi + keep])
     executor = None
     if int(n_jobs) > 1:
         import multiprocessing
@@ -662,7 +686,8 @@ def tune(
                   "continuous_grid": [list(c) for c in continuous_grid], "alpha_grid": list(alpha_grid),
                   "fit_seconds": fit_s, "posterior_pool": n_pool, "search_stopped_by": stopped,
                   "search_points": sum(r["stage"] == "search" for r in trace), "n_jobs": int(n_jobs),
-                  "diagnostics_check": jsonable(check), "base_params": jsonable(dict(base_params or {}))},
+                  "diagnostics_check": jsonable(check), "base_params": jsonable(dict(base_params or {})),
+                  "holdout_share": holdout_share if holdout_measures else None},
         spec=rel,
         validated={k: v for k, v in validated.items() if k != "levels"} if validated else None,
     )

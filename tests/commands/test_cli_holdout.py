@@ -108,3 +108,11 @@ def test_disclosure_refuses_a_file_of_another_row_count(release, tmp_path, capsy
     assert main(["disclosure", "--original", str(tmp_path / "short.csv"), "--synthetic", str(release / "syn"),
                  "--qi", "age,sex", "--out", str(tmp_path / "r.json"), "--quiet"]) == 1
     assert "records a holdout drawn from 300 rows" in capsys.readouterr().err
+
+
+def test_tune_holdout_share_bad_input(release, tmp_path, capsys):
+    rc = main(["tune", "--data", str(release / "w.csv"), "--qi", "age,sex", "--keep", "edu,hours,y",
+               "--analysis", "hours ~ age + sex", "--family", "gaussian", "--target", "membership_auc<=0.55",
+               "--holdout-share", "2", "--out", str(tmp_path / "t.json")])
+    assert rc == 1
+    assert "'--holdout-share' option must be a share in (0, 1)" in capsys.readouterr().err
