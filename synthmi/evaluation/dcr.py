@@ -131,19 +131,23 @@ def gower_nearest(query: tuple[np.ndarray, np.ndarray], ref: tuple[np.ndarray, n
     Xr, Cr = ref
     p = Xq.shape[1] + Cq.shape[1]
     out = np.empty(Xq.shape[0])
+    nan_ref = np.isnan(Xr).any(axis=0)
     for a in range(0, Xq.shape[0], chunk):
         b = min(a + chunk, Xq.shape[0])
         d = np.zeros((b - a, Xr.shape[0]), dtype=np.float32)
         for j in range(Xq.shape[1]):
             q, r = Xq[a:b, j][:, None], Xr[None, :, j]
             diff = np.abs(q - r)
-            nan_q, nan_r = np.isnan(q), np.isnan(r)
-            # both missing: 0; one missing: 1; else the range-scaled difference, capped at 1
-            diff = np.where(nan_q & nan_r, 0.0, np.where(nan_q | nan_r, 1.0, np.minimum(diff, 1.0)))
+            if nan_ref[j] or np.isnan(q).any():
+                nan_q, nan_r = np.isnan(q), np.isnan(r)
+                # both missing: 0; one missing: 1; else the range-scaled difference, capped at 1
+                diff = np.where(nan_q & nan_r, 0.0, np.where(nan_q | nan_r, 1.0, np.minimum(diff, 1.0)))
+            else:
+                np.minimum(diff, 1.0, out=diff)  # no missing value on either side (the common case)
             # a float32 sum keeps the chunk small; a non-zero difference (>= 1e-38) stays non-zero
             d += diff.astype(np.float32)
         for j in range(Cq.shape[1]):
-            d += (Cq[a:b, j][:, None] != Cr[None, :, j]).astype(np.float32)
+            d += Cq[a:b, j][:, None] != Cr[None, :, j]
         if exclude_self:
             d[np.arange(b - a), np.arange(a, b)] = np.inf
         out[a:b] = d.min(axis=1) / p

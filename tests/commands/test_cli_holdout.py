@@ -116,3 +116,13 @@ def test_tune_holdout_share_bad_input(release, tmp_path, capsys):
                "--holdout-share", "2", "--out", str(tmp_path / "t.json")])
     assert rc == 1
     assert "'--holdout-share' option must be a share in (0, 1)" in capsys.readouterr().err
+
+
+def test_report_reads_the_recorded_holdout(release, tmp_path):
+    page = tmp_path / "r.html"
+    assert main(["report", "--original", str(release / "w.csv"), "--synthetic", str(release / "syn"),
+                 "--qi", "age,sex", "--analysis", "hours ~ age + sex", "--family", "gaussian", "--out", str(page),
+                 "--quiet"]) == 0
+    section = page.read_text().split("<section id='attacks'>", 1)[1].split("</section>", 1)[0]
+    assert "distance: AUC" in section and "reference: original released as is" in section
+    assert "reference: independent release" in section
