@@ -153,6 +153,7 @@ def frontier(
     rule: str | None = None,
     references: bool = True,
     progress: Any = None,
+    holdout: pd.DataFrame | None = None,
 ) -> FrontierResult:
     """Utility and risk of every setting, ``replicates`` syntheses of ``m`` copies each.
 
@@ -168,6 +169,10 @@ def frontier(
         ``replicates`` (one row per setting and replicate), ``points`` (mean
         and Monte Carlo SE per setting, plus the fit and sampling seconds)
         and ``references``.
+
+    With ``holdout`` (real records not in ``data``), every replicate is also measured by
+    each measure of :data:`synthmi.evaluation.targets.HOLDOUT_MEASURES` (membership
+    inference AUC and TPR at FPR 0.01), with their Monte Carlo SE over replicates.
     """
     say = _progress(progress)
     qi, keep = list(quasi_identifiers), list(keep)
@@ -205,6 +210,11 @@ def frontier(
                 syn = synth.sample(m, random_state=seed + r, allow_unmodified=True)
                 samp_s = time.perf_counter() - t1
                 res = evaluate_release(df, syn.copies, **ev)
+                if holdout is not None:
+                    from ..evaluation.targets import HOLDOUT_MEASURES
+
+                    res.update({name: f(df, holdout[qi + keep], syn.copies, None, seed + r)
+                                for name, f in HOLDOUT_MEASURES.items()})
                 rows.append({"method": st.method, "setting": st.label,
                              "params": json.dumps(jsonable(st.params), sort_keys=True),
                              "replicate": r, "fit_seconds": fit_s, "sample_seconds": samp_s, **res})

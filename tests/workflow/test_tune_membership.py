@@ -35,3 +35,16 @@ def test_tune_holds_out_rows_for_a_membership_target():
     # every candidate measured: between guessing's lower edge and certainty
     assert res.trace["membership_auc"].between(0.3, 1.0).all()
     assert res.feasible and res.validated["membership_auc"] <= 0.7 + 3 * res.validated["membership_auc_se"]
+
+
+def test_frontier_with_a_holdout_reports_membership_with_mc_error():
+    from synthmi.workflow.tuning import Setting, frontier
+
+    df = _small(400)
+    train, holdout = df.iloc[:300].reset_index(drop=True), df.iloc[300:].reset_index(drop=True)
+    fr = frontier(train, ["age", "sex", "edu"], ["hours", "y"], [Setting("cart", "leaf5", {})],
+                  ["y ~ age + sex + edu"], m=2, replicates=2, tolerance={"age": 1}, pmse_copies=0,
+                  references=False, holdout=holdout)
+    p = fr.points.iloc[0]
+    for name in HOLDOUT_MEASURES:
+        assert 0.0 <= p[name] <= 1.0 and np.isfinite(p[f"{name}_se"])
