@@ -284,11 +284,16 @@ def _build(kind: str):
         from synthmi.privacy.dp_bayes import PrivateBetaPosterior
 
         return PrivateBetaPosterior(epsilon=1.0, mechanism="laplace").fit(orig["y"].to_numpy()).sample(random_state=0)
+    if kind == "membership":
+        from synthmi.evaluation.membership import membership_inference
+
+        return membership_inference(orig.iloc[:100], orig.iloc[100:], copies, attack="domias", random_state=0)
     raise AssertionError(kind)
 
 
 RESULT_KINDS = ["pmse", "utility_tables", "marginals", "risk", "subgroups", "attribute", "dcr", "combine", "analysis", "coherence", "audit",
                 "posterior"]
+RESULT_KINDS += ["membership"]  # issue 26
 
 
 @pytest.mark.parametrize("kind", RESULT_KINDS)
