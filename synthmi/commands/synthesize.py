@@ -1261,6 +1261,11 @@ def _run_saved_model(args: argparse.Namespace, t0: float) -> int:
         if missing:
             raise InputError(f"The '--original' file lacks the columns {missing}: the model in '--model' was fitted on "
                              f"other columns ({columns}).")
+        if source.get("holdout"):
+            # fitted with --holdout-share: the model's data are the training rows of the file
+            from ._common import split_holdout
+
+            df = split_holdout(df, source["holdout"])[0]
         check_original(df, synth.fingerprint_, name="--original")
         original = df[list(synth.columns_)]
         if records_left_out:
@@ -1309,7 +1314,7 @@ def _run_saved_model(args: argparse.Namespace, t0: float) -> int:
     syn.to_dir(out, source=source)
     if original is not None:
         restore_kept_text(out, syn.m, args.original, [c for c in source.get("keep", []) if c in original.columns],
-                          original, sep_of(args), encoding)
+                          original, sep_of(args), encoding, rows=source.get("holdout"))
     _log(args, f"wrote {syn.m} copies and metadata.json to {out} (no refit)"
          + ("" if dp else f" in {time.perf_counter() - t0:.1f} s"), summary=True)
     return 0

@@ -126,3 +126,19 @@ def test_report_reads_the_recorded_holdout(release, tmp_path):
     section = page.read_text().split("<section id='attacks'>", 1)[1].split("</section>", 1)[0]
     assert "distance: AUC" in section and "reference: original released as is" in section
     assert "reference: independent release" in section
+
+
+def test_saved_model_keeps_the_holdout(release, tmp_path):
+    # a model fitted with --holdout-share draws copies that record the same holdout (and read the
+    # training rows of --original)
+    base = ["synthesize", "--data", str(release / "w.csv"), "--qi", "age,sex", "--keep", "edu,hours,y",
+            "--method", "rubin", "--m", "2", "--seed", "4", "--holdout-share", "0.2", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "a"), "--save-model", str(tmp_path / "model")]) == 0
+    assert main(["synthesize", "--model", str(tmp_path / "model"), "--original", str(release / "w.csv"), "--m", "2",
+                 "--seed", "5", "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    a = json.loads((tmp_path / "a" / "metadata.json").read_text())["source"]["holdout"]
+    b = json.loads((tmp_path / "b" / "metadata.json").read_text())["source"]["holdout"]
+    assert a == b
+    train, _ = split_holdout(pd.read_csv(release / "w.csv"), b)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "b" / "copy_01.csv")[["edu", "hours", "y"]],
+                                  train[["edu", "hours", "y"]])
