@@ -195,8 +195,7 @@ def default_battery(spec: Any, analyses: Iterable[Any] = (), n_bins: int = 5) ->
     return Battery(tuple(declared + generic), len(declared), variables, int(n_bins))
 
 
-def _analysis_overlap(formula: str, family: str, original: pd.DataFrame, copies: list[pd.DataFrame],
-                      rule: str) -> float:
+def _analysis_overlap(formula: str, family: str, original: pd.DataFrame, copies: Any, rule: str) -> float:
     """Mean CI overlap over the estimable coefficients (intercept excluded) of one analysis."""
     return float(analyse(formula, family=family, original=original, synthetic=copies, rule=rule).mean_ci_overlap)
 
@@ -209,12 +208,13 @@ def measure_battery(original: pd.DataFrame, copies: Any, battery: Battery, rule:
     copy on Adult, the tables milliseconds). With ``details`` the per-criterion
     values are returned too under ``"_criteria"`` (a list of dicts).
     """
+    release = copies  # a SyntheticData keeps its m x r structure for the nested rule
     copies = check_copies(copies, "copies")
     pmse_copies = check_scalar(pmse_copies, "pmse_copies", "measure_battery", kind="int", lower=0)
     crit: list[dict[str, Any]] = []
     per = []
     for i, (formula, family) in enumerate(battery.analyses):
-        v = _analysis_overlap(formula, family, original, copies, rule)
+        v = _analysis_overlap(formula, family, original, release if hasattr(release, "copies") else copies, rule)
         part = "declared analysis" if i < battery.n_declared else "generic analysis"
         per.append((part, v))
         crit.append({"criterion": part, "name": f"{formula} [{family}]", "measure": "ci_overlap", "value": v})

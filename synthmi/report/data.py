@@ -69,6 +69,11 @@ class ReportData:
         against a holdout (or leave-one-out) baseline, replicated uniques (repU) and
         DiSCO of the target (:mod:`synthmi.evaluation.dcr`,
         :func:`synthmi.evaluation.attribute_disclosure`).
+    battery : DataFrame
+        Per release and criterion of the battery (:mod:`synthmi.evaluation.battery`:
+        the declared and generic analyses' CI overlap, every one- and two-way
+        table's S_pMSE, the overall S_pMSE): ``method``, ``criterion``, ``name``,
+        ``measure``, ``value``. Aggregates only.
     """
 
     summary: pd.DataFrame
@@ -86,6 +91,7 @@ class ReportData:
     impossible: pd.DataFrame = field(default_factory=pd.DataFrame)
     frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
     no_alignment: pd.DataFrame = field(default_factory=pd.DataFrame)
+    battery: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 #: S_pMSE under the null is about chi2_k / k (Snoke et al. 2018), sd sqrt(2 / k); values
