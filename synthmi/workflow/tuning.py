@@ -39,6 +39,7 @@ from ..evaluation.frontier import (
 )
 from .evaluate import independent_release  # the review's reference release, also a frontier reference
 from .._json import jsonable
+from .._validate import check_scalar
 from ..errors import InputError, InputTypeError
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
@@ -610,6 +611,8 @@ def tune(
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise InputError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
     analyses = [Analysis.coerce(a) for a in analyses]
+    max_table_s_pmse = float(check_scalar(max_table_s_pmse, "max_table_s_pmse", "tune", lower=0.0,
+                                          lower_inclusive=False))
     params = dict(base_params or {})
     if "masks" in params:
         raise InputError("The 'base_params' of tune cannot set masks: tune chooses them.")
@@ -626,9 +629,6 @@ def tune(
         base = DAMISynthesizer(**params).fit(data, **fit_kw)
     qi, keep = list(base.quasi_identifiers_), list(base.keep_)
     df = data[qi + keep]
-    max_table_s_pmse = float(max_table_s_pmse)
-    if not np.isfinite(max_table_s_pmse) or max_table_s_pmse <= 0:
-        raise InputError(f"The 'max_table_s_pmse' parameter of tune must be > 0. Got {max_table_s_pmse!r} instead.")
     bat = _battery_of(battery, base.spec_, df, qi, keep, analyses)
     objective = "battery_ci_overlap" if bat is not None else "mean_ci_overlap"
     kinds = {c: ("continuous" if base.schema_[c].kind == "continuous" else "categorical") for c in qi}
