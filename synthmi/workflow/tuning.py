@@ -184,6 +184,9 @@ def frontier(
     analyses = [Analysis.coerce(a) for a in analyses]
     df = data[qi + keep]
     bat = _battery_of(battery, spec, df, qi, keep, analyses)
+    # with a spec, every setting is fitted with its kinds (a code read as a number would otherwise be
+    # modelled as continuous); its masks are left out (each setting brings its own)
+    fit_spec = None if spec is None else _spec_on(spec, qi, keep)
     subgroups = None
     if k0 is not None:
         from ..evaluation.subgroups import risk_subgroups
@@ -204,7 +207,8 @@ def frontier(
                 synth = remask(fitted[key], st.params.get("masks"), share_posterior_draws=base_m == "dami")
                 fit_s = 0.0
             else:
-                synth = make_synthesizer(base_m, st.params).fit(df, quasi_identifiers=qi, keep=keep)
+                synth = (make_synthesizer(base_m, st.params).fit(df, quasi_identifiers=qi, keep=keep)
+                         if fit_spec is None else make_synthesizer(base_m, st.params).fit(df, fit_spec))
                 fit_s = time.perf_counter() - t0
                 if base_m in _MASKED:
                     fitted[key] = synth
@@ -239,6 +243,21 @@ def frontier(
                   "pmse_copies": pmse_copies, "pmse_variables": pmse_variables,
                   "battery": bat.to_dict() if bat is not None else None, "max_table_s_pmse": max_table_s_pmse},
     )
+
+
+def _spec_on(spec: Any, qi: list[str], keep: list[str]):
+    """``spec`` restricted to the columns ``qi + keep`` with those roles, without masks or tuning record."""
+    from dataclasses import replace
+
+    from ..spec import as_spec
+
+    spec = as_spec(spec)
+    missing = [c for c in qi + keep if c not in spec.columns]
+    if missing:
+        raise InputError(f"The 'spec' does not describe the columns {missing}; it describes {list(spec.columns)}.")
+    cols = {c: spec.columns[c] for c in qi + keep}
+    seq = spec.visit_sequence if spec.visit_sequence and set(spec.visit_sequence) <= set(qi) else None
+    return replace(spec, columns=cols, masks=None, tuning=None, visit_sequence=seq).with_roles(qi, keep)
 
 
 def _battery_of(battery: Battery | bool, spec: Any, df: pd.DataFrame, qi: list[str], keep: list[str],

@@ -161,3 +161,21 @@ def test_cli_frontier_on_a_file(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     err = capsys.readouterr().err
     assert "--methods" in err and "--leaves" in err
+
+
+def test_frontier_fits_every_setting_with_the_spec_kinds():
+    # codes read as numbers are modelled as the spec declares them (a nominal 'edu' coded 0/1/2 must
+    # not be drawn from a normal model); the spec's own masks and tuning record are left out
+    from dataclasses import replace
+
+    from synthmi.spec import ReleaseSpec
+    from synthmi.workflow.tuning import _spec_on
+
+    df = _small(100).assign(edu=lambda d: d["edu"].cat.codes.astype(float), extra=1.0)
+    spec = ReleaseSpec.draft(df, ["age", "sex", "edu"], kinds={"edu": "nominal"})
+    spec = replace(spec, masks={"sex": {"alpha": 2.0}}, tuning={"by": "synthmi tune"})
+    got = _spec_on(spec, ["age", "sex", "edu"], ["hours", "y"])
+    assert list(got.columns) == ["age", "sex", "edu", "hours", "y"] and got.kind("edu") == "nominal"
+    assert got.masks is None and got.tuning is None and got.quasi_identifiers == ["age", "sex", "edu"]
+    with pytest.raises(ValueError, match="does not describe the columns \\['nope'\\]"):
+        _spec_on(spec, ["age"], ["nope"])
