@@ -120,8 +120,16 @@ def test_the_report_reads_masks_and_tuning_from_the_spec():
                         quasi_identifiers=["age", "sex", "edu"], spec=spec.public_view())
     d = describe_release("dami", syn, df, copies, ["age", "sex", "edu"], "partial")
     assert d["masks"] == masks and d["tuning"] == tuning
-    data = evaluate_release(df, {"dami": syn}, ["age", "sex", "edu"], "y ~ age + sex + edu", references=False)
+    # a frontier file with the battery's columns (synthmi frontier's CSV): drawn beside risk, with SEs
+    fr = pd.DataFrame({"method": ["cart", "dami"], "setting": ["min leaf 5", "alpha=1"],
+                       "mean_ci_overlap": [0.9, 0.85], "expected_matches": [9.9, 16.6],
+                       "true_match_rate": [1e-4, 2e-4], "battery_ci_overlap": [0.813, 0.793],
+                       "battery_ci_overlap_se": [0.019, 0.034], "worst_one_way_s_pmse": [2.25, 2.23],
+                       "worst_two_way_s_pmse": [1.62, 4.04]})
+    data = evaluate_release(df, {"dami": syn}, ["age", "sex", "edu"], "y ~ age + sex + edu", references=False,
+                            frontier=fr)
     page = render_report(data)
+    assert "The frontier's points by the battery" in page and "0.813 \u00b1 0.019" in page
     assert "<b>Masks</b>: none" not in page and "age (K=1, sigma_e=3.0)" in page
     assert "<b>Tuned</b>" in page and "expected_matches&lt;=7" in page and "0.812 &plusmn; 0.011" in page
     # the battery section: each release's criteria
