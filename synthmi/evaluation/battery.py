@@ -76,6 +76,7 @@ import numpy as np
 import pandas as pd
 
 from .._validate import check_copies, check_scalar, param_error
+from ..kinds import NUMERIC_KINDS
 from ..results import Result
 from .analysis import analyse
 from .pmse import pmse, unchanged_columns, utility_tables
@@ -95,7 +96,7 @@ DEFAULT_MAX_TABLE_S_PMSE = 10.0
 BATTERY_FIGURES = ("battery_ci_overlap", "declared_ci_overlap", "generic_ci_overlap", "worst_one_way_s_pmse",
                    "worst_two_way_s_pmse", "overall_s_pmse")
 
-_NUMERIC = ("continuous", "integer")
+_NUMERIC = NUMERIC_KINDS
 
 
 def _term(name: str) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..errors import InputError
+from ..kinds import NUMERIC_KINDS
 from .tuning import Setting
 
 __all__ = ["default_settings", "GRID_METHODS"]
@@ -52,7 +53,7 @@ def default_settings(
     bad = [m for m in methods if m not in GRID_METHODS]
     if bad or not methods:
         raise InputError(f"The 'methods' of a default frontier must be among {list(GRID_METHODS)}. Got {list(methods)!r} instead.")
-    conts = [c for c, k in kinds.items() if k in ("continuous", "integer")]
+    conts = [c for c, k in kinds.items() if k in NUMERIC_KINDS]
     cats = [c for c in kinds if c not in conts]
     out: list[Setting] = []
     if "dami" in methods:
