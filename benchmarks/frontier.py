@@ -3,7 +3,9 @@
 For every method and tuning setting, R replicate syntheses of M copies each
 (common seeds across settings) are measured with
 :func:`synthmi.evaluation.frontier.evaluate_release`: utility (mean CI overlap
-of the declared analyses, logit S_pMSE of the first copy) and risk (expected
+of the declared analyses, logit S_pMSE of the first copy, and since issue 29 the battery of
+:mod:`synthmi.evaluation.battery`: mean overlap over declared and generic analyses, worst one-
+and two-way table S_pMSE) and risk (expected
 correct matches, true-match rate, share of I_i > 0.5, mean I_i in the high
 risk subgroup, DiSCO and the matching attribute risk of a sensitive target).
 The original released as is and an independent release (each QI permuted on

@@ -94,6 +94,10 @@ class ReleaseSpec:
     na_values : list of str, optional
         Cell values of the data file that mean missing (``["?", ".", "-9"]``), as
         pandas ``read_csv``'s ``na_values``; the CLI reads the file with them.
+    tuning : dict, optional
+        How ``synthmi tune`` chose the masks (targets, objective, chosen settings,
+        validated figures with their Monte Carlo SE: aggregates only), written by
+        :meth:`~synthmi.workflow.tuning.TuneResult.to_spec`; the report shows it.
     """
 
     columns: dict[str, ColumnSpec] = field(default_factory=dict)
@@ -103,9 +107,12 @@ class ReleaseSpec:
     analyses: list[dict[str, str]] = field(default_factory=list)
     source: str = ""
     na_values: list[str] | None = None
+    tuning: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.columns = dict(self.columns)
+        if self.tuning is not None and not isinstance(self.tuning, Mapping):
+            raise _err("The 'tuning' of the spec", "an object (written by 'synthmi tune')", self.tuning)
         if self.na_values is not None:
             if isinstance(self.na_values, str) or not all(isinstance(v, (str, int, float)) for v in self.na_values):
                 raise _err("The 'na_values' of the spec", 'a list of markers such as ["?", ".", "-9"]', self.na_values)
@@ -415,7 +422,8 @@ class ReleaseSpec:
         if masks and qi is not None:
             masks = None if any(c not in qi for c in _mask_columns(masks)) else masks
         return ReleaseSpec(cols, masks, self.models, None if qi is not None else self.visit_sequence,
-                           list(self.analyses), self.source, self.na_values)
+                           list(self.analyses), self.source, self.na_values,
+                           self.tuning if masks is self.masks else None)
 
     def with_weight(self, column: str) -> "ReleaseSpec":
         """A copy in which ``column`` (given by ``weights=`` / ``--weights``) has the role "weight"."""
@@ -423,7 +431,7 @@ class ReleaseSpec:
             raise ColumnError(f"Column '{column}' is not in the spec. Columns of the spec: {list(self.columns)}.")
         cols = {c: replace(v, role="weight") if c == column else v for c, v in self.columns.items()}
         return ReleaseSpec(cols, self.masks, self.models, self.visit_sequence, list(self.analyses), self.source,
-                           self.na_values)
+                           self.na_values, self.tuning)
 
     def public_view(self) -> "ReleaseSpec":
         """A copy without the inferred (confidential) levels and bounds: what a release may publish."""
@@ -432,7 +440,7 @@ class ReleaseSpec:
             for c, v in self.columns.items()
         }
         return ReleaseSpec(cols, self.masks, self.models, self.visit_sequence, list(self.analyses), self.source,
-                           self.na_values)
+                           self.na_values, self.tuning)
 
     # ---- JSON --------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -450,6 +458,8 @@ class ReleaseSpec:
             d["visit_sequence"] = list(self.visit_sequence)
         if self.na_values:
             d["na_values"] = list(self.na_values)
+        if self.tuning is not None:
+            d["tuning"] = jsonable(self.tuning)
         return d
 
     @classmethod
@@ -460,11 +470,11 @@ class ReleaseSpec:
         if version != FORMAT:
             raise InputError(f"This release spec has format version {version!r}; this synthmi reads version {FORMAT}.")
         unknown = sorted(set(d) - {"synthmi_spec", "source", "columns", "analyses", "masks", "models",
-                                   "visit_sequence", "na_values", "note", "notes"})
+                                   "visit_sequence", "na_values", "note", "notes", "tuning"})
         if unknown:
             raise InputError(
                 f"The release spec has unknown keys {unknown}; allowed: columns, masks, models, visit_sequence, "
-                "analyses, na_values, source, note."
+                "analyses, na_values, source, note, tuning."
             )
         cols = {str(c): ColumnSpec.from_dict(str(c), v) for c, v in d["columns"].items()}
         return cls(
@@ -475,6 +485,7 @@ class ReleaseSpec:
             analyses=list(d.get("analyses") or []),
             source=str(d.get("source") or ""),
             na_values=d.get("na_values"),
+            tuning=d.get("tuning"),
         )
 
     def to_json(self, indent: int = 2) -> str:

@@ -46,8 +46,12 @@ runs from none through --continuous-grid (K:sigma_e, normal masks) or --alpha-gr
 to the raise with the best mean CI overlap among those meeting every target (--m-search
 copies per candidate), until no raise meets them. The --n-confirm best candidates are
 re-run with --m copies x --replicates replicates; the best whose mean risk meets every
-target is chosen. Utility: mean CI overlap of the --analysis models (original vs
-combined copies, partial-synthesis rule).
+target is chosen. Utility: the battery (synthmi.evaluation.battery): mean CI overlap over
+the --analysis models and a generic regression of each kept column on the QIs (quadratic
+in numeric QIs, factors for categorical ones), original vs combined copies, partial rule.
+A candidate whose worst one-way or two-way table S_pMSE exceeds --max-table-s-pmse
+(default 10; S_pMSE is about 1 for copies from a correct model) is infeasible whatever
+its overlap: a mask must not buy overlap by wrecking a margin.
 
 output: --out is a release spec (the --spec given, or one drafted from --qi/--keep
 without the data's levels or bounds) with the chosen masks; 'synthmi synthesize --spec'
@@ -73,6 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="an analysis the release must support, e.g. 'income ~ age + sex' (repeatable; "
                         "default: the spec's analyses)")
     p.add_argument("--family", default="probit", help="GLM family of the --analysis models (default probit)")
+    p.add_argument("--max-table-s-pmse", type=float, default=10.0,
+                   help="table rule: a candidate whose worst one- or two-way S_pMSE exceeds this is infeasible "
+                        "(default 10)")
     p.add_argument("--target", action="append", required=True, metavar="MEASURE<=VALUE",
                    help="a risk target, e.g. expected_matches<=50 (repeatable; all must hold)")
     p.add_argument("--tol", action="append", metavar="COLUMN=VALUE", help="intruder's closeness on a continuous QI")
@@ -150,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
         lo = 2 if name in ("m", "m_search") else 1  # the partial-synthesis rule needs >= 2 copies
         if getattr(args, name) < lo:
             raise InputError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
+    if not args.max_table_s_pmse > 0:
+        raise InputError(f"The '--max-table-s-pmse' option must be > 0. Got {args.max_table_s_pmse} instead.")
     grids = dict(continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
                  alpha_grid=_grid(args.alpha_grid, "alpha-grid"))
     spec, qi = spec_and_quasi_identifiers(args)
@@ -193,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
                    replicates=args.replicates, n_confirm=args.n_confirm, seed=args.seed, tolerance=tol,
                    target=args.attribute_target, k0=args.k0, subgroup_tolerance=tol, base_params=base_params,
                    spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say,
-                   holdout_share=args.holdout_share, **grids)
+                   holdout_share=args.holdout_share, max_table_s_pmse=args.max_table_s_pmse, **grids)
     except DiagnosticsFailed as exc:
         raise exc.for_cli() from None
     step_line(args, "tune", f"search finished in {res.wall_seconds:.0f} s: "
@@ -207,7 +216,8 @@ def run(args: argparse.Namespace) -> int:
         trace_path.parent.mkdir(parents=True, exist_ok=True)
         trace_path.write_text(json_dumps(record, indent=2, sort_keys=True))
     if not res.feasible:
-        print(f"No setting met {', '.join(map(str, targets))}; no spec was written"
+        print(f"No setting met {', '.join(map(str, targets))} with every table S_pMSE <= "
+              f"{args.max_table_s_pmse:g}; no spec was written"
               + (f" (the search is in {trace_path})." if trace_path is not None else "."))
         return 2
     # the validated figures (fresh copies) are reported; the confirmed ones chose the masks
@@ -218,7 +228,11 @@ def run(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json_dumps(d, indent=2) + "\n")
     print(f"chosen masks: {json.dumps(res.masks, sort_keys=True)}")
-    print(f"mean CI overlap {c['mean_ci_overlap']:.3f} (se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
+    print("battery: " + "; ".join(f"{k} {c[k]:.3g} (se {c.get(k + '_se', float('nan')):.2g})"
+                                  for k in ("battery_ci_overlap", "worst_one_way_s_pmse", "worst_two_way_s_pmse",
+                                            "overall_s_pmse") if k in c))
+    print(f"declared analyses' mean CI overlap {c['mean_ci_overlap']:.3f} "
+          f"(se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
           + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t.op} {t.value:g})" for t in targets)
           + f"; on fresh copies, after the choice; wall {res.wall_seconds:.0f} s")
     if res.validated is not None and not res.validated.get("feasible", True):

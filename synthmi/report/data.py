@@ -75,6 +75,11 @@ class ReportData:
         ``_ci_high`` (95%); empty without a holdout. Further attacks are further columns.
     attack_notes : dict
         Attack -> what the intruder is assumed to know (plain language).
+    battery : DataFrame
+        Per release and criterion of the battery (:mod:`synthmi.evaluation.battery`:
+        the declared and generic analyses' CI overlap, every one- and two-way
+        table's S_pMSE, the overall S_pMSE): ``method``, ``criterion``, ``name``,
+        ``measure``, ``value``. Aggregates only.
     """
 
     summary: pd.DataFrame
@@ -94,6 +99,7 @@ class ReportData:
     no_alignment: pd.DataFrame = field(default_factory=pd.DataFrame)
     attack_risks: pd.DataFrame = field(default_factory=pd.DataFrame)
     attack_notes: dict[str, str] = field(default_factory=dict)
+    battery: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 #: S_pMSE under the null is about chi2_k / k (Snoke et al. 2018), sd sqrt(2 / k); values

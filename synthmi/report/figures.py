@@ -23,6 +23,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 __all__ = [
+    "battery_map",
     "coefficient_plot",
     "risk_histogram",
     "tuning_curves",
@@ -342,6 +343,44 @@ def frontier_plot(
         handles.append(Line2D([], [], marker="o", ls="", ms=9, mfc="none", mec="#000000"))
         labels.append("non-dominated (on the frontier)")
     axes[0, -1].legend(handles, labels, fontsize=7, frameon=False, loc="lower right")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def battery_map(points: pd.DataFrame, risk: str = "expected_matches", bound: float | None = 10.0,
+                title: str | None = None) -> Figure:
+    """The battery beside risk: mean CI overlap over the battery (left) and the worst one- and
+    two-way table S_pMSE (right, log scale, 1 = the null; the dashed line is the table rule's
+    ``bound``) against ``risk``, each point with its Monte Carlo SE bars. References (``method ==
+    "reference"``) are left out: the original has S_pMSE 0 by construction."""
+    pts = points[points["method"] != "reference"]
+    methods = list(dict.fromkeys(pts["method"]))
+    colors = _palette(methods)
+    fig, axes = plt.subplots(1, 2, figsize=(10.4, 4.2), squeeze=False)
+    ax_u, ax_s = axes[0]
+    for mth in methods:
+        s = pts[pts["method"] == mth]
+        x, xe = s[risk], s.get(f"{risk}_se")
+        ax_u.errorbar(x, s["battery_ci_overlap"], xerr=xe, yerr=s.get("battery_ci_overlap_se"), fmt="o", ms=4.5,
+                      color=colors[mth], elinewidth=0.8, capsize=2, label=mth, alpha=0.9)
+        for col, mk in (("worst_one_way_s_pmse", "o"), ("worst_two_way_s_pmse", "s")):
+            if col in s:
+                ax_s.errorbar(x, s[col], xerr=xe, yerr=s.get(f"{col}_se"), fmt=mk, ms=4.5, color=colors[mth],
+                              mfc="none" if mk == "s" else colors[mth], elinewidth=0.8, capsize=2, alpha=0.9)
+    if bound is not None:
+        ax_s.axhline(bound, ls="--", color="#aa0000", lw=0.9, label=f"table rule: infeasible above {bound:g}")
+    ax_s.axhline(1.0, ls=":", color="#555555", lw=0.8)
+    ax_s.set_yscale("log")
+    for ax in (ax_u, ax_s):
+        ax.set_xscale("symlog", linthresh=1.0 if risk == "expected_matches" else 1e-4)
+        ax.set_xlabel(_RISK_LABELS.get(risk, risk), fontsize=9)
+        ax.grid(alpha=0.3)
+    ax_u.set_ylabel("mean CI overlap over the battery (declared + generic)", fontsize=9)
+    ax_s.set_ylabel("worst table S_pMSE (filled: one-way, open: two-way)", fontsize=9)
+    ax_u.legend(fontsize=7, frameon=False, loc="lower right")
+    ax_s.legend(fontsize=7, frameon=False, loc="upper right")
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()

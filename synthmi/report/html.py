@@ -219,6 +219,59 @@ def _mask_text(masks: Any) -> str:
     return "; ".join(parts)
 
 
+def _tuning_li(tuning: Any) -> str:
+    """How a tuned release was tuned (the spec's ``tuning`` record written by ``synthmi tune``): targets,
+    objective, table rule, chosen masks and the validated figures with their Monte Carlo SE."""
+    if not tuning:
+        return ""
+    fig, se = tuning.get("figures") or {}, tuning.get("figures_se") or {}
+    figs = ", ".join(f"{k} {format_estimate(v)}" + (f" &plusmn; {format_estimate(se[k])}" if se.get(k) is not None else "")
+                     for k, v in fig.items() if v is not None)
+    ok = tuning.get("feasible_on_fresh_copies")
+    return (f"<li><b>Tuned</b> by <code>{html.escape(str(tuning.get('by', 'synthmi tune')))}</code>: targets "
+            f"{html.escape(', '.join(tuning.get('targets') or []) or 'none')}; objective "
+            f"<code>{html.escape(str(tuning.get('objective')))}</code>"
+            + (f", feasible only if the worst one- and two-way table S_pMSE &le; "
+               f"{format_estimate(tuning['max_table_s_pmse'])}" if tuning.get("max_table_s_pmse") is not None else "")
+            + f"; chosen masks {html.escape(_mask_text(tuning.get('masks')))}"
+            + (f"; other settings <code>{html.escape(json.dumps(tuning.get('params'), sort_keys=True, default=str))}</code>"
+               if tuning.get("params") else "")
+            + f"; {html.escape(str(tuning.get('figures_from', '')))} figures (mean &plusmn; MC SE over "
+            f"{html.escape(str(tuning.get('replicates')))} replicates of {html.escape(str(tuning.get('m')))} copies): "
+            f"{figs}"
+            + ("" if ok is None else ("; targets and table rule held on them" if ok else
+                                      "; <span class='bad'>the targets or the table rule missed on them</span>"))
+            + f"; {html.escape(str(tuning.get('search_points')))} search points, stopped by "
+            f"{html.escape(str(tuning.get('search_stopped_by')))}.</li>\n")
+
+
+def _battery_html(data: "ReportData") -> str:
+    """The battery: each release's criteria (declared and generic analyses, every table, worst S_pMSE)."""
+    bat = getattr(data, "battery", pd.DataFrame())
+    if bat is None or bat.empty:
+        return ""
+    from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE
+
+    cols = [c for c in ("battery_ci_overlap", "generic_ci_overlap", "worst_one_way_s_pmse", "worst_two_way_s_pmse")
+            if c in data.summary]
+    head = frame_to_html(data.summary.set_index("method")[cols], digits=4) if cols else ""
+    t = bat.pivot_table(index=["criterion", "name"], columns="method", values="value", sort=False)
+    bad = [str(m) for m in data.summary["method"]
+           if any(float(data.summary.set_index("method").loc[m].get(c, np.nan)) > DEFAULT_MAX_TABLE_S_PMSE
+                  for c in ("worst_one_way_s_pmse", "worst_two_way_s_pmse"))]
+    flag = (f"<p class='note flag'>{html.escape(', '.join(bad))}: a table S_pMSE above "
+            f"{DEFAULT_MAX_TABLE_S_PMSE:g}, far above its null value 1; 'synthmi tune' treats such a release as "
+            "infeasible whatever its overlap.</p>") if bad else ""
+    return ("<section id='battery'><h2>Battery: analyses nobody declared</h2>" + flag + head
+            + "<p class='note'>A release is judged by more than the declared analysis: generic regressions of each "
+              "kept column on the quasi-identifiers (quadratic in numeric ones, factors for categorical ones), every "
+              "one- and two-way table's S_pMSE (tables of unchanged columns left out) "
+              "(<code>synthmi.evaluation.battery</code>). <b>battery_ci_overlap</b>: mean CI overlap over the "
+              "declared and generic analyses (each weighs the same). One release has no replicate seeds, so no "
+              "Monte Carlo SE here; the frontier file and the tuning record carry them.</p>"
+            + "<details><summary>every criterion</summary>" + frame_to_html(t, digits=4) + "</details></section>")
+
+
 def _releases_html(releases: dict[str, dict[str, Any]]) -> str:
     """One paragraph and list per release, in plain language."""
     out = []
@@ -240,7 +293,7 @@ def _releases_html(releases: dict[str, dict[str, Any]]) -> str:
 <li><b>Released verbatim</b> (the original's values): {html.escape(', '.join(r['verbatim']) or 'none')}.</li>
 <li><b>Synthesized</b>: {html.escape(', '.join(r['synthesized']) or 'none')}, by {html.escape(r['how'])}; {r['copies']} copies.</li>
 <li><b>Masks</b>: {html.escape(_mask_text(r.get('masks')))}{(' &middot; other settings: <code>' + html.escape(json.dumps(params, sort_keys=True, default=str)) + '</code>') if params else ''}.</li>
-<li><b>Share of quasi-identifier values left unchanged</b> (mean over copies): {html.escape(unchanged or '&ndash;')}.</li>
+{_tuning_li(r.get('tuning'))}<li><b>Share of quasi-identifier values left unchanged</b> (mean over copies): {html.escape(unchanged or '&ndash;')}.</li>
 <li><b>Analyse with</b> the <code>{html.escape(str(r.get('rule')))}</code> combining rule{' (fully synthetic: no row of a copy belongs to an original record)' if r.get('fully_synthetic') else ''}.</li>
 <li><b>Survey weights</b>: {html.escape(r.get('weights_note') or 'none given; analyses unweighted')}.</li>
 <li><b>S_pMSE</b>: {pm_html}.</li>
@@ -356,6 +409,7 @@ def render_report(data: "ReportData") -> str:
 </section>
 {extra_sections['releases']}
 {extra_sections['frontier']}
+{_battery_html(data)}
 <section id="utility"><h2>Utility: per-variable S_pMSE</h2>
 {frame_to_html(data.per_variable)}
 <p class="note">One-way S_pMSE per variable (continuous variables binned), mean over the M copies. Values far above 1 flag a variable whose distribution the copies miss; far below 1, one the copies reproduce almost exactly.</p>
@@ -431,6 +485,27 @@ def _attack_risks_html(data: "ReportData") -> str:
 def _attack_label(column: str) -> str:
     attack, _, figure = column.partition("_")
     return f"{attack}: {_ATTACK_LABELS.get(figure, figure)}"
+def _frontier_battery_html(fr: pd.DataFrame | None) -> str:
+    """The frontier file's points judged by the battery: figure and table, each criterion with its MC SE."""
+    if fr is None or fr.empty or "battery_ci_overlap" not in fr:
+        return ""
+    pts = fr.copy()
+    pts["method"] = pts["method"].astype(str).str.replace("frontier: ", "", regex=False)
+    png = figures.to_png(figures.battery_map(pts, title="Frontier points judged by the battery"))
+    crit = ["battery_ci_overlap", "mean_ci_overlap", "worst_one_way_s_pmse", "worst_two_way_s_pmse",
+            "overall_s_pmse", "expected_matches", "true_match_rate"]
+    shown = [c for c in crit if c in pts]
+    t = pts[pts["method"] != "reference"].set_index(["method", "setting"])
+    out = pd.DataFrame(index=t.index)
+    for c in shown:
+        se = t.get(f"{c}_se")
+        out[c] = [format_estimate(v) + ("" if se is None or not np.isfinite(e) else f" \u00b1 {format_estimate(e)}")
+                  for v, e in zip(t[c], se if se is not None else [np.nan] * len(t))]
+    return (png_img(png, "battery against risk")
+            + "<p class='note'>The frontier's points by the battery: left, mean CI overlap over the declared and "
+              "generic analyses; right, the worst one-way (filled) and two-way (open) table S_pMSE, the dashed line "
+              "the table rule above which 'synthmi tune' calls a release infeasible. Each figure is the mean over "
+              "replicate seeds &plusmn; its Monte Carlo SE.</p>" + frame_to_html(out))
 
 
 def _extra_sections(data: "ReportData") -> dict[str, str]:
@@ -484,7 +559,7 @@ def _extra_sections(data: "ReportData") -> dict[str, str]:
                            "black star is the original released as is, the grey star an independent release "
                            "(each quasi-identifier permuted on its own: no record-level information). A release "
                            "above and to the left of another is better on both counts (Duncan, Keller-McNulty "
-                           f"and Stokes 2001).{note}</p></section>")
+                           f"and Stokes 2001).{note}</p>" + _frontier_battery_html(fr) + "</section>")
     tw = getattr(data, "pmse_two_way", {}) or {}
     if tw:
         png = figures.to_png(figures.pmse_heatmap(tw))

@@ -10,6 +10,8 @@ lives here.
   :class:`~synthmi.report.data.ReportData` for :mod:`synthmi.report`;
 * ``tuning`` fits synthesizers across tuning settings: the risk-utility
   frontier, masks tuned to risk targets, the independent baseline release;
+* ``grid`` builds the default frontier grid of any file from its QIs' kinds
+  (``synthmi frontier``);
 * ``demo`` runs the main job end to end on the bundled Adult data.
 """
 from .evaluate import evaluate_release

@@ -120,6 +120,12 @@ def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[
     method = getattr(obj, "method", None) or "unknown"
     params = obj.metadata().get("params", {}) if isinstance(obj, SyntheticData) else {}
     masks = params.get("masks") if isinstance(params, dict) else None
+    # a release synthesized from a spec (e.g. one 'synthmi tune' wrote) carries its masks, and how
+    # they were tuned, in the spec, not in the parameters
+    rel_spec = getattr(obj, "spec", None)
+    if not masks and rel_spec is not None:
+        masks = rel_spec.masks
+    tuning = getattr(rel_spec, "tuning", None)
     unchanged = {}
     aligned = all(len(c) == len(original) for c in copies)
     for c in synthesized:
@@ -150,6 +156,7 @@ def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[
         "synthesized": synthesized,
         "verbatim": verbatim,
         "masks": masks,
+        **({"tuning": tuning} if tuning else {}),
         "params": {k: v for k, v in (params or {}).items() if k not in ("masks", "progressbar")},
         "unchanged_share": unchanged,
         "rule": rule,
@@ -306,6 +313,7 @@ def evaluate_release(
         no_alignment=pd.DataFrame([e.no_alignment for e in evaluated.values() if e.no_alignment is not None]),
         attack_risks=attack_risks,
         attack_notes=attack_notes,
+        battery=pd.concat([e.battery for e in evaluated.values()], ignore_index=True),
     )
 
 
@@ -405,6 +413,7 @@ class _Evaluated:
     risk_rows: list[dict[str, Any]]
     individual: np.ndarray | None
     no_alignment: dict[str, Any] | None
+    battery: pd.DataFrame
 
 
 def _check_measures(original, synthetic, quasi_identifiers, formula, family, alpha, tolerance, k0, risk_threshold,
@@ -476,6 +485,10 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
         attribute = {"method": method, **_attr_row(ad.figures)}
     steps.update()
 
+    steps.set_postfix_str(f"{method}: battery")
+    bat_fig, bat_rows = _battery(ms, obj, copies, rel_rule)
+    bat_rows.insert(0, "method", method)
+
     steps.set_postfix_str(f"{method}: analysis")
     # the SyntheticData itself when there is one: nested copies need their m x r structure
     res = analyse(ms.formula, family=ms.family, original=original,
@@ -513,6 +526,8 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
         "expected_matches": float(rs["expected_matches"]),
         "true_match_rate": float(rs["true_match_rate"]),
         "share_above_threshold": float(rs["share_above_threshold"]),
+        **{k: bat_fig[k] for k in ("battery_ci_overlap", "generic_ci_overlap", "worst_one_way_s_pmse",
+                                   "worst_two_way_s_pmse")},
     }
     if fully:
         # the no-alignment measures in the summary (NaN for the other releases)
@@ -524,7 +539,27 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
     steps.update()
     return _Evaluated(summary=summary, coefficients=coefficients, per_variable=per_variable, two_way=two_way,
                       release=release, meta=meta, impossible=impossible, attribute=attribute, risk_rows=risk_rows,
-                      individual=individual, no_alignment=no_alignment)
+                      individual=individual, no_alignment=no_alignment, battery=bat_rows)
+
+
+def _battery(ms: _Measures, obj: Any, copies: list[pd.DataFrame], rel_rule: str) -> tuple[dict[str, Any], pd.DataFrame]:
+    """The battery's figures and per-criterion rows of one release (:mod:`synthmi.evaluation.battery`),
+    the report's analysis declared; the spec's roles and kinds, or ones drafted from the released columns."""
+    from ..evaluation.battery import default_battery, measure_battery
+    from ..spec import ReleaseSpec
+
+    cols = [c for c in copies[0].columns if c in ms.original.columns]
+    weight = recorded_weights(obj)
+    spec = ms.spec if ms.spec is not None else ReleaseSpec.draft(ms.original[cols], [q for q in ms.qi if q in cols],
+                                                                 [c for c in cols if c not in ms.qi])
+    if weight and weight in spec.columns:
+        spec = spec.with_weight(weight)
+    bat = default_battery(spec, [(ms.formula, ms.family)])
+    # the overall S_pMSE is the report's own pMSE (its variables and method): not fitted twice
+    fig = measure_battery(ms.original, obj if isinstance(obj, SyntheticData) else copies, bat, rule=rel_rule,
+                          pmse_copies=0, details=True)
+    rows = pd.DataFrame([c for c in fig.pop("_criteria") if c["criterion"] != "overall"])
+    return fig, rows
 
 
 def _release_meta(obj: Any, copies: list[pd.DataFrame], rel_rule: str, res: Any) -> dict[str, Any]:

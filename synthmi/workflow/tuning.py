@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE, Battery, default_battery, table_feasible
 from ..evaluation.frontier import (
     Analysis,
     FrontierResult,
@@ -38,6 +39,7 @@ from ..evaluation.frontier import (
 )
 from .evaluate import independent_release  # the review's reference release, also a frontier reference
 from .._json import jsonable
+from .._validate import check_scalar
 from ..errors import InputError, InputTypeError
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
@@ -154,6 +156,9 @@ def frontier(
     references: bool = True,
     progress: Any = None,
     holdout: pd.DataFrame | None = None,
+    spec: Any = None,
+    battery: Battery | bool = True,
+    max_table_s_pmse: float = DEFAULT_MAX_TABLE_S_PMSE,
 ) -> FrontierResult:
     """Utility and risk of every setting, ``replicates`` syntheses of ``m`` copies each.
 
@@ -162,6 +167,11 @@ def frontier(
     References: ``original`` (the data released as is: utility 1 by
     definition, its risk measured) and ``independent`` (each QI permuted
     independently, :func:`independent_release`).
+
+    ``battery`` (default True: :func:`~synthmi.evaluation.battery.default_battery`
+    of ``spec``, or of a spec drafted from the roles and dtypes, with ``analyses``
+    declared) adds every criterion of the battery to each point (mean and Monte
+    Carlo SE over the replicates); False measures the declared analyses only.
 
     Returns
     -------
@@ -178,13 +188,18 @@ def frontier(
     qi, keep = list(quasi_identifiers), list(keep)
     analyses = [Analysis.coerce(a) for a in analyses]
     df = data[qi + keep]
+    bat = _battery_of(battery, spec, df, qi, keep, analyses)
+    # with a spec, every setting is fitted with its kinds (a code read as a number would otherwise be
+    # modelled as continuous); its masks are left out (each setting brings its own)
+    fit_spec = None if spec is None else _spec_on(spec, qi, keep)
     subgroups = None
     if k0 is not None:
         from ..evaluation.subgroups import risk_subgroups
 
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
-              rule=rule, pmse_copies=pmse_copies, pmse_variables=pmse_variables)
+              rule=rule, pmse_copies=pmse_copies, pmse_variables=pmse_variables, battery=bat,
+              max_table_s_pmse=max_table_s_pmse)
     rows = []
     fitted: dict[str, Any] = {}
     for st in settings:
@@ -197,7 +212,8 @@ def frontier(
                 synth = remask(fitted[key], st.params.get("masks"), share_posterior_draws=base_m == "dami")
                 fit_s = 0.0
             else:
-                synth = make_synthesizer(base_m, st.params).fit(df, quasi_identifiers=qi, keep=keep)
+                synth = (make_synthesizer(base_m, st.params).fit(df, quasi_identifiers=qi, keep=keep)
+                         if fit_spec is None else make_synthesizer(base_m, st.params).fit(df, fit_spec))
                 fit_s = time.perf_counter() - t0
                 if base_m in _MASKED:
                     fitted[key] = synth
@@ -220,7 +236,9 @@ def frontier(
                              "replicate": r, "fit_seconds": fit_s, "sample_seconds": samp_s, **res})
         last = rows[-1]
         say(f"{st.method:>10} {st.label:<40} overlap {last['mean_ci_overlap']:.3f}  "
-            f"matches {last['expected_matches']:.1f}  tmr {last['true_match_rate']:.2e}  "
+            + (f"battery {last['battery_ci_overlap']:.3f} worst S_pMSE 1-way {last['worst_one_way_s_pmse']:.3g} "
+               f"2-way {last['worst_two_way_s_pmse']:.3g}  " if bat is not None else "")
+            + f"matches {last['expected_matches']:.1f}  tmr {last['true_match_rate']:.2e}  "
             f"({time.perf_counter() - t0:.1f} s)")
     reps = pd.DataFrame(rows)
     points = summarise(reps)
@@ -232,8 +250,41 @@ def frontier(
         settings={"quasi_identifiers": qi, "keep": keep, "analyses": [a.__dict__ for a in analyses], "m": m,
                   "replicates": replicates, "seed": seed, "tolerance": jsonable(tolerance), "target": target,
                   "k0": k0, "subgroup_tolerance": jsonable(subgroup_tolerance), "rule": rule,
-                  "pmse_copies": pmse_copies, "pmse_variables": pmse_variables},
+                  "pmse_copies": pmse_copies, "pmse_variables": pmse_variables,
+                  "battery": bat.to_dict() if bat is not None else None, "max_table_s_pmse": max_table_s_pmse},
     )
+
+
+def _spec_on(spec: Any, qi: list[str], keep: list[str]):
+    """``spec`` restricted to the columns ``qi + keep`` with those roles, without masks or tuning record."""
+    from dataclasses import replace
+
+    from ..spec import as_spec
+
+    spec = as_spec(spec)
+    missing = [c for c in qi + keep if c not in spec.columns]
+    if missing:
+        raise InputError(f"The 'spec' does not describe the columns {missing}; it describes {list(spec.columns)}.")
+    cols = {c: spec.columns[c] for c in qi + keep}
+    seq = spec.visit_sequence if spec.visit_sequence and set(spec.visit_sequence) <= set(qi) else None
+    return replace(spec, columns=cols, masks=None, tuning=None, visit_sequence=seq).with_roles(qi, keep)
+
+
+def _battery_of(battery: Battery | bool, spec: Any, df: pd.DataFrame, qi: list[str], keep: list[str],
+                analyses: Sequence[Analysis]) -> Battery | None:
+    """The battery to measure: a given one, none (False), or the default of the spec (drafted from the
+    roles and dtypes when none is given: the battery reads only roles and kinds)."""
+    if isinstance(battery, Battery):
+        return battery
+    if battery is False or battery is None:
+        return None
+    if battery is not True:
+        raise InputError(f"The 'battery' parameter must be True, False or a Battery. Got {battery!r} instead.")
+    from ..spec import ReleaseSpec
+
+    if spec is None:
+        spec = ReleaseSpec.draft(df, qi, keep)
+    return default_battery(spec.with_roles(qi, keep), [(a.formula, a.family) for a in analyses])
 
 
 def reference_points(df, qi, m, replicates, seed, ev) -> pd.DataFrame:
@@ -242,7 +293,9 @@ def reference_points(df, qi, m, replicates, seed, ev) -> pd.DataFrame:
 
     rr = reidentification_risk(df, [df], qi, tolerance=ev["tolerance"], by=ev["subgroups"])
     orig = {"method": "reference", "setting": "original", "mean_ci_overlap": 1.0, "mean_std_diff": 0.0,
-            "s_pmse": np.nan, **{k: float(rr.figures[k]) for k in ("expected_matches", "true_match_rate",
+            "s_pmse": np.nan,
+            **({"battery_ci_overlap": 1.0, "declared_ci_overlap": 1.0, "generic_ci_overlap": 1.0}
+               if ev.get("battery") is not None else {}), **{k: float(rr.figures[k]) for k in ("expected_matches", "true_match_rate",
                                                                  "share_above_threshold", "mean_risk")}}
     orig["high_risk_mean_risk"] = (float(rr.by_group.loc["high", "mean_risk"])
                                    if rr.by_group is not None and "high" in rr.by_group.index else np.nan)
@@ -313,7 +366,34 @@ class TuneResult:
 
         if not self.feasible:
             raise InputError("No setting met the targets: there are no chosen masks to write as a spec.")
-        return replace(self.spec, masks=jsonable(self.masks))
+        return replace(self.spec, masks=jsonable(self.masks), tuning=self.tuning_record())
+
+    def tuning_record(self) -> dict[str, Any]:
+        """How the masks were chosen, for the spec (and so the report): targets, objective, the table
+        rule, the chosen masks, the search's extent and the validated figures (fresh copies) of the
+        battery and of the risk targets, each with its Monte Carlo SE. Aggregates only."""
+        fig = self.validated or self.confirmed or {}
+        keys = ["mean_ci_overlap", "battery_ci_overlap", "declared_ci_overlap", "generic_ci_overlap",
+                "worst_one_way_s_pmse", "worst_two_way_s_pmse", "overall_s_pmse"]
+        keys += [t.measure for t in self.targets if t.measure not in keys]
+        s = self.settings
+        return jsonable({
+            "by": "synthmi tune",
+            "method": s.get("method", "dami"),
+            "targets": [str(t) for t in self.targets],
+            "objective": s.get("objective", "mean_ci_overlap"),
+            "max_table_s_pmse": s.get("max_table_s_pmse"),
+            "masks": self.masks,
+            "params": s.get("base_params") or {},
+            "analyses": s.get("analyses"),
+            "figures_from": "validated (fresh copies)" if self.validated else "confirmed",
+            "figures": {k: fig.get(k) for k in keys if k in fig},
+            "figures_se": {k: fig.get(f"{k}_se") for k in keys if f"{k}_se" in fig},
+            "feasible_on_fresh_copies": fig.get("feasible"),
+            "m": s.get("m"), "replicates": s.get("replicates"), "seed": s.get("seed"),
+            "search_points": s.get("search_points"), "search_stopped_by": s.get("search_stopped_by"),
+            "wall_seconds": self.wall_seconds,
+        })
 
     def to_dict(self) -> dict[str, Any]:
         """Everything about the run as JSON-ready data (the chosen masks, figures, trace, timing)."""
@@ -390,7 +470,11 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
 
     Coordinate j takes levels ``0 .. n_levels[j] - 1``; ``evaluate(x)`` returns
     ``feasible``, ``mean_ci_overlap`` (maximised) and ``risk_ratio`` (ties:
-    lower wins). From the origin, every coordinate is raised by one level;
+    lower wins); from :func:`tune` it also returns ``meets_targets`` (the
+    monotone risk constraint, used instead of ``feasible`` to walk and block),
+    ``table_ok`` (raises that pass the table rule are preferred) and
+    ``objective`` (maximised instead of ``mean_ci_overlap``): a mask that
+    breaks a margin is not a boundary, a stronger one may mend it. From the origin, every coordinate is raised by one level;
     the walk moves to the feasible raise with the highest utility. A
     coordinate whose raise is infeasible is never raised again: feasibility
     is assumed monotone (raising any coordinate never makes an infeasible
@@ -404,8 +488,11 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
     ``len(n_levels)`` points; ``evaluate_many`` (same results, e.g. in
     parallel) evaluates the raises of one move together.
     """
+    def walkable(r: Mapping[str, Any]) -> bool:
+        return bool(r.get("meets_targets", r["feasible"]))
+
     x = tuple(0 for _ in n_levels)
-    if not evaluate(x)["feasible"]:
+    if not walkable(evaluate(x)):
         return [], "origin infeasible"
     path = [x]
     blocked: set[int] = set()
@@ -418,11 +505,12 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
         pts = [tuple(v + (i == j) for i, v in enumerate(x)) for j in moves]
         rows = evaluate_many(pts) if evaluate_many is not None else [evaluate(p) for p in pts]
         res = dict(zip(moves, rows))
-        blocked |= {j for j, r in res.items() if not r["feasible"]}
-        ok = [j for j, r in res.items() if r["feasible"]]
+        blocked |= {j for j, r in res.items() if not walkable(r)}
+        ok = [j for j, r in res.items() if walkable(r)]
         if not ok:
             return path, "boundary"
-        j = max(ok, key=lambda j: (res[j]["mean_ci_overlap"], -res[j]["risk_ratio"]))
+        j = max(ok, key=lambda j: (bool(res[j].get("table_ok", True)),
+                                   res[j].get("objective", res[j]["mean_ci_overlap"]), -res[j]["risk_ratio"]))
         x = tuple(v + (i == j) for i, v in enumerate(x))
         path.append(x)
 
@@ -450,8 +538,22 @@ def tune(
     n_jobs: int = 1,
     progress: Any = None,
     holdout_share: float | None = None,
+    battery: Battery | bool = True,
+    max_table_s_pmse: float = DEFAULT_MAX_TABLE_S_PMSE,
 ) -> TuneResult:
-    """Masks for DA-MI that maximise mean CI overlap subject to risk ``targets``.
+    """Masks for DA-MI that maximise the battery's mean CI overlap subject to risk ``targets``.
+
+    The objective is ``battery_ci_overlap``: the mean CI overlap over the
+    battery's analyses (the declared ones and the generic regressions of
+    :func:`~synthmi.evaluation.battery.default_battery`), not the declared
+    analyses alone, which a mask can satisfy while wrecking a margin. A
+    candidate is feasible when it meets every target **and** the table rule:
+    its worst one-way and two-way table S_pMSE are at most ``max_table_s_pmse``
+    (:data:`~synthmi.evaluation.battery.DEFAULT_MAX_TABLE_S_PMSE`, 10: S_pMSE has
+    expectation 1 under the null, Snoke et al. 2018; the module says why 10).
+    ``battery=False`` restores the declared analyses' ``mean_ci_overlap`` as the
+    objective and no table rule. The trace and the confirmed and validated
+    figures carry every criterion with its Monte Carlo SE over replicates.
 
     Cheap by construction (the issue's budget: minutes on Adult):
 
@@ -508,6 +610,11 @@ def tune(
         As in :func:`frontier`.
     base_params : dict, optional
         Other DA-MI parameters (``ordinal_link``, ``accept_diagnostics``, ...).
+    battery : Battery or bool, default True
+        The criteria (True: the default battery of the fitted spec with ``analyses``
+        declared; False: the declared analyses only, no table rule).
+    max_table_s_pmse : float, default 10
+        The table rule's bound on the worst one- and two-way S_pMSE.
     spec : ReleaseSpec, optional
         Roles and kinds of the columns; the chosen masks are written into it.
     max_search_seconds : float, optional
@@ -556,6 +663,8 @@ def tune(
         data, holdout = data.iloc[~held].reset_index(drop=True), data.iloc[held].reset_index(drop=True)
         say(f"held out {int(held.sum())} of {len(held)} rows (share {holdout_share:g}, seed {seed}) as the "
             f"non-members of {', '.join(holdout_measures)}; fitting on the other {len(data)}")
+    max_table_s_pmse = float(check_scalar(max_table_s_pmse, "max_table_s_pmse", "tune", lower=0.0,
+                                          lower_inclusive=False))
     params = dict(base_params or {})
     if "masks" in params:
         raise InputError("The 'base_params' of tune cannot set masks: tune chooses them.")
@@ -572,6 +681,8 @@ def tune(
         base = DAMISynthesizer(**params).fit(data, **fit_kw)
     qi, keep = list(base.quasi_identifiers_), list(base.keep_)
     df = data[qi + keep]
+    bat = _battery_of(battery, base.spec_, df, qi, keep, analyses)
+    objective = "battery_ci_overlap" if bat is not None else "mean_ci_overlap"
     kinds = {c: ("continuous" if base.schema_[c].kind == "continuous" else "categorical") for c in qi}
     # one posterior pool for every candidate: confirming copies of replicate r take entries
     # r*m ... r*m + m - 1 (seed + r); the search copies take the m_search entries after them
@@ -601,7 +712,7 @@ def tune(
 
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
-              rule="partial")
+              rule="partial", battery=bat, max_table_s_pmse=max_table_s_pmse)
     coords = _coordinates(kinds, continuous_grid, alpha_grid)
     trace: list[dict[str, Any]] = []
     seen: dict[Any, dict[str, Any]] = {}
@@ -648,12 +759,18 @@ def tune(
         row: dict[str, Any] = {c: float(rep[c].mean()) for c in rep.columns}
         if reps > 1:
             row.update({f"{c}_se": float(rep[c].std(ddof=1) / np.sqrt(reps)) for c in rep.columns})
-        row.update(stage=stage, masks=json.dumps(masks, sort_keys=True), levels=list(x),
-                   feasible=all(t.met(row) for t in targets), seconds=time.perf_counter() - t_start)
+        meets = all(t.met(row) for t in targets)
+        # the table rule on the mean over replicates (a wrecked margin is infeasible whatever its overlap)
+        table_ok = bat is None or table_feasible(row, max_table_s_pmse)
+        row.update(stage=stage, masks=json.dumps(masks, sort_keys=True), levels=list(x), meets_targets=meets,
+                   table_ok=table_ok, objective=float(row[objective]), feasible=meets and table_ok,
+                   seconds=time.perf_counter() - t_start)
         row["risk_ratio"] = risk_ratio(row)
         trace.append(row)
         seen[key] = row
         say(f"[{stage:>7}] {json.dumps(masks, sort_keys=True)[:100]:<100} overlap {row['mean_ci_overlap']:.3f} "
+            + (f"battery {row['battery_ci_overlap']:.3f} worst S_pMSE {row['worst_one_way_s_pmse']:.3g}/"
+               f"{row['worst_two_way_s_pmse']:.3g} " if bat is not None else "")
             + " ".join(f"{t.measure} {row[t.measure]:.4g}" for t in targets) + (" ok" if row["feasible"] else ""))
 
     # (2) greedy ascent from all masks off to the risk boundary
@@ -663,13 +780,13 @@ def tune(
                                    deadline=deadline, evaluate_many=lambda xs: run_many(xs, "search", m_search, 1))
         # (3) confirm the most useful feasible points with m copies x replicates
         pts = sorted([r for r in trace if r["feasible"] and r["stage"] == "search"],
-                     key=lambda r: (-r["mean_ci_overlap"], r["risk_ratio"]))
+                     key=lambda r: (-r["objective"], r["risk_ratio"]))
         chosen = None
         for k in range(0, len(pts), n_confirm):
             conf = run_many([tuple(r["levels"]) for r in pts[k:k + n_confirm]], "confirm", m, replicates)
             ok = [r for r in conf if r["feasible"]]
             if ok:
-                chosen = max(ok, key=lambda r: (r["mean_ci_overlap"], -r["risk_ratio"]))
+                chosen = max(ok, key=lambda r: (r["objective"], -r["risk_ratio"]))
                 break
         validated = None
         if chosen is not None:
@@ -697,7 +814,9 @@ def tune(
                   "fit_seconds": fit_s, "posterior_pool": n_pool, "search_stopped_by": stopped,
                   "search_points": sum(r["stage"] == "search" for r in trace), "n_jobs": int(n_jobs),
                   "diagnostics_check": jsonable(check), "base_params": jsonable(dict(base_params or {})),
-                  "holdout_share": holdout_share if holdout_measures else None},
+                  "holdout_share": holdout_share if holdout_measures else None,
+                  "objective": objective, "battery": bat.to_dict() if bat is not None else None,
+                  "max_table_s_pmse": max_table_s_pmse},
         spec=rel,
         validated={k: v for k, v in validated.items() if k != "levels"} if validated else None,
     )

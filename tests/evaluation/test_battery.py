@@ -1,0 +1,115 @@
+"""The default battery: its rule read off a spec, and its figures against hand-computed values."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthmi.evaluation import analyse
+from synthmi.evaluation.battery import (
+    DEFAULT_MAX_TABLE_S_PMSE,
+    default_battery,
+    evaluate_battery,
+    generic_analyses,
+    measure_battery,
+    table_feasible,
+)
+from synthmi.spec import ReleaseSpec
+
+
+def test_the_rule_reads_roles_and_kinds_only():
+    kinds = {"age": "integer", "sex": "binary", "edu": "ordinal", "y": "binary", "inc": "continuous",
+             "region": "nominal", "w": "continuous", "my col": "continuous"}
+    got = generic_analyses(kinds, ["age", "sex", "edu"], ["y", "inc", "region", "w", "my col"], weights=["w"])
+    rhs = "age + I(age ** 2) + C(sex) + C(edu)"
+    # binary -> logit, numeric -> gaussian; a nominal kept column has no family (its tables judge it);
+    # the weight is not an outcome; a name with a space is quoted
+    assert got == [(f"y ~ {rhs}", "logit"), (f"inc ~ {rhs}", "gaussian"), (f'Q("my col") ~ {rhs}', "gaussian")]
+    # nothing kept that a GLM can take: each binary / numeric QI on the other QIs
+    assert generic_analyses(kinds, ["age", "sex", "edu"], ["region"]) == [
+        ("age ~ C(sex) + C(edu)", "gaussian"), ("sex ~ age + I(age ** 2) + C(edu)", "logit")]
+
+
+def _tiny():
+    # x: 4 a + 4 b in the original, 6 a + 2 b in the copy; y kept (0/1, independent of x in both)
+    o = pd.DataFrame({"x": list("aaaabbbb"), "y": [0, 1] * 4})
+    c = o.assign(x=list("aaaaaabb"))
+    return o, c
+
+
+def test_figures_by_hand():
+    o, c = _tiny()
+    spec = ReleaseSpec.draft(o, ["x"], kinds={"y": "binary"})
+    bat = default_battery(spec, ["y ~ x"])
+    assert bat.analyses == (("y ~ x", "probit"), ("y ~ C(x)", "logit")) and bat.n_declared == 1
+    assert bat.variables == ("x", "y")
+    got = measure_battery(o, [c, c], bat, pmse_copies=1, details=True)  # M = 2: the partial rule needs it
+    # N = 16, c = 1/2. One-way x: cells a (4 vs 6) and b (4 vs 2):
+    # pMSE = [10 (0.6 - 0.5)^2 + 6 (1/3 - 1/2)^2] / 16 = 1/60; E0 = (2 - 1)(1/2)^2(1/2)/16 = 1/128
+    assert got["worst_one_way_s_pmse"] == pytest.approx((1 / 60) / (1 / 128))  # 32/15
+    # two-way x:y, 4 cells: (a,.) 2 vs 3 each, (b,.) 2 vs 1 each; pMSE again 1/60, E0 = 3/128
+    assert got["worst_two_way_s_pmse"] == pytest.approx((1 / 60) / (3 / 128))  # 32/45
+    # y is released unchanged: its one-way table is not a criterion (S_pMSE 0 by construction)
+    names = [r["name"] for r in got["_criteria"] if r["criterion"] == "one-way table"]
+    assert names == ["x"]
+    # overall logit with synthpop's default maxorder = 1 (main effects and two-way interactions):
+    # x, y, x:y is saturated on the x-by-y table, so the fitted propensities are the cells' and
+    # pMSE = 1/60 with 3 non-aliased terms, E0 = 3 (1/2)^2 (1/2) / 16 = 3/128
+    assert got["overall_s_pmse"] == pytest.approx((1 / 60) / (3 / 128), rel=1e-6)  # 32/45
+    # battery overlap: mean over analyses of each analysis's mean overlap (not over coefficients)
+    per = [analyse(f, family=fam, original=o, synthetic=[c, c], rule="partial").mean_ci_overlap for f, fam in bat.analyses]
+    assert got["declared_ci_overlap"] == pytest.approx(per[0]) and got["generic_ci_overlap"] == pytest.approx(per[1])
+    assert got["battery_ci_overlap"] == pytest.approx(np.mean(per))
+
+
+def test_replicates_give_the_mc_error():
+    o, c = _tiny()
+    c2 = o.assign(x=list("aaabbbbb"))  # a: 4 vs 3, b: 4 vs 5 -> pMSE = [7 (3/7-1/2)^2 + 9 (5/9-1/2)^2]/16
+    bat = default_battery(ReleaseSpec.draft(o, ["x"], kinds={"y": "binary"}), ["y ~ x"])
+    res = evaluate_battery(o, [[c, c], [c2, c2]], bat, pmse_copies=0)
+    s1, s2 = 32 / 15, ((7 * (3 / 7 - 0.5) ** 2 + 9 * (5 / 9 - 0.5) ** 2) / 16) / (1 / 128)
+    f = res.figures
+    assert f["worst_one_way_s_pmse"] == pytest.approx((s1 + s2) / 2)
+    # sd of two values / sqrt(2) = |a - b| / 2
+    assert f["worst_one_way_s_pmse_se"] == pytest.approx(abs(s1 - s2) / 2)
+    assert f["replicates"] == 2 and f["feasible"]
+    row = res.to_frame().set_index(["criterion", "name"]).loc[("one-way table", "x")]
+    assert row["value"] == pytest.approx((s1 + s2) / 2) and row["se"] == pytest.approx(abs(s1 - s2) / 2)
+    d = res.to_dict()
+    assert d["battery"]["analyses"][0] == {"formula": "y ~ x", "family": "probit", "declared": True}
+    assert "worst_two_way_s_pmse" in str(res.summary())
+
+
+def test_a_wrecked_margin_is_infeasible_whatever_its_overlap():
+    # age shifted by 15 years: the declared analysis (a slope) is untouched, overlap 1, but the
+    # margin is wrecked; a faithful release (each age moved by a year at most) stays feasible.
+    rng = np.random.default_rng(1)
+    n = 600
+    o = pd.DataFrame({"age": rng.integers(18, 80, n).astype(float), "sex": rng.choice(["F", "M"], n)})
+    o["inc"] = 0.05 * o["age"] + (o["sex"] == "M") + rng.normal(0, 1, n)
+    spec = ReleaseSpec.draft(o, ["age"], ["sex", "inc"])
+    bat = default_battery(spec, [("inc ~ age", "gaussian")])
+    wrecked = [o.assign(age=o["age"] + 15) for _ in range(2)]
+    fw = measure_battery(o, wrecked, bat, pmse_copies=0)
+    # (the combined interval takes the partial rule's reference distribution, a hair wider than the
+    # original's, so the overlap is 0.999 rather than exactly 1)
+    assert fw["declared_ci_overlap"] == pytest.approx(1.0, abs=0.005)
+    assert fw["worst_one_way_s_pmse"] > 50 and not table_feasible(fw)
+    # a faithful release: each age moved by at most a year (the intruder-tolerance scale)
+    faithful = [o.assign(age=o["age"] + np.random.default_rng(10 + i).integers(-1, 2, n)) for i in range(2)]
+    ff = measure_battery(o, faithful, bat, pmse_copies=0)
+    assert ff["worst_one_way_s_pmse"] < 3 and ff["worst_two_way_s_pmse"] < 3 and table_feasible(ff)
+    assert ff["battery_ci_overlap"] > 0.8  # (the wrecked one scores 0.96 here: overlap alone cannot tell)
+    assert table_feasible({"worst_one_way_s_pmse": DEFAULT_MAX_TABLE_S_PMSE}) and not table_feasible(
+        {"worst_two_way_s_pmse": DEFAULT_MAX_TABLE_S_PMSE + 0.1})
+
+
+def test_bad_input_names_the_parameter():
+    o, c = _tiny()
+    bat = default_battery(ReleaseSpec.draft(o, ["x"]), [])
+    with pytest.raises(ValueError, match="'max_table_s_pmse' parameter of evaluate_battery must be > 0"):
+        evaluate_battery(o, [[c, c]], bat, max_table_s_pmse=0)
+    with pytest.raises(ValueError, match="'releases' parameter of evaluate_battery"):
+        evaluate_battery(o, [], bat)
+    with pytest.raises(ValueError, match="'analyses' parameter of default_battery"):
+        default_battery(ReleaseSpec.draft(o, ["x"]), [3])
