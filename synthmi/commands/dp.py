@@ -338,7 +338,7 @@ def run_kmeans(args: argparse.Namespace) -> int:
 def _run_empirical_audit(args: argparse.Namespace) -> int:
     import math
 
-    from ..privacy.empirical_audit import empirical_audit
+    from ..privacy.empirical_audit import empirical_privacy_audit
 
     if not (math.isfinite(args.eps) and args.eps > 0):
         raise InputError(f"The '--eps' option must be a finite number > 0. Got {args.eps} instead.")
@@ -362,7 +362,7 @@ def _run_empirical_audit(args: argparse.Namespace) -> int:
         raise InputError(f"The '--n' option must be >= 4 for the empirical audit. Got {n} instead.")
     if args.empirical == "beta" and args.mechanism == "local":
         raise InputError("mechanism 'local' is NOT differentially private: it has no claim to audit.")
-    res = empirical_audit(args.empirical, args.eps, None if pure else args.delta, runs=args.runs,
+    res = empirical_privacy_audit(args.empirical, args.eps, None if pure else args.delta, runs=args.runs,
                           confidence=args.confidence, seed=args.seed, n=n, beta_mechanism=args.mechanism,
                           prior=_prior(args.prior))
     print(res.summary())

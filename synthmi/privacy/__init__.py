@@ -10,7 +10,7 @@ from .audit import AuditResult, audit_privacy_loss
 from .discrete import sample_discrete_gaussian, sample_discrete_laplace
 from .dp_bayes import PrivateBetaPosterior, PrivatePosteriorResult
 from .dpsyn import DPSynSynthesizer
-from .empirical_audit import EmpiricalAuditResult, empirical_audit, epsilon_lower_bound
+from .empirical_audit import EmpiricalAuditResult, empirical_privacy_audit, epsilon_lower_bound
 from .hellinger import hellinger_beta
 from .kmeans import DPKMeans
 from .mechanisms import (
@@ -37,7 +37,7 @@ __all__ = [
     "RandomizedResponse",
     "audit_privacy_loss",
     "dpsyn_sigma",
-    "empirical_audit",
+    "empirical_privacy_audit",
     "epsilon_lower_bound",
     "exponential_mechanism",
     "hellinger_beta",

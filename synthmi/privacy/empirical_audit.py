@@ -65,7 +65,7 @@ import math
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -76,11 +76,11 @@ from .._validate import check_epsilon, check_option, check_scalar, param_error
 from ..results import Result
 
 __all__ = [
-    "EmpiricalAuditResult", "clopper_pearson", "epsilon_from_rates", "epsilon_lower_bound", "empirical_audit",
+    "EmpiricalAuditResult", "clopper_pearson", "epsilon_from_rates", "epsilon_lower_bound", "empirical_privacy_audit",
     "MECHANISMS",
 ]
 
-_OWNER = "empirical_audit"
+_OWNER = "empirical_privacy_audit"
 MECHANISMS = ("dpsyn", "kmeans", "beta")
 
 
@@ -149,7 +149,7 @@ def _choose_test(s_in: np.ndarray, s_out: np.ndarray, delta: float, alpha: float
 
 @dataclass
 class EmpiricalAuditResult(Result):
-    """Outcome of :func:`epsilon_lower_bound` / :func:`empirical_audit`.
+    """Outcome of :func:`epsilon_lower_bound` / :func:`empirical_privacy_audit`.
 
     ``to_frame()``: one row with the claim, the bound, the test and its counts on the
     evaluation half of the runs. ``figures``: the same as a dict.
@@ -348,7 +348,7 @@ def _beta_scores(epsilon: float, delta: float, runs: int, n: int, rngs, mechanis
     return s_in, s_out, info
 
 
-def empirical_audit(
+def empirical_privacy_audit(
     mechanism: str,
     epsilon: float,
     delta: float | None = None,

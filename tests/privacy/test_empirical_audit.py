@@ -17,7 +17,7 @@ from synthmi.privacy.mechanisms import RandomizedResponse
 from synthmi.privacy.empirical_audit import (
     EmpiricalAuditResult,
     clopper_pearson,
-    empirical_audit,
+    empirical_privacy_audit,
     epsilon_from_rates,
     epsilon_lower_bound,
 )
@@ -78,7 +78,8 @@ def test_the_test_is_chosen_on_one_half_and_judged_on_the_other():
 
 # --------------------------------------------------------------------------- known privacy loss
 def test_randomized_response_bound_is_just_below_its_epsilon():
-    """Randomized response at eps = 1 (a neighbouring pair: the one record's bit 1 vs 0; report the bit with probability e/(1+e)) has privacy loss
+    """Randomized response at eps = 1 (a neighbouring pair: the one record's bit 1 vs 0; report the
+    bit with probability e/(1+e)) has privacy loss
     exactly 1, attained by the test 'output = 1': TPR = e/(1+e) = 0.7311, FPR = 0.2689.
     With m = 100,000 evaluation runs per side, sd(TPR_hat) = sqrt(0.7311 * 0.2689 / m) = 0.0014;
     the Clopper-Pearson bounds sit 1.96 sd inside, which costs 1.96 * 0.0014 * (1/0.7311 + 1/0.2689)
@@ -102,7 +103,7 @@ def test_beta_posterior_bound_below_the_exact_privacy_loss():
     of it (0.39 at 20,000 runs; a test that cannot see the mechanism would give 0)."""
     mech = PrivateBetaPosterior(epsilon=1.0, mechanism="global")
     exact = audit_privacy_loss(mech, 50).max_loss
-    res = empirical_audit("beta", 1.0, runs=20000, seed=0, n=50, beta_mechanism="global")
+    res = empirical_privacy_audit("beta", 1.0, runs=20000, seed=0, n=50, beta_mechanism="global")
     assert 0.2 < res.epsilon_lower_bound <= exact < 1.0
     assert res.settings["k_with"] - res.settings["k_without"] == 1
 
@@ -131,7 +132,7 @@ def test_broken_dpsyn_is_caught():
     runs per side the expected bound is 1.92 and P(bound <= 1) = 1.9e-7 (exact sum over the two
     binomials of TP and FP at the threshold 1), so the broken release is caught with near certainty."""
     with weak_dpsyn_noise():
-        res = empirical_audit("dpsyn", 1.0, 1e-6, runs=200, seed=0)
+        res = empirical_privacy_audit("dpsyn", 1.0, 1e-6, runs=200, seed=0)
     assert res.exceeds_claim and res.epsilon_lower_bound > 1.0
     assert "ABOVE the claimed epsilon" in str(res.summary())
 
@@ -140,31 +141,31 @@ def test_correct_dpsyn_is_not_refuted():
     """The same audit on the real DPSyn: its bound stays at or below the claimed eps (a bound above
     it would be a bug at 95% confidence). At sigma = 4.53 the canary moves its cell by 0.22 sd, so
     the bound is small (benchmarks/results/dp_audit_empirical.json: DPSyn at eps 0.5 / 1 / 4)."""
-    res = empirical_audit("dpsyn", 1.0, 1e-6, runs=200, seed=0)
+    res = empirical_privacy_audit("dpsyn", 1.0, 1e-6, runs=200, seed=0)
     assert not res.exceeds_claim and res.epsilon_lower_bound <= 1.0
     assert "does not prove it" in str(res.summary())
 
 
 def test_kmeans_audit_runs_and_stays_below_its_claim():
-    res = empirical_audit("kmeans", 4.0, runs=400, seed=0)
+    res = empirical_privacy_audit("kmeans", 4.0, runs=400, seed=0)
     assert 0.0 <= res.epsilon_lower_bound <= 4.0 and res.delta == 0.0
     assert "substitution" in res.neighbours
 
 
 def test_same_seed_same_audit_and_input_checks():
-    a = empirical_audit("kmeans", 1.0, runs=40, seed=3)
-    b = empirical_audit("kmeans", 1.0, runs=40, seed=3)
+    a = empirical_privacy_audit("kmeans", 1.0, runs=40, seed=3)
+    b = empirical_privacy_audit("kmeans", 1.0, runs=40, seed=3)
     assert a.figures | {"wall_seconds": 0} == b.figures | {"wall_seconds": 0}
-    with pytest.raises(ParameterError, match="'delta' parameter of empirical_audit"):
-        empirical_audit("dpsyn", 1.0, None, runs=10)
-    with pytest.raises(ParameterError, match="'delta' parameter of empirical_audit"):
-        empirical_audit("kmeans", 1.0, 1e-5, runs=10)
-    with pytest.raises(ParameterError, match="'runs' parameter of empirical_audit"):
-        empirical_audit("beta", 1.0, runs=3)
+    with pytest.raises(ParameterError, match="'delta' parameter of empirical_privacy_audit"):
+        empirical_privacy_audit("dpsyn", 1.0, None, runs=10)
+    with pytest.raises(ParameterError, match="'delta' parameter of empirical_privacy_audit"):
+        empirical_privacy_audit("kmeans", 1.0, 1e-5, runs=10)
+    with pytest.raises(ParameterError, match="'runs' parameter of empirical_privacy_audit"):
+        empirical_privacy_audit("beta", 1.0, runs=3)
     with pytest.raises(ParameterError, match="'epsilon' parameter"):
-        empirical_audit("beta", -1.0)
+        empirical_privacy_audit("beta", -1.0)
     with pytest.raises(ParameterError, match="'mechanism' parameter"):
-        empirical_audit("aim", 1.0)
+        empirical_privacy_audit("aim", 1.0)
     with pytest.raises(ParameterError, match="'confidence' parameter"):
         epsilon_lower_bound(np.ones(8), np.zeros(8), 1.0, confidence=1.0)
     with pytest.raises(ParameterError, match="'scores_with' parameter"):
@@ -172,7 +173,7 @@ def test_same_seed_same_audit_and_input_checks():
 
 
 def test_result_follows_the_protocol():
-    res = empirical_audit("beta", 1.0, runs=400, seed=0)
+    res = empirical_privacy_audit("beta", 1.0, runs=400, seed=0)
     assert isinstance(res, (Result, EmpiricalAuditResult)) and isinstance(res.summary(), SummaryTable)
     frame = res.to_frame()
     assert isinstance(frame, pd.DataFrame) and len(frame) == 1
