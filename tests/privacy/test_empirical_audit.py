@@ -137,6 +137,33 @@ def test_broken_dpsyn_is_caught():
     assert "ABOVE the claimed epsilon" in str(res.summary())
 
 
+@contextlib.contextmanager
+def empty_cells_left_exact():
+    """A BROKEN DPSyn for the test only: marginal cells whose true count is 0 are released as an
+    exact 0 (noise only on observed cells, a classic bug: the data decide which cells are noised)."""
+    orig = dpsyn_module._Curator.noisy_marginal
+
+    def leaky(self, attrs, maps, shape, sigma, label):
+        noisy = orig(self, attrs, maps, shape, sigma, label)
+        return np.where(self._true_counts(attrs, maps, shape) == 0, 0, noisy)
+
+    dpsyn_module._Curator.noisy_marginal = leaky
+    try:
+        yield
+    finally:
+        dpsyn_module._Curator.noisy_marginal = orig
+
+
+def test_dpsyn_that_leaves_empty_cells_exact_is_caught():
+    """Without the canary its level's cell is always exactly 0; with it, 1 + Y (sigma 4.53) is >= 1 with
+    probability P(Y >= 0) = 0.54. With 100 evaluation runs per side: FP = 0, so FPR_hi = 1 - 0.025^(1/100)
+    = 0.036, TPR_lo ~ 0.54 - 0.10 = 0.44: expected bound log(0.44 / 0.036) = 2.5 > 1 (at the test
+    'score >= 1' it stays <= 1 only if TP <= 16 of 100: binomial probability 2e-15)."""
+    with empty_cells_left_exact():
+        res = empirical_privacy_audit("dpsyn", 1.0, 1e-6, runs=200, seed=0)
+    assert res.false_positives == 0 and res.exceeds_claim
+
+
 def test_correct_dpsyn_is_not_refuted():
     """The same audit on the real DPSyn: its bound stays at or below the claimed eps (a bound above
     it would be a bug at 95% confidence). At sigma = 4.53 the canary moves its cell by 0.22 sd, so
