@@ -2,10 +2,11 @@
 
 ``synthmi.privacy.empirical_audit.empirical_privacy_audit`` on DPSyn at epsilon 0.5, 1 and 4
 (delta = 1e-6), DP k-means at epsilon 1 and 4, the Beta-posterior release (global EM at
-epsilon 1 and 4, the Laplace count at 1), and a deliberately broken DPSyn (its discrete Gaussian noise sd
-divided by 10, injected here by patching the sampler DPSyn imports: no public option
-does this) at epsilon 1. 95% confidence, seed 0. Runs per data set: as many as fit in
-about a minute per case on this machine (DPSyn ~9 ms per fit at n = 50, k-means ~3 ms).
+epsilon 1 and 4, the Laplace count at 1), and two deliberately broken DPSyns at epsilon 1:
+its discrete Gaussian noise sd divided by 10, and empty marginal cells released as exact
+zeros (both injected here by patching DPSyn's module; no public option does this). 95%
+confidence, seed 0. Runs per data set: as many as fit in about a minute per case on this
+machine (DPSyn ~9 ms per fit at n = 50, k-means ~3 ms).
 
 Writes ``benchmarks/results/dp_audit_empirical.json``: per case the claimed
 (epsilon, delta), runs, the bound, the test's counts, wall seconds of the full audit
@@ -43,6 +44,7 @@ CASES = [
     ("beta_global_eps4", "beta", 4.0, None, 200000, {"beta_mechanism": "global"}),
 ]
 BROKEN = ("dpsyn_BROKEN_noise_sd_div10_eps1", "dpsyn", 1.0, 1e-6, 1000, {})
+LEAKY = ("dpsyn_BROKEN_empty_cells_exact_eps1", "dpsyn", 1.0, 1e-6, 1000, {})
 
 
 @contextlib.contextmanager
@@ -94,6 +96,25 @@ def dpsyn_reference(eps: float, delta: float, runs: int, confidence: float = CON
     return {"one_way_sigma": sigma, "expected_bound_best_threshold": best[0], "best_threshold": best[1]}
 
 
+@contextlib.contextmanager
+def empty_cells_left_exact():
+    """DPSyn releasing a marginal cell whose true count is 0 as an exact 0 (the data decide
+    which cells are noised)."""
+    import numpy as np
+
+    orig = dpsyn_module._Curator.noisy_marginal
+
+    def leaky(self, attrs, maps, shape, sigma, label):
+        noisy = orig(self, attrs, maps, shape, sigma, label)
+        return np.where(self._true_counts(attrs, maps, shape) == 0, 0, noisy)
+
+    dpsyn_module._Curator.noisy_marginal = leaky
+    try:
+        yield
+    finally:
+        dpsyn_module._Curator.noisy_marginal = orig
+
+
 def run(name, mech, eps, delta, runs, kw, noise_factor: float = 1.0) -> dict:
     m = measure(lambda: empirical_privacy_audit(mech, eps, delta, runs=runs, confidence=CONFIDENCE, seed=SEED, **kw),
                 repeats=1, trace_memory=False)
@@ -122,8 +143,11 @@ def main() -> None:
     out = {name: run(name, mech, eps, delta, runs, kw) for name, mech, eps, delta, runs, kw in CASES}
     with broken_dpsyn_noise(10.0):
         broken = run(*BROKEN, noise_factor=10.0)
+    with empty_cells_left_exact():
+        leaky = run(*LEAKY)
+        leaky.pop("reference", None)  # the reference models the correct noise law, not this bug
     write_json("dp_audit_empirical", {
-        "cases": out, "broken": {BROKEN[0]: broken}, "confidence": CONFIDENCE, "seed": SEED,
+        "cases": out, "broken": {BROKEN[0]: broken, LEAKY[0]: leaky}, "confidence": CONFIDENCE, "seed": SEED,
         "note": "a lower bound above the claimed epsilon proves a bug; below it, nothing about the guarantee",
     })
 
