@@ -12,7 +12,8 @@ every import and fails on an arrow back up or a cycle::
                              test kit for synthesizers (check_synthesizer)
      8 report/               formats results (ReportData -> HTML); computes nothing
      7 data/                 bundled public data and workloads
-     6 privacy/              DP mechanisms, accountant, DP Bayesian inference, DPSyn
+     6 privacy/              DP mechanisms, accountant, DP Bayesian inference, DPSyn;
+                             exact and empirical privacy audits
      5 models/               synthesizers: fit(df) -> sample(m) -> SyntheticData
      4 synthetic.py          the release container; writes metadata.json alone
      3 evaluation/           measures: take (original, copies, spec, rule), never a model

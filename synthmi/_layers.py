@@ -40,7 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("synthmi.synthetic",),
     # 5 synthesizers: fit(df) -> sample(m) -> SyntheticData
     ("synthmi.models",),
-    # 6 differential privacy: mechanisms, accountant, DP synthesizers
+    # 6 differential privacy: mechanisms, accountant, DP synthesizers, exact and empirical audits
     ("synthmi.privacy",),
     # 7 bundled public data and loaders
     ("synthmi.data",),

@@ -17,6 +17,8 @@ EXAMPLES = """examples:
   synthmi dp kmeans --data nhanes --columns age,bmi --k 3 --eps 1 --out centres.json
   synthmi dp audit --n 1000 --eps 1 --mechanism smooth --delta 1e-5 --out audit.json
   synthmi dp audit --n 200 --eps 0.1 --mechanism local --prior 0.1,0.1
+  synthmi dp audit --empirical dpsyn --eps 1 --delta 1e-6 --runs 2000 --confidence 0.95 --out audit.json
+  synthmi dp audit --empirical kmeans --eps 1 --runs 2000
   synthmi dp sigma --eps 1 --delta 1e-5 --marginals 91
   synthmi dp spent --sigma 1 --count 1 --delta 1e-5
 
@@ -27,6 +29,12 @@ studies it). Neighbours: data sets of the same size differing in one record
 coding comes from --positive or the column's declared binary domain (--domain; the bundled
 data carry theirs), never from the data, and missing values are refused.
 'smooth' is certified by the exact audit for n <= 1000 only (it warns above).
+
+audit --empirical: a statistical LOWER bound on epsilon (Jagielski, Ullman & Oprea 2020):
+the release runs --runs times with and without a worst-case canary record, a threshold
+test on the canary's statistic is chosen on half the runs, and Clopper-Pearson bounds on
+the other half give the bound at --confidence. Above the claimed epsilon: the claim is
+false. Below it: consistent with the claim, but no proof.
 
 kmeans: DP Lloyd iterations (eps split over 2T Laplace releases) on numeric columns
 scaled by their DECLARED bounds (--domain, or the bundled data's own); centres are
@@ -96,9 +104,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_common_flags(km)
     km.set_defaults(func=run_kmeans)
 
-    a = sub.add_parser("audit", help="exact worst-case privacy loss over all neighbouring data sets",
+    a = sub.add_parser("audit", help="exact worst-case privacy loss over all neighbouring data sets, or an "
+                                     "empirical lower bound on epsilon (--empirical)",
                        epilog=EXAMPLES, formatter_class=EXAMPLES_FMT)
-    a.add_argument("--n", type=int, required=True, help="data set size (public)")
+    a.add_argument("--n", type=int, default=None,
+                   help="data set size (public); required by the exact audit; with --empirical the records of the "
+                        "made-up audit data set without the canary (default 50)")
+    a.add_argument("--empirical", default=None, choices=["dpsyn", "kmeans", "beta"],
+                   help="instead of the exact audit, run this release --runs times on two neighbouring data sets "
+                        "(with and without a worst-case canary) and report a lower bound on its epsilon "
+                        "('beta' audits --mechanism)")
+    a.add_argument("--runs", type=int, default=1000,
+                   help="with --empirical: runs on each data set (>= 4; half choose the test, half bound epsilon)")
+    a.add_argument("--confidence", type=float, default=0.95,
+                   help="with --empirical: probability that the bound is below the true epsilon (default 0.95)")
+    a.add_argument("--seed", type=int, default=0,
+                   help="with --empirical: seed of the audit's runs (made-up public data; default 0)")
     common(a)
     a.set_defaults(func=run_audit)
 
@@ -314,11 +335,50 @@ def run_kmeans(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_empirical_audit(args: argparse.Namespace) -> int:
+    import math
+
+    from ..privacy.empirical_audit import empirical_privacy_audit
+
+    if not (math.isfinite(args.eps) and args.eps > 0):
+        raise InputError(f"The '--eps' option must be a finite number > 0. Got {args.eps} instead.")
+    pure = args.empirical == "kmeans" or (args.empirical == "beta" and args.mechanism != "smooth")
+    if pure:
+        if args.delta not in (None, 0.0):
+            raise InputError(f"The '--delta' option must be omitted (or 0) for the pure-DP release "
+                             f"'{args.empirical}'. Got {args.delta} instead.")
+    elif args.delta is None or not 0.0 < args.delta < 1.0:
+        raise InputError(f"The '--delta' option must be in the open interval (0, 1) for '{args.empirical}'. "
+                         f"Got {args.delta} instead.")
+    if args.runs < 4:
+        raise InputError(f"The '--runs' option must be an integer >= 4. Got {args.runs} instead.")
+    if not 0.0 < args.confidence < 1.0:
+        raise InputError(f"The '--confidence' option must be in the open interval (0, 1). Got {args.confidence} "
+                         f"instead.")
+    if args.seed < 0:
+        raise InputError(f"The '--seed' option must be an integer >= 0. Got {args.seed} instead.")
+    n = 50 if args.n is None else args.n
+    if n < 4:
+        raise InputError(f"The '--n' option must be >= 4 for the empirical audit. Got {n} instead.")
+    if args.empirical == "beta" and args.mechanism == "local":
+        raise InputError("mechanism 'local' is NOT differentially private: it has no claim to audit.")
+    res = empirical_privacy_audit(args.empirical, args.eps, None if pure else args.delta, runs=args.runs,
+                          confidence=args.confidence, seed=args.seed, n=n, beta_mechanism=args.mechanism,
+                          prior=_prior(args.prior))
+    print(res.summary())
+    _write(args.out, res.to_dict(), args)
+    return 0
+
+
 def run_audit(args: argparse.Namespace) -> int:
     from ..privacy.audit import audit_privacy_loss
     from ..privacy.dp_bayes import PrivateBetaPosterior
 
     check_output_file(args.out, "--out", args.overwrite)
+    if args.empirical is not None:
+        return _run_empirical_audit(args)
+    if args.n is None:
+        raise InputError("The '--n' option is required by the exact audit (or give '--empirical').")
 
     mech = PrivateBetaPosterior(
         epsilon=args.eps, mechanism=args.mechanism, delta=args.delta, prior=_prior(args.prior),
