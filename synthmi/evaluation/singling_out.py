@@ -114,7 +114,7 @@ def _model(x: Any, w_eff: float, scale: float) -> Any:
 
 
 def _fit_factor(sizes: np.ndarray, successes: np.ndarray, n_control: int, n_original: int) -> float:
-    """:math:`f(n_o) / f(n_c)` with :math:`f = A\,P(n; 0, w)` fitted as anonymeter's ``_fit_model``."""
+    r""":math:`f(n_o) / f(n_c)` with :math:`f = A\,P(n; 0, w)` fitted as anonymeter's ``_fit_model``."""
     w0 = 1.0 / sizes.max()
     p0 = (w0, 1.0 / singling_out_probability_integral(sizes.max(), 0.0, w0))
     popt, _ = curve_fit(_model, xdata=sizes, ydata=successes, bounds=(0, (1, np.inf)), p0=p0)
