@@ -340,7 +340,8 @@ class MixedEncoder:
         return X, C
 
 
-def kneighbors(encoder: MixedEncoder, n_neighbors: int, chunk: int = 256) -> np.ndarray:
+def kneighbors(encoder: MixedEncoder, n_neighbors: int, rng: np.random.Generator | None = None,
+               chunk: int = 256) -> np.ndarray:
     r"""Indices of the ``n_neighbors`` closest candidates of each query (anonymeter's ``MixedTypeKNeighbors``).
 
     .. math::
@@ -352,11 +353,19 @@ def kneighbors(encoder: MixedEncoder, n_neighbors: int, chunk: int = 256) -> np.
     Source: ``anonymeter.neighbors.mixed_types_kneighbors.gower_distance`` (1.1.0), inspired by
     Gower (1971). As there, two missing numbers count as different (1) and a pair with one
     missing number has an undefined (NaN) distance, which sorts last: such a candidate is a
-    neighbour only when too few others exist. Ties go to the lowest candidate index (anonymeter
-    leaves them to numba's unstable argsort); the search is exact, in chunks of queries.
+    neighbour only when too few others exist. Ties are broken at random: the candidates are
+    searched in a random order drawn from ``rng`` (one per call), the first of equals wins
+    (anonymeter leaves ties to numba's unstable quicksort, an arbitrary order; a fixed rule such
+    as "lowest index" would make the two searches of the linkability attack pick the same record
+    among ties more often than chance). Without ``rng``, ties go to the lowest index. The search
+    is exact, in chunks of queries.
     """
     Xq, Cq = encoder.queries
     Xr, Cr = encoder.candidates
+    perm = None
+    if rng is not None:
+        perm = rng.permutation(Xr.shape[0])
+        Xr, Cr = Xr[perm], Cr[perm]
     n_ref = Xr.shape[0]
     k = min(n_neighbors, n_ref)
     out = np.empty((Xq.shape[0], k), dtype=np.int64)
@@ -379,7 +388,7 @@ def kneighbors(encoder: MixedEncoder, n_neighbors: int, chunk: int = 256) -> np.
             out[a:b, 0] = np.argmin(d, axis=1)  # first index among ties
         else:
             out[a:b] = np.argsort(d, axis=1, kind="stable")[:, :k]
-    return out
+    return out if perm is None else perm[out]
 
 
 def _one_hot(Cq: np.ndarray, Cr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -145,7 +145,7 @@ def inference_risk(
         counts = []
         for frame, n in ((original, n_main), (control, n_ctrl)):
             targets = sample_rows(frame[cols], n, rng)
-            idx = kneighbors(MixedEncoder(syn[aux], targets[aux], aux), 1)[:, 0]
+            idx = kneighbors(MixedEncoder(syn[aux], targets[aux], aux), 1, rng)[:, 0]
             counts.append(_correct(secrets_syn[idx], targets[secret].to_numpy(dtype=object)))
         rows.append(attack_figures((n_main, n_base, n_ctrl), counts[0], counts[1], k_base, level))
     settings = {"secret": secret, "aux_columns": aux, "n_attacks": n_req, "confidence_level": level}

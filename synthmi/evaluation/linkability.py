@@ -9,7 +9,8 @@ The intruder holds two data sets, each with some columns of the original records
 record of one is the same person as a record of the other. For each of
 :math:`n` target records (sampled from the original) the attack finds, separately
 for each column set, the ``n_neighbors`` closest synthetic records (anonymeter's
-Gower-like distance, :func:`synthmi.evaluation._attack.kneighbors`); the target is
+Gower-like distance, :func:`synthmi.evaluation._attack.kneighbors`, ties broken at
+random); the target is
 *linked* when the two neighbour sets share a synthetic record. The same attack on
 :math:`n` control records (same population, not used for the release) measures
 how often such links arise from population patterns alone; the naive baseline
@@ -68,8 +69,9 @@ def _links(idx0: np.ndarray, idx1: np.ndarray) -> int:
     return int(sum(bool(set(r0) & set(r1)) for r0, r1 in zip(idx0, idx1)))
 
 
-def _attack(targets: pd.DataFrame, syn: pd.DataFrame, aux: tuple[list[str], list[str]], k: int) -> int:
-    idx = [kneighbors(MixedEncoder(syn[cols], targets[cols], cols), k) for cols in aux]
+def _attack(targets: pd.DataFrame, syn: pd.DataFrame, aux: tuple[list[str], list[str]], k: int,
+            rng: np.random.Generator) -> int:
+    idx = [kneighbors(MixedEncoder(syn[cols], targets[cols], cols), k, rng) for cols in aux]
     return _links(*idx)
 
 
@@ -142,8 +144,8 @@ def linkability_risk(
     for syn, rng in zip(copies, spawn(random_state, len(copies))):
         syn = syn[cols]
         n_base = _links(_random_links(len(syn), n, k, rng), _random_links(len(syn), n, k, rng))
-        n_main = _attack(sample_rows(original[cols], n, rng), syn, aux, k)
-        n_ctrl = _attack(sample_rows(control[cols], n, rng), syn, aux, k)
+        n_main = _attack(sample_rows(original[cols], n, rng), syn, aux, k, rng)
+        n_ctrl = _attack(sample_rows(control[cols], n, rng), syn, aux, k, rng)
         rows.append(attack_figures((n, n, n), n_main, n_ctrl, n_base, level))
     settings = {"aux_columns": [aux[0], aux[1]], "n_neighbors": k, "n_attacks": n, "confidence_level": level}
     describe = _DESCRIBE.format(a=aux[0], b=aux[1])

@@ -93,10 +93,16 @@ def test_kneighbors_gower_like_distance_hand_computed():
     assert kneighbors(MixedEncoder(cand, query, ["a", "b"]), 1).shape == (2, 1)
 
 
-def test_kneighbors_ties_go_to_the_lowest_index():
+def test_kneighbors_ties_lowest_index_without_rng_random_with_rng():
     cand = pd.DataFrame({"b": ["x", "y", "x", "x"]})
-    idx = kneighbors(MixedEncoder(cand, pd.DataFrame({"b": ["x"]}), ["b"]), 2)
-    assert idx[0].tolist() == [0, 2]
+    enc = MixedEncoder(cand, pd.DataFrame({"b": ["x"]}), ["b"])
+    assert kneighbors(enc, 2)[0].tolist() == [0, 2]
+    rng = np.random.default_rng(0)
+    picks = np.array([kneighbors(enc, 1, rng)[0, 0] for _ in range(600)])
+    # one random order per call: each of the 3 tied candidates ~1/3 of the time (binomial sd of a
+    # share over 600 calls: 0.019; 0.08 is > 4 sd); the non-tied candidate 1 never
+    assert set(picks) == {0, 2, 3}
+    assert all(abs(np.mean(picks == c) - 1 / 3) < 0.08 for c in (0, 2, 3))
 
 
 def test_encoder_refuses_a_column_numeric_in_one_frame_only():
