@@ -97,6 +97,7 @@ _DESCRIBE = (
     "The naive baseline (random conditions) shows what chance alone gives."
 )
 
+
 def singling_out_probability_integral(n: Any, w_min: float, w_max: float) -> Any:
     r"""Integral of the singling-out probability :math:`n w (1-w)^{n-1}` over :math:`w \in [w_{\min}, w_{\max}]`.
 
