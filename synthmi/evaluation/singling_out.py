@@ -147,8 +147,14 @@ def fitted_control_factor(control: "_Table", queries: tuple, n_original: int,
     if control.n == n_original or len(queries[0]) == 0:
         return 1.0
     sizes = _subsample_sizes(control.n)
-    successes = np.array([control.subset(rng.choice(control.n, size=int(m), replace=False))
-                          .singles_out(*queries).sum() for m in sizes], dtype=float)
+    draws = [rng.choice(control.n, size=int(m), replace=False) for m in sizes]
+    successes = np.zeros(len(sizes))
+    cols, ops, vals = queries
+    for a in range(0, len(cols), 128):
+        # which control records meet each predicate, once; each subsample's count is a column sum
+        meets = control._meets(slice(None), cols[a:a + 128], ops[a:a + 128], vals[a:a + 128])
+        for j, idx in enumerate(draws):
+            successes[j] += np.count_nonzero(meets[:, idx].sum(axis=1) == 1)
     if not successes.any():
         return 1.0  # no predicate singles out the control at any size: 0 either way
     return _fit_factor(sizes.astype(float), successes, control.n, n_original)
@@ -182,12 +188,6 @@ class _Table:
                 cols.append(codes)
         # column-major: each stage reads whole columns
         self.A = np.asfortranarray(np.column_stack(cols)) if cols else np.empty((len(df), 0))
-
-    def subset(self, idx: np.ndarray) -> "_Table":
-        """The records at ``idx`` (a subsample of distinct records)."""
-        out = object.__new__(_Table)
-        out.n, out.A = len(idx), np.asfortranarray(self.A[np.sort(idx)])
-        return out
 
     def _meets(self, rows: slice, cols: np.ndarray, ops: np.ndarray, vals: np.ndarray) -> np.ndarray:
         """(B, |rows|) boolean: record meets every term of the predicate."""
