@@ -373,13 +373,19 @@ def kneighbors(encoder: MixedEncoder, n_neighbors: int, rng: np.random.Generator
     # one-hot codes (exact small integers in float32), one BLAS call per chunk
     onehot_q, onehot_r = _one_hot(Cq, Cr)
     nan_q, nan_r = np.isnan(Xq), np.isnan(Xr)
+    # two buffers reused across chunks: fresh arrays of this size cost more in page faults than in arithmetic
+    d_buf = np.empty((min(chunk, Xq.shape[0]), n_ref))
+    diff_buf = np.empty_like(d_buf)
+    Xr_cols = [np.ascontiguousarray(Xr[:, j]) for j in range(Xr.shape[1])]
     for a in range(0, Xq.shape[0], chunk):
         b = min(a + chunk, Xq.shape[0])
-        d = np.full((b - a, n_ref), float(Cq.shape[1]))
+        d, diff = d_buf[: b - a], diff_buf[: b - a]
+        d.fill(float(Cq.shape[1]))
         if Cq.shape[1]:
             d -= onehot_q[a:b] @ onehot_r.T
         for j in range(Xq.shape[1]):
-            diff = np.abs(Xq[a:b, j][:, None] - Xr[None, :, j])  # NaN when either is missing
+            np.subtract(Xq[a:b, j][:, None], Xr_cols[j][None, :], out=diff)
+            np.abs(diff, out=diff)  # NaN when either is missing
             if nan_q[a:b, j].any() and nan_r[:, j].any():
                 diff[nan_q[a:b, j][:, None] & nan_r[None, :, j]] = 1.0  # both missing: 1, as anonymeter
             d += diff
