@@ -396,7 +396,8 @@ def singling_out_risk(
         As :func:`~synthmi.evaluation.linkability_risk`; ``synthetic`` may be a sequence of copies.
         Each is deduplicated first (a predicate singles out distinct records), as in anonymeter.
     mode : {"univariate", "multivariate"}
-        The predicates (module docstring).
+        The predicates (module docstring). anonymeter's ``evaluate()`` defaults to multivariate;
+        a review usually runs both.
     n_attacks : int
         Predicates sought (and the denominator of every rate); anonymeter's default 500.
     n_cols : int
