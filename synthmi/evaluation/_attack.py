@@ -253,9 +253,10 @@ def combine_copies(key: str, label: str, rows: list[dict[str, float]], confidenc
 
 
 # --------------------------------------------------------------------------- shared validation
-def check_attack_inputs(original: Any, synthetic: Any, control: Any, columns: Sequence[str] | None,
-                        owner: str, confidence_level: Any, columns_name: str = "columns") -> tuple[pd.DataFrame, list[pd.DataFrame],
-                                                                    pd.DataFrame, list[str], float]:
+def check_attack_inputs(
+    original: Any, synthetic: Any, control: Any, columns: Sequence[str] | None, owner: str,
+    confidence_level: Any, columns_name: str = "columns",
+) -> tuple[pd.DataFrame, list[pd.DataFrame], pd.DataFrame, list[str], float]:
     """Frames, copies, columns (default: the original's) and the confidence level, checked."""
     check_dataframe(original, "original")
     copies = check_copies(synthetic, "synthetic")
