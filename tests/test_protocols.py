@@ -288,12 +288,21 @@ def _build(kind: str):
         from synthmi.evaluation.membership import membership_inference
 
         return membership_inference(orig.iloc[:100], orig.iloc[100:], copies, attack="domias", random_state=0)
+    if kind in ("singling_out", "linkability", "inference"):
+        from synthmi.evaluation import inference_risk, linkability_risk, singling_out_risk
+
+        control = _frames(seed=1)[0]
+        if kind == "singling_out":
+            return singling_out_risk(orig, copies, control, mode="multivariate", n_attacks=20, random_state=0)
+        if kind == "linkability":
+            return linkability_risk(orig, copies, control, aux_columns=(["age"], ["income", "sex"]), n_attacks=50,
+                                    random_state=0)
+        return inference_risk(orig, copies, control, secret="y", n_attacks=50, random_state=0)
     raise AssertionError(kind)
 
 
 RESULT_KINDS = ["pmse", "utility_tables", "marginals", "risk", "subgroups", "attribute", "dcr", "combine", "analysis", "coherence", "audit",
-                "posterior"]
-RESULT_KINDS += ["membership"]  # issue 26
+                "posterior", "singling_out", "linkability", "inference", "membership"]
 
 
 @pytest.mark.parametrize("kind", RESULT_KINDS)
