@@ -152,6 +152,31 @@ def holdout_positions(n: int, share: float, seed: int) -> np.ndarray:
     return np.sort(rng.choice(int(n), size=k, replace=False))
 
 
+def _check_not_training_records(train: pd.DataFrame, holdout: pd.DataFrame, cols: list[str]) -> None:
+    r"""Refuse a holdout that repeats the training records (fail closed).
+
+    Non-members that are members make every attack look like guessing (AUC 0.5 for a
+    release that copies its training records). Rows cannot be told from their twins, so
+    the test compares the share :math:`s_h` of holdout records with an exact twin among
+    the training records (on ``cols``) with the share :math:`s_t` of training records
+    twinned among themselves -- what a genuine holdout from the same population shows
+    (on categorical-only data both are large) -- and refuses when :math:`s_h \ge 0.5`
+    and :math:`s_h - s_t \ge 0.3`: the training file itself (:math:`s_h = 1`) or a file
+    containing it (e.g. the input of ``--holdout-share 0.2``: :math:`s_h \ge 0.8`).
+    Only the two shares are reported, no value.
+    """
+    keys_t = pd.util.hash_pandas_object(train[cols], index=False)
+    keys_h = pd.util.hash_pandas_object(holdout[cols], index=False)
+    s_h = float(keys_h.isin(set(keys_t.to_numpy())).mean()) if len(keys_h) else 0.0
+    s_t = float(keys_t.duplicated(keep=False).mean()) if len(keys_t) else 0.0
+    if s_h >= 0.5 and s_h - s_t >= 0.3:
+        raise param_error("holdout", _OWNER,
+                          "real records of the population NOT used for the release (a holdout that repeats the "
+                          "training records makes members look like non-members and every attack like guessing)",
+                          f"a holdout of which {s_h:.0%} of its records are records of 'train' (exact twins on the "
+                          f"compared columns; {s_t:.0%} of the training records have a twin among themselves)")
+
+
 def _null_auc_sd(n1: int, n0: int) -> float:
     """Sampling sd of the AUC when members and non-members score alike (Mann-Whitney null)."""
     return float(np.sqrt((n1 + n0 + 1) / (12.0 * n1 * n0)))
@@ -350,6 +375,7 @@ def membership_inference(
     if bandwidth != "scott":
         bandwidth = float(check_scalar(bandwidth, "bandwidth", _OWNER, lower=0.0, lower_inclusive=False))
     rng = check_random_state(random_state)
+    _check_not_training_records(train, holdout, cols)
 
     non_member_pool = holdout[cols]
     ref = None

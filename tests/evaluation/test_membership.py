@@ -125,3 +125,18 @@ def test_bad_input():
         membership_inference(t, t, t, attack="domias", bandwidth=-1.0)
     with pytest.raises(ParameterError, match="'holdout'"):
         membership_inference(t, t.iloc[:1], t)
+
+
+def test_a_holdout_of_training_records_is_refused(frames):
+    """Fail closed: non-members that are training records make every attack look like guessing."""
+    train, holdout, fresh = frames
+    for attack in ("distance", "domias"):
+        with pytest.raises(ParameterError, match=r"'holdout' parameter of membership_inference.*100% of its "
+                                                 r"records are records of 'train'"):
+            membership_inference(train, train.iloc[:700], fresh, attack=attack, random_state=0)
+    # categorical-only data: exact twins are the rule in the population, not a sign of a mistake
+    rng = np.random.default_rng(4)
+    cat = pd.DataFrame({"a": rng.choice(list("xy"), 600), "b": rng.choice(list("uv"), 600)})
+    r = membership_inference(cat.iloc[:400], cat.iloc[400:], cat.iloc[:400], attack="distance", n_boot=20,
+                             random_state=0)
+    assert r.figures["n_non_members"] == 200
