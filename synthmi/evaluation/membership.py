@@ -152,7 +152,8 @@ def holdout_positions(n: int, share: float, seed: int) -> np.ndarray:
     return np.sort(rng.choice(int(n), size=k, replace=False))
 
 
-def _check_not_training_records(train: pd.DataFrame, holdout: pd.DataFrame, cols: list[str]) -> None:
+def _check_not_training_records(train: pd.DataFrame, holdout: pd.DataFrame, cols: list[str],
+                                name: str = "holdout") -> None:
     r"""Refuse a holdout that repeats the training records (fail closed).
 
     Non-members that are members make every attack look like guessing (AUC 0.5 for a
@@ -170,10 +171,11 @@ def _check_not_training_records(train: pd.DataFrame, holdout: pd.DataFrame, cols
     s_h = float(keys_h.isin(set(keys_t.to_numpy())).mean()) if len(keys_h) else 0.0
     s_t = float(keys_t.duplicated(keep=False).mean()) if len(keys_t) else 0.0
     if s_h >= 0.5 and s_h - s_t >= 0.3:
-        raise param_error("holdout", _OWNER,
-                          "real records of the population NOT used for the release (a holdout that repeats the "
-                          "training records makes members look like non-members and every attack like guessing)",
-                          f"a holdout of which {s_h:.0%} of its records are records of 'train' (exact twins on the "
+        raise param_error(name, _OWNER,
+                          "real records of the population NOT used for the release (a holdout or reference that "
+                          "repeats the training records makes members look like non-members and every attack "
+                          "like guessing)",
+                          f"a {name} of which {s_h:.0%} of its records are records of 'train' (exact twins on the "
                           f"compared columns; {s_t:.0%} of the training records have a twin among themselves)")
 
 
@@ -376,6 +378,9 @@ def membership_inference(
         bandwidth = float(check_scalar(bandwidth, "bandwidth", _OWNER, lower=0.0, lower_inclusive=False))
     rng = check_random_state(random_state)
     _check_not_training_records(train, holdout, cols)
+    if reference is not None:
+        # DOMIAS's population density estimated on members would divide their signal away
+        _check_not_training_records(train, reference, cols, "reference")
 
     non_member_pool = holdout[cols]
     ref = None

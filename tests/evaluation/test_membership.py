@@ -134,6 +134,9 @@ def test_a_holdout_of_training_records_is_refused(frames):
         with pytest.raises(ParameterError, match=r"'holdout' parameter of membership_inference.*100% of its "
                                                  r"records are records of 'train'"):
             membership_inference(train, train.iloc[:700], fresh, attack=attack, random_state=0)
+    # DOMIAS's reference density estimated on the members divides their signal away
+    with pytest.raises(ParameterError, match=r"'reference' parameter of membership_inference.*100% of its"):
+        membership_inference(train, holdout, train, attack="domias", reference=train.iloc[:700], random_state=0)
     # categorical-only data: exact twins are the rule in the population, not a sign of a mistake
     rng = np.random.default_rng(4)
     cat = pd.DataFrame({"a": rng.choice(list("xy"), 600), "b": rng.choice(list("uv"), 600)})
