@@ -50,7 +50,7 @@ target is chosen. Utility: the battery (synthmi.evaluation.battery): mean CI ove
 the --analysis models and a generic regression of each kept column on the QIs (quadratic
 in numeric QIs, factors for categorical ones), original vs combined copies, partial rule.
 A candidate whose worst one-way or two-way table S_pMSE exceeds --max-table-s-pmse
-(default 10; S_pMSE is about 1 for copies from a correct model) is infeasible whatever
+(default 10; S_pMSE is about 1 for copies from the fitted model, 2 for proper copies) is infeasible whatever
 its overlap: a mask must not buy overlap by wrecking a margin.
 
 output: --out is a release spec (the --spec given, or one drafted from --qi/--keep

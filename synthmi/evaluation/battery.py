@@ -58,10 +58,17 @@ Figures of one release (:func:`measure_battery`):
 Reading S_pMSE: its expectation is 1 for copies drawn from the correct model
 fitted to the original (Snoke et al. 2018, Theorem 1) and at most about
 :math:`1/(1-c) = 2` for independent draws (:mod:`synthmi.evaluation.pmse`).
-For a table with :math:`d` degrees of freedom averaged over :math:`M` copies,
-:math:`M d\,S_{pMSE}` is approximately :math:`\chi^2_{Md}` under the first
-null (:math:`2\chi^2_{Md}` under the second). :data:`DEFAULT_MAX_TABLE_S_PMSE`
-uses this.
+A table's :math:`d` is its non-empty cells minus 1 (the saturated propensity
+model of the cross-classification: :math:`k - 1` one-way,
+:math:`k_1 k_2 - 1` two-way, not the independence df). Averaged over :math:`M`
+copies, :math:`M d\,S_{pMSE}` is approximately :math:`\chi^2_{Md}` for copies
+drawn from the plug-in fit and :math:`2\chi^2_{Md}` for *proper* posterior
+predictive copies (each copy's parameters drawn afresh: given the original the
+copies' deviations are independent). Copies drawn independently from the
+*population* have the same mean 2 but are correlated through the original's own
+sampling error, so their average has a heavier tail (for :math:`d = 1`,
+:math:`M = 2`: :math:`3U_1^2 + U_2^2`, not :math:`2\chi^2_2`).
+:data:`DEFAULT_MAX_TABLE_S_PMSE` uses this.
 
 Monte Carlo error: :func:`evaluate_battery` measures replicate releases (one
 seed each) and reports each figure's mean and standard error ``sd / sqrt(R)``.
@@ -85,10 +92,15 @@ __all__ = ["Battery", "BatteryResult", "default_battery", "generic_analyses", "m
            "evaluate_battery", "table_feasible", "DEFAULT_MAX_TABLE_S_PMSE", "BATTERY_FIGURES"]
 
 #: A release whose worst one-way or two-way table S_pMSE exceeds this is "far above 1":
-#: infeasible for ``tune`` whatever its overlap. Why 10: under the independent-draw null
-#: (the loosest, expectation 2) a df = 1 table averaged over M = 2 copies exceeds 10 with
-#: probability P(chi2_2 > 10) = e^-5 = 0.0067 (P(chi2_2 > 20) = 4.5e-5 under the fitted-model
-#: null, expectation 1); tables with more degrees of freedom concentrate closer to their mean.
+#: infeasible for ``tune`` whatever its overlap. Why 10: for proper posterior-predictive copies
+#: (expectation 2, the loosest null a correct proper synthesizer meets) a df = 1 table averaged
+#: over M = 2 copies exceeds 10 with probability P(chi2_2 > 10) = e^-5 = 0.0067 (P(chi2_2 > 20)
+#: = 4.5e-5 for plug-in copies, expectation 1; 0.025 at M = 1). Copies drawn independently from
+#: the population share the original's sampling error: 0.0125 at M = 2 (and P(chi2_1 > 9) =
+#: 0.0027 as M grows), not e^-5 (test_table_rule_false_infeasibility_matches_its_justification).
+#: Tables with more degrees of freedom concentrate closer to their mean; the rule takes the worst
+#: of all tables, so with K binary columns the chance that a correct release fails is up to K
+#: times these figures.
 #: The wrecked margins of issue 29 measured 64.7 and 90.4; CART's worst one-way 0.97-1.26.
 DEFAULT_MAX_TABLE_S_PMSE = 10.0
 

@@ -36,7 +36,7 @@ from .membership import membership_inference
 
 __all__ = ["HOLDOUT_MEASURES", "membership_auc", "membership_tpr_at_fpr_001"]
 
-#: the bootstrap of membership_inference is not used by a target (only the mean over copies)
+#: the bootstrap of membership_inference is not used by a target (only the whole-release figure)
 _TARGET_BOOT = 20
 
 
@@ -49,13 +49,13 @@ def _stronger(train, holdout, copies, random_state, figure: str) -> float:
 
 def membership_auc(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame], spec: Any = None,
                    random_state: Any = 0) -> float:
-    """Membership inference AUC of the stronger of the distance attack and DOMIAS (mean over copies)."""
+    """Membership inference AUC of the stronger of the distance attack and DOMIAS (all copies at once)."""
     return _stronger(train, holdout, copies, random_state, "membership_auc")
 
 
 def membership_tpr_at_fpr_001(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame],
                               spec: Any = None, random_state: Any = 0) -> float:
-    """Membership inference TPR at FPR 0.01 of the stronger of the two attacks (mean over copies)."""
+    """Membership inference TPR at FPR 0.01 of the stronger of the two attacks (all copies at once)."""
     return _stronger(train, holdout, copies, random_state, "membership_tpr_at_fpr_0.01")
 
 

@@ -475,8 +475,9 @@ def _attack_risks_html(data: "ReportData") -> str:
             "holdout), in equal numbers. <b>AUC</b>: the chance that the attack ranks a random training record "
             "above a random unused one; 0.5 is guessing, 1 recognises every training record. <b>TPR at FPR "
             "0.01</b>: the share of training records the intruder picks out while wrongly accusing 1% of the "
-            "others (0.01 is guessing): a few records can be exposed even when the AUC is near 0.5. Mean over "
-            "copies, with a 95% bootstrap interval over the records attacked. Reference rows: the original "
+            "others (0.01 is guessing): a few records can be exposed even when the AUC is near 0.5. Each attack "
+            "uses all the released copies at once (as an intruder holding the release would), with a 95% "
+            "bootstrap interval over the records attacked. Reference rows: the original "
             "released as is (the worst case) and an independent release (real records of the population not "
             "used for synthesis, released in its place: the level of no membership signal). What each attack "
             f"assumes the intruder knows:</p><ul class='note'>{notes}</ul></section>")

@@ -356,6 +356,13 @@ def _attack_risks(ms: _Measures, synthetic: Mapping[str, Any], references: bool,
     if ms.holdout is None:
         return pd.DataFrame(), {}
     original, holdout = ms.original, ms.holdout
+    # every compared column (a copy's column the original has) must be in the holdout: an attack on
+    # fewer columns is weaker, and dropping one silently would understate the risk
+    missing = list(dict.fromkeys(c for obj in synthetic.values() for c in _copies(obj)[0].columns
+                                 if c in original.columns and c not in holdout.columns))
+    if missing:
+        raise param_error("holdout", "evaluate_release", f"real records with every column the copies release "
+                          f"(it lacks {missing})", f"a frame with columns {list(holdout.columns)}")
     rows = [{"method": method, **_membership_cells(original, holdout, _copies(obj), seed)}
             for method, obj in synthetic.items()]
     if references:

@@ -550,7 +550,7 @@ def tune(
     candidate is feasible when it meets every target **and** the table rule:
     its worst one-way and two-way table S_pMSE are at most ``max_table_s_pmse``
     (:data:`~synthmi.evaluation.battery.DEFAULT_MAX_TABLE_S_PMSE`, 10: S_pMSE has
-    expectation 1 under the null, Snoke et al. 2018; the module says why 10).
+    expectation 1 for plug-in copies, Snoke et al. 2018, about 2 for proper ones; the module says why 10).
     ``battery=False`` restores the declared analyses' ``mean_ci_overlap`` as the
     objective and no table rule. The trace and the confirmed and validated
     figures carry every criterion with its Monte Carlo SE over replicates.

@@ -142,3 +142,25 @@ def test_saved_model_keeps_the_holdout(release, tmp_path):
     train, _ = split_holdout(pd.read_csv(release / "w.csv"), b)
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "b" / "copy_01.csv")[["edu", "hours", "y"]],
                                   train[["edu", "hours", "y"]])
+
+
+def test_disclosure_refuses_the_training_rows_as_holdout(release, tmp_path, capsys):
+    """Fail closed: giving the file the copies were made from (or a superset) as --holdout makes the
+    'non-members' members, and the attack then reports guessing (AUC 0.5) for any release -- measured
+    before this check: distance AUC 0.50 (0.69 against the true holdout) and DOMIAS 0.34 for a CART
+    release whose kept columns are the training rows verbatim."""
+    full = wage_frame(300, seed=5)
+    full.iloc[:200].to_csv(tmp_path / "t.csv", index=False)
+    assert main(["synthesize", "--data", str(tmp_path / "t.csv"), "--qi", "age,sex", "--keep", "edu,hours,y",
+                 "--method", "cart", "--m", "2", "--seed", "1", "--out", str(tmp_path / "syn"), "--quiet"]) == 0
+    base = ["disclosure", "--original", str(tmp_path / "t.csv"), "--synthetic", str(tmp_path / "syn"),
+            "--qi", "age,sex", "--quiet"]
+    capsys.readouterr()
+    assert main([*base, "--holdout", str(tmp_path / "t.csv"), "--out", str(tmp_path / "a.json")]) == 1
+    err = capsys.readouterr().err
+    assert "'--holdout' option" in err and "100% of its records" in err and not (tmp_path / "a.json").exists()
+    # the recorded release: the full input file given as --holdout holds its 240 training rows too
+    assert main(["disclosure", "--original", str(release / "w.csv"), "--synthetic", str(release / "syn"),
+                 "--qi", "age,sex", "--holdout", str(release / "w.csv"), "--out", str(tmp_path / "b.json"),
+                 "--quiet"]) == 1
+    assert "80% of its records" in capsys.readouterr().err

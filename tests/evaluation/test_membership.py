@@ -89,13 +89,13 @@ def test_independent_release_is_near_guessing(frames, attack):
     train, holdout, fresh = frames
     r = membership_inference(train, holdout, fresh, attack=attack, sample=500, random_state=2)
     f = r.figures
-    # no membership signal: the mean AUC of 2 copies on the same candidates has sd <= the one-copy null sd
-    # (Mann-Whitney), so 3 null sds is a 0.3% two-sided tolerance; the bootstrap interval covers 0.5
+    # no membership signal: the whole-release score is independent of membership, so its AUC has the null sd
+    # (Mann-Whitney) and 3 null sds is a 0.3% two-sided tolerance; the bootstrap interval covers 0.5
     assert abs(f["membership_auc"] - 0.5) < 3 * f["null_auc_sd"]
     assert f["membership_auc_ci_low"] < 0.5 < f["membership_auc_ci_high"]
     # TPR at FPR 0.1 under no signal is 0.1 with binomial sd sqrt(0.1 * 0.9 / 500) = 0.013 (plus the FPR's own)
     assert abs(f["membership_tpr_at_fpr_0.1"] - 0.1) < 4 * np.sqrt(2 * 0.1 * 0.9 / 500)
-    assert len(r.to_frame()) == 2 and f["copies"] == 2 and np.isfinite(f["membership_auc_mc_error"])
+    assert len(r.to_frame()) == 2 and f["copies"] == 2 and np.isfinite(f["membership_auc_per_copy_mc_error"])
 
 
 def test_same_seed_same_output_and_no_mutation(frames):
@@ -125,3 +125,44 @@ def test_bad_input():
         membership_inference(t, t, t, attack="domias", bandwidth=-1.0)
     with pytest.raises(ParameterError, match="'holdout'"):
         membership_inference(t, t.iloc[:1], t)
+
+
+def test_a_holdout_of_training_records_is_refused(frames):
+    """Fail closed: non-members that are training records make every attack look like guessing."""
+    train, holdout, fresh = frames
+    for attack in ("distance", "domias"):
+        with pytest.raises(ParameterError, match=r"'holdout' parameter of membership_inference.*100% of its "
+                                                 r"records are records of 'train'"):
+            membership_inference(train, train.iloc[:700], fresh, attack=attack, random_state=0)
+    # DOMIAS's reference density estimated on the members divides their signal away
+    with pytest.raises(ParameterError, match=r"'reference' parameter of membership_inference.*100% of its"):
+        membership_inference(train, holdout, train, attack="domias", reference=train.iloc[:700], random_state=0)
+    # categorical-only data: exact twins are the rule in the population, not a sign of a mistake
+    rng = np.random.default_rng(4)
+    cat = pd.DataFrame({"a": rng.choice(list("xy"), 600), "b": rng.choice(list("uv"), 600)})
+    r = membership_inference(cat.iloc[:400], cat.iloc[400:], cat.iloc[:400], attack="distance", n_boot=20,
+                             random_state=0)
+    assert r.figures["n_non_members"] == 200
+
+
+def test_the_headline_attacks_the_whole_release():
+    """The intruder holds all M copies. x ranges over train + holdout [0, 20]. Copy A = [0, 0]: members
+    0 -> 0, 10 -> 10/20; non-members 5 -> 5/20, 20 -> 1: AUC (2 + 1) / 4. Copy B = [10, 10]: members
+    0 -> 1/2, 10 -> 0; non-members 1/4, 1/2: AUC (2 + 1/2) / 4. One copy at a time: mean 0.6875 (the
+    headline before this test). The release {0, 0, 10, 10} puts both members at distance 0 and no
+    non-member: AUC 1, TPR 1 at every FPR."""
+    train, holdout = pd.DataFrame({"x": [0.0, 10.0]}), pd.DataFrame({"x": [5.0, 20.0]})
+    copies = [pd.DataFrame({"x": [0.0, 0.0]}), pd.DataFrame({"x": [10.0, 10.0]})]
+    f = membership_inference(train, holdout, copies, attack="distance", n_boot=20, random_state=0).figures
+    assert f["membership_auc"] == 1.0 and f["membership_tpr_at_fpr_0.01"] == 1.0
+    assert f["membership_auc_per_copy"] == pytest.approx((0.75 + 0.625) / 2)
+    assert f["membership_auc_per_copy_mc_error"] == pytest.approx(abs(0.75 - 0.625) / 2)  # sd of 2 / sqrt(2)
+    # DOMIAS: the release's density is the equal mixture of the copies' KDEs (each its own Scott bandwidth)
+    rng = np.random.default_rng(7)
+    tr, ho, ref = (pd.DataFrame({"x": rng.normal(size=k)}) for k in (30, 30, 40))
+    cps = [pd.DataFrame({"x": rng.normal(size=k)}) for k in (25, 35)]
+    g = membership_inference(tr, ho, cps, attack="domias", reference=ref, n_boot=20, random_state=0).figures
+    enc = _kde_encode([tr, ho, ref, *cps], ["x"], ref)
+    cand = np.vstack([enc[0], enc[1]])
+    mix = np.logaddexp(_log_kde(enc[3], cand), _log_kde(enc[4], cand)) - np.log(2) - _log_kde(enc[2], cand)
+    assert g["membership_auc"] == pytest.approx(auc_mann_whitney(mix[:30], mix[30:]))

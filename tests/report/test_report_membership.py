@@ -65,3 +65,14 @@ def test_without_holdout_the_report_says_how_to_get_one():
     d = evaluate_release(full, {"same": [full.copy(), full.copy()]}, ["age", "sex"], "hours ~ age + sex", family="gaussian",
                          references=False)
     assert d.attack_risks.empty and "--holdout-share" in d.settings["membership_inference"]
+
+
+def test_a_holdout_lacking_a_compared_column_is_refused():
+    """Not skipped silently: the attacks used to drop a column the holdout lacks (here 'hours', the
+    continuous column that makes the original-as-is reference recognisable) and attack on the rest."""
+    full = wage_frame(600, seed=11)
+    train, holdout = full.iloc[:400].reset_index(drop=True), full.iloc[400:].reset_index(drop=True)
+    rel = _release(train, np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"'holdout' parameter of evaluate_release.*\['hours'\]"):
+        evaluate_release(train, {"swap": rel}, ["age", "sex"], "hours ~ age + sex", family="gaussian",
+                         holdout=holdout.drop(columns="hours"), pmse_method="cart")
