@@ -83,6 +83,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tol", action="append", metavar="COLUMN=VALUE", help="intruder's closeness on a continuous QI")
     p.add_argument("--attribute-target", default=None, help="sensitive column for DiSCO / attribute risk")
     p.add_argument("--k0", type=int, default=None, help="risk-subgroup k0 (for high_risk_mean_risk)")
+    p.add_argument("--holdout-share", type=float, default=None, metavar="SHARE",
+                   help="hold out this share of the rows (seeded by --seed) as real non-members, and measure every "
+                        "point by the attacks that need them too (membership inference, singling out, linkability, "
+                        "inference; see 'synthmi disclosure'); default: none")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="CSV of the points (created; not overwritten)")
     p.add_argument("--json", default=None, help="optional JSON: settings, battery, replicate rows")
@@ -111,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
     for name, lo in (("m", 2), ("replicates", 1), ("pmse_copies", 0)):
         if getattr(args, name) < lo:
             raise InputError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
+    share = args.holdout_share
+    if share is not None and not 0.0 < share < 1.0:
+        raise InputError(f"The '--holdout-share' option must be a share in (0, 1), e.g. 0.2. Got {share!r} instead.")
     if not args.max_table_s_pmse > 0:
         raise InputError(f"The '--max-table-s-pmse' option must be > 0. Got {args.max_table_s_pmse} instead.")
     try:
@@ -148,6 +155,15 @@ def run(args: argparse.Namespace) -> int:
         from ..spec import ReleaseSpec
 
         spec = ReleaseSpec.draft(df[qi + keep], qi, keep)
+    holdout = None
+    if share is not None:
+        import numpy as np
+
+        from ..evaluation.membership import holdout_positions
+
+        held = np.zeros(len(df), dtype=bool)
+        held[holdout_positions(len(df), share, args.seed)] = True
+        df, holdout = df.iloc[~held].reset_index(drop=True), df.iloc[held].reset_index(drop=True)
     kinds = {c: spec.kind(c) for c in qi}
     settings = default_settings(kinds, methods, cgrid, agrid, leaves)
     tol = {k: float(v) for k, v in parse_assignments(args.tol, "tol").items()} or None
@@ -155,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     fr = frontier(df, qi, keep, settings, analyses, m=args.m, replicates=args.replicates, seed=args.seed,
                   tolerance=tol, target=args.attribute_target, k0=args.k0, subgroup_tolerance=tol,
                   pmse_copies=args.pmse_copies, rule="partial", spec=spec, battery=True,
-                  max_table_s_pmse=args.max_table_s_pmse, progress=say)
+                  max_table_s_pmse=args.max_table_s_pmse, progress=say, holdout=holdout)
     import pandas as pd
 
     points = pd.concat([fr.points, fr.references], ignore_index=True)

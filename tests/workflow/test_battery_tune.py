@@ -187,3 +187,24 @@ def test_frontier_fits_every_setting_with_the_spec_kinds():
     assert got.masks is None and got.tuning is None and got.quasi_identifiers == ["age", "sex", "edu"]
     with pytest.raises(ValueError, match="does not describe the columns \\['nope'\\]"):
         _spec_on(spec, ["age"], ["nope"])
+
+
+def test_cli_frontier_with_a_holdout_measures_membership(tmp_path, capsys):
+    # issue 26 item 2: the attacks that need real non-members appear in the frontier from the CLI
+    from synthmi.cli import main
+
+    df = _small(300)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    args = ["frontier", "--data", str(tmp_path / "d.csv"), "--qi", "age,sex,edu", "--keep", "hours,y",
+            "--continuous-grid", "1:3", "--alpha-grid", "0", "--leaves", "5", "--methods", "dami,cart",
+            "--m", "2", "--replicates", "2", "--pmse-copies", "0", "--quiet"]
+    assert main(args + ["--out", str(tmp_path / "bad.csv"), "--holdout-share", "1.5"]) == 1
+    assert "--holdout-share" in capsys.readouterr().err and not (tmp_path / "bad.csv").exists()
+    out = tmp_path / "f.csv"
+    assert main(args + ["--out", str(out), "--holdout-share", "0.3"]) == 0
+    got = pd.read_csv(out)
+    got = got[got["method"] != "reference"]
+    assert len(got) == 3
+    for c in ("membership_auc", "membership_auc_se"):
+        assert c in got and np.isfinite(got[c]).all()
+    assert ((got["membership_auc"] >= 0) & (got["membership_auc"] <= 1)).all()
