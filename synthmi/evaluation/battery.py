@@ -329,11 +329,14 @@ def evaluate_battery(original: pd.DataFrame, releases: Sequence[Any], battery: B
     figures: dict[str, Any] = {}
     for k in BATTERY_FIGURES:
         figures[k] = float(reps[k].mean())
-        figures[f"{k}_se"] = float(reps[k].std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+        # the SE of a mean over the replicates that have the figure (a replicate can lack one, e.g. an
+        # analysis not estimable in its copies), not over all R: dividing by sqrt(R) would understate it
+        k_n = int(reps[k].notna().sum())
+        figures[f"{k}_se"] = float(reps[k].std(ddof=1) / np.sqrt(k_n)) if k_n > 1 else float("nan")
     figures["replicates"] = n
     figures["feasible"] = table_feasible(figures, max_table_s_pmse)
     c = pd.DataFrame(crits)
     g = c.groupby(["criterion", "name", "measure"], sort=False)["value"]
     criteria = g.mean().rename("value").to_frame()
-    criteria["se"] = (g.std(ddof=1) / np.sqrt(g.size())) if n > 1 else np.nan
+    criteria["se"] = (g.std(ddof=1) / np.sqrt(g.count())) if n > 1 else np.nan
     return BatteryResult(figures, criteria.reset_index(), battery, float(max_table_s_pmse), reps)

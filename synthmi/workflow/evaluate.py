@@ -374,6 +374,10 @@ def _attack_risks(ms: _Measures, synthetic: Mapping[str, Any], references: bool,
             release, rest = holdout.iloc[np.sort(perm[:half])], holdout.iloc[np.sort(perm[half:])]
             rows.append({"method": "reference: independent release",
                          **_membership_cells(original, rest, [release], seed)})
+        else:
+            # too few real non-members to split into a release and its non-members: said, not skipped
+            rows.append({"method": f"reference: independent release (not measured: a holdout of {len(holdout)} "
+                                   "records cannot be halved into a release and non-members; 8 are needed)"})
     notes = {f"membership ({a})": ATTACKS[a] for a in dict.fromkeys(a for a, _ in MEMBERSHIP_COLUMNS)}
     return pd.DataFrame(rows), notes
 

@@ -653,6 +653,11 @@ def tune(
 
     holdout_measures = {t.measure: HOLDOUT_MEASURES[t.measure] for t in targets if t.measure in HOLDOUT_MEASURES}
     holdout = None
+    if holdout_share is not None and not holdout_measures:
+        # a holdout nobody measures would silently shrink the data the release is tuned on
+        raise InputError(f"The 'holdout_share' parameter of tune is used only by targets measured on real "
+                         f"non-members ({', '.join(HOLDOUT_MEASURES)}); none was given. Got {holdout_share!r} "
+                         "with targets " + ", ".join(t.measure for t in targets) + ".")
     if holdout_measures:
         # membership targets: the fit and every candidate see the training rows only
         from ..evaluation.membership import holdout_positions

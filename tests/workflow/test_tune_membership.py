@@ -48,3 +48,10 @@ def test_frontier_with_a_holdout_reports_membership_with_mc_error():
     p = fr.points.iloc[0]
     for name in HOLDOUT_MEASURES:
         assert 0.0 <= p[name] <= 1.0 and np.isfinite(p[f"{name}_se"])
+
+
+def test_a_holdout_share_without_a_target_that_uses_it_is_refused():
+    # it would silently tune on fewer rows than the user's file
+    with pytest.raises(ValueError, match="'holdout_share' parameter of tune.*none was given"):
+        tune(_small(100), ["age", "sex", "edu"], ["hours", "y"], ["y ~ age + sex + edu"], ["expected_matches<=50"],
+             holdout_share=0.3)
