@@ -8,14 +8,21 @@ import pandas as pd
 import pytest
 
 from synthmi.diagnostics import (
+    ESS_MIN,
+    LENIENT,
+    RHAT_MAX,
     DiagnosticsFailed,
     check_diagnostics,
+    convergence_thresholds,
     diagnostics_table,
     enforce,
     ess_bulk,
+    ess_tail,
     rhat,
     summarize_draws,
+    threshold_record,
 )
+from synthmi.errors import InputError
 
 
 def _ar1(n, rho, rng, chains=1):
@@ -88,22 +95,24 @@ def test_check_names_every_failing_column_with_its_figures():
     with pytest.raises(DiagnosticsFailed) as info:
         check_diagnostics(table, owner="RubinSynthesizer")
     msg = str(info.value)
-    assert "'age' (R-hat 4.5 > 1.05, bulk ESS 3.2 < 100, acceptance rate 0.001)" in msg
-    assert "'education' (bulk ESS 40 < 100)" in msg
+    assert "'age' (R-hat 4.5 > 1.01, bulk ESS 3.2 < 400, acceptance rate 0.001)" in msg
+    assert "'education' (bulk ESS 40 < 400)" in msg
     assert "'race'" not in msg and "'sex'" not in msg
     assert "RubinSynthesizer" in msg and "accept_diagnostics=True" in msg and "No copies" in msg
     assert list(info.value.failures.index) == ["age", "education"]
     assert isinstance(info.value, RuntimeError)
     # command-line phrasing of the same failure
     cli = str(info.value.for_cli())
-    assert "--accept-diagnostics" in cli and "--rhat-max 1.05" in cli and "accept_diagnostics=True" not in cli
+    assert "--accept-diagnostics" in cli and "--rhat-max 1.01" in cli and "accept_diagnostics=True" not in cli
 
 
 def test_check_thresholds_are_configurable_and_validated():
     table = pd.DataFrame({"r_hat": [1.08], "ess_bulk": [150.0]}, index=pd.Index(["age"], name="block"))
-    with pytest.raises(DiagnosticsFailed, match=r"R-hat 1.08 > 1.05"):
+    with pytest.raises(DiagnosticsFailed, match=r"R-hat 1.08 > 1.01, bulk ESS 150 < 400"):
         check_diagnostics(table)
-    assert check_diagnostics(table, rhat_max=1.1).empty
+    with pytest.raises(DiagnosticsFailed, match=r"R-hat 1.08 > 1.05"):
+        check_diagnostics(table, *LENIENT)
+    assert check_diagnostics(table, rhat_max=1.1, ess_min=100).empty
     with pytest.raises(DiagnosticsFailed, match=r"bulk ESS 150 < 200"):
         check_diagnostics(table, rhat_max=1.1, ess_min=200)
     with pytest.raises(ValueError, match="'rhat_max' parameter .* must be >= 1.0"):
@@ -176,7 +185,7 @@ def test_rubin_refuses_copies_when_sampler_fails(many_levels):
     # sampler="imh": independence MH stalls on this many-level model (the default fast sampler
     # switches to HMC there and converges, tests/data/test_agency.py)
     s = RubinSynthesizer(progressbar=False, draws=100, sampler="imh").fit(many_levels, ["code"])
-    with pytest.raises(DiagnosticsFailed, match=r"'code' \(R-hat [0-9.]+ > 1.05, bulk ESS [0-9.]+ < 100") as info:
+    with pytest.raises(DiagnosticsFailed, match=r"'code' \(R-hat [0-9.]+ > 1.01, bulk ESS [0-9.]+ < 400") as info:
         s.sample(2, random_state=1)
     # the message names the column, never a category label
     assert not any(f"'{lvl}'" in str(info.value) for lvl in many_levels["code"].cat.categories if lvl != "code")
@@ -198,8 +207,8 @@ def test_risk_targeted_short_chain_refused():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         s.fit(df, quasi_identifiers=["a"], keep=["b"])
-    # 30 correlation draws of one chain cannot have a bulk ESS of 100
-    with pytest.raises(DiagnosticsFailed, match=r"'a' \(.*bulk ESS [0-9.]+ < 100"):
+    # 30 correlation draws of one chain cannot have a bulk ESS of 400
+    with pytest.raises(DiagnosticsFailed, match=r"'a' \(.*bulk ESS [0-9.]+ < 400"):
         s.sample(2, random_state=0)
 
 
@@ -227,3 +236,48 @@ def test_metadata_summary_shows_the_checked_figures():
     from synthmi.diagnostics import ess_tail
 
     assert summ["min_ess_tail"] == pytest.approx(min(ess_tail(drift)[0], ess_tail(idata.posterior["b_beta"].values)[0]))
+
+
+# ---------------------------------------------------------------- Vehtari et al. (2021) by default (issue 28)
+def test_default_thresholds_are_vehtari_2021_and_tail_ess_is_checked():
+    """R-hat <= 1.01 and bulk AND tail ESS >= 400 by default (Vehtari et al. 2021, Section 5):
+    a row with a good bulk but a poor tail ESS fails on its tail; the lenient set is 1.05 / 100."""
+    assert (RHAT_MAX, ESS_MIN) == (1.01, 400.0) and LENIENT == (1.05, 100.0)
+    ok = {"r_hat": 1.005, "ess_bulk": 900.0, "ess_tail": 450.0}
+    assert check_diagnostics({"table": {"a": ok}}).empty
+    with pytest.raises(DiagnosticsFailed, match=r"'a' \(tail ESS 350 < 400\)"):
+        check_diagnostics({"table": {"a": {**ok, "ess_tail": 350.0}}})
+    with pytest.raises(DiagnosticsFailed, match=r"R-hat 1.02 > 1.01"):
+        check_diagnostics({"table": {"a": {**ok, "r_hat": 1.02}}})
+    # both pass the former, looser check
+    assert check_diagnostics({"table": {"a": {**ok, "ess_tail": 350.0, "r_hat": 1.02}}}, *LENIENT).empty
+
+
+def test_idata_table_reports_tail_ess():
+    """An InferenceData's table carries the min tail ESS of its variables (ArviZ's, by hand here)."""
+    import arviz as az
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2, 300, 3))
+    tab = diagnostics_table(az.from_dict(posterior={"b": x}))
+    assert tab.loc["b", "ess_tail"] == pytest.approx(float(np.min(ess_tail(x))))
+
+
+def test_release_records_its_thresholds_and_flags_a_looser_choice():
+    table = {"table": {"a": {"r_hat": 1.02, "ess_bulk": 150.0, "ess_tail": 150.0}}}
+    with pytest.raises(DiagnosticsFailed):
+        enforce(table, owner="X")
+    rec = enforce(table, owner="X", rhat_max=1.05, ess_min=100.0)
+    assert rec == {"passed": True, "rhat_max": 1.05, "ess_min": 100.0, "ess_checked": "bulk and tail",
+                   "convergence": "lenient", "looser_than_default": True}
+    assert threshold_record(RHAT_MAX, ESS_MIN)["convergence"] == "vehtari2021"
+    assert not threshold_record(RHAT_MAX, ESS_MIN)["looser_than_default"]
+    stricter = threshold_record(1.005, 1000.0)
+    assert stricter["convergence"] == "custom" and not stricter["looser_than_default"]
+    assert threshold_record(1.01, 399.0)["looser_than_default"]
+    # the command line's resolution: a named set, either figure overridden
+    assert convergence_thresholds() == (1.01, 400.0)
+    assert convergence_thresholds("lenient") == (1.05, 100.0)
+    assert convergence_thresholds("lenient", ess_min=200) == (1.05, 200.0)
+    with pytest.raises(InputError, match="'--convergence' option must be one of"):
+        convergence_thresholds("loose")

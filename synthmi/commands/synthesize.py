@@ -417,8 +417,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="release a kept column that holds a different value in every row (a record identifier) although "
         "it links each synthetic row to its person; without it such a column is an error",
     )
-    p.add_argument("--rhat-max", type=float, default=1.05, help="largest acceptable R-hat of any column (default 1.05)")
-    p.add_argument("--ess-min", type=float, default=100.0, help="smallest acceptable bulk ESS of any column (default 100)")
+    p.add_argument("--convergence", choices=["vehtari2021", "lenient"], default=None,
+                   help="named release thresholds: vehtari2021 (default; R-hat <= 1.01, bulk and tail ESS >= 400, "
+                        "Vehtari et al. 2021) or lenient (R-hat <= 1.05, ESS >= 100; recorded and reported as looser)")
+    p.add_argument("--rhat-max", type=float, default=None, help="largest acceptable R-hat of any column (default 1.01)")
+    p.add_argument("--ess-min", type=float, default=None,
+                   help="smallest acceptable bulk and tail ESS of any column (default 400)")
     p.add_argument("--max-seconds", default=None, metavar="S",
                    help="time budget of the fit for risk-dami (default 300; 'none': no budget): a pilot estimates the "
                         "iterations the convergence check needs and the command stops within the budget, with the "
@@ -860,6 +864,9 @@ def run(args: argparse.Namespace) -> int:
             "point masses through its copula margins."
         )
     # the release check (synthmi.diagnostics) of the methods with a posterior sampler
+    from ..diagnostics import convergence_thresholds
+
+    args.rhat_max, args.ess_min = convergence_thresholds(args.convergence, args.rhat_max, args.ess_min)
     for name in ("accept_diagnostics", "rhat_max", "ess_min"):
         if name in _param_names(cls) and name not in params:
             params[name] = getattr(args, name)
@@ -1184,8 +1191,8 @@ def _save_model(synth, path: Path, source_meta: dict[str, Any], syn, dp_release:
 # The options that shape a fit: with --model the saved model's settings apply, so they are refused.
 _FIT_OPTIONS = ("data", "spec", "qi", "keep", "categorical", "method", "mask", "param", "domain", "map_other",
                 "bounds", "levels", "engine", "scheduler", "weights", "weight_as_predictor", "transform", "semicont",
-                "rule", "accept_diagnostics", "rhat_max", "ess_min", "max_seconds", "allow_identifiers", "save_model",
-                "overwrite", "holdout_share")
+                "rule", "accept_diagnostics", "convergence", "rhat_max", "ess_min", "max_seconds", "allow_identifiers",
+                "save_model", "overwrite", "holdout_share")
 
 
 def _fit_options_given(args: argparse.Namespace) -> list[str]:

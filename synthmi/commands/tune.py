@@ -107,8 +107,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace existing --out / --trace files")
     p.add_argument("--accept-diagnostics", action="store_true",
                    help="search even if the posterior sampler fails its convergence check (flagged in --trace)")
-    p.add_argument("--rhat-max", type=float, default=1.05, help="largest acceptable R-hat of any column (default 1.05)")
-    p.add_argument("--ess-min", type=float, default=100.0, help="smallest acceptable bulk ESS of any column (default 100)")
+    p.add_argument("--convergence", choices=["vehtari2021", "lenient"], default=None,
+                   help="named release thresholds: vehtari2021 (default; R-hat <= 1.01, bulk and tail ESS >= 400, "
+                        "Vehtari et al. 2021) or lenient (R-hat <= 1.05, ESS >= 100; recorded and reported as looser)")
+    p.add_argument("--rhat-max", type=float, default=None, help="largest acceptable R-hat of any column (default 1.01)")
+    p.add_argument("--ess-min", type=float, default=None,
+                   help="smallest acceptable bulk and tail ESS of any column (default 400)")
     add_common_flags(p)
     p.set_defaults(func=run)
 
@@ -149,6 +153,9 @@ def run(args: argparse.Namespace) -> int:
     base_params = parse_params(args.param, DAMISynthesizer)
     if "masks" in base_params:
         raise InputError("The '--param' option cannot set masks: tune chooses them.")
+    from ..diagnostics import convergence_thresholds
+
+    args.rhat_max, args.ess_min = convergence_thresholds(args.convergence, args.rhat_max, args.ess_min)
     for name in ("accept_diagnostics", "rhat_max", "ess_min"):
         if name in base_params:
             raise InputError(f"Give {name} with --{name.replace('_', '-')}, not --param.")

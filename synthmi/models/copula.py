@@ -2171,11 +2171,12 @@ class GaussianCopulaImputer(ParamsMixin):
 
         r_req = dg.RHAT_MAX if rhat_target is None else float(rhat_target)
         e_req = dg.ESS_MIN if ess_target is None else float(ess_target)
-        if d["max_r_hat"] is not None and (not d["max_r_hat"] <= r_req or not d["min_ess_bulk"] >= e_req):
+        if d["max_r_hat"] is not None and (not d["max_r_hat"] <= r_req or not d["min_ess_bulk"] >= e_req
+                                           or not d["min_ess_tail"] >= e_req):
             warnings.warn(
                 f"The copula of method 'risk-dami' (GaussianCopulaImputer): worst R-hat {d['max_r_hat']:.3f} "
-                f"(release check: <= {r_req:g}), smallest bulk ESS {d['min_ess_bulk']:.0f} (release check: "
-                f">= {e_req:g}) over the "
+                f"(release check: <= {r_req:g}), smallest bulk ESS {d['min_ess_bulk']:.0f} and tail ESS "
+                f"{d['min_ess_tail']:.0f} (release check: >= {e_req:g}) over the "
                 f"correlations and imputed-cell summaries ({d['worst']}); run longer or more chains: "
                 "--param n_iter=N --param chains=C (the 'n_iter' and 'chains' parameters).",
                 RuntimeWarning,

@@ -71,6 +71,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..diagnostics import ESS_MIN, RHAT_MAX
 from .._random import PositionalRNG, entropy_from
 from .._validate import Interval, Options, check_random_state
 from .masking import MaskingModel, NormalMasking, bind_mask, make_masking
@@ -161,8 +162,8 @@ class DAMISynthesizer(RubinSynthesizer):
         n_sweeps: int = 5,
         max_enumeration: int = 256,
         accept_diagnostics: bool = False,
-        rhat_max: float = 1.05,
-        ess_min: float = 100.0,
+        rhat_max: float = RHAT_MAX,
+        ess_min: float = ESS_MIN,
         n_jobs: int = 1,
     ):
         super().__init__(

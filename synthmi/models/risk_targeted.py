@@ -118,6 +118,7 @@ import numba
 import numpy as np
 import pandas as pd
 
+from ..diagnostics import ESS_MIN, RHAT_MAX
 from .._validate import Interval, check_columns_exist, check_no_missing, param_error
 from .base import Synthesizer
 from .copula import (
@@ -276,8 +277,11 @@ class RiskTargetedSynthesizer(Synthesizer):
         (:func:`synthmi.diagnostics.check_diagnostics`); the copies are then
         flagged as unconverged. By default ``sample`` raises
         :class:`~synthmi.diagnostics.DiagnosticsFailed` instead.
-    rhat_max, ess_min : float, default 1.05 and 100
-        Thresholds of that check (largest R-hat, smallest bulk ESS of any column).
+    rhat_max, ess_min : float, default 1.01 and 400
+        Thresholds of that check (largest R-hat, smallest bulk and tail ESS of any
+        column; Vehtari et al. 2021, :mod:`synthmi.diagnostics`). The former 1.05 and
+        100 (:data:`synthmi.diagnostics.LENIENT`) are an explicit choice, recorded
+        with the copies and flagged by the report.
     max_kept_levels : int, default 8
         A kept nominal column with more observed levels enters the copula with
         its ``max_kept_levels - 1`` most frequent levels and the rest pooled
@@ -353,8 +357,8 @@ class RiskTargetedSynthesizer(Synthesizer):
         n_jobs: int = 1,
         impute_keep: bool = False,
         accept_diagnostics: bool = False,
-        rhat_max: float = 1.05,
-        ess_min: float = 100.0,
+        rhat_max: float = RHAT_MAX,
+        ess_min: float = ESS_MIN,
         max_kept_levels: int = 8,
         min_missing_cells: int = 20,
         max_seconds: float | None = 300.0,

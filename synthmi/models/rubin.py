@@ -55,6 +55,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
+from ..diagnostics import ESS_MIN, RHAT_MAX
 from .._numeric import non_aliased as _non_aliased
 from .._numeric import independent_columns_gram, non_aliased_gram
 from .._random import PositionalRNG, entropy_from
@@ -159,8 +160,11 @@ class RubinSynthesizer(Synthesizer):
         (:func:`synthmi.diagnostics.check_diagnostics`); the copies are then
         flagged as unconverged. By default ``sample`` raises
         :class:`~synthmi.diagnostics.DiagnosticsFailed` instead.
-    rhat_max, ess_min : float, default 1.05 and 100
-        Thresholds of that check (largest R-hat, smallest bulk ESS of any column).
+    rhat_max, ess_min : float, default 1.01 and 400
+        Thresholds of that check (largest R-hat, smallest bulk and tail ESS of any
+        column; Vehtari et al. 2021, :mod:`synthmi.diagnostics`). The former 1.05 and
+        100 (:data:`synthmi.diagnostics.LENIENT`) are an explicit choice, recorded
+        with the copies and flagged by the report.
     n_jobs : int, default 1
         Worker processes for the fast sampler's posterior draws, one column per
         process at a time (the columns' posteriors are independent given the
@@ -220,8 +224,8 @@ class RubinSynthesizer(Synthesizer):
         bounds: Mapping[str, Any] | None = None,
         grid: Any = "auto",
         accept_diagnostics: bool = False,
-        rhat_max: float = 1.05,
-        ess_min: float = 100.0,
+        rhat_max: float = RHAT_MAX,
+        ess_min: float = ESS_MIN,
         n_jobs: int = 1,
     ):
         self.order = order

@@ -148,6 +148,14 @@ def _release_flags(releases: dict[str, Any]) -> str:
                 f"--accept-diagnostics although its posterior sampler failed the convergence check "
                 f"({html.escape(what)}). Its copies may not come from the synthesis model.</p>"
             )
+        check = meta.get("diagnostics_check") or {}
+        if check.get("looser_than_default"):
+            out.append(
+                f"<p class='note flag'>LOOSER THRESHOLDS: release <b>{html.escape(str(label))}</b> passed its "
+                f"convergence check with R-hat &le; {float(check.get('rhat_max', 0)):g} and ESS &ge; "
+                f"{float(check.get('ess_min', 0)):g} ({html.escape(str(check.get('convergence', 'custom')))}), looser "
+                "than the default of Vehtari et al. (2021): R-hat &le; 1.01, bulk and tail ESS &ge; 400.</p>"
+            )
         unmod = meta.get("unmodified") or {}
         if unmod.get("allowed"):
             per_qi = unmod.get("per_qi") or {}

@@ -38,6 +38,7 @@ from ..evaluation.frontier import (
     summarise,
 )
 from .evaluate import independent_release  # the review's reference release, also a frontier reference
+from ..diagnostics import ESS_MIN, RHAT_MAX
 from .._json import jsonable
 from .._validate import check_scalar
 from ..errors import InputError, InputTypeError
@@ -703,7 +704,7 @@ def tune(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # enforce's warning speaks of released copies; tune says its own below
         check = enforce(pool_diag, owner="DAMISynthesizer (tune)", accept=bool(params.get("accept_diagnostics", False)),
-                        rhat_max=params.get("rhat_max", 1.05), ess_min=params.get("ess_min", 100.0))
+                        rhat_max=params.get("rhat_max", RHAT_MAX), ess_min=params.get("ess_min", ESS_MIN))
     if not check["passed"]:
         warnings.warn("tune: the posterior sampler failed its convergence check for "
                       + ", ".join(f"'{b}' ({f['problem']})" for b, f in check["failures"].items())

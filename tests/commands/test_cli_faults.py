@@ -295,7 +295,10 @@ def test_failed_sampler_writes_no_copies_unless_accepted_then_flagged(tmp_path, 
     assert not out.exists() or not list(out.glob("copy_*.csv"))
     # thresholds are configurable: loose enough, the same run passes
     assert main([*args, "--out", str(tmp_path / "loose"), "--rhat-max", "100", "--ess-min", "1"]) == 0
-    assert json.loads((tmp_path / "loose" / "metadata.json").read_text())["diagnostics_check"]["passed"] is True
+    loose = json.loads((tmp_path / "loose" / "metadata.json").read_text())["diagnostics_check"]
+    assert loose["passed"] is True
+    # ... and the record says they were looser than the default (Vehtari et al. 2021), for the report's flag
+    assert loose["convergence"] == "custom" and loose["looser_than_default"] is True
     # accepted: written, flagged in metadata.json and in red in the report
     assert main([*args, "--out", str(out), "--accept-diagnostics"]) == 0
     meta = json.loads((out / "metadata.json").read_text())
@@ -427,3 +430,22 @@ def test_dpsyn_bounds_hint_quotes_names_with_spaces(tmp_path, capsys):
                "--param", "epsilon=1", "--m", "2", "--out", str(tmp_path / "dp"), "--quiet"])
     err = _err(capsys)
     assert rc == 1 and "--levels 'age in years=A,B' or --bounds 'age in years=LO:HI'" in err
+
+
+def test_convergence_option_names_the_thresholds_and_is_recorded(tmp_path, capsys):
+    """--convergence lenient applies R-hat 1.05 / ESS 100 and metadata.json records it as looser than
+    the default; without it the release records the thresholds of Vehtari et al. (2021); an unknown
+    name is refused by the parser (issue 28)."""
+    rng = np.random.default_rng(3)
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"x": rng.normal(size=60), "z": rng.normal(size=60)}).to_csv(path, index=False)
+    args = ["synthesize", "--data", str(path), "--qi", "x", "--method", "rubin", "--m", "2", "--seed", "1", "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "a"), "--convergence", "lenient"]) == 0
+    rec = json.loads((tmp_path / "a" / "metadata.json").read_text())["diagnostics_check"]
+    assert (rec["rhat_max"], rec["ess_min"], rec["convergence"], rec["looser_than_default"]) == (1.05, 100.0, "lenient", True)
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    rec = json.loads((tmp_path / "b" / "metadata.json").read_text())["diagnostics_check"]
+    assert (rec["rhat_max"], rec["ess_min"], rec["convergence"], rec["looser_than_default"]) == (1.01, 400.0, "vehtari2021", False)
+    with pytest.raises(SystemExit):
+        main([*args, "--out", str(tmp_path / "c"), "--convergence", "loose"])
+    assert "invalid choice: 'loose'" in capsys.readouterr().err

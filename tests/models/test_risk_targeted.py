@@ -514,3 +514,76 @@ def test_nominal_draw_by_rejection_and_quadrature_fallback_is_exact():
     se = np.sqrt(got.var(axis=0) / n2 + ref.var(axis=0) / 40000)
     assert np.all(np.abs(got.mean(axis=0) - ref.mean(axis=0)) / se < 4), (got.mean(axis=0), ref.mean(axis=0))
     assert np.all(_nominal_level(got) == 2)
+
+
+def test_nominal_draw_quadrature_fallback_rows_on_their_own_are_exact(monkeypatch):
+    """The fallback of RiskTargetedSynthesizer._nominal_draw (level by quadrature, latents given it),
+    tested on its own: with no rejection round every row takes it (in the test above only ~13 % of
+    one group do, all forced to one level, so an error in the fallback's level choice or in its
+    latents would be diluted or invisible). Target: Pr(l, z) ∝ N(z; eta, Omega) 1{l(z) = l} e^{ev_l}.
+    Reference: that law by plain rejection in this test (z ~ N(eta, Omega), accepted with probability
+    e^{ev_l - max ev}: exact by construction, no quadrature). Two groups of 20,000 rows: A with mild
+    evidence over 4 levels; B with evidence only for levels 2 and 3 (copula probabilities 0.096 and
+    0.096 under eta_B, the case the fallback exists for).
+
+    Tolerances from Monte Carlo error: level counts by Pearson chi-square against the exact law
+    (mnp_log_likelihood), below the 0.999 quantile (16.27 on 3 df, 10.83 on 1 df); per level and
+    component, the mean and the mean square of the latents against the rejection reference
+    (>= 30,000 accepted draws per group) by a two-sample z, |z| < 4.5 (36 comparisons: family-wise
+    false alarm < 36 x 6.8e-6 = 2.5e-4). A fallback that took the most probable level instead of
+    drawing it gives chi-square in the thousands."""
+    import types
+
+    from synthmi.models import risk_targeted as rt
+    from synthmi.models.copula import mnp_log_likelihood, nominal_error_covariance, _nominal_level
+
+    monkeypatch.setattr(rt, "_NOMINAL_REJECTION_ROUNDS", 0)
+    n, d = 20000, 3
+    Omega = nominal_error_covariance(d)
+    P = np.linalg.inv(Omega)
+    groups = {
+        "A": (np.array([0.3, -0.2, 0.5]), np.log([0.2, 1.0, 0.5, 0.1])),
+        "B": (np.array([-0.4, -1.2, -1.2]), np.array([-40.0, -40.0, 0.0, np.log(0.5)])),
+    }
+    eta = np.vstack([np.tile(e, (n, 1)) for e, _ in groups.values()])
+    ev = np.vstack([np.tile(v - v.max(), (n, 1)) for _, v in groups.values()])
+    calls = []
+
+    def llp(b, e):
+        calls.append(e.shape[0])
+        return np.column_stack([mnp_log_likelihood(e, np.full(e.shape[0], lv, dtype=np.int64)) for lv in range(4)])
+
+    sampler = types.SimpleNamespace(level_log_probabilities=llp)
+    mg = types.SimpleNamespace(cols=[0, 1, 2], name="a")
+    z = np.zeros((2 * n, d))
+    syn = {}
+    RiskTargetedSynthesizer._nominal_draw(mg, 0, sampler, z, z - eta, eta.copy(), P, ev, syn, np.random.default_rng(7))
+    assert calls == [2 * n]  # every row took the fallback
+    lv = syn["a"]
+    assert np.all(_nominal_level(z) == lv)  # the latents lie in their level's region
+    ref_rng = np.random.default_rng(8)
+    chol = np.linalg.cholesky(Omega)
+    for k, (g, (e, v)) in enumerate(groups.items()):
+        rows = slice(k * n, (k + 1) * n)
+        logp = np.array([mnp_log_likelihood(e[None], np.array([j]))[0] for j in range(4)]) + v
+        p = np.exp(logp - logp.max())
+        p /= p.sum()
+        support = p > 1e-12
+        obs = np.bincount(lv[rows], minlength=4)
+        assert np.all(obs[~support] == 0), (g, obs)
+        chi2 = float(np.sum((obs[support] - n * p[support]) ** 2 / (n * p[support])))
+        assert chi2 < {3: 16.27, 1: 10.83}[int(support.sum()) - 1], (g, chi2, obs, n * p)
+        # the rejection reference
+        u = e + ref_rng.standard_normal((600_000, d)) @ chol.T
+        lu = _nominal_level(u)
+        keep = np.log(ref_rng.random(lu.size)) < (v - v.max())[lu]
+        u, lu = u[keep], lu[keep]
+        assert u.shape[0] > 30_000
+        got = z[rows]
+        for j in np.flatnonzero(support):
+            a, b = got[lv[rows] == j], u[lu == j]
+            for stat in (lambda x: x, lambda x: x ** 2):
+                sa, sb = stat(a), stat(b)
+                se = np.sqrt(sa.var(axis=0) / len(sa) + sb.var(axis=0) / len(sb))
+                zz = np.abs(sa.mean(axis=0) - sb.mean(axis=0)) / se
+                assert np.all(zz < 4.5), (g, j, zz)

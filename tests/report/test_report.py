@@ -226,3 +226,18 @@ def test_report_decision_sections(tmp_path):
     rows = {r["column"]: r for r in impossible_values(df, [bad], ["age", "sex"])}
     assert rows["age"]["outside observed range"] == 1 and rows["age"]["not whole"] == 1
     assert rows["sex"]["unknown category"] == 1 and rows["age"]["impossible"] == 2
+
+
+def test_report_flags_a_release_checked_with_looser_thresholds():
+    """A release that passed its convergence check with thresholds looser than Vehtari et al. (2021)
+    (``--convergence lenient``: R-hat 1.05, ESS 100) is flagged, naming the thresholds; one checked with
+    the defaults is not (issue 28)."""
+    from synthmi.diagnostics import LENIENT, threshold_record
+    from synthmi.report.html import _release_flags
+
+    loose = {"diagnostics_check": {"passed": True, **threshold_record(*LENIENT)}}
+    strict = {"diagnostics_check": {"passed": True, **threshold_record(1.01, 400.0)}}
+    out = _release_flags({"risk-dami": loose, "rubin": strict})
+    assert "LOOSER THRESHOLDS" in out and "<b>risk-dami</b>" in out and "1.05" in out and "(lenient)" in out
+    assert "<b>rubin</b>" not in out
+    assert _release_flags({"rubin": strict}) == ""
