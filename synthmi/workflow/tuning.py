@@ -782,7 +782,8 @@ def tune(
         row["risk_ratio"] = risk_ratio(row)
         trace.append(row)
         seen[key] = row
-        say(f"[{stage:>7}] {json.dumps(masks, sort_keys=True)[:100]:<100} overlap {row['mean_ci_overlap']:.3f} "
+        # the whole setting (a cut one made candidates that differ in the last QI's mask look alike)
+        say(f"[{stage:>7}] {json.dumps(masks, sort_keys=True):<100} overlap {row['mean_ci_overlap']:.3f} "
             + (f"battery {row['battery_ci_overlap']:.3f} worst S_pMSE {row['worst_one_way_s_pmse']:.3g}/"
                f"{row['worst_two_way_s_pmse']:.3g} " if bat is not None else "")
             + " ".join(f"{t.measure} {row[t.measure]:.4g}" for t in targets) + (" ok" if row["feasible"] else ""))

@@ -38,3 +38,22 @@ def test_tune_leaves_a_transformed_column_unmasked(tmp_path, capsys):
     tried = [json.loads(c["masks"]) for c in trace["trace"]]
     assert tried and all("hours" not in m for m in tried)
     assert any("sex" in m for m in tried)  # the other QI was searched
+
+
+def test_tune_progress_shows_every_mask(tmp_path, capsys):
+    # nu1's trial on fair_pt (4 masked QIs): the progress line cut the masks' JSON at 100 characters,
+    # so candidates that differed only in the last QI's mask printed as the same setting with
+    # different figures ('... "occupation": {"alpha": 1.0' four times, S_pMSE 71.2 / 71 / 52.5)
+    wage_frame(200, seed=6).to_csv(tmp_path / "w.csv", index=False)
+    rc = main(["tune", "--data", str(tmp_path / "w.csv"), "--qi", "age,hours,sex,edu", "--keep", "y",
+               "--analysis", "y ~ age + sex", "--family", "logit", "--tol", "age=1", "--tol", "hours=1",
+               "--target", "expected_matches<=1000", "--continuous-grid", "1:5", "--alpha-grid", "2",
+               "--m-search", "2", "--m", "2", "--replicates", "1", "--n-confirm", "1", "--jobs", "1",
+               "--max-table-s-pmse", "1000", "--out", str(tmp_path / "t.json")])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    lines = [ln.split("] ", 1)[1] for ln in err.splitlines() if ln.startswith("synthmi tune: [")]
+    assert lines
+    decoder = json.JSONDecoder()
+    shown = [decoder.raw_decode(ln)[0] for ln in lines]  # each line starts with the whole masks' JSON
+    assert max(len(m) for m in shown) == 4  # the last raise masks all four QIs, and the line says so
