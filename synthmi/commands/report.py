@@ -17,7 +17,7 @@ from ._common import (
     align_original,
     is_bundled,
     load_original,
-    parse_assignments,
+    parse_tolerances,
     progress_enabled,
     split_list,
     step_line,
@@ -93,15 +93,8 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help="omit the reference rows (original released as is; independent release)")
 
 
-def tolerance_from(args) -> dict[str, float] | None:
-    tol = parse_assignments(args.tol, "tol")
-    out = {}
-    for k, v in tol.items():
-        try:
-            out[k] = float(v)
-        except ValueError:
-            raise InputError(f"The '--tol' option takes COLUMN=NUMBER. Got {k}={v!r} instead.") from None
-    return out or None
+def tolerance_from(args) -> dict[str, float | str] | None:
+    return parse_tolerances(args.tol)
 
 
 def report_defaults(args, syn=None):
