@@ -177,6 +177,28 @@ def parse_assignments(items: list[str] | None, name: str) -> dict[str, str]:
     return out
 
 
+def parse_tolerances(items: list[str] | None) -> dict[str, float | str] | None:
+    """``--tol`` pairs as the risk measures take them: ``age=1`` -> ``1.0`` (absolute), ``income=5%`` ->
+    ``"5%"`` (relative to the target's value; :func:`synthmi.evaluation._matching.parse_tolerance`).
+    One parser for every verb, so ``--tol income=5%`` means the same to disclosure, report, tune and frontier."""
+    out: dict[str, float | str] = {}
+    for k, v in parse_assignments(items, "tol").items():
+        try:
+            out[k] = float(v)
+            continue
+        except ValueError:
+            pass
+        try:
+            ok = v.endswith("%") and float(v[:-1]) >= 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise InputError(f"The '--tol' option takes COLUMN=NUMBER or COLUMN=PERCENT% (e.g. age=2, income=5%). "
+                             f"Got {k}={v!r} instead.")
+        out[k] = v
+    return out or None
+
+
 def progress_enabled(args: argparse.Namespace) -> bool:
     return not getattr(args, "quiet", False)
 

@@ -76,6 +76,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+#: above this share of (target, copy) pairs without any matching released record, exact matching of a
+#: continuous QI is named as the likely cause (synthesized continuous values almost never equal the original's)
+_NO_MATCH_WARN = 0.95
+
+
+def _warn_exact_continuous(res) -> None:
+    """One warning line when almost no target matches any released record and some continuous QIs are
+    matched exactly (no ``--tol``): the identity risk is then near 0 by construction of the matching rule,
+    not because the release protects anyone. Names and a share only, never a value."""
+    import sys
+
+    tol = res.settings.get("tolerance") or {}
+    exact = [c for c in res.settings.get("continuous", [])
+             if str(tol.get(c, 0)).strip().rstrip("%") in ("0", "0.0")]
+    share = res.figures.get("no_match_share")
+    if exact and share is not None and share > _NO_MATCH_WARN:
+        names = ", ".join(f"'{c}'" for c in exact)
+        print(f"synthmi disclosure: warning: {share:.1%} of the targets match no released record: the continuous "
+              f"quasi-identifier{'s' if len(exact) > 1 else ''} {names} {'are' if len(exact) > 1 else 'is'} matched "
+              "exactly (no --tol), and values synthesized on a continuous scale almost never equal the original's, "
+              "so the identity risk is near 0 by construction. Give the closeness an intruder would use, e.g. "
+              f"--tol {exact[0]}=1 (or a share: --tol {exact[0]}=5%).", file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..evaluation.risk import reidentification_risk
 
@@ -110,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
     res = reidentification_risk(original, syn.copies, qi, tolerance=tol, threshold=args.threshold, by=by, spec=spec)
     step_line(args, "disclosure", f"matched {len(original)} targets against {syn.m} copies in "
               f"{time.perf_counter() - t0:.1f} s", summary=True)
+    _warn_exact_continuous(res)
 
     # base names only: the summary is shared, the local paths are not
     extra = {"synthetic": input_label(args.synthetic.rstrip("/\\")), "original": input_label(args.original)}

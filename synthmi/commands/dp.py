@@ -347,7 +347,11 @@ def _run_empirical_audit(args: argparse.Namespace) -> int:
         if args.delta not in (None, 0.0):
             raise InputError(f"The '--delta' option must be omitted (or 0) for the pure-DP release "
                              f"'{args.empirical}'. Got {args.delta} instead.")
-    elif args.delta is None or not 0.0 < args.delta < 1.0:
+    elif args.delta is None:
+        what = "DPSyn" if args.empirical == "dpsyn" else "the 'smooth' Beta posterior"
+        raise InputError(f"The '--delta' option is required by '--empirical {args.empirical}': {what} is an "
+                         "(epsilon, delta)-DP release, so the audit needs the delta claimed for it, e.g. --delta 1e-6.")
+    elif not 0.0 < args.delta < 1.0:
         raise InputError(f"The '--delta' option must be in the open interval (0, 1) for '{args.empirical}'. "
                          f"Got {args.delta} instead.")
     if args.runs < 4:

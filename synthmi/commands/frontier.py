@@ -18,7 +18,7 @@ from ._common import (
     check_formula,
     check_output_file,
     na_values_of,
-    parse_assignments,
+    parse_tolerances,
     progress_enabled,
     sep_of,
     spec_and_quasi_identifiers,
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         df, holdout = df.iloc[~held].reset_index(drop=True), df.iloc[held].reset_index(drop=True)
     kinds = {c: spec.kind(c) for c in qi}
     settings = default_settings(kinds, methods, cgrid, agrid, leaves)
-    tol = {k: float(v) for k, v in parse_assignments(args.tol, "tol").items()} or None
+    tol = parse_tolerances(args.tol)
     say = (lambda s: print(f"synthmi frontier: {s}", file=sys.stderr, flush=True)) if progress_enabled(args) else None
     fr = frontier(df, qi, keep, settings, analyses, m=args.m, replicates=args.replicates, seed=args.seed,
                   tolerance=tol, target=args.attribute_target, k0=args.k0, subgroup_tolerance=tol,

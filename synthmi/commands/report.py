@@ -17,7 +17,7 @@ from ._common import (
     align_original,
     is_bundled,
     load_original,
-    parse_assignments,
+    parse_tolerances,
     progress_enabled,
     split_list,
     step_line,
@@ -93,15 +93,8 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help="omit the reference rows (original released as is; independent release)")
 
 
-def tolerance_from(args) -> dict[str, float] | None:
-    tol = parse_assignments(args.tol, "tol")
-    out = {}
-    for k, v in tol.items():
-        try:
-            out[k] = float(v)
-        except ValueError:
-            raise InputError(f"The '--tol' option takes COLUMN=NUMBER. Got {k}={v!r} instead.") from None
-    return out or None
+def tolerance_from(args) -> dict[str, float | str] | None:
+    return parse_tolerances(args.tol)
 
 
 def report_defaults(args, syn=None):
@@ -132,7 +125,9 @@ def report_defaults(args, syn=None):
     return qi, formula, family or "probit", spec
 
 
-def _read_frontier(path: str | None):
+def _read_frontier(path: str | None, qi: list[str] | None = None):
+    """The ``--frontier`` CSV; refused when its settings were measured on other quasi-identifiers
+    (its ``unchanged_<QI>`` columns) than the releases': its points would come from another file."""
     if not path:
         return None
     from pathlib import Path
@@ -145,6 +140,14 @@ def _read_frontier(path: str | None):
     need = {"method", "mean_ci_overlap", "expected_matches", "true_match_rate"}
     if not need <= set(df.columns):
         raise InputError(f"The '--frontier' file must have the columns {sorted(need)}; it lacks {sorted(need - set(df.columns))}.")
+    cols = set(df.columns)
+    measured = {c[len("unchanged_"):] for c in cols
+                if c.startswith("unchanged_") and not (c.endswith("_se") and c[:-3] in cols)}
+    if qi is not None and measured and measured != set(qi):
+        raise InputError(f"The '--frontier' file was measured with the quasi-identifiers {sorted(measured)}, these "
+                         f"releases have {sorted(qi)}: its points come from another file or another choice of "
+                         "quasi-identifiers, and the map would compare unlike things. Give the frontier of these "
+                         "data ('synthmi frontier --data FILE ...').")
     return df
 
 
@@ -201,7 +204,7 @@ def run(args) -> int:
         pmse_method=args.pmse_method, original_label=input_label(args.original), input_hashes=hashes,
         seeds={k: s.seed for k, s in releases.items() if s.seed is not None}, progress=progress_enabled(args),
         original_is_public=is_bundled(args.original), target=args.target,
-        references=not args.no_references, frontier=_read_frontier(args.frontier), holdout=holdout,
+        references=not args.no_references, frontier=_read_frontier(args.frontier, qi), holdout=holdout,
     )
     step_line(args, "report", f"evaluated {len(releases)} release{'s' if len(releases) > 1 else ''} (utility, "
               f"analysis, risk) in {time.perf_counter() - t0:.1f} s", summary=True)

@@ -12,7 +12,7 @@ from ._common import (
     check_formula,
     check_output_file,
     na_values_of,
-    parse_assignments,
+    parse_tolerances,
     progress_enabled,
     sep_of,
     spec_and_quasi_identifiers,
@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     released = (spec.quasi_identifiers + spec.keep) if spec is not None else qi + keep
     for formula, _ in analyses:
         check_formula(formula, released, "--analysis" if args.analysis else "--spec", "the release (--qi and --keep)")
-    tol = {k: float(v) for k, v in parse_assignments(args.tol, "tol").items()} or None
+    tol = parse_tolerances(args.tol)
     say = (lambda s: print(f"synthmi tune: {s}", file=sys.stderr, flush=True)) if progress_enabled(args) else None
     try:
         res = tune(df, None if spec is not None else qi, keep, analyses, targets, m_search=args.m_search, m=args.m,

@@ -153,13 +153,17 @@ class Battery:
 
     ``analyses``: ``(formula, family)`` pairs, the ``n_declared`` declared ones
     first; ``variables``: the columns of the one- and two-way tables and of the
-    overall S_pMSE; ``n_bins``: groups of a continuous column in a table.
+    overall S_pMSE; ``n_bins``: groups of a continuous column in a table;
+    ``spec``: the spec it was built from, whose kinds the tables follow (a
+    category coded as floats is tabulated by its levels, as ``synthmi utility``
+    does, not cut into quantile bins that can collapse into one).
     """
 
     analyses: tuple[tuple[str, str], ...]
     n_declared: int
     variables: tuple[str, ...]
     n_bins: int = 5
+    spec: Any = field(default=None, compare=False, repr=False)
 
     @property
     def declared(self) -> list[tuple[str, str]]:
@@ -205,7 +209,7 @@ def default_battery(spec: Any, analyses: Iterable[Any] = (), n_bins: int = 5) ->
     generic = [g for g in generic_analyses(kinds, spec.quasi_identifiers, spec.keep, spec.weights)
                if g not in declared]
     variables = tuple(c for c in spec.released if c not in spec.weights)
-    return Battery(tuple(declared + generic), len(declared), variables, int(n_bins))
+    return Battery(tuple(declared + generic), len(declared), variables, int(n_bins), spec)
 
 
 def _analysis_overlap(formula: str, family: str, original: pd.DataFrame, copies: Any, rule: str) -> float:
@@ -243,7 +247,8 @@ def measure_battery(original: pd.DataFrame, copies: Any, battery: Battery, rule:
     }
     variables = [v for v in battery.variables if v in original.columns]
     same = set(unchanged_columns(original, copies, variables))
-    tab = utility_tables(original, copies, variables=variables, ways=(1, 2), n_bins=battery.n_bins).to_frame()
+    tab = utility_tables(original, copies, variables=variables, ways=(1, 2), n_bins=battery.n_bins,
+                         spec=battery.spec).to_frame()
     tab = tab[[not set(v.split(":")) <= same for v in tab["variables"]]]
     for w, name in ((1, "worst_one_way_s_pmse"), (2, "worst_two_way_s_pmse")):
         s = tab.loc[tab["way"] == w, "s_pmse"].to_numpy(dtype=float)
@@ -253,7 +258,7 @@ def measure_battery(original: pd.DataFrame, copies: Any, battery: Battery, rule:
                          "measure": "s_pmse", "value": float(r["s_pmse"])})
     if pmse_copies > 0 and variables:
         out["overall_s_pmse"] = float(pmse(original, copies[:pmse_copies], method="logit",
-                                           variables=variables).mean_s_pmse)
+                                           variables=variables, spec=battery.spec).mean_s_pmse)
     else:
         out["overall_s_pmse"] = float("nan")
     crit.append({"criterion": "overall", "name": "logit S_pMSE", "measure": "s_pmse", "value": out["overall_s_pmse"]})

@@ -690,6 +690,20 @@ def tune(
     bat = _battery_of(battery, base.spec_, df, qi, keep, analyses)
     objective = "battery_ci_overlap" if bat is not None else "mean_ci_overlap"
     kinds = {c: ("continuous" if base.schema_[c].kind == "continuous" else "categorical") for c in qi}
+    # DA-MI refuses a normal mask on a transformed column (the mask acts on the raw scale, the regression
+    # on the transformed one) and any mask on a column with missing values or point masses: such a QI
+    # stays unmasked instead of ending the search at its first raise
+    transforms = base._transforms()
+    unmaskable = {c: ("its transform cannot carry a normal mask"
+                      if kinds[c] == "continuous" and transforms.get(c) is not None
+                      else "it has missing values or point masses")
+                  for c in qi
+                  if (kinds[c] == "continuous" and transforms.get(c) is not None)
+                  or c in getattr(base, "parts_", {}) or c in getattr(base, "na_level_columns_", [])}
+    if unmaskable:
+        warnings.warn("tune leaves " + "; ".join(f"'{c}' unmasked: {why}" for c, why in unmaskable.items())
+                      + " (DA-MI cannot combine them with a mask); the other quasi-identifiers are searched.",
+                      UserWarning, stacklevel=2)
     # one posterior pool for every candidate: confirming copies of replicate r take entries
     # r*m ... r*m + m - 1 (seed + r); the search copies take the m_search entries after them
     # (seed + replicates). The two sets of copies are disjoint, so the confirmed risk and
@@ -719,7 +733,7 @@ def tune(
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
               rule="partial", battery=bat, max_table_s_pmse=max_table_s_pmse)
-    coords = _coordinates(kinds, continuous_grid, alpha_grid)
+    coords = _coordinates({c: k for c, k in kinds.items() if c not in unmaskable}, continuous_grid, alpha_grid)
     trace: list[dict[str, Any]] = []
     seen: dict[Any, dict[str, Any]] = {}
 
@@ -774,7 +788,8 @@ def tune(
         row["risk_ratio"] = risk_ratio(row)
         trace.append(row)
         seen[key] = row
-        say(f"[{stage:>7}] {json.dumps(masks, sort_keys=True)[:100]:<100} overlap {row['mean_ci_overlap']:.3f} "
+        # the whole setting (a cut one made candidates that differ in the last QI's mask look alike)
+        say(f"[{stage:>7}] {json.dumps(masks, sort_keys=True):<100} overlap {row['mean_ci_overlap']:.3f} "
             + (f"battery {row['battery_ci_overlap']:.3f} worst S_pMSE {row['worst_one_way_s_pmse']:.3g}/"
                f"{row['worst_two_way_s_pmse']:.3g} " if bat is not None else "")
             + " ".join(f"{t.measure} {row[t.measure]:.4g}" for t in targets) + (" ok" if row["feasible"] else ""))
