@@ -57,9 +57,11 @@ Measures (each with a 95% CI; MC error over the M copies where M > 1)
   report's own row-aligned independent reference
   (``synthmi.workflow.evaluate.independent_release``: each QI of the training records
   permuted on its own, M copies). CI: mean +- 1.96 sd/sqrt(M) over copies.
-* DCR vs holdout (``distance_to_closest_record`` against control): share of sampled
-  released records closer to train than the control's 5% quantile (baseline 0.05); Wilson
-  95% CI over the sampled records.
+* DCR vs holdout (``distance_to_closest_record`` against control, 2,000 sampled records):
+  share of released records closer to train than the control's 5% quantile (baseline
+  0.05), and share at distance 0 (exact copies; baseline: the control's own share with an
+  exact twin in train -- on Adult's coarse columns more than 5% of the control have one,
+  the quantile is 0 and the first share is 0 for every release); Wilson 95% CIs.
 * attribute disclosure (``attribute_disclosure``, target income / diabetes): DiSCO;
   CI: mean +- 1.96 sd/sqrt(M).
 * singling out (univariate, multivariate n_cols = 3), linkability (aux: every non-secret
@@ -73,6 +75,7 @@ Measures (each with a 95% CI; MC error over the M copies where M > 1)
 Run::
 
     nice -n 10 python benchmarks/disclosure_attacks.py [--data adult,nhanes] [--m 5]
+    python benchmarks/disclosure_attacks.py --replot     # the figure again from the CSV
 
 writes ``benchmarks/results/disclosure_attacks.csv`` (one row per data set x release x
 measure), ``.json`` (the same, timings, settings, notes) and
@@ -81,6 +84,7 @@ measure), ``.json`` (the same, timings, settings, notes) and
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -121,6 +125,8 @@ MEASURES = {
     "identity_expected_match_share": ("identity: expected matches / n", None, None),
     "identity_true_match_rate": ("identity: true match rate", None, None),
     "dcr_share_below_holdout_q05": ("DCR: share closer than holdout 5%", 0.05, 1.0),
+    # baseline per row: the holdout's own share of records with an exact twin in the training records
+    "dcr_share_exact": ("DCR: share of exact copies (DCR = 0)", None, 1.0),
     "attribute_disco": ("attribute: DiSCO", None, None),
     "singling_out_univariate": ("singling out (univariate)", 0.0, 1.0),
     "singling_out_multivariate": ("singling out (multivariate)", 0.0, 1.0),
@@ -265,8 +271,9 @@ def measure_release(name: str, train: pd.DataFrame, control: pd.DataFrame, copie
     qi, secret = cfg["qi"], SECRET[name]
     out: dict[str, dict] = {}
 
-    def put(key, value, lo=np.nan, hi=np.nan, se=np.nan, secs=np.nan, note=""):
-        out[key] = {"value": value, "ci_low": lo, "ci_high": hi, "mc_error": se, "seconds": secs, "note": note}
+    def put(key, value, lo=np.nan, hi=np.nan, se=np.nan, secs=np.nan, note="", baseline=None):
+        out[key] = {"value": value, "ci_low": lo, "ci_high": hi, "mc_error": se, "seconds": secs, "note": note,
+                    "baseline": MEASURES[key][1] if baseline is None else baseline}
 
     ident = identity_copies if identity_copies is not None else (copies if row_aligned else None)
     t0 = time.perf_counter()
@@ -286,8 +293,17 @@ def measure_release(name: str, train: pd.DataFrame, control: pd.DataFrame, copie
     n_s = int(d["n_synthetic_sampled"])
     k_s = int(round(d["share_below_holdout_q05"] * n_s))
     lo, hi = _wilson(k_s, n_s)
-    put("dcr_share_below_holdout_q05", d["share_below_holdout_q05"], lo, hi, secs=time.perf_counter() - t0,
-        note=f"median DCR release {d['median_dcr_synthetic']:.4f} vs holdout {d['median_dcr_baseline']:.4f}")
+    secs = time.perf_counter() - t0
+    put("dcr_share_below_holdout_q05", d["share_below_holdout_q05"], lo, hi, secs=secs,
+        note=f"median DCR release {d['median_dcr_synthetic']:.4f} vs holdout {d['median_dcr_baseline']:.4f}; "
+             "0 for every release when more than 5% of the holdout have an exact twin in train (q05 = 0)")
+    # the share at distance 0 still separates a copy of the data from the population when q05 = 0 (Adult's
+    # coarse columns: many records have exact twins)
+    k_e = int(round(d["share_exact_synthetic"] * n_s))
+    lo, hi = _wilson(k_e, n_s)
+    put("dcr_share_exact", d["share_exact_synthetic"], lo, hi, secs=secs, baseline=d["share_exact_baseline"],
+        note=f"baseline: the holdout's share with an exact twin in train, {d['share_exact_baseline']:.4f} "
+             f"of {d['n_baseline_sampled']}")
 
     t0 = time.perf_counter()
     ad = attribute_disclosure(train, copies, qi, secret, tolerance=cfg["tolerance"])
@@ -357,6 +373,9 @@ def figure(table: pd.DataFrame, path: Path) -> None:
             hi = np.where(np.isfinite(sub["ci_high"]), sub["ci_high"] - v, 0)
             ax.errorbar(v, y, xerr=[np.maximum(lo, 0), np.maximum(hi, 0)], fmt="o", ms=4, capsize=2,
                         color=colors.get(dname), label=dname)
+            if base is None and sub["baseline"].notna().any():
+                # a baseline set by the data, per row
+                ax.plot(sub["baseline"].to_numpy(float), y, "|", ms=9, mew=1.5, color=colors.get(dname), alpha=0.6)
         if base is not None:
             ax.axvline(base, color="grey", ls=":", lw=1)
         if top is not None:
@@ -370,12 +389,70 @@ def figure(table: pd.DataFrame, path: Path) -> None:
     for ax in axes.ravel()[len(keys):]:
         ax.axis("off")
     axes.ravel()[0].legend(fontsize=8, loc="lower right")
-    fig.suptitle("Issue 26: every risk measure with its 95% CI (dotted: baseline of a release independent of the "
-                 "training records; dashed: maximum; empty: not defined for the release)", fontsize=10)
+    fig.suptitle("Issue 26: every risk measure with its 95% CI (dotted line or bar: baseline of a release "
+                 "independent of the training records; dashed: maximum; empty: not defined for the release)",
+                 fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     print(f"wrote {path}")
+
+
+def make_notes(table: pd.DataFrame) -> list[str]:
+    """What a reader of the table must know, with the figures read off the table itself."""
+    def val(data, release, measure, what="value"):
+        r = table[(table["data"] == data) & (table["release"] == release) & (table["measure"] == measure)]
+        return float(r[what].iloc[0]) if len(r) else np.nan
+
+    orig = "reference: original released as is"
+    data = list(dict.fromkeys(table["data"]))
+    dom = "; ".join(f"{d} {val(d, orig, 'membership_domias_auc'):.3f} "
+                    f"[{val(d, orig, 'membership_domias_auc', 'ci_low'):.3f}, "
+                    f"{val(d, orig, 'membership_domias_auc', 'ci_high'):.3f}] (distance attack "
+                    f"{val(d, orig, 'membership_distance_auc'):.3f})" for d in data)
+    rd = table[(table["release"] == "risk-DA-MI")].drop_duplicates("data")
+    notes = [
+        "Parts: train / control / independent of equal size (seed 2026); Adult a 15,000-record random subsample "
+        "(3 x 5,000) for every method, NHANES all 4,233 complete cases (3 x 1,411).",
+        "References have M = 1 (they are data, not draws): no MC error; their CIs are the measures' own.",
+        "Identity risk: DPSyn is fully synthetic (no row alignment) and has none; the independent release's "
+        "identity cells are on the QI-permuted training rows (the report's row-aligned independent reference).",
+        "DOMIAS GAP. On the original released as is DOMIAS's AUC (95% CI) is " + dom + ": far from the maximum 1. "
+        "Its Scott-rule kernel density (bandwidth n^(-1/(d+4)), 0.68 (NHANES) and 0.75 (Adult) standardised "
+        "units here: n 1,411 / 5,000 rows, d 15 / 26 encoded columns) is too smooth to see "
+        "a copy of single records; its TPR at FPR 0.01 stays near 0.01-0.03. Known (membership_inference's "
+        "docstring: 0.70 with bandwidth 0.1 on Adult); the bandwidth is being worked on (helper h26w1). The test "
+        "asserts only what holds: DOMIAS detects the original (CI above 0.5), not that it is near 1.",
+        "risk-DA-MI: copula n_iter 200 with accept_diagnostics=True, an explicit loosening (the default 1,000 "
+        "iterations do not fit the time budget; copies of an unconverged sampler are refused otherwise): "
+        + "; ".join(f"{r.data}: {r.release_note}" for r in rd.itertuples()),
+    ]
+    if "adult" in data:
+        twins = val("adult", orig, "dcr_share_exact", "baseline")
+        notes.append(
+            "Adult's frame (frontier.py's 10 coarse columns: age, sex, race (2), education (3), income, marital "
+            "status, relationship, hours, capital gain / loss) bounds several attacks below 1 even for the original "
+            f"released as is, which IS the attainable maximum on these data: {twins:.1%} of the control records "
+            "have an exact twin among the training records (DCR 0), so the distance attack's AUC on the original is "
+            f"{val('adult', orig, 'membership_distance_auc'):.3f} and its TPR at FPR 0.01 "
+            f"{val('adult', orig, 'membership_distance_tpr_at_fpr_0.01'):.3f}; linkability "
+            f"{val('adult', orig, 'linkability'):.3f} (no split of these columns identifies records); inference of "
+            f"income {val('adult', orig, 'inference'):.3f}; univariate singling out "
+            f"{val('adult', orig, 'singling_out_univariate'):.3f} (few single-record values; rates are out of 500 "
+            "predicates). The DCR share below the holdout's 5% quantile is 0 for every Adult release (the "
+            "quantile is 0); the share of exact copies separates them. On a 1,500-record sample of Adult's 15 "
+            "columns the original reaches >= 0.92 on every measure but DOMIAS "
+            "(tests/evaluation/test_attack_references.py).")
+    if "nhanes" in data:
+        notes.append(
+            "NHANES: univariate singling out of the original is "
+            f"{val('nhanes', orig, 'singling_out_univariate'):.3f}, its ceiling: fewer than 500 univariate "
+            "predicates single out the release (rates are out of 500), and the partially synthetic releases keep "
+            "the same non-QI columns, hence the same value.")
+    notes.append("Percentile bootstrap intervals of the TPR at FPR 0.01 can be degenerate (e.g. [0, 0]) when the "
+                 "few top non-member scores exceed every member's; the test judges the independent release's "
+                 "TPR by its null sd instead.")
+    return notes
 
 
 def main() -> None:
@@ -385,7 +462,25 @@ def main() -> None:
     ap.add_argument("--risk-n-iter", type=int, default=200)
     ap.add_argument("--methods", default="cart,dami,risk-dami,dpsyn")
     ap.add_argument("--adult-rows-per-part", type=int, default=ROWS_PER_PART["adult"])
+    ap.add_argument("--replot", action="store_true",
+                    help="redraw the figure from the committed CSV (baselines / maxima from MEASURES); no run")
     a = ap.parse_args()
+    if a.replot:
+        table = pd.read_csv(RESULTS / "disclosure_attacks.csv")
+        fixed = table["measure"].map(lambda k: MEASURES[k][1])
+        table["baseline"] = fixed.where(fixed.notna(), table["baseline"])
+        table["maximum"] = table["measure"].map(lambda k: MEASURES[k][2])
+        table.to_csv(RESULTS / "disclosure_attacks.csv", index=False, float_format="%.6g")
+        figure(table, RESULTS / "figures" / "disclosure_attacks.png")
+        # the notes are read off the table: refresh them, keep the run's environment and timings
+        path = RESULTS / "disclosure_attacks.json"
+        payload = json.loads(path.read_text())
+        payload["notes"] = make_notes(table)
+        payload["rows"] = json.loads(table.to_json(orient="records"))
+        payload["measures"] = {k: {"label": v[0], "baseline": v[1], "maximum": v[2]} for k, v in MEASURES.items()}
+        path.write_text(json.dumps(payload, indent=2, sort_keys=True))
+        print(f"wrote {path}")
+        return
     from synthmi.workflow.evaluate import independent_release
 
     t_all = time.perf_counter()
@@ -413,7 +508,7 @@ def main() -> None:
             print(f"  {label:<36} M={len(copies)} synth {secs:6.1f} s, measures {t_meas:6.1f} s", flush=True)
             for key, r in res.items():
                 rows.append({"data": name, "release": label, "M": len(copies), "measure": key,
-                             "label": MEASURES[key][0], **r, "baseline": MEASURES[key][1],
+                             "label": MEASURES[key][0], **r,
                              "maximum": MEASURES[key][2], "release_note": note,
                              "n_train": len(train), "n_control": len(control)})
                 print(f"    {MEASURES[key][0]:<38} {r['value']:.4f} [{r['ci_low']:.4f}, {r['ci_high']:.4f}] "
@@ -423,20 +518,7 @@ def main() -> None:
     table.to_csv(RESULTS / "disclosure_attacks.csv", index=False, float_format="%.6g")
     print(f"wrote {RESULTS / 'disclosure_attacks.csv'}")
     figure(table, RESULTS / "figures" / "disclosure_attacks.png")
-    orig = table[table["release"] == "reference: original released as is"]
-    dom = orig[orig["measure"] == "membership_domias_auc"][["data", "value", "ci_low", "ci_high"]]
-    notes = [
-        "Parts: train / control / independent of equal size (seed 2026); Adult a 15,000-record random subsample "
-        "(3 x 5,000) for every method, NHANES all 4,233 complete cases (3 x 1,411).",
-        "References have M = 1 (they are data, not draws): no MC error; their CIs are the measures' own.",
-        "Identity risk: DPSyn is fully synthetic (no row alignment) and has none; the independent release's "
-        "identity cells are on the QI-permuted training rows (the report's row-aligned independent reference).",
-        "DOMIAS on the original released as is (AUC, 95% CI): "
-        + "; ".join(f"{r.data} {r.value:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]" for r in dom.itertuples())
-        + ": far from the maximum 1 where the distance attack reaches ~1 -- DOMIAS's Scott-rule kernel density "
-          "is too smooth to see a copy of single records (known gap; its bandwidth is being worked on, h26w1).",
-        "risk-DA-MI: copula at n_iter given below with accept_diagnostics=True (see its release note).",
-    ]
+    notes = make_notes(table)
     write_json("disclosure_attacks", {
         "design": __doc__, "seed": SEED, "m": a.m, "risk_n_iter": a.risk_n_iter, "n_attacks": N_ATTACKS,
         "membership_sample": MEMBERSHIP_SAMPLE, "adult_rows_per_part": a.adult_rows_per_part,
