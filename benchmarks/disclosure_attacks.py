@@ -412,8 +412,9 @@ def make_notes(table: pd.DataFrame) -> list[str]:
                     f"{val(d, orig, 'membership_distance_auc'):.3f})" for d in data)
     rd = table[(table["release"] == "risk-DA-MI")].drop_duplicates("data")
     notes = [
-        "Parts: train / control / independent of equal size (seed 2026); Adult a 15,000-record random subsample "
-        "(3 x 5,000) for every method, NHANES all 4,233 complete cases (3 x 1,411).",
+        "Parts: train / control / independent of equal size (seed 2026), the same for every method: "
+        + "; ".join(f"{d} 3 x {int(table.loc[table['data'] == d, 'n_train'].iloc[0]):,}" for d in data)
+        + " (Adult's 48,842 records or NHANES's 4,233 complete cases, or a seeded random subsample of them).",
         "References have M = 1 (they are data, not draws): no MC error; their CIs are the measures' own.",
         "Identity risk: DPSyn is fully synthetic (no row alignment) and has none; the independent release's "
         "identity cells are on the QI-permuted training rows (the report's row-aligned independent reference).",
@@ -461,7 +462,8 @@ def main() -> None:
     ap.add_argument("--m", type=int, default=5)
     ap.add_argument("--risk-n-iter", type=int, default=200)
     ap.add_argument("--methods", default="cart,dami,risk-dami,dpsyn")
-    ap.add_argument("--adult-rows-per-part", type=int, default=ROWS_PER_PART["adult"])
+    ap.add_argument("--adult-rows-per-part", type=int, default=ROWS_PER_PART["adult"],
+                    help="records per part on Adult; 0: all (a third of the 48,842 each)")
     ap.add_argument("--replot", action="store_true",
                     help="redraw the figure from the committed CSV (baselines / maxima from MEASURES); no run")
     a = ap.parse_args()
@@ -488,7 +490,7 @@ def main() -> None:
     rows: list[dict] = []
     release_info: dict = {}
     for name in a.data.split(","):
-        per_part = a.adult_rows_per_part if name == "adult" else ROWS_PER_PART[name]
+        per_part = (a.adult_rows_per_part or None) if name == "adult" else ROWS_PER_PART[name]
         train, control, indep = load_parts(name, per_part)
         qi = DATA[name]["qi"]
         print(f"{name}: train {len(train)}, control {len(control)}, independent {len(indep)}", flush=True)
