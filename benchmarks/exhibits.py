@@ -29,7 +29,7 @@ Exhibits (the slides' names):
     The risk-utility frontier (benchmarks/frontier.py): utility against
     expected matches and true-match rate for every method and setting, with
     Monte Carlo error bars, and each method's best utility at CART's risk.
-``nhanes``, ``dp_bayes``, ``dpsyn``
+``nhanes``, ``dp_bayes``, ``dpsyn``, ``disclosure_attacks``
     Read from the benchmark outputs under ``benchmarks/results/`` (those
     jobs are long; the figures never re-run them), when present.
 """
@@ -576,6 +576,25 @@ def _read_frontier(src: Path, out: Path) -> dict[str, Any]:
     return {"csv": [f"{name}.csv", f"{name}_at_cart_risk.csv"], "png": [f"{name}.png"], "markdown": "\n".join(md)}
 
 
+def _read_disclosure_attacks(src: Path, out: Path) -> dict[str, Any]:
+    """Issue 26's risk table (benchmarks/disclosure_attacks.py): every risk measure with its 95% CI."""
+    from disclosure_attacks import figure
+
+    t = pd.read_csv(src)
+    figure(t, out / "disclosure_attacks.png")
+    keep = ["data", "release", "M", "measure", "value", "ci_low", "ci_high", "mc_error", "baseline", "maximum"]
+    _write_csv(t[keep], out / "disclosure_attacks.csv")
+    cell = t.assign(v=[("" if np.isnan(v) else f"{v:.3f}" + ("" if np.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"))
+                       for v, lo, hi in zip(t["value"], t["ci_low"], t["ci_high"])])
+    md = []
+    for data, g in cell.groupby("data", sort=False):
+        wide = g.pivot_table(index="label", columns="release", values="v", aggfunc="first", sort=False)
+        md += [f"**{data}**", "", _md_table(wide[list(dict.fromkeys(g["release"]))].reset_index()), ""]
+    return {"csv": ["disclosure_attacks.csv"], "png": ["disclosure_attacks.png"],
+            "markdown": "Value [95% CI] of every risk measure; empty: not defined for the release (identity "
+                        "risk of a fully synthetic release).\n\n" + "\n".join(md)}
+
+
 RESULT_READERS: dict[str, dict[str, Any]] = {
     "frontier_adult": {"files": ["frontier_adult.csv"], "read": _read_frontier},
     "frontier_nhanes": {"files": ["frontier_nhanes.csv"], "read": _read_frontier},
@@ -583,6 +602,7 @@ RESULT_READERS: dict[str, dict[str, Any]] = {
     "nhanes": {"files": ["copula_table.csv", "nhanes_table.csv", "copula.csv"], "read": _read_nhanes},
     "dp_bayes": {"files": ["dp_bayes.csv", "dp_bayes_accuracy.csv", "dp_bayes.json"], "read": _read_dp_bayes},
     "dpsyn": {"files": ["dpsyn.csv", "dpsyn_benchmark.csv", "dpsyn.json"], "read": _read_dpsyn},
+    "disclosure_attacks": {"files": ["disclosure_attacks.csv"], "read": _read_disclosure_attacks},
 }
 
 EXHIBITS: dict[str, Callable[[FiguresConfig, Path, bool], dict[str, Any]]] = {
@@ -690,6 +710,7 @@ TITLES = {
     "frontier_adult": "Risk-utility frontier: Adult (DA-MI, risk-targeted DA-MI, CART, norm+logit)",
     "frontier_nhanes": "Risk-utility frontier: NHANES (DA-MI, risk-targeted DA-MI, CART, norm+logit)",
     "frontier_adult_full": "Risk-utility frontier: all 48,842 Adult records (DA-MI joint predictive, CART, norm+logit)",
+    "disclosure_attacks": "Every risk measure with its CI: Adult and NHANES, six releases and two references (issue 26)",
     "screenshot": "The disclosure review report (first screen)",
 }
 
