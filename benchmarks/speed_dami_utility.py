@@ -1,0 +1,218 @@
+"""Issue 29 item 6: DA-MI (joint draw) and the default ``synthmi utility`` against CART, timed in one run.
+
+Two jobs, each in a fresh process (so peak RSS is the job's own), run ``--repeats`` times (median):
+
+* ``adult``: the bundled Adult (48,842 rows), quasi-identifiers age, sex, race, education (recoded as in
+  ``benchmarks/frontier.py``), kept income, marital_status, relationship, hours_per_week, capital_gain,
+  capital_loss; DA-MI with age masked (K = 1, sigma_e = 10) and race alpha = 3 (the joint draw), fit + 5
+  copies, side by side with CART (default leaves) fit + 5 copies. Target: DA-MI within 3x CART.
+* ``wide``: a stand-in for the filer's 64,600-row x 20-column election survey (not public), built by
+  :func:`wide_file` from the bundled Adult by a documented, seeded construction: 64,600 rows resampled
+  with replacement (seed 29), the 15 Adult columns (``split`` dropped; Adult's own missing values in
+  workclass / occupation / native_country kept) plus five constructed columns: ``state`` (51 levels,
+  drawn from a Dirichlet(1)-perturbed distribution per race, so geography depends on a QI), ``vote``
+  (3-level nominal, logit in age / education_num / state effect, 4% missing), ``party_id`` (7 ordered
+  levels from a latent normal in age and vote), ``children`` (Poisson count in age), ``years_here``
+  (lognormal in age, 6% missing); ``hours_per_week`` gets 3% missing. Quasi-identifiers age, sex,
+  race (5 levels, nominal), marital_status (7 levels, nominal); DA-MI masks age (K = 1, sigma_e = 10)
+  and race (alpha = 3); every other column (``state`` included) kept. Timed: DA-MI fit + 5 copies, then
+  the default ``synthmi utility`` on those copies (``pmse(method="logit")`` on all 20 columns plus the
+  one-way tables, exactly what :mod:`synthmi.commands.utility` runs). Target: each within 120 s.
+
+CPU seconds are the figure to quote (the 2 cores are shared); wall seconds and load averages are recorded.
+
+    python benchmarks/speed_dami_utility.py --tag after            # both jobs, 3 repeats of adult
+    python benchmarks/speed_dami_utility.py --jobs wide --rows 8000 --tag before_8k
+Writes ``benchmarks/results/speed_dami_utility[_TAG].json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _bench  # noqa: E402
+
+ADULT_QI = ["age", "sex", "race", "education"]
+ADULT_KEEP = ["income", "marital_status", "relationship", "hours_per_week", "capital_gain", "capital_loss"]
+ADULT_MASKS = {"age": {"K": 1, "sigma_e": 10.0}, "race": {"alpha": 3.0}}
+WIDE_QI = ["age", "sex", "race", "marital_status"]
+WIDE_MASKS = {"age": {"K": 1, "sigma_e": 10.0}, "race": {"alpha": 3.0}}
+M = 5
+SEED = 2026
+
+
+def wide_file(n: int = 64_600, seed: int = 29) -> pd.DataFrame:
+    """The 20-column stand-in for the filer's survey file (module docstring), seeded."""
+    from synthmi.data import load_adult
+
+    rng = np.random.default_rng(seed)
+    adult = load_adult().drop(columns="split")
+    df = adult.iloc[rng.integers(0, len(adult), n)].reset_index(drop=True)
+    races = list(df["race"].cat.categories)
+    base = rng.dirichlet(np.full(51, 2.0))
+    # P(state | race): a common profile tilted per race, so geography carries information on a QI
+    probs = {r: rng.dirichlet(base * 51) for r in races}
+    codes = np.empty(n, dtype=np.int64)
+    for r in races:
+        idx = np.flatnonzero((df["race"] == r).to_numpy())
+        codes[idx] = rng.choice(51, size=len(idx), p=probs[r])
+    states = [f"S{k:02d}" for k in range(51)]
+    df["state"] = pd.Categorical.from_codes(codes, categories=states)
+    age = df["age"].to_numpy(float)
+    edu = df["education_num"].to_numpy(float)
+    st_eff = rng.normal(0, 0.5, size=(51, 2))[codes]
+    eta = np.column_stack([np.zeros(n), -1 + 0.02 * (age - 40) + 0.15 * (edu - 10) + st_eff[:, 0],
+                           -0.5 - 0.01 * (age - 40) + st_eff[:, 1]])
+    p = np.exp(eta - eta.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    vote = (p.cumsum(1) < rng.random((n, 1))).sum(1)
+    vote_f = pd.Categorical.from_codes(vote, categories=["abstain", "A", "B"])
+    latent = 0.03 * (age - 40) + np.where(vote == 1, -1.0, np.where(vote == 2, 1.0, 0.0)) + rng.normal(0, 1, n)
+    df["party_id"] = pd.Categorical.from_codes(np.digitize(latent, [-1.5, -0.9, -0.3, 0.3, 0.9, 1.5]),
+                                               categories=[f"p{k}" for k in range(1, 8)], ordered=True)
+    df["vote"] = vote_f
+    df["children"] = rng.poisson(np.clip(0.05 * (age - 18), 0.05, 2.5)).astype(float)
+    df["years_here"] = np.round(np.exp(rng.normal(np.log(np.clip(age - 15, 1, None)) - 0.7, 0.6)), 1)
+    for col, share in (("vote", 0.04), ("years_here", 0.06), ("hours_per_week", 0.03)):
+        df.loc[rng.random(n) < share, col] = np.nan
+    assert df.shape == (n, 20), df.shape
+    return df
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _timed(fn):
+    t0, c0 = time.perf_counter(), _cpu()
+    out = fn()
+    return out, {"wall_s": time.perf_counter() - t0, "cpu_s": _cpu() - c0}
+
+
+def job_adult() -> dict:
+    from synthmi.data import load_adult
+    from synthmi.workflow.tuning import make_synthesizer
+
+    df = load_adult(recode=True)[ADULT_QI + ADULT_KEEP]
+    out = {"rows": len(df)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+
+        def cart():
+            return make_synthesizer("cart", {}).fit(df, quasi_identifiers=ADULT_QI, keep=ADULT_KEEP).sample(
+                M, random_state=SEED)
+
+        def dami():
+            s = make_synthesizer("dami", {"masks": ADULT_MASKS, "random_state": SEED}).fit(
+                df, quasi_identifiers=ADULT_QI, keep=ADULT_KEEP)
+            syn = s.sample(M, random_state=SEED)
+            return syn, s.predictive_info_
+
+        _, out["cart"] = _timed(cart)
+        (_, info), out["dami"] = _timed(dami)
+    out["dami"]["scheme"] = info.get("scheme")
+    out["ratio_wall"] = out["dami"]["wall_s"] / out["cart"]["wall_s"]
+    out["ratio_cpu"] = out["dami"]["cpu_s"] / out["cart"]["cpu_s"]
+    return out
+
+
+def job_wide(rows: int) -> dict:
+    from synthmi.evaluation.pmse import pmse, utility_tables
+    from synthmi.workflow.tuning import make_synthesizer
+
+    df = wide_file()
+    if rows < len(df):
+        df = df.iloc[:rows].reset_index(drop=True)
+    keep = [c for c in df.columns if c not in WIDE_QI]
+    out = {"rows": len(df), "columns": df.shape[1], "missing_cells": int(df.isna().sum().sum())}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s, out["dami_fit"] = _timed(lambda: make_synthesizer(
+            "dami", {"masks": WIDE_MASKS, "random_state": SEED}).fit(df, quasi_identifiers=WIDE_QI, keep=keep))
+        syn, out["dami_sample"] = _timed(lambda: s.sample(M, random_state=SEED))
+        out["dami_scheme"] = s.predictive_info_.get("scheme")
+        out["dami"] = {k: out["dami_fit"][k] + out["dami_sample"][k] for k in ("wall_s", "cpu_s")}
+        # the default `synthmi utility`: logit pMSE on every column, then the one-way tables
+        res, out["utility_pmse"] = _timed(lambda: pmse(df, syn.copies, method="logit", variables=list(df.columns),
+                                                       random_state=0))
+        _, out["utility_tables"] = _timed(lambda: utility_tables(df, syn.copies, variables=list(df.columns), ways=[1]))
+        out["utility"] = {k: out["utility_pmse"][k] + out["utility_tables"][k] for k in ("wall_s", "cpu_s")}
+        out["s_pmse"] = [float(x) for x in res.to_frame()["s_pmse"]]
+    return out
+
+
+def _child(job: str, rows: int) -> None:
+    out = job_adult() if job == "adult" else job_wide(rows)
+    out["max_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("RESULT " + json.dumps(out))
+
+
+def run_job(job: str, rows: int, timeout: float) -> dict:
+    load = os.getloadavg()
+    t0 = time.perf_counter()
+    cmd = [sys.executable, __file__, "--child", job, "--rows", str(rows)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"finished": False, "timeout_wall_s": timeout, "loadavg_at_start": load}
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    if p.returncode or not lines:
+        raise RuntimeError(p.stderr[-3000:])
+    out = json.loads(lines[-1][7:])
+    out.update(finished=True, loadavg_at_start=load, loadavg_at_end=os.getloadavg(),
+               process_wall_s=time.perf_counter() - t0)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", default="adult,wide")
+    ap.add_argument("--rows", type=int, default=64_600)
+    ap.add_argument("--repeats", type=int, default=3, help="repeats of the adult job (the wide job runs once)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="wall seconds after which a job is abandoned")
+    ap.add_argument("--tag", default="")
+    ap.add_argument("--child", default=None)
+    a = ap.parse_args()
+    if a.child:
+        _child(a.child, a.rows)
+        return
+    results: dict = {}
+    for job in a.jobs.split(","):
+        reps = a.repeats if job == "adult" else 1
+        runs = [run_job(job, a.rows, a.timeout) for _ in range(reps)]
+        results[job] = {"runs": runs}
+        done = [r for r in runs if r.get("finished")]
+        if job == "adult" and done:
+            med = {f"{p}_{k}": statistics.median(r[p][k] for r in done)
+                   for p in ("cart", "dami") for k in ("wall_s", "cpu_s")}
+            med["ratio_cpu"] = statistics.median(r["ratio_cpu"] for r in done)
+            med["ratio_wall"] = statistics.median(r["ratio_wall"] for r in done)
+            results[job]["median"] = med
+            print(f"adult ({len(done)} runs): CART {med['cart_cpu_s']:.1f} CPU-s, DA-MI {med['dami_cpu_s']:.1f} CPU-s,"
+                  f" ratio cpu {med['ratio_cpu']:.2f} wall {med['ratio_wall']:.2f}; load {runs[0]['loadavg_at_start']}")
+        elif job == "wide" and done:
+            r = done[0]
+            print(f"wide {r['rows']}x{r['columns']}: DA-MI fit {r['dami_fit']['cpu_s']:.1f} + sample "
+                  f"{r['dami_sample']['cpu_s']:.1f} CPU-s; utility pMSE {r['utility_pmse']['cpu_s']:.1f} + tables "
+                  f"{r['utility_tables']['cpu_s']:.1f} CPU-s; max RSS {r['max_rss_mib']:.0f} MiB; load {r['loadavg_at_start']}")
+        else:
+            print(f"{job}: not finished within {a.timeout} s wall")
+    name = "speed_dami_utility" + (f"_{a.tag}" if a.tag else "")
+    _bench.write_json(name, {"rows_wide": a.rows, "m": M, "seed": SEED, "results": results})
+
+
+if __name__ == "__main__":
+    main()
