@@ -25,6 +25,34 @@ CPU seconds are the figure to quote (the 2 cores are shared); wall seconds and l
     python benchmarks/speed_dami_utility.py --tag after            # both jobs, 3 repeats of adult
     python benchmarks/speed_dami_utility.py --jobs wide_utility,wide_dami --rows 8000 --tag before_8k
 Writes ``benchmarks/results/speed_dami_utility[_TAG].json``.
+
+Measured (2 cores shared by six jobs, load average 6-10 throughout: CPU seconds quoted; BEFORE = commit
+7e18e60 run from an unpacked copy of that tree, AFTER = this branch):
+
+=============================================  ==========================  ==========================
+                                               BEFORE                      AFTER
+=============================================  ==========================  ==========================
+Adult: CART fit + 5 copies (median of 3)       1.8 CPU-s                   1.8 CPU-s
+Adult: DA-MI joint fit + 5 copies (median 3)   9.1 CPU-s (5.1x CART;       6.5 CPU-s (3.6x CART;
+                                               wall 5.3x)                  wall 3.6x)
+wide 64.6k x 20: utility, copy 1               48.1 CPU-s                  26.6 CPU-s (S_pMSE equal
+                                                                           to 1e-12: 1.31397565492)
+wide 64.6k x 20: utility, 5 copies             not run (~5 x 48 s)         179 CPU-s (pMSE 178.3 +
+                                                                           one-way tables 0.9)
+wide 8k rows: DA-MI fit + 5 copies             not finished: 500 s wall,   see report (HMC of the
+                                               >= 94 CPU-s seen at 4.5 min  nominal QI: not changed)
+=============================================  ==========================  ==========================
+
+Where the time went (cProfile with a CPU clock; py-spy on the wide runs): Adult DA-MI spent ~5 CPU-s
+importing ArviZ and compiling its Numba code for the samplers' R-hat / ESS check (now NumPy:
+``synthmi.diagnostics._rank_rhat`` / ``_bulk_ess``), ~0.7 s compiling the truncated-normal kernel (now
+NumPy below 1M draws, same bits), and ~4 s in independence-MH log posteriors (softplus over ~15-19k
+distinct design rows for 2,200-8,200 proposals per model: the R-hat <= 1.01 / ESS >= 400 targets double
+the run, unchanged here). The wide utility's logit pMSE fits 943 columns (the reduced design: 10,973 in
+full) to 129,200 stacked rows; every Newton step forms X'WX (~2.5-3 CPU-s dense, 5.9 s + 1.5 s CSR build
+sparse as before), and quasi-separation takes ~16 steps. The wide DA-MI spends >90% in the whitened HMC
+of the 7-level nominal QI (about 940 coefficients: 51-level state and 41-level country among its
+predictors), ~28 ms per gradient at 64.6k rows.
 """
 from __future__ import annotations
 
@@ -153,10 +181,11 @@ def job_wide_dami(rows: int) -> dict:
     return out
 
 
-def job_wide_utility(rows: int) -> dict:
+def job_wide_utility(rows: int, copies: int = M) -> dict:
     """The default ``synthmi utility`` (logit pMSE on all 20 columns + one-way tables) of 5 copies of the
     wide file. Its cost depends on the design (columns, levels, rows), not on the synthesizer, so the
-    copies are CART's (fast); the same call on DA-MI copies costs the same per copy."""
+    copies are CART's (fast); the same call on DA-MI copies costs the same per copy. ``copies`` < 5 times
+    the first copies only (each copy is its own propensity fit: the cost is linear in the copies)."""
     from synthmi.evaluation.pmse import pmse, utility_tables
     from synthmi.workflow.tuning import make_synthesizer
 
@@ -165,10 +194,12 @@ def job_wide_utility(rows: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         syn = make_synthesizer("cart", {}).fit(df, quasi_identifiers=WIDE_QI, keep=keep).sample(M, random_state=SEED)
+        syn = syn.copies[:copies]
+        out["copies_timed"] = copies
         # exactly what synthmi.commands.utility runs by default (method logit, maxorder 1, tables "1")
-        res, out["utility_pmse"] = _timed(lambda: pmse(df, syn.copies, method="logit", variables=list(df.columns),
+        res, out["utility_pmse"] = _timed(lambda: pmse(df, syn, method="logit", variables=list(df.columns),
                                                        random_state=0))
-        _, out["utility_tables"] = _timed(lambda: utility_tables(df, syn.copies, variables=list(df.columns), ways=[1]))
+        _, out["utility_tables"] = _timed(lambda: utility_tables(df, syn, variables=list(df.columns), ways=[1]))
     out["utility"] = {k: out["utility_pmse"][k] + out["utility_tables"][k] for k in ("wall_s", "cpu_s")}
     out["s_pmse"] = [float(x) for x in res.to_frame()["s_pmse"]]
     out["pmse"] = [float(x) for x in res.to_frame()["pmse"]]
@@ -176,17 +207,17 @@ def job_wide_utility(rows: int) -> dict:
     return out
 
 
-def _child(job: str, rows: int) -> None:
+def _child(job: str, rows: int, copies: int) -> None:
     out = {"adult": job_adult, "wide_dami": lambda: job_wide_dami(rows),
-           "wide_utility": lambda: job_wide_utility(rows)}[job]()
+           "wide_utility": lambda: job_wide_utility(rows, copies)}[job]()
     out["max_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(out))
 
 
-def run_job(job: str, rows: int, timeout: float) -> dict:
+def run_job(job: str, rows: int, timeout: float, copies: int = M) -> dict:
     load = os.getloadavg()
     t0 = time.perf_counter()
-    cmd = [sys.executable, __file__, "--child", job, "--rows", str(rows)]
+    cmd = [sys.executable, __file__, "--child", job, "--rows", str(rows), "--utility-copies", str(copies)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -206,16 +237,17 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=64_600)
     ap.add_argument("--repeats", type=int, default=3, help="repeats of the adult job (the wide job runs once)")
     ap.add_argument("--timeout", type=float, default=900.0, help="wall seconds after which a job is abandoned")
+    ap.add_argument("--utility-copies", type=int, default=M, help="copies timed by wide_utility (cost is linear)")
     ap.add_argument("--tag", default="")
     ap.add_argument("--child", default=None)
     a = ap.parse_args()
     if a.child:
-        _child(a.child, a.rows)
+        _child(a.child, a.rows, a.utility_copies)
         return
     results: dict = {}
     for job in a.jobs.split(","):
         reps = a.repeats if job == "adult" else 1
-        runs = [run_job(job, a.rows, a.timeout) for _ in range(reps)]
+        runs = [run_job(job, a.rows, a.timeout, a.utility_copies) for _ in range(reps)]
         results[job] = {"runs": runs}
         done = [r for r in runs if r.get("finished")]
         if job == "adult" and done:
@@ -232,7 +264,7 @@ def main() -> None:
                   f"{r['dami_sample']['cpu_s']:.1f} CPU-s; max RSS {r['max_rss_mib']:.0f} MiB; load {r['loadavg_at_start']}")
         elif job == "wide_utility" and done:
             r = done[0]
-            print(f"wide utility {r['rows']}x{r['columns']}: pMSE {r['utility_pmse']['cpu_s']:.1f} + tables "
+            print(f"wide utility {r['rows']}x{r['columns']}, {r['copies_timed']} copies: pMSE {r['utility_pmse']['cpu_s']:.1f} + tables "
                   f"{r['utility_tables']['cpu_s']:.1f} CPU-s; S_pMSE {r['s_pmse']}; max RSS {r['max_rss_mib']:.0f} MiB;"
                   f" load {r['loadavg_at_start']}")
         else:
