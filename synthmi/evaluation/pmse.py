@@ -368,12 +368,11 @@ def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e
     N x p^2 product fewer per fit (about 2.5 CPU-s on the 129,200 x 956 design of issue 29).
     """
     n, p = X.shape
-    mul = lambda b: X @ b  # noqa: E731
     last: dict = {}
 
     def eta_of(b: np.ndarray) -> np.ndarray:
         if "b" not in last or not np.array_equal(last["b"], b):  # the accepted trial step's eta is reused
-            last["b"], last["eta"] = b.copy(), mul(b)
+            last["b"], last["eta"] = b.copy(), X @ b
         return last["eta"]
 
     def loglik(b: np.ndarray) -> float:
