@@ -153,13 +153,11 @@ def rhat(draws: Any) -> np.ndarray:
     one chain is cut in two first (ArviZ needs two), so it is judged on four
     quarter chains. Returns an array of length k (NaN where the draws do not vary).
     """
-    import arviz as az
-
     x = _as_chains(draws)
     if x.shape[0] == 1:
         h = x.shape[1] // 2
         x = np.stack([x[0, :h], x[0, h : 2 * h]])
-    return _per_parameter(az.rhat, x, method="rank")
+    return _per_parameter(_rank_rhat, x)
 
 
 def ess_bulk(draws: Any) -> np.ndarray:
@@ -171,9 +169,7 @@ def ess_bulk(draws: Any) -> np.ndarray:
     :math:`\hat P_t = \hat\rho_{2t} + \hat\rho_{2t+1}` (Vehtari et al. 2021,
     Section 3.2; Geyer 1992, *Statistical Science* 7:473-483).
     """
-    import arviz as az
-
-    return _per_parameter(az.ess, _as_chains(draws), method="bulk")
+    return _per_parameter(_bulk_ess, _as_chains(draws))
 
 
 def ess_tail(draws: Any) -> np.ndarray:
@@ -188,16 +184,96 @@ def ess_tail(draws: Any) -> np.ndarray:
 
 
 def _per_parameter(fn: Any, x: np.ndarray, **kw: Any) -> np.ndarray:
-    """``fn`` (an ArviZ diagnostic) of each parameter of ``x`` (chains, draws, parameters);
-    NaN for chains shorter than 4 draws, where none of them is defined."""
-    import arviz as az
-
+    """``fn`` (an ArviZ diagnostic, or :func:`_rank_rhat` / :func:`_bulk_ess`) of each parameter of
+    ``x`` (chains, draws, parameters); NaN for chains shorter than 4 draws, where none of them is defined."""
     if x.shape[1] < 4:
         return np.full(x.shape[2], np.nan)
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        out = fn(az.convert_to_dataset({"theta": x}), **kw)["theta"].values
+        if fn is _rank_rhat or fn is _bulk_ess:
+            out = [fn(x[:, :, k]) for k in range(x.shape[2])]
+        else:
+            import arviz as az
+
+            out = fn(az.convert_to_dataset({"theta": x}), **kw)["theta"].values
     return np.atleast_1d(np.asarray(out, dtype=float))
+
+
+# ArviZ's rank R-hat and bulk ESS (arviz.stats.diagnostics._rhat_rank / _ess_bulk, 0.23) in NumPy,
+# step for step, so that a sampler's convergence check does not import ArviZ (about 5 CPU-s of
+# imports and Numba compilation, more than a whole DA-MI fit of Adult's QIs; issue 29 item 6).
+# tests/test_diagnostics.py checks them against arviz.rhat / arviz.ess to 1e-12.
+def _split(x: np.ndarray) -> np.ndarray:
+    """(chains, n) -> (2 chains, n // 2): first and last halves (the middle draw of odd n dropped)."""
+    half = x.shape[1] // 2
+    return np.vstack((x[:, :half], x[:, x.shape[1] - half :]))
+
+
+def _z_scale(x: np.ndarray) -> np.ndarray:
+    """Normal scores of the pooled average ranks, Blom's offset 3/8 (Vehtari et al. 2021, eq. 14)."""
+    from scipy import special, stats
+
+    r = stats.rankdata(x, method="average").reshape(x.shape)
+    return special.ndtri((r - 0.375) / (x.size - 0.75 + 1))
+
+
+def _split_rhat(x: np.ndarray) -> float:
+    """Classic R-hat of (chains, n) (Vehtari et al. 2021, eqs. 3-4)."""
+    n = x.shape[1]
+    b = n * np.var(x.mean(axis=1), ddof=1)
+    w = np.mean(np.var(x, axis=1, ddof=1))
+    return float(np.sqrt((b / w + n - 1) / n))
+
+
+def _rank_rhat(x: np.ndarray) -> float:
+    """max(bulk, folded) rank-normalised split R-hat of one parameter, (chains, n)."""
+    if np.isnan(x).any() or x.shape[1] < 4 or x.shape[0] < 2:
+        return float("nan")
+    s = _split(x)
+    return max(_split_rhat(_z_scale(s)), _split_rhat(_z_scale(np.abs(s - np.median(s)))))
+
+
+def _bulk_ess(x: np.ndarray) -> float:
+    """Bulk ESS of one parameter, (chains, n): Geyer's initial monotone sequence on the rank-normalised
+    split chains (Vehtari et al. 2021, Section 3.2), autocovariances by FFT."""
+    from scipy.fftpack import next_fast_len
+
+    if np.isnan(x).any() or x.shape[1] < 4:
+        return float("nan")
+    z = _z_scale(_split(x))
+    if np.max(z) - np.min(z) < np.finfo(float).resolution:
+        return float(z.size)
+    m_chains, n = z.shape
+    c = z - z.mean(axis=1, keepdims=True)
+    f = np.fft.rfft(c, n=next_fast_len(2 * n), axis=1)
+    f *= np.conjugate(f)
+    acov = np.fft.irfft(f, n=next_fast_len(2 * n), axis=1)[:, :n] / n
+    mean_var = np.mean(acov[:, 0]) * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if m_chains > 1:
+        var_plus += np.var(z.mean(axis=1), ddof=1)
+    rho = np.zeros(n)
+    even, odd = 1.0, 1.0 - (mean_var - np.mean(acov[:, 1])) / var_plus
+    rho[0], rho[1] = even, odd
+    t = 1
+    while t < n - 3 and even + odd > 0.0:
+        even = 1.0 - (mean_var - np.mean(acov[:, t + 1])) / var_plus
+        odd = 1.0 - (mean_var - np.mean(acov[:, t + 2])) / var_plus
+        if even + odd >= 0:
+            rho[t + 1], rho[t + 2] = even, odd
+        t += 2
+    max_t = t - 2
+    if even > 0:
+        rho[max_t + 1] = even
+    t = 1
+    while t <= max_t - 2:
+        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
+            rho[t + 1] = rho[t + 2] = (rho[t - 1] + rho[t]) / 2.0
+        t += 2
+    size = m_chains * n
+    tau = -1.0 + 2.0 * np.sum(rho[: max_t + 1]) + np.sum(rho[max_t + 1 : max_t + 2])
+    tau = max(tau, 1 / np.log10(size))
+    return float("nan") if np.isnan(rho).any() else float(size / tau)
 
 
 def summarize_draws(draws: Any) -> tuple[float, float]:

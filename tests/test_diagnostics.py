@@ -45,6 +45,13 @@ def test_figures_are_arviz_rank_rhat_and_bulk_ess():
     for k in range(2):
         assert rhat(x)[k] == pytest.approx(float(az.rhat(x[:, :, k], method="rank")), abs=1e-12)
         assert ess_bulk(x)[k] == pytest.approx(float(az.ess(x[:, :, k], method="bulk")), rel=1e-12)
+    # the NumPy implementation (no ArviZ import in the samplers) on the shapes the samplers give:
+    # repeated values (independence-MH rejections: tied ranks), odd lengths, three and four chains
+    held = np.repeat(rng.normal(size=(3, 117)), 3, axis=1)[:, :351]
+    slow = 0.05 * np.cumsum(rng.normal(size=(4, 251)), axis=1)
+    for y in (held, slow, np.round(x[..., 0], 1)):
+        assert rhat(y)[0] == pytest.approx(float(az.rhat(y, method="rank")), abs=1e-12)
+        assert ess_bulk(y)[0] == pytest.approx(float(az.ess(y, method="bulk")), rel=1e-12)
     # one chain: judged as two halves (ArviZ needs two chains)
     one = x[:1, :, 0]
     assert rhat(one)[0] == pytest.approx(float(az.rhat(one[0].reshape(2, 200), method="rank")), abs=1e-12)

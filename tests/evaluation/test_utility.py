@@ -261,3 +261,30 @@ def test_unchanged_columns_are_those_every_copy_releases_as_is():
     s2 = o.assign(a=[1.0, 2.0, 3.0])  # a missing value filled: changed
     assert unchanged_columns(o, [s1, s1.copy()]) == ["a", "b"]
     assert unchanged_columns(o, [s1, s2]) == ["b"]
+
+
+def test_blocked_gram_gives_the_pmse_of_the_one_product(monkeypatch):
+    """A large design forms X'WX block by block (issue 29 item 6); forcing the blocked form on a
+    small design (blocks of 7 rows, so the sums run in another order) must give the same pMSE to
+    rounding: the Newton iterations see Hessians equal to ~1e-15 relative, and pMSE depends on them
+    only through the step lengths."""
+    import importlib
+
+    pm = importlib.import_module("synthmi.evaluation.pmse")  # the package exports the function pmse
+
+    rng = np.random.default_rng(3)
+    n = 400
+    o = pd.DataFrame({"x": rng.normal(size=n), "g": _cat(rng.choice(list("abcd"), n), list("abcd")),
+                      "h": _cat(rng.choice(list("uv"), n), list("uv"))})
+    s = pd.DataFrame({"x": rng.normal(0.3, 1, n), "g": _cat(rng.choice(list("abcd"), n, p=[.4, .3, .2, .1]), list("abcd")),
+                      "h": _cat(rng.choice(list("uv"), n), list("uv"))})
+    one = pmse(o, s)
+    X = rng.normal(size=(50, 6))
+    w = rng.uniform(0.1, 0.25, 50)
+    monkeypatch.setattr(pm, "BLOCKED_GRAM_CELLS", 1)
+    monkeypatch.setattr(pm, "GRAM_BLOCK_ROWS", 7)
+    blocked = pmse(o, s)
+    assert blocked.pmse[0] == pytest.approx(one.pmse[0], rel=1e-9)
+    assert blocked.k[0] == one.k[0]
+    assert np.allclose(pm._gram(X, w), (X.T * w) @ X, rtol=1e-13, atol=0)
+    assert np.allclose(pm._gram(X), X.T @ X, rtol=1e-13, atol=0)
