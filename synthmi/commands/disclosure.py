@@ -35,6 +35,11 @@ membership inference (with a holdout: --holdout FILE, or the one 'synthesize --h
 recorded): can an intruder tell a training record from a record of the population that was not used?
 AUC (0.5 = guessing) and TPR at FPR 0.01 / 0.1 of a distance attack and of DOMIAS, with 95% CIs,
 written under "membership_inference" in the JSON, with the distance to closest record under "dcr".
+The holdout is also the control set of anonymeter's three risks (Giomi et al. 2023), written under
+"anonymeter": singling out (univariate and multivariate predicates), linkability (two auxiliary data
+sets: by default the QIs split in two halves, or --link-aux A,B:C,D) and inference of each --secret
+(default: --target, else the spec's kept and outcome columns, else the non-QI columns) from the QIs;
+each a risk in [0, 1] (0 = no more than for people not in the data), with 95% CI and MC error over copies.
 
 --target: also attribute disclosure of that column given the QIs (synthpop's DiSCO,
 DCAP, TCAP, repU, ... from exact keys, and the matching attribute risk with --tol);
@@ -71,6 +76,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "--original): adds membership inference (distance attack and DOMIAS) and the distance to "
                         "closest record against them; default: the holdout 'synthesize --holdout-share' recorded "
                         "with the copies, if any")
+    p.add_argument("--secret", action="append", default=None, metavar="COLUMN",
+                   help="a column whose inference risk is measured against the holdout (repeatable; default: "
+                        "--target, else the spec's kept and outcome columns, else the columns not in --qi)")
+    p.add_argument("--link-aux", default=None, metavar="A,B:C,D",
+                   help="linkability: the intruder's two auxiliary data sets, column lists split by ':' "
+                        "(default: the QIs split in two halves)")
+    p.add_argument("--n-attacks", type=int, default=500,
+                   help="records (predicates) attacked per copy by each anonymeter attack (default 500, anonymeter's)")
     add_summary_outputs(p, "summaries")
     add_common_flags(p)
     p.set_defaults(func=run)
@@ -122,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     if args.target and args.target in qi:
         raise InputError(f"The '--target' column '{args.target}' is also in --qi: a column is either a "
                          "quasi-identifier the intruder knows or the attribute to learn; drop it from one.")
+    _attack_options(args, original)  # checked before any matching runs
     by = None
     if args.by:
         if args.by not in original_full.columns:
@@ -162,9 +176,12 @@ def run(args: argparse.Namespace) -> int:
         dcr = distance_to_closest_record(original, syn.copies, columns=cols, holdout=holdout[cols])
         step_line(args, "disclosure", f"membership inference (distance, DOMIAS) against {holdout_from} in "
                   f"{time.perf_counter() - t2:.1f} s", summary=True)
+        attacks, size_note = _anonymeter(args, original, syn.copies, holdout[cols], qi, spec)
     else:
-        step_line(args, "disclosure", "no membership inference: " + NO_HOLDOUT, summary=True)
-    res = _Disclosure(res, attr, membership, dcr, holdout_from)
+        step_line(args, "disclosure", "no membership inference and no singling-out, linkability or inference "
+                  "risk: " + NO_HOLDOUT, summary=True)
+        attacks, size_note = {}, None
+    res = _Disclosure(res, attr, membership, dcr, holdout_from, attacks, size_note)
     write_summary_and_records(args, "disclosure", res, extra)
     return 0
 
@@ -172,6 +189,52 @@ def run(args: argparse.Namespace) -> int:
 #: what the output says when there is no holdout (membership inference is not skipped silently)
 NO_HOLDOUT = ("membership inference needs a holdout, real records of the population not used for the synthesis: "
               "synthesize with --holdout-share 0.2 (recorded with the copies), or give --holdout FILE")
+
+
+def _attack_options(args, original):
+    """(secrets or None, link_aux pair or None) from --secret / --target / --link-aux, checked."""
+    link_aux = None
+    if args.link_aux is not None:
+        sides = [split_list([part]) for part in args.link_aux.split(":")]
+        if len(sides) != 2 or not all(sides):
+            raise InputError(f"The '--link-aux' option must be two column lists split by ':', e.g. age,sex:race,"
+                             f"education. Got {args.link_aux!r} instead.")
+        link_aux = (sides[0], sides[1])
+    secrets = split_list(args.secret) if args.secret else ([args.target] if args.target else None)
+    named = [c for c in (secrets or []) + (link_aux[0] + link_aux[1] if link_aux else []) if c not in original.columns]
+    if named:
+        raise InputError(f"The '--secret' / '--link-aux' options name columns not in the release: {named}. "
+                         f"Available columns: {list(original.columns)}.")
+    if args.n_attacks < 1:
+        raise InputError(f"The '--n-attacks' option must be >= 1. Got {args.n_attacks} instead.")
+    return secrets, link_aux
+
+
+def _anonymeter(args, original, copies, control, qi, spec):
+    """anonymeter's three risks with the holdout as the control set (checked options first)."""
+    from ..evaluation.attack_risks import control_size_note, review_attacks
+
+    secrets, link_aux = _attack_options(args, original)
+    t = time.perf_counter()
+    # seeded: a review aggregate, the same on every run
+    attacks = review_attacks(original, copies, control, quasi_identifiers=qi, secrets=secrets, link_aux=link_aux,
+                             spec=spec, n_attacks=args.n_attacks, random_state=0)
+    step_line(args, "disclosure", "singling out, linkability, inference (" + ", ".join(attacks) + ") in "
+              f"{time.perf_counter() - t:.1f} s", summary=True)
+    note = control_size_note(len(original), len(control))
+    if note:
+        step_line(args, "disclosure", note, summary=True)
+    return attacks, note
+
+
+def _attack_report(r) -> str:
+    """A few printed lines of one anonymeter-style result: risk, interval, MC error, the three rates."""
+    f, k = r.figures, r.key
+    mc = f[f"{k}_mc_error"]
+    return (f"{r.label} risk {f[k]:.3f} (95% CI {f[k + '_ci_low']:.3f} to {f[k + '_ci_high']:.3f}"
+            + (f", MC error {mc:.3f}" if mc == mc else "") + f"; {f['copies']} copies x {f['n_attacks']} attacks)\n"
+            f"  success rate on the training records {f[k + '_attack_rate']:.3f}, on the control "
+            f"{f[k + '_control_rate']:.3f}, naive baseline {f[k + '_baseline_rate']:.3f}\n  {r.describe}")
 
 
 def _holdout_of(args, original, recorded):
@@ -195,9 +258,10 @@ class _Disclosure:
     """Identity risk, attribute disclosure and membership inference written as one JSON and one
     per-record CSV (membership inference and DCR are aggregates only: no per-record column)."""
 
-    def __init__(self, risk, attr=None, membership=None, dcr=None, holdout_from=None):
+    def __init__(self, risk, attr=None, membership=None, dcr=None, holdout_from=None, attacks=None, size_note=None):
         self.risk, self.attr, self.membership, self.dcr = risk, attr, membership or {}, dcr
         self.holdout_from = holdout_from
+        self.attacks, self.size_note = attacks or {}, size_note
 
     def to_dict(self):
         d = self.risk.to_dict()
@@ -209,6 +273,11 @@ class _Disclosure:
             d["dcr"] = self.dcr.to_dict()
         else:
             d["membership_inference"] = {"holdout": None, "note": NO_HOLDOUT}
+        if self.attacks:
+            d["anonymeter"] = {"control": self.holdout_from, "control_size_note": self.size_note,
+                               **{k: r.to_dict() for k, r in self.attacks.items()}}
+        else:
+            d["anonymeter"] = {"control": None, "note": NO_HOLDOUT}
         return d
 
     def to_frame(self):
@@ -218,7 +287,7 @@ class _Disclosure:
 
     def summary(self):
         """The summary tables, one above the other (``measure`` = identity / attribute /
-        membership_distance / membership_domias / dcr), for ``--out`` as CSV."""
+        membership_distance / membership_domias / dcr / each anonymeter attack's label), for ``--out`` as CSV."""
         import pandas as pd
 
         from ..results import SummaryTable
@@ -230,6 +299,8 @@ class _Disclosure:
             parts[f"membership_{k}"] = r.summary().to_frame()
         if self.dcr is not None:
             parts["dcr"] = self.dcr.summary().to_frame()
+        for k, r in self.attacks.items():
+            parts[k] = r.summary().to_frame()
         if len(parts) == 1:
             return self.risk.summary()
         frame = pd.concat(parts, names=["measure"])
@@ -244,4 +315,11 @@ class _Disclosure:
             parts += [r.report() for r in self.membership.values()] + [self.dcr.report()]
         else:
             parts.append("Membership inference: not computed: " + NO_HOLDOUT + ".")
+        if self.attacks:
+            parts += [_attack_report(r) for r in self.attacks.values()]
+            if self.size_note:
+                parts.append("Note: " + self.size_note + ".")
+        else:
+            parts.append("Singling out, linkability and inference risks (anonymeter): not computed: the control "
+                         "set they need is the holdout: " + NO_HOLDOUT + ".")
         return "\n\n".join(parts)

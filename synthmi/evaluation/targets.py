@@ -13,18 +13,20 @@ that were not used for synthesis. Each entry is a function
 the rows when a target names one of them (:func:`synthmi.workflow.tuning.tune`,
 ``holdout_share``).
 
-To add a measure, add an entry. Anonymeter's three risks (the functions
-``singling_out_risk``, ``linkability_risk`` and ``inference_risk`` of
-:mod:`synthmi.evaluation`, signature ``(original, synthetic, control, *, ...,
-random_state)`` returning a result with ``.figures``) go in as ``"singling_out"``,
-``"linkability"`` and ``"inference"``, e.g.::
+To add a measure, add an entry. Anonymeter's three risks (Giomi et al. 2023; run with
+the review's defaults of :func:`synthmi.evaluation.attack_risks.review_attacks`, the
+holdout as their control set, anonymeter's 500 attacks per copy) are registered as
 
-    HOLDOUT_MEASURES["singling_out"] = lambda train, holdout, copies, spec, rs: float(
-        singling_out_risk(train, copies, holdout, random_state=rs).figures["risk"])
+* ``"singling_out"``: the larger of the univariate and multivariate singling-out risks;
+* ``"linkability"``: the linkability risk, the auxiliary sets the spec's quasi-identifiers
+  split in two halves (every column without a spec);
+* ``"inference"``: the largest inference risk over the secrets (the spec's kept and outcome
+  columns; every column without a spec), each inferred from the quasi-identifiers (every
+  other column without a spec).
 
-(``holdout`` is their control set.) Those names are not registered here until those
-functions exist: a target naming an unregistered measure is refused by
-:meth:`Target.parse` with the list of the known ones.
+Each is the mean over the copies; over replicate syntheses tune and the frontier give
+its MC error. A target naming an unregistered measure is refused by :meth:`Target.parse`
+with the list of the known ones.
 """
 from __future__ import annotations
 
@@ -32,9 +34,11 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from .attack_risks import review_attacks, worst_inference
 from .membership import membership_inference
 
-__all__ = ["HOLDOUT_MEASURES", "membership_auc", "membership_tpr_at_fpr_001"]
+__all__ = ["HOLDOUT_MEASURES", "membership_auc", "membership_tpr_at_fpr_001", "singling_out", "linkability",
+           "inference"]
 
 #: the bootstrap of membership_inference is not used by a target (only the whole-release figure)
 _TARGET_BOOT = 20
@@ -59,8 +63,36 @@ def membership_tpr_at_fpr_001(train: pd.DataFrame, holdout: pd.DataFrame, copies
     return _stronger(train, holdout, copies, random_state, "membership_tpr_at_fpr_0.01")
 
 
+def _attacks(train, holdout, copies, spec, random_state, attack: str):
+    qi = spec.quasi_identifiers if spec is not None else None
+    return review_attacks(train, copies, holdout, quasi_identifiers=qi, spec=spec, attacks=[attack],
+                          random_state=random_state)
+
+
+def singling_out(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame], spec: Any = None,
+                 random_state: Any = 0) -> float:
+    """The larger of the univariate and multivariate singling-out risks (mean over copies)."""
+    return max(r.risk for r in _attacks(train, holdout, copies, spec, random_state, "singling_out").values())
+
+
+def linkability(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame], spec: Any = None,
+                random_state: Any = 0) -> float:
+    """The linkability risk on the QIs (every column without a spec) split in halves (mean over copies)."""
+    (r,) = _attacks(train, holdout, copies, spec, random_state, "linkability").values()
+    return r.risk
+
+
+def inference(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame], spec: Any = None,
+              random_state: Any = 0) -> float:
+    """The largest inference risk over the default secrets (mean over copies)."""
+    return worst_inference(_attacks(train, holdout, copies, spec, random_state, "inference")).risk
+
+
 #: target name -> f(train, holdout, copies, spec, random_state) -> float (lower = safer)
 HOLDOUT_MEASURES: dict[str, Callable[..., float]] = {
     "membership_auc": membership_auc,
     "membership_tpr_at_fpr_0.01": membership_tpr_at_fpr_001,
+    "singling_out": singling_out,
+    "linkability": linkability,
+    "inference": inference,
 }

@@ -465,7 +465,8 @@ def _attack_risks_html(data: "ReportData") -> str:
         if not why:
             return ""
         return ("<section id='attacks'><h2>Membership inference</h2><p class='note'>Membership inference "
-                + html.escape(str(why)) + ".</p></section>")
+                + html.escape(str(why)) + ". The singling-out, linkability and inference risks (anonymeter) need "
+                "the same holdout as their control set.</p></section>")
     measures = [c for c in tab.columns if c != "method" and not c.endswith(("_ci_low", "_ci_high"))]
     head = "".join(f"<th>{html.escape(_attack_label(c))}</th>" for c in measures)
     rows = []
@@ -476,7 +477,9 @@ def _attack_risks_html(data: "ReportData") -> str:
         rows.append(f"<tr{cls}><td>{html.escape(str(r['method']))}</td>{cells}</tr>")
     notes = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}.</li>"
                     for k, v in (getattr(data, "attack_notes", {}) or {}).items())
-    return ("<section id='attacks'><h2>Membership inference</h2>"
+    title = ("Membership inference, singling out, linkability and inference" if any("[" in c for c in measures)
+             else "Membership inference")
+    return (f"<section id='attacks'><h2>{title}</h2>"
             f"<table><thead><tr><th>release</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
             "<p class='note'>Can an intruder tell whether a person was in the data the release was made from? "
             "Each attack scores training records and real records of the population that were not used (the "
@@ -487,11 +490,30 @@ def _attack_risks_html(data: "ReportData") -> str:
             "uses all the released copies at once (as an intruder holding the release would), with a 95% "
             "bootstrap interval over the records attacked. Reference rows: the original "
             "released as is (the worst case) and an independent release (real records of the population not "
-            "used for synthesis, released in its place: the level of no membership signal). What each attack "
-            f"assumes the intruder knows:</p><ul class='note'>{notes}</ul></section>")
+            "used for synthesis, released in its place: the level of no membership signal). "
+            + (_ANONYMETER_NOTE if any("[" in c for c in measures) else "")
+            + f"What each attack assumes the intruder knows:</p><ul class='note'>{notes}</ul></section>")
+
+
+#: the anonymeter columns' explanation (Giomi et al. 2023)
+_ANONYMETER_NOTE = (
+    "<b>Singling out, linkability, inference</b> (anonymeter's definitions, Giomi et al. 2023, after the "
+    "Article 29 Working Party's anonymisation criteria): each attack is run against the people the release was "
+    "made from and against the holdout (the control: same population, not used); the <b>risk</b> is how much "
+    "more often it succeeds on the first, as a share of the room left above the control's success rate: 0 = "
+    "the release exposes its own people no more than strangers, 1 = every attack succeeds. Mean over copies, "
+    "with anonymeter's 95% interval on the counts pooled over copies. ")
 
 
 def _attack_label(column: str) -> str:
+    if "[" in column:  # anonymeter: singling_out[univariate], linkability[k=1], inference[<secret>]
+        attack, _, what = column.partition("[")
+        what = what[:-1]
+        if attack == "inference":
+            return f"inference of {what}: risk"
+        if attack == "linkability":
+            return "linkability: risk"
+        return f"{attack.replace('_', ' ')} ({what}): risk"
     attack, _, figure = column.partition("_")
     return f"{attack}: {_ATTACK_LABELS.get(figure, figure)}"
 def _frontier_battery_html(fr: pd.DataFrame | None) -> str:

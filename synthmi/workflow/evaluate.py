@@ -264,8 +264,12 @@ def evaluate_release(
         non-members of membership inference (:func:`synthmi.evaluation.membership_inference`,
         distance attack and DOMIAS) of every release, in ``attack_risks`` with two
         reference rows: the original released as is, and an independent release
-        (half of the holdout used as the release, the other half the non-members).
-        Without it ``attack_risks`` is empty and ``settings["membership_inference"]``
+        (half of the holdout used as the release, the other half the non-members);
+        the control set of anonymeter's singling-out (univariate and multivariate),
+        linkability (the QIs split in halves) and inference risks (of ``target``, else the
+        spec's kept and outcome columns, else the non-QI columns, from the QIs; see
+        :func:`synthmi.evaluation.attack_risks.review_attacks`), further columns of
+        ``attack_risks`` with what each assumes in ``attack_notes``. Without it ``attack_risks`` is empty and ``settings["membership_inference"]``
         says how to get one.
 
     Fully synthetic releases (recorded rule ``full``, or copies whose row count
@@ -342,6 +346,23 @@ def _membership_cells(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[p
     return row
 
 
+def _anonymeter_cells(train: pd.DataFrame, control: pd.DataFrame, copies: list[pd.DataFrame], ms: "_Measures",
+                      seed: int, notes: dict[str, str]) -> dict[str, float]:
+    """anonymeter's risks of one release (:func:`synthmi.evaluation.attack_risks.review_attacks`, the holdout as
+    control): a column per attack label (``singling_out[univariate]``, ``linkability[k=1]``,
+    ``inference[<secret>]``, ...) with ``_ci_low`` / ``_ci_high``; fills ``notes`` with what each assumes."""
+    from ..evaluation.attack_risks import review_attacks
+
+    secrets = [ms.target] if ms.target is not None else None
+    row: dict[str, float] = {}
+    for label, r in review_attacks(train, copies, control, quasi_identifiers=ms.qi, secrets=secrets, spec=ms.spec,
+                                   random_state=seed).items():
+        f, k = r.figures, r.key
+        row[label], row[f"{label}_ci_low"], row[f"{label}_ci_high"] = f[k], f[f"{k}_ci_low"], f[f"{k}_ci_high"]
+        notes.setdefault(label, r.describe.rstrip("."))
+    return row
+
+
 def _attack_risks(ms: _Measures, synthetic: Mapping[str, Any], references: bool,
                   seed: int) -> tuple[pd.DataFrame, dict[str, str]]:
     """One row per release (and per reference release), one column per attack measure with its 95% CI.
@@ -349,8 +370,10 @@ def _attack_risks(ms: _Measures, synthetic: Mapping[str, Any], references: bool,
     The references: the original released as is (its own rows as the copy), and an independent
     release -- real records of the population not used for synthesis: half of the holdout
     (seeded split) is the release and the other half the non-members, so no candidate is in
-    the release. Further attacks (e.g. anonymeter's) are further columns.
+    the release. anonymeter's singling-out, linkability and inference risks are further columns,
+    the holdout their control set (for the independent release: the other half, as its non-members).
     """
+    from ..evaluation.attack_risks import control_size_note
     from ..evaluation.membership import ATTACKS
 
     if ms.holdout is None:
@@ -363,22 +386,28 @@ def _attack_risks(ms: _Measures, synthetic: Mapping[str, Any], references: bool,
     if missing:
         raise param_error("holdout", "evaluate_release", f"real records with every column the copies release "
                           f"(it lacks {missing})", f"a frame with columns {list(holdout.columns)}")
-    rows = [{"method": method, **_membership_cells(original, holdout, _copies(obj), seed)}
+    notes = {f"membership ({a})": ATTACKS[a] for a in dict.fromkeys(a for a, _ in MEMBERSHIP_COLUMNS)}
+    rows = [{"method": method, **_membership_cells(original, holdout, _copies(obj), seed),
+             **_anonymeter_cells(original, holdout, _copies(obj), ms, seed, notes)}
             for method, obj in synthetic.items()]
     if references:
         rows.append({"method": "reference: original released as is",
-                     **_membership_cells(original, holdout, [original], seed)})
+                     **_membership_cells(original, holdout, [original], seed),
+                     **_anonymeter_cells(original, holdout, [original], ms, seed, notes)})
         if len(holdout) >= 8:
             perm = np.random.default_rng(seed).permutation(len(holdout))
             half = len(holdout) // 2
             release, rest = holdout.iloc[np.sort(perm[:half])], holdout.iloc[np.sort(perm[half:])]
             rows.append({"method": "reference: independent release",
-                         **_membership_cells(original, rest, [release], seed)})
+                         **_membership_cells(original, rest, [release], seed),
+                         **_anonymeter_cells(original, rest, [release], ms, seed, notes)})
         else:
             # too few real non-members to split into a release and its non-members: said, not skipped
             rows.append({"method": f"reference: independent release (not measured: a holdout of {len(holdout)} "
                                    "records cannot be halved into a release and non-members; 8 are needed)"})
-    notes = {f"membership ({a})": ATTACKS[a] for a in dict.fromkeys(a for a, _ in MEMBERSHIP_COLUMNS)}
+    size = control_size_note(len(original), len(holdout))
+    if size:
+        notes["control size"] = size
     return pd.DataFrame(rows), notes
 
 

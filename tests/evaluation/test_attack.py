@@ -69,12 +69,14 @@ def test_combination_over_copies_mean_mc_error_and_pooled_interval():
     rows = [attack_figures((100, 100, 100), 30, 10, 5, 0.95), attack_figures((100, 100, 100), 50, 10, 5, 0.95)]
     res = combine_copies("linkability", "linkability", rows, 0.95, {}, "note")
     r1, r2 = rows[0]["risk"], rows[1]["risk"]
-    assert res.figures["linkability"] == pytest.approx((r1 + r2) / 2)
+    assert res.figures["linkability_per_copy_mean"] == pytest.approx((r1 + r2) / 2)
     # sd of two values = |r1 - r2| / sqrt(2); MC error = sd / sqrt(2) = |r1 - r2| / 2
     assert res.figures["linkability_mc_error"] == pytest.approx(abs(r1 - r2) / 2)
     pooled = attack_figures((200, 200, 200), 80, 20, 10, 0.95)
     assert res.figures["linkability_ci_low"] == pytest.approx(pooled["ci_low"])
     assert res.figures["linkability_ci_high"] == pytest.approx(pooled["ci_high"])
+    # the headline is the pooled estimate its interval belongs to
+    assert res.figures["linkability"] == pytest.approx(pooled["risk"])
     assert list(res.to_frame()["copy"]) == [0, 1]
     d = res.to_dict()
     assert d["key"] == "linkability" and d["describe"] == "note"
@@ -108,3 +110,12 @@ def test_kneighbors_ties_lowest_index_without_rng_random_with_rng():
 def test_encoder_refuses_a_column_numeric_in_one_frame_only():
     with pytest.raises(ColumnError, match="'a'"):
         MixedEncoder(pd.DataFrame({"a": [1.0, 2.0]}), pd.DataFrame({"a": ["1", "2"]}), ["a"])
+
+
+def test_the_headline_lies_in_its_own_interval_when_per_copy_risks_clip():
+    # a copy whose residual clips at 1 and one just below: the mean of clipped per-copy risks fell
+    # outside the pooled interval (Adult CART univariate singling out 0.994 vs [0.998, 1.000])
+    rows = [attack_figures((500, 500, 500), 500, 0, 0, 0.95), attack_figures((500, 500, 500), 470, 0, 0, 0.95)]
+    res = combine_copies("singling_out", "singling_out", rows, 0.95, {}, "")
+    f = res.figures
+    assert f["singling_out_ci_low"] <= f["singling_out"] <= f["singling_out_ci_high"]

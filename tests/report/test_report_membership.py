@@ -45,7 +45,7 @@ def test_attack_risks_rows_and_references(evaluated):
     # its bootstrap 95% interval covers 0.5
     ind = t.loc["reference: independent release"]
     assert ind["distance_auc_ci_low"] < 0.5 < ind["distance_auc_ci_high"]
-    assert set(evaluated.attack_notes) == {"membership (distance)", "membership (domias)"}
+    assert {"membership (distance)", "membership (domias)"} <= set(evaluated.attack_notes)
 
 
 def test_report_shows_the_table_with_reference_rows(evaluated):
@@ -54,6 +54,29 @@ def test_report_shows_the_table_with_reference_rows(evaluated):
     assert "distance: AUC" in section and "domias: TPR at FPR 0.01" in section
     assert "<tr class='ref'><td>reference: independent release</td>" in section
     assert "what each attack assumes the intruder knows".lower() in section.lower()
+    # anonymeter's risks: further columns, with what each assumes
+    for label in ("singling out (univariate): risk", "singling out (multivariate): risk", "linkability: risk",
+                  "inference of edu: risk"):
+        assert label in section
+    assert "the intruder knows [&#x27;age&#x27;, &#x27;sex&#x27;] of a person" in section
+
+
+def test_anonymeter_columns_original_high_independent_low(evaluated):
+    t = evaluated.attack_risks.set_index("method")
+    # no spec and no target: the secrets are the non-QI columns, inferred from the QIs; the links on age | sex
+    assert {"singling_out[univariate]", "singling_out[multivariate]", "linkability[k=1]", "inference[edu]",
+            "inference[hours]", "inference[y]"} <= set(t.columns)
+    for col in ("singling_out[multivariate]", "linkability[k=1]", "inference[hours]"):
+        assert (t[col + "_ci_low"] <= t[col]).all() and (t[col] <= t[col + "_ci_high"]).all()
+    # the original as is: every training record is released (intervals from anonymeter's propagated error)
+    orig, ind = t.loc["reference: original released as is"], t.loc["reference: independent release"]
+    assert orig["singling_out[multivariate]_ci_low"] > 0.1 and orig["inference[hours]_ci_low"] > 0.1  # (hours from age and sex only: many ties)
+    # the independent release: each interval reaches 0 (no excess over the control)
+    for col in ("singling_out[univariate]", "singling_out[multivariate]", "linkability[k=1]", "inference[hours]",
+                "inference[edu]", "inference[y]"):
+        assert ind[col + "_ci_low"] == 0.0, col
+    # 400 training rows against 200 holdout rows: the size correction is an extrapolation and the notes say so
+    assert "fitted extrapolation" in evaluated.attack_notes["control size"]
 
 
 def test_without_holdout_the_report_says_how_to_get_one():
