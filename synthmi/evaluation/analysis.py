@@ -494,8 +494,9 @@ def analyse(
     for j, c in enumerate(copies):
         if response_levels is not None:
             c = _expression_response(formula, c, f"synthetic[{j}]", response_levels)[1]
-        fit, fit_separated = _fit(fit_formula, _prepare_frame(c, response, family, f"synthetic[{j}]", levels), family,
-                                  weights, weight_type)
+        frame = _prepare_frame(c, response, family, f"synthetic[{j}]", levels)
+        _check_gaussian_response_varies(frame, response, family, f"synthetic[{j}]")
+        fit, fit_separated = _fit(fit_formula, frame, family, weights, weight_type)
         if fit_separated:
             separated.append(j)
         bad = _not_estimable(fit, terms)
@@ -536,6 +537,19 @@ def analyse(
         weights=weights,
         weight_type=weight_type if weights is not None else None,
     )
+
+
+def _check_gaussian_response_varies(frame: pd.DataFrame, response: str, family: str, name: str) -> None:
+    """A Gaussian model of a response that is constant in a data set has no residual variance: statsmodels
+    stops with "The first guess on the deviance function returned a nan" (seen on a DPSyn copy whose
+    zero-inflated income kept only its point mass). Say which data set and why instead; no value is echoed."""
+    if family != "gaussian" or response not in frame.columns:
+        return
+    obs = pd.to_numeric(frame[response], errors="coerce").dropna()
+    if len(obs) and obs.nunique() == 1:
+        raise InputError(f"The response '{response}' of the gaussian model is constant in {name}: the model has no "
+                         "residual variance to estimate there, so it cannot be compared with the original "
+                         "(a release that kept only one value of this column).")
 
 
 def _separation_message(separated: list[int], M: int) -> str:

@@ -75,3 +75,14 @@ def test_no_term_estimable_is_one_clear_error():
     copies = [original.assign(x=0.0) for _ in range(2)]
     with pytest.raises(ValueError, match="No term of 'y ~ x - 1' is estimable"):
         analyse("y ~ x - 1", family="gaussian", original=original, synthetic=copies, rule="full")
+
+
+def test_a_constant_gaussian_response_in_a_copy_is_one_clear_error():
+    # statsmodels stopped with "The first guess on the deviance function returned a nan" (a DPSyn copy of a
+    # zero-inflated income that kept only its point mass); the error names the copy and the response, no value
+    rng = np.random.default_rng(1)
+    original = _frame(200, rng, LEVELS)
+    flat = _frame(200, rng, LEVELS).assign(y=1234.5)
+    with pytest.raises(ValueError, match=r"response 'y' of the gaussian model is constant in synthetic\[1\]") as e:
+        analyse("y ~ x + g", family="gaussian", original=original, synthetic=[_frame(200, rng, LEVELS), flat])
+    assert "1234" not in str(e.value)
