@@ -216,6 +216,16 @@ def step_line(args: argparse.Namespace, verb: str, msg: str, summary: bool = Fal
         print(f"synthmi {verb}: {msg}", file=sys.stderr, flush=True)
 
 
+def add_convergence_flags(p: argparse.ArgumentParser) -> None:
+    """The release thresholds of a posterior sampler (synthesize, tune): one wording for both verbs."""
+    p.add_argument("--convergence", choices=["vehtari2021", "lenient"], default=None,
+                   help="named release thresholds: vehtari2021 (default; R-hat <= 1.01, bulk and tail ESS >= 400, "
+                        "Vehtari et al. 2021) or lenient (R-hat <= 1.05, ESS >= 100; recorded and reported as looser)")
+    p.add_argument("--rhat-max", type=float, default=None, help="largest acceptable R-hat of any column (default 1.01)")
+    p.add_argument("--ess-min", type=float, default=None,
+                   help="smallest acceptable bulk and tail ESS of any column (default 400)")
+
+
 def add_common_flags(p: argparse.ArgumentParser) -> None:
     """``--quiet`` on a verb too (``synthmi VERB --quiet``); SUPPRESS keeps a
     top-level ``synthmi --quiet VERB`` from being overwritten by the default."""

@@ -13,6 +13,7 @@ from ._common import (
     COMMA_NAMES_HELP,
     EXAMPLES_FMT,
     add_common_flags,
+    add_convergence_flags,
     add_sep_flag,
     categorical_kinds,
     check_output_dir,
@@ -417,12 +418,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="release a kept column that holds a different value in every row (a record identifier) although "
         "it links each synthetic row to its person; without it such a column is an error",
     )
-    p.add_argument("--convergence", choices=["vehtari2021", "lenient"], default=None,
-                   help="named release thresholds: vehtari2021 (default; R-hat <= 1.01, bulk and tail ESS >= 400, "
-                        "Vehtari et al. 2021) or lenient (R-hat <= 1.05, ESS >= 100; recorded and reported as looser)")
-    p.add_argument("--rhat-max", type=float, default=None, help="largest acceptable R-hat of any column (default 1.01)")
-    p.add_argument("--ess-min", type=float, default=None,
-                   help="smallest acceptable bulk and tail ESS of any column (default 400)")
+    add_convergence_flags(p)
     p.add_argument("--max-seconds", default=None, metavar="S",
                    help="time budget of the fit for risk-dami (default 300; 'none': no budget): a pilot estimates the "
                         "iterations the convergence check needs and the command stops within the budget, with the "

@@ -8,6 +8,7 @@ import sys
 from ._common import (
     EXAMPLES_FMT,
     add_common_flags,
+    add_convergence_flags,
     add_sep_flag,
     check_formula,
     check_output_file,
@@ -107,12 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace existing --out / --trace files")
     p.add_argument("--accept-diagnostics", action="store_true",
                    help="search even if the posterior sampler fails its convergence check (flagged in --trace)")
-    p.add_argument("--convergence", choices=["vehtari2021", "lenient"], default=None,
-                   help="named release thresholds: vehtari2021 (default; R-hat <= 1.01, bulk and tail ESS >= 400, "
-                        "Vehtari et al. 2021) or lenient (R-hat <= 1.05, ESS >= 100; recorded and reported as looser)")
-    p.add_argument("--rhat-max", type=float, default=None, help="largest acceptable R-hat of any column (default 1.01)")
-    p.add_argument("--ess-min", type=float, default=None,
-                   help="smallest acceptable bulk and tail ESS of any column (default 400)")
+    add_convergence_flags(p)
     add_common_flags(p)
     p.set_defaults(func=run)
 

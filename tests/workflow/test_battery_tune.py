@@ -8,22 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-
-
-def _small(n=400, seed=0):
-    # as tests/workflow/test_frontier.py's: age drives edu and y; hours independent
-    rng = np.random.default_rng(seed)
-    age = rng.integers(18, 80, n).astype(float)
-    sex = rng.integers(0, 2, n)
-    edu = np.clip((age / 30 + rng.normal(0, 0.8, n)).round(), 0, 2).astype(int)
-    z = 0.03 * (age - 45) + 0.5 * sex + 0.4 * edu + rng.normal(0, 1, n)
-    y = (z > 0.5).astype(int)
-    return pd.DataFrame({
-        "age": age, "sex": pd.Categorical(np.array(["F", "M"])[sex]),
-        "edu": pd.Categorical(np.array(["lo", "mid", "hi"])[edu], categories=["lo", "mid", "hi"], ordered=True),
-        "hours": rng.normal(40, 8, n).round(),
-        "y": pd.Categorical(np.array(["no", "yes"])[y], categories=["no", "yes"]),
-    })
+# the frontier tests' frame: age drives edu and y; hours independent
+from test_frontier import _small
 
 
 def _wreck_age_when_masked(monkeypatch):
