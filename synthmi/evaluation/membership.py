@@ -101,7 +101,7 @@ from .coherence import clopper_pearson
 from .dcr import _encode, gower_nearest
 
 __all__ = ["MembershipResult", "membership_inference", "auc_mann_whitney", "tpr_at_fpr", "ATTACKS",
-           "holdout_positions"]
+           "holdout_positions", "PARTIAL_RELEASE_NOTE"]
 
 _OWNER = "membership_inference"
 
@@ -152,6 +152,14 @@ def tpr_at_fpr(member_scores: np.ndarray, non_member_scores: np.ndarray, fpr: fl
         return float(tpr[k])
     w = (fpr - fp[k]) / (fp[k + 1] - fp[k])
     return float(tpr[k] + w * (tpr[k + 1] - tpr[k]))
+
+
+#: why a partially synthetic release can score high (the report's and ``disclosure``'s membership note)
+PARTIAL_RELEASE_NOTE = (
+    "For a partially synthetic release (some columns synthesized, the others released unchanged) the attacks use "
+    "every released column, the kept ones included: a member's kept values appear verbatim in the release, so "
+    "membership is visible through them however well the synthesized columns are masked. A high AUC then measures "
+    "that real exposure of the kept columns, not a flaw of the synthesizer")
 
 
 def _tpr_interval(tpr: float, n: int, boot_low: float, boot_high: float, level: float = 0.95) -> tuple[float, float]:
