@@ -344,11 +344,9 @@ def cv_bandwidth(points: np.ndarray, rng: np.random.Generator, n_validation: int
 
     .. math::
 
-        \hat h = rg\max_{h \in H} rac{1}{|V|} \sum_{i \in V} \log \hat p_{-i}(x_i; h), \qquad
-        \hat p_{-i}(x; h) = rac{1}{(n - 1)(2\pi h^2)^{d/2}} \sum_{j 
-e i}
-        \exp\!\Big(-rac{\lVert x - x_j
-Vert^2}{2h^2}\Big),
+        \hat h = \arg\max_{h \in H} \frac{1}{|V|} \sum_{i \in V} \log \hat p_{-i}(x_i; h), \qquad
+        \hat p_{-i}(x; h) = \frac{1}{(n - 1)(2\pi h^2)^{d/2}} \sum_{j \ne i}
+        \exp\!\Big(-\frac{\lVert x - x_j \rVert^2}{2h^2}\Big),
 
     over the grid :math:`H = \{h_S 2^{-k}: k = 0, \dots, 7\}` (:math:`h_S = n^{-1/(d+4)}`, Scott's rule) and
     a random subset :math:`V` of at most ``n_validation`` of the points (for speed; every point is a
