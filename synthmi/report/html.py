@@ -504,8 +504,8 @@ _ANONYMETER_NOTE = (
     "Article 29 Working Party's anonymisation criteria): each attack is run against the people the release was "
     "made from and against the holdout (the control: same population, not used); the <b>risk</b> is how much "
     "more often it succeeds on the first, as a share of the room left above the control's success rate: 0 = "
-    "the release exposes its own people no more than strangers, 1 = every attack succeeds. Mean over copies, "
-    "with anonymeter's 95% interval on the counts pooled over copies. ")
+    "the release exposes its own people no more than strangers, 1 = every attack succeeds. The risk and its "
+    "95% interval are anonymeter's on the counts pooled over the copies. ")
 
 
 def _attack_label(column: str) -> str:
