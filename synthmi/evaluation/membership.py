@@ -354,10 +354,10 @@ def cv_bandwidth(points: np.ndarray, rng: np.random.Generator, n_validation: int
     cross-validation; Habbema, Hermans & van den Broek 1974; Duin 1976). It is how the DOMIAS authors
     select their own density estimator of the synthetic data (a BNAF flow, early-stopped on the
     likelihood of held-out synthetic records; van Breugel et al. 2023, code ``domias/evaluator.py``).
-    Points with an exact twin make the leave-one-out likelihood grow without bound as :math:`h \to 0`
-    (a twin pair's kernel term stays 1 while the normaliser grows), so on data where most records are twinned the choice is
-    the grid's floor :math:`h_S / 128`, which bounds it; on a 5,000-record sample of Adult's ten coarse
-    columns (35% of records twinned, 26 encoded dimensions) the choice is :math:`h_S / 8`.
+    Points with an exact twin make the leave-one-out likelihood grow without bound as :math:`h \to 0` (a
+    twin's kernel term stays 1 while the normaliser grows), so on data where most records are twinned the
+    choice is the grid's floor :math:`h_S / 128`, which bounds it; on a 5,000-record sample of Adult's ten
+    coarse columns (35% of records twinned, 26 encoded dimensions) the choice is :math:`h_S / 8`.
     """
     n, d = points.shape
     if n < 3:
