@@ -313,6 +313,9 @@ class _Disclosure:
             parts.append(self.attr.report())
         if self.membership:
             parts += [r.report() for r in self.membership.values()] + [self.dcr.report()]
+            from ..evaluation.membership import PARTIAL_RELEASE_NOTE
+
+            parts.append("Note: " + PARTIAL_RELEASE_NOTE + ".")
         else:
             parts.append("Membership inference: not computed: " + NO_HOLDOUT + ".")
         if self.attacks:

@@ -34,12 +34,13 @@ first order, and both clipped to :math:`[0, 1]` (``bind_value``):
     \mathrm{risk} = \min(\max(R, 0), 1), \qquad
     \mathrm{CI} = [\min(\max(R - e_R, 0), 1),\ \min(\max(R + e_R, 0), 1)].
 
-With :math:`M` synthetic copies the attack runs on each copy; the headline risk is
-the mean of the :math:`M` per-copy risks, its Monte Carlo error across copies
+With :math:`M` synthetic copies the attack runs on each copy; the headline risk and
+its interval are anonymeter's on the counts pooled over the copies (:math:`M n`
+attacks of each kind; with one copy exactly anonymeter's), so the interval belongs
+to the estimate it surrounds. The mean of the :math:`M` per-copy risks is kept
+(``<key>_per_copy_mean``) with its Monte Carlo error across copies
 :math:`s_R / \sqrt{M}` (:math:`s_R` the sample standard deviation of the per-copy
-risks), and the headline interval is anonymeter's interval on the counts pooled
-over the copies (:math:`M n` attacks of each kind); with one copy it is exactly
-anonymeter's.
+risks).
 """
 from __future__ import annotations
 
@@ -219,7 +220,7 @@ class AttackResult(Result):
 
     @property
     def risk(self) -> float:
-        """The headline risk (mean over copies)."""
+        """The headline risk (anonymeter's on the counts pooled over the copies)."""
         return float(self.figures[self.key])
 
 

@@ -114,7 +114,7 @@ def review_attacks(
     original : DataFrame
         The records the release was made from.
     synthetic : DataFrame or sequence of DataFrames
-        The copies (per-copy figures, mean and MC error over copies).
+        The copies (risk on the counts pooled over the copies; per-copy figures and their MC error kept).
     control : DataFrame
         The holdout: records of the population not used for the release.
     quasi_identifiers : list of str, optional

@@ -24,7 +24,8 @@ holdout as their control set, anonymeter's 500 attacks per copy) are registered 
   columns; every column without a spec), each inferred from the quasi-identifiers (every
   other column without a spec).
 
-Each is the mean over the copies; over replicate syntheses tune and the frontier give
+Each is anonymeter's risk on the counts pooled over the copies (the headline of
+:class:`~synthmi.evaluation._attack.AttackResult`); over replicate syntheses tune and the frontier give
 its MC error. A target naming an unregistered measure is refused by :meth:`Target.parse`
 with the list of the known ones.
 """
@@ -71,20 +72,20 @@ def _attacks(train, holdout, copies, spec, random_state, attack: str):
 
 def singling_out(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame], spec: Any = None,
                  random_state: Any = 0) -> float:
-    """The larger of the univariate and multivariate singling-out risks (mean over copies)."""
+    """The larger of the univariate and multivariate singling-out risks (pooled over the copies)."""
     return max(r.risk for r in _attacks(train, holdout, copies, spec, random_state, "singling_out").values())
 
 
 def linkability(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame], spec: Any = None,
                 random_state: Any = 0) -> float:
-    """The linkability risk on the QIs (every column without a spec) split in halves (mean over copies)."""
+    """The linkability risk on the QIs (every column without a spec) split in halves (pooled over the copies)."""
     (r,) = _attacks(train, holdout, copies, spec, random_state, "linkability").values()
     return r.risk
 
 
 def inference(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame], spec: Any = None,
               random_state: Any = 0) -> float:
-    """The largest inference risk over the default secrets (mean over copies)."""
+    """The largest inference risk over the default secrets (pooled over the copies)."""
     return worst_inference(_attacks(train, holdout, copies, spec, random_state, "inference")).risk
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..evaluation.analysis import format_estimate
+from ..evaluation.membership import PARTIAL_RELEASE_NOTE
 from . import figures
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -488,7 +489,9 @@ def _attack_risks_html(data: "ReportData") -> str:
             "0.01</b>: the share of training records the intruder picks out while wrongly accusing 1% of the "
             "others (0.01 is guessing): a few records can be exposed even when the AUC is near 0.5. Each attack "
             "uses all the released copies at once (as an intruder holding the release would), with a 95% "
-            "bootstrap interval over the records attacked. Reference rows: the original "
+            "bootstrap interval over the records attacked (for the TPR, widened to contain the exact binomial "
+            "interval of the training records picked out, which cannot collapse to [0, 0]). "
+            + html.escape(PARTIAL_RELEASE_NOTE) + ". Reference rows: the original "
             "released as is (the worst case) and an independent release (real records of the population not "
             "used for synthesis, released in its place: the level of no membership signal). "
             + (_ANONYMETER_NOTE if any("[" in c for c in measures) else "")
@@ -501,8 +504,8 @@ _ANONYMETER_NOTE = (
     "Article 29 Working Party's anonymisation criteria): each attack is run against the people the release was "
     "made from and against the holdout (the control: same population, not used); the <b>risk</b> is how much "
     "more often it succeeds on the first, as a share of the room left above the control's success rate: 0 = "
-    "the release exposes its own people no more than strangers, 1 = every attack succeeds. Mean over copies, "
-    "with anonymeter's 95% interval on the counts pooled over copies. ")
+    "the release exposes its own people no more than strangers, 1 = every attack succeeds. The risk and its "
+    "95% interval are anonymeter's on the counts pooled over the copies. ")
 
 
 def _attack_label(column: str) -> str:

@@ -45,6 +45,9 @@ def test_the_three_risks_with_the_recorded_holdout(release, tmp_path, capsys):
     printed = capsys.readouterr()
     assert "singling_out[multivariate] risk" in printed.out and "the intruder knows" in printed.out
     assert "fitted extrapolation" in printed.out + printed.err
+    # the membership note: the kept columns (edu, hours, y here) are attacked too and expose members verbatim
+    assert ("the attacks use every released column, the kept ones included" in printed.out
+            and "not a flaw of the synthesizer" in printed.out)
     csv = tmp_path / "r.csv"
     assert _run(release, tmp_path, "--out", str(csv), "--records", str(tmp_path / "rec.csv")) == 0
     assert labels <= set(pd.read_csv(csv)["measure"])

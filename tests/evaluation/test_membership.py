@@ -193,3 +193,31 @@ def test_the_headline_attacks_the_whole_release():
     cand = np.vstack([enc[0], enc[1]])
     mix = np.logaddexp(_log_kde(enc[3], cand), _log_kde(enc[4], cand)) - np.log(2) - _log_kde(enc[2], cand)
     assert g["membership_auc"] == pytest.approx(auc_mann_whitney(mix[:30], mix[30:]))
+
+
+def test_tpr_interval_by_hand():
+    from scipy import stats
+
+    from synthmi.evaluation.membership import _tpr_interval
+    # no member above the threshold: the bootstrap's [0, 0] widens to Clopper-Pearson's [0, 1 - 0.025^(1/n)]
+    lo, hi = _tpr_interval(0.0, 250, 0.0, 0.0)
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 250), rel=1e-9)  # 0.0146 > the null's 0.01
+    # x = 250 * 0.012 = 3 members: CP [B(0.025; 3, 248), B(0.975; 4, 247)]; a wider bootstrap end is kept
+    lo, hi = _tpr_interval(0.012, 250, 0.0, 0.036)
+    assert lo == 0.0 and hi == pytest.approx(max(0.036, stats.beta.ppf(0.975, 4, 247)))
+    lo, hi = _tpr_interval(0.012, 250, 0.008, 0.02)
+    assert lo == pytest.approx(stats.beta.ppf(0.025, 3, 248)) and hi == pytest.approx(stats.beta.ppf(0.975, 4, 247))
+    # an interpolated count (2.5): the floor's lower end, the ceiling's upper end
+    lo, hi = _tpr_interval(0.01, 250, 1.0, 0.0)
+    assert lo == pytest.approx(stats.beta.ppf(0.025, 2, 249)) and hi == pytest.approx(stats.beta.ppf(0.975, 4, 247))
+
+
+def test_tpr_interval_does_not_collapse_when_no_member_passes():
+    # the release repeats the non-members: they are all at distance 0, no member is, so no member passes the
+    # threshold at FPR 0.01 in the sample nor in any bootstrap resample; the percentile interval was [0, 0]
+    rng = np.random.default_rng(5)
+    train, holdout = _population(250, rng), _population(250, rng)
+    f = membership_inference(train, holdout, holdout, attack="distance", sample=250, random_state=0).figures
+    assert f["membership_tpr_at_fpr_0.01"] == 0.0
+    assert f["membership_tpr_at_fpr_0.01_ci_low"] == 0.0
+    assert f["membership_tpr_at_fpr_0.01_ci_high"] == pytest.approx(1 - 0.025 ** (1 / 250), rel=1e-9)
