@@ -143,7 +143,13 @@ def review_attacks(
     if unknown or isinstance(attacks, str):
         raise param_error("attacks", _OWNER, "a list of 'singling_out', 'linkability', 'inference'", attacks)
     copies = [synthetic] if isinstance(synthetic, pd.DataFrame) else list(synthetic)
-    cols = [c for c in original.columns if c in control.columns and all(c in cp.columns for cp in copies)]
+    # the released columns: the original's that every copy has (columns not released are not attacked)
+    cols = [c for c in original.columns if all(c in cp.columns for cp in copies)]
+    missing = [c for c in cols if c not in control.columns]
+    if missing:
+        # attacking fewer columns than are released would understate the risk: refused, as disclosure does
+        raise param_error("control", _OWNER, f"real records with every column the copies release (it lacks "
+                          f"{missing})", f"a frame with columns {list(control.columns)}")
     qi = [c for c in (quasi_identifiers or []) if c in cols]
     secrets = list(secrets) if secrets is not None else default_secrets(cols, qi, spec)
     # one independent stream per attack run, from the caller's seed (adding an attack moves no other's stream)

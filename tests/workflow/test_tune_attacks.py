@@ -55,3 +55,15 @@ def test_tune_with_a_singling_out_target_reports_it_with_mc_error():
     for name in ("singling_out", "inference"):
         assert name in res.trace.columns and res.trace[name].between(0.0, 1.0).all()
         assert np.isfinite(res.validated[f"{name}_se"])
+
+
+def test_a_control_without_a_released_column_is_refused():
+    # the reviewer's case: review_attacks dropped 'hours' silently and attacked fewer columns than released
+    df = _small(200)
+    train, holdout = df.iloc[:150].reset_index(drop=True), df.iloc[150:].reset_index(drop=True)
+    with pytest.raises(ValueError, match=r"'control'.*lacks \['hours'\]"):
+        review_attacks(train, [train], holdout.drop(columns="hours"), random_state=0)
+    # a column the copies do not release is not attacked, and not required of the control
+    res = review_attacks(train, [train.drop(columns="hours")], holdout.drop(columns="hours"),
+                         attacks=["linkability"], random_state=0)
+    assert "hours" not in str(res["linkability[k=1]"].settings)
