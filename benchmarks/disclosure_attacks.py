@@ -423,10 +423,11 @@ def make_notes(table: pd.DataFrame) -> list[str]:
         "identity cells are on the QI-permuted training rows (the report's row-aligned independent reference).",
         "DOMIAS GAP. On the original released as is DOMIAS's AUC (95% CI) is " + dom + ": below the distance "
         "attack and far from the maximum 1. Its Gaussian kernel densities (each bandwidth by likelihood "
-        "cross-validation, membership_inference's default bandwidth='cv') are estimated on at most 5,000 rows of "
-        "each copy and of the reference (density_sample), so on Adult fewer than a third of the 16,280 members "
-        "are in the density at all (benchmarks/results/domias_bandwidth.json: 0.59 -> 0.72 with the whole copy); "
-        "a smooth density is a weaker detector of copied single records than the nearest-record distance. The "
+        "cross-validation, membership_inference's default bandwidth='cv') are estimated on at most 25,000 released "
+        "rows per release (density_sample, split over the copies) and 25,000 of the reference; on Adult half of "
+        "the control records have an exact twin among the members, which caps every attack (the distance "
+        "attack too); benchmarks/results/domias_bandwidth.json has the bandwidth and sample-size trade-off. "
+        "A smooth density is a weaker detector of copied single records than the nearest-record distance. The "
         "test asserts only what holds: DOMIAS detects the original (CI above 0.5), not that it is near 1.",
         "risk-DA-MI: copula n_iter 200 with accept_diagnostics=True, an explicit loosening (the default 1,000 "
         "iterations do not fit the time budget; copies of an unconverged sampler are refused otherwise): "
