@@ -45,6 +45,7 @@ def test_original_scores_high_and_an_independent_release_low():
         assert f(train, holdout, [other], None, 0) < 0.15
 
 
+@pytest.mark.slow  # a tune search: 110 s under load in the full run
 def test_tune_with_a_singling_out_target_reports_it_with_mc_error():
     said = []
     res = tune(_small(300), ["age", "sex", "edu"], ["hours", "y"], ["y ~ age + sex + edu"],
