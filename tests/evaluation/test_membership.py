@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from synthmi.errors import ParameterError
-from synthmi.evaluation.membership import (_kde_encode, _log_kde, auc_mann_whitney, membership_inference,
-                                           tpr_at_fpr)
+from synthmi.evaluation.membership import (KNN_DISTANCE_FLOOR, _kde_encode, _log_kde, _log_knn, auc_mann_whitney,
+                                           membership_inference, tpr_at_fpr)
 
 
 def test_auc_and_tpr_by_hand():
@@ -89,6 +89,40 @@ def _population(n, rng):
                          "sex": rng.choice(["F", "M"], n), "reg": rng.choice(list("ABCDEFG"), n)})
 
 
+def test_knn_density_by_hand():
+    # log p + log V_d = log k - log n - d log r_k (Loftsgaarden & Quesenberry 1965), r floored
+    pts = np.array([[0.0], [1.0], [3.0]])
+    got = _log_knn(pts, np.array([[0.5], [3.0]]), k=1)
+    np.testing.assert_allclose(got, [-np.log(3) - np.log(0.5), -np.log(3) - np.log(KNN_DISTANCE_FLOOR)])
+    # k = 2 at 0.5: the second neighbour is 1 (or 0), both at 0.5
+    assert _log_knn(pts, np.array([[0.5]]), k=2)[0] == pytest.approx(np.log(2) - np.log(3) - np.log(0.5))
+    # two dimensions: the 2nd neighbour of (0, 1) among (0, 0), (3, 4) is at sqrt(9 + 9)
+    got = _log_knn(np.array([[0.0, 0.0], [3.0, 4.0]]), np.array([[0.0, 1.0]]), k=2)[0]
+    assert got == pytest.approx(np.log(2) - np.log(2) - 2 * np.log(np.sqrt(18.0)))
+
+
+def test_domias_knn_log_ratio_by_hand():
+    # one numeric column (d = 1): score = log(n_ref / n_syn) + log r_ref - log r_syn; the standardisation
+    # divides both radii by the same sd and cancels. Reference {1, 2, 3}, release {0, 12}:
+    #   member 0:  r_syn 0 (floored: a finite top score), r_ref 1
+    #   member 10: r_syn 2, r_ref 7  -> ratio 3.5
+    #   non-member 5:  r_syn 5, r_ref 2  -> 0.4
+    #   non-member 13: r_syn 1, r_ref 10 -> 10
+    # AUC: member 0 beats both (2), member 10 beats 0.4 only (1): 3/4
+    train, holdout = pd.DataFrame({"x": [0.0, 10.0]}), pd.DataFrame({"x": [5.0, 13.0]})
+    ref = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    f = membership_inference(train, holdout, pd.DataFrame({"x": [0.0, 12.0]}), attack="domias", reference=ref,
+                             density="knn", n_boot=20, random_state=0).figures
+    assert f["membership_auc"] == pytest.approx(0.75) and f["density"] == "knn" and f["k"] == 1
+    # two one-row copies {0} and {12}: the headline is ONE kNN density of the pooled rows (the same 3/4);
+    # copy {0} alone: member 10 -> 7/10, non-members 2/5 and 10/13: AUC 3/4; copy {12} alone: member 0 ->
+    # 1/12, member 10 -> 3.5, non-members 2/7 and 10: AUC 1/4; per-copy mean 1/2
+    r = membership_inference(train, holdout, [pd.DataFrame({"x": [0.0]}), pd.DataFrame({"x": [12.0]})],
+                             attack="domias", reference=ref, density="knn", n_boot=20, random_state=0)
+    assert r.figures["membership_auc"] == pytest.approx(0.75)
+    np.testing.assert_allclose(r.to_frame()["auc"], [0.75, 0.25])
+
+
 @pytest.fixture(scope="module")
 def frames():
     rng = np.random.default_rng(0)
@@ -100,15 +134,43 @@ def test_original_released_as_is_is_recognised(frames):
     d = membership_inference(train, holdout, train, attack="distance", sample=500, random_state=1).figures
     # every member is at distance 0 and no non-member is (continuous columns: no exact twin)
     assert d["membership_auc"] == 1.0 and d["membership_tpr_at_fpr_0.01"] == 1.0
-    dom = membership_inference(train, holdout, train, attack="domias", sample=500, random_state=1).figures
+    dom = membership_inference(train, holdout, train, attack="domias", density="kde", sample=500,
+                               random_state=1).figures
     # DOMIAS's smooth densities on 12 encoded dimensions are weaker than the distance attack on a copy,
     # but its AUC is far (> 5 null sds) above 0.5
     assert dom["membership_auc"] > 0.5 + 5 * dom["null_auc_sd"]
     # the cross-validated bandwidths (the default) see the copy better than Scott's rule (which oversmooths
     # near-identical records): more than 2 null sds apart on the same candidates
-    scott = membership_inference(train, holdout, train, attack="domias", sample=500, random_state=1,
+    scott = membership_inference(train, holdout, train, attack="domias", density="kde", sample=500, random_state=1,
                                  bandwidth="scott").figures
     assert dom["membership_auc"] > scott["membership_auc"] + 2 * dom["null_auc_sd"]
+
+
+def test_domias_knn_recognises_the_original_and_not_an_independent_release(frames):
+    train, holdout, fresh = frames
+    before = [train.copy(), holdout.copy(), fresh[0].copy()]
+    # the original released as is: every member has its own record in the release (r_syn floored) and no
+    # non-member has a twin (continuous columns), so members outrank non-members up to sampling of the
+    # 1,500-row release (all of it is in the density sample): AUC near 1
+    f = membership_inference(train, holdout, train, attack="domias", density="knn", sample=500,
+                             random_state=1).figures
+    assert f["membership_auc"] >= 0.95 and f["membership_tpr_at_fpr_0.01"] >= 0.9
+    # an independent release: no membership signal, the AUC within 3 null sds (0.3% two-sided) of 0.5 and
+    # its bootstrap interval covering 0.5
+    g = membership_inference(train, holdout, fresh, attack="domias", density="knn", sample=500,
+                             random_state=2).figures
+    assert abs(g["membership_auc"] - 0.5) < 3 * g["null_auc_sd"]
+    assert g["membership_auc_ci_low"] < 0.5 < g["membership_auc_ci_high"]
+    # same seed, same output; inputs untouched
+    again = membership_inference(train, holdout, fresh, attack="domias", density="knn", sample=500,
+                                 random_state=2).figures
+    assert again == g
+    for x, y in zip(before, [train, holdout, fresh[0]]):
+        pd.testing.assert_frame_equal(x, y)
+    with pytest.raises(ParameterError, match="'density' parameter of membership_inference"):
+        membership_inference(train, holdout, train, attack="domias", density="flow")
+    with pytest.raises(ParameterError, match="'k' parameter of membership_inference"):
+        membership_inference(train, holdout, train, attack="domias", density="knn", k=0)
 
 
 @pytest.mark.parametrize("attack", ["distance", "domias"])
@@ -188,11 +250,16 @@ def test_the_headline_attacks_the_whole_release():
     rng = np.random.default_rng(7)
     tr, ho, ref = (pd.DataFrame({"x": rng.normal(size=k)}) for k in (30, 30, 40))
     cps = [pd.DataFrame({"x": rng.normal(size=k)}) for k in (25, 35)]
-    g = membership_inference(tr, ho, cps, attack="domias", reference=ref, n_boot=20, random_state=0).figures
+    g = membership_inference(tr, ho, cps, attack="domias", density="kde", reference=ref, n_boot=20,
+                             random_state=0).figures
     enc = _kde_encode([tr, ho, ref, *cps], ["x"], ref)
     cand = np.vstack([enc[0], enc[1]])
     mix = np.logaddexp(_log_kde(enc[3], cand), _log_kde(enc[4], cand)) - np.log(2) - _log_kde(enc[2], cand)
     assert g["membership_auc"] == pytest.approx(auc_mann_whitney(mix[:30], mix[30:]))
+    # kNN (the default): one kNN density of the copies' pooled rows over the reference's
+    g = membership_inference(tr, ho, cps, attack="domias", reference=ref, n_boot=20, random_state=0).figures
+    pooled = _log_knn(np.vstack(enc[3:]), cand) - _log_knn(enc[2], cand)
+    assert g["membership_auc"] == pytest.approx(auc_mann_whitney(pooled[:30], pooled[30:]))
 
 
 def test_tpr_interval_by_hand():
