@@ -425,9 +425,10 @@ def make_notes(table: pd.DataFrame) -> list[str]:
         "DOMIAS's AUC (95% CI) is " + dom + ". Its densities are now k-nearest-neighbour densities (k = 1, "
         "membership_inference's default density='knn'; Loftsgaarden & Quesenberry 1965), which resolve an exact "
         "copy of a single record; the Gaussian KDE (density='kde', bandwidth by likelihood cross-validation) "
-        "scored 0.766 on NHANES and 0.661 on Adult here (benchmarks/results/domias_density.json, which also has "
-        "the independent and CART releases). On Adult half of the control records have an exact twin among the "
-        "members, which caps every attack (the distance attack too): DOMIAS reaches that cap, not 1.",
+        "scored 0.76 on NHANES and 0.62 on Adult in this benchmark before (commit 964f332; "
+        "benchmarks/results/domias_density.json compares the two on the original, independent and CART releases). "
+        "On Adult half of the control records have an exact twin among the members, which caps every attack (the "
+        "distance attack too): DOMIAS reaches that cap (its CI covers the distance attack's AUC), not 1.",
         "risk-DA-MI: copula n_iter 200 with accept_diagnostics=True, an explicit loosening (the default 1,000 "
         "iterations do not fit the time budget; copies of an unconverged sampler are refused otherwise): "
         + "; ".join(f"{r.data}: {r.release_note}" for r in rd.itertuples()),
