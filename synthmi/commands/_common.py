@@ -388,16 +388,14 @@ def split_holdout(original, recorded: dict, option: str = "--original"):
     """(training rows, held-out rows) of the file the copies were made from, by the positions
     recorded at synthesis; both with a fresh 0..n-1 index (the copies are row-aligned with the
     training rows). The file must have the row count recorded (else the positions mean nothing)."""
-    import numpy as np
+    from ..evaluation.membership import split_at
 
     n = int(recorded["n_rows_original"])
     if len(original) != n:
         raise InputError(f"The '{option}' data have {len(original)} rows, but the copies' metadata.json records a "
                          f"holdout drawn from {n} rows ('synthesize --holdout-share'): give the file the copies "
                          "were made from.")
-    held = np.zeros(n, dtype=bool)
-    held[np.asarray(recorded["positions"], dtype=np.int64)] = True
-    return original.iloc[~held].reset_index(drop=True), original.iloc[held].reset_index(drop=True)
+    return split_at(original, recorded["positions"])
 
 
 def load_release(args: argparse.Namespace, with_holdout: bool = False):

@@ -157,13 +157,9 @@ def run(args: argparse.Namespace) -> int:
         spec = ReleaseSpec.draft(df[qi + keep], qi, keep)
     holdout = None
     if share is not None:
-        import numpy as np
+        from ..evaluation.membership import holdout_positions, split_at
 
-        from ..evaluation.membership import holdout_positions
-
-        held = np.zeros(len(df), dtype=bool)
-        held[holdout_positions(len(df), share, args.seed)] = True
-        df, holdout = df.iloc[~held].reset_index(drop=True), df.iloc[held].reset_index(drop=True)
+        df, holdout = split_at(df, holdout_positions(len(df), share, args.seed))
     kinds = {c: spec.kind(c) for c in qi}
     settings = default_settings(kinds, methods, cgrid, agrid, leaves)
     tol = parse_tolerances(args.tol)

@@ -1106,9 +1106,7 @@ def hold_out(data, share: float, seed: int):
     (:func:`synthmi.evaluation.membership.holdout_positions`); the block records the held-out
     positions (row positions in the input, no value), the share and n, so that
     :func:`synthmi.commands._common.split_holdout` recovers both parts."""
-    import numpy as np
-
-    from ..evaluation.membership import holdout_positions
+    from ..evaluation.membership import holdout_positions, split_at
 
     n = len(data)
     k = int(round(share * n))
@@ -1116,9 +1114,7 @@ def hold_out(data, share: float, seed: int):
         raise InputError(f"The '--holdout-share' option {share:g} of {n} rows leaves "
                          f"{'no row held out' if k < 1 else 'fewer than 2 rows to fit'}; choose a share that does not.")
     positions = holdout_positions(n, share, seed)
-    kept = np.ones(n, dtype=bool)
-    kept[positions] = False
-    return (data.iloc[kept].reset_index(drop=True),
+    return (split_at(data, positions)[0],
             {"share": float(share), "n_rows_original": int(n), "positions": [int(i) for i in positions]})
 
 

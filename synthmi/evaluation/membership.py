@@ -203,6 +203,15 @@ def holdout_positions(n: int, share: float, seed: int) -> np.ndarray:
     return np.sort(rng.choice(int(n), size=k, replace=False))
 
 
+def split_at(data: pd.DataFrame, positions: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(training rows, held-out rows) of ``data`` at the held-out row ``positions``, both with a
+    fresh 0..n-1 index (copies are row-aligned with the training rows): the one split that
+    ``synthesize --holdout-share``, a recorded holdout, ``tune`` and ``frontier`` share."""
+    held = np.zeros(len(data), dtype=bool)
+    held[np.asarray(positions, dtype=np.int64)] = True
+    return data.iloc[~held].reset_index(drop=True), data.iloc[held].reset_index(drop=True)
+
+
 def _check_not_training_records(train: pd.DataFrame, holdout: pd.DataFrame, cols: list[str],
                                 name: str = "holdout") -> None:
     r"""Refuse a holdout that repeats the training records (fail closed).

@@ -661,13 +661,12 @@ def tune(
                          "with targets " + ", ".join(t.measure for t in targets) + ".")
     if holdout_measures:
         # membership targets: the fit and every candidate see the training rows only
-        from ..evaluation.membership import holdout_positions
+        from ..evaluation.membership import holdout_positions, split_at
 
         holdout_share = 0.2 if holdout_share is None else float(holdout_share)
-        held = np.zeros(len(data), dtype=bool)
-        held[holdout_positions(len(data), holdout_share, seed)] = True
-        data, holdout = data.iloc[~held].reset_index(drop=True), data.iloc[held].reset_index(drop=True)
-        say(f"held out {int(held.sum())} of {len(held)} rows (share {holdout_share:g}, seed {seed}) as the "
+        n_rows = len(data)
+        data, holdout = split_at(data, holdout_positions(n_rows, holdout_share, seed))
+        say(f"held out {len(holdout)} of {n_rows} rows (share {holdout_share:g}, seed {seed}) as the "
             f"non-members of {', '.join(holdout_measures)}; fitting on the other {len(data)}")
     max_table_s_pmse = float(check_scalar(max_table_s_pmse, "max_table_s_pmse", "tune", lower=0.0,
                                           lower_inclusive=False))
