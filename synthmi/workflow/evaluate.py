@@ -335,7 +335,9 @@ def _membership_cells(train: pd.DataFrame, holdout: pd.DataFrame, copies: list[p
     """The attack-risk columns of one release: ``<attack>_<figure>`` with ``_ci_low`` / ``_ci_high``."""
     from ..evaluation.membership import membership_inference
 
-    cols = [c for c in copies[0].columns if c in train.columns and c in holdout.columns]
+    # the released columns the original has; a holdout lacking one was refused by _attack_risks
+    # (membership_inference would refuse it too), so no column is dropped here
+    cols = [c for c in copies[0].columns if c in train.columns]
     row: dict[str, float] = {}
     for attack in dict.fromkeys(a for a, _ in MEMBERSHIP_COLUMNS):
         f = membership_inference(train, holdout, copies, attack=attack, columns=cols, random_state=seed).figures
