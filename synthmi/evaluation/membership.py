@@ -213,7 +213,7 @@ def split_at(data: pd.DataFrame, positions: Any) -> tuple[pd.DataFrame, pd.DataF
 
 
 def _check_not_training_records(train: pd.DataFrame, holdout: pd.DataFrame, cols: list[str],
-                                name: str = "holdout") -> None:
+                                name: str = "holdout", against: str = "train") -> None:
     r"""Refuse a holdout that repeats the training records (fail closed).
 
     Non-members that are members make every attack look like guessing (AUC 0.5 for a
@@ -224,19 +224,22 @@ def _check_not_training_records(train: pd.DataFrame, holdout: pd.DataFrame, cols
     (on categorical-only data both are large) -- and refuses when :math:`s_h \ge 0.5`
     and :math:`s_h - s_t \ge 0.3`: the training file itself (:math:`s_h = 1`) or a file
     containing it (e.g. the input of ``--holdout-share 0.2``: :math:`s_h \ge 0.8`).
-    Only the two shares are reported, no value.
+    Only the two shares are reported, no value. The same rule keeps DOMIAS's user-given
+    reference apart from the non-members (``against="holdout"``).
     """
     keys_t = pd.util.hash_pandas_object(train[cols], index=False)
     keys_h = pd.util.hash_pandas_object(holdout[cols], index=False)
     s_h = float(keys_h.isin(set(keys_t.to_numpy())).mean()) if len(keys_h) else 0.0
     s_t = float(keys_t.duplicated(keep=False).mean()) if len(keys_t) else 0.0
     if s_h >= 0.5 and s_h - s_t >= 0.3:
-        raise param_error(name, _OWNER,
-                          "real records of the population NOT used for the release (a holdout or reference that "
-                          "repeats the training records makes members look like non-members and every attack "
-                          "like guessing)",
-                          f"a {name} of which {s_h:.0%} of its records are records of 'train' (exact twins on the "
-                          f"compared columns; {s_t:.0%} of the training records have a twin among themselves)")
+        why = ("real records of the population NOT used for the release (a holdout or reference that "
+               "repeats the training records makes members look like non-members and every attack "
+               "like guessing)") if against == "train" else (
+               "real records of the population apart from the holdout (a non-member that is also in "
+               "DOMIAS's reference sample finds itself there and looks like a non-member for that reason)")
+        raise param_error(name, _OWNER, why,
+                          f"a {name} of which {s_h:.0%} of its records are records of '{against}' (exact twins on "
+                          f"the compared columns; {s_t:.0%} of the {against} records have a twin among themselves)")
 
 
 def _null_auc_sd(n1: int, n0: int) -> float:
@@ -566,6 +569,7 @@ def membership_inference(
     if reference is not None:
         # DOMIAS's population density estimated on members would divide their signal away
         _check_not_training_records(train, reference, cols, "reference")
+        _check_not_training_records(holdout, reference, cols, "reference", against="holdout")
 
     non_member_pool = holdout[cols]
     ref = None

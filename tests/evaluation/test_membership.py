@@ -226,6 +226,10 @@ def test_a_holdout_of_training_records_is_refused(frames):
     # DOMIAS's reference density estimated on the members divides their signal away
     with pytest.raises(ParameterError, match=r"'reference' parameter of membership_inference.*100% of its"):
         membership_inference(train, holdout, train, attack="domias", reference=train.iloc[:700], random_state=0)
+    # a reference holding the non-members: each would find itself there (issue 26 follow-up)
+    with pytest.raises(ParameterError, match=r"'reference' parameter of membership_inference.*apart from the "
+                                             r"holdout.*100% of its records are records of 'holdout'"):
+        membership_inference(train, holdout, fresh, attack="domias", reference=holdout, random_state=0)
     # categorical-only data: exact twins are the rule in the population, not a sign of a mistake
     rng = np.random.default_rng(4)
     cat = pd.DataFrame({"a": rng.choice(list("xy"), 600), "b": rng.choice(list("uv"), 600)})
