@@ -226,6 +226,33 @@ def add_convergence_flags(p: argparse.ArgumentParser) -> None:
                    help="smallest acceptable bulk and tail ESS of any column (default 400)")
 
 
+def add_attack_flags(p: argparse.ArgumentParser) -> None:
+    """--secret / --link-aux: what anonymeter's inference and linkability attacks assume (disclosure, report)."""
+    p.add_argument("--secret", action="append", default=None, metavar="COLUMN",
+                   help="a column whose inference risk is measured against the holdout (repeatable; default: "
+                        "--target, else the spec's kept and outcome columns, else the columns not in --qi)")
+    p.add_argument("--link-aux", default=None, metavar="A,B:C,D",
+                   help="linkability: the intruder's two auxiliary data sets, column lists split by ':' "
+                        "(default: the QIs split in two halves)")
+
+
+def attack_options(args: argparse.Namespace, columns) -> tuple[list[str] | None, tuple[list[str], list[str]] | None]:
+    """(secrets or None, link_aux pair or None) from --secret / --target / --link-aux, checked against ``columns``."""
+    link_aux = None
+    if args.link_aux is not None:
+        sides = [split_list([part]) for part in args.link_aux.split(":")]
+        if len(sides) != 2 or not all(sides):
+            raise InputError(f"The '--link-aux' option must be two column lists split by ':', e.g. age,sex:race,"
+                             f"education. Got {args.link_aux!r} instead.")
+        link_aux = (sides[0], sides[1])
+    secrets = split_list(args.secret) if args.secret else ([args.target] if args.target else None)
+    named = [c for c in (secrets or []) + (link_aux[0] + link_aux[1] if link_aux else []) if c not in columns]
+    if named:
+        raise InputError(f"The '--secret' / '--link-aux' options name columns not in the release: {named}. "
+                         f"Available columns: {list(columns)}.")
+    return secrets, link_aux
+
+
 def add_common_flags(p: argparse.ArgumentParser) -> None:
     """``--quiet`` on a verb too (``synthmi VERB --quiet``); SUPPRESS keeps a
     top-level ``synthmi --quiet VERB`` from being overwritten by the default."""

@@ -7,7 +7,9 @@ import time
 from ._common import (
     COMMA_NAMES_HELP,
     EXAMPLES_FMT,
+    add_attack_flags,
     add_summary_outputs,
+    attack_options,
     check_summary_outputs,
     add_common_flags,
     add_release_arguments,
@@ -76,12 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "--original): adds membership inference (distance attack and DOMIAS) and the distance to "
                         "closest record against them; default: the holdout 'synthesize --holdout-share' recorded "
                         "with the copies, if any")
-    p.add_argument("--secret", action="append", default=None, metavar="COLUMN",
-                   help="a column whose inference risk is measured against the holdout (repeatable; default: "
-                        "--target, else the spec's kept and outcome columns, else the columns not in --qi)")
-    p.add_argument("--link-aux", default=None, metavar="A,B:C,D",
-                   help="linkability: the intruder's two auxiliary data sets, column lists split by ':' "
-                        "(default: the QIs split in two halves)")
+    add_attack_flags(p)
     p.add_argument("--n-attacks", type=int, default=500,
                    help="records (predicates) attacked per copy by each anonymeter attack (default 500, anonymeter's)")
     add_summary_outputs(p, "summaries")
@@ -193,18 +190,7 @@ NO_HOLDOUT = ("membership inference needs a holdout, real records of the populat
 
 def _attack_options(args, original):
     """(secrets or None, link_aux pair or None) from --secret / --target / --link-aux, checked."""
-    link_aux = None
-    if args.link_aux is not None:
-        sides = [split_list([part]) for part in args.link_aux.split(":")]
-        if len(sides) != 2 or not all(sides):
-            raise InputError(f"The '--link-aux' option must be two column lists split by ':', e.g. age,sex:race,"
-                             f"education. Got {args.link_aux!r} instead.")
-        link_aux = (sides[0], sides[1])
-    secrets = split_list(args.secret) if args.secret else ([args.target] if args.target else None)
-    named = [c for c in (secrets or []) + (link_aux[0] + link_aux[1] if link_aux else []) if c not in original.columns]
-    if named:
-        raise InputError(f"The '--secret' / '--link-aux' options name columns not in the release: {named}. "
-                         f"Available columns: {list(original.columns)}.")
+    secrets, link_aux = attack_options(args, original.columns)
     if args.n_attacks < 1:
         raise InputError(f"The '--n-attacks' option must be >= 1. Got {args.n_attacks} instead.")
     return secrets, link_aux
@@ -232,8 +218,10 @@ def _attack_report(r) -> str:
     f, k = r.figures, r.key
     mc = f[f"{k}_mc_error"]
     return (f"{r.label} risk {f[k]:.3f} (95% CI {f[k + '_ci_low']:.3f} to {f[k + '_ci_high']:.3f}"
-            + (f", MC error {mc:.3f}" if mc == mc else "") + f"; {f['copies']} copies x {f['n_attacks']} attacks)\n"
-            f"  success rate on the training records {f[k + '_attack_rate']:.3f}, on the control "
+            + f"; {f['copies']} copies x {f['n_attacks']} attacks)\n"
+            # the interval is the pooled risk's; the MC error belongs to the per-copy mean, so it is printed there
+            + (f"  per-copy mean {f[k + '_per_copy_mean']:.3f} (between-copy MC error {mc:.3f})\n" if mc == mc else "")
+            + f"  success rate on the training records {f[k + '_attack_rate']:.3f}, on the control "
             f"{f[k + '_control_rate']:.3f}, naive baseline {f[k + '_baseline_rate']:.3f}\n  {r.describe}")
 
 

@@ -8,8 +8,10 @@ import time
 from ._common import (
     COMMA_NAMES_HELP,
     EXAMPLES_FMT,
+    add_attack_flags,
     add_common_flags,
     add_overwrite_flag,
+    attack_options,
     add_sep_flag,
     check_formula,
     check_output_file,
@@ -87,6 +89,7 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pmse-method", default="logit", choices=["logit", "cart"])
     p.add_argument("--target", default=None,
                    help="sensitive column for attribute disclosure (DiSCO, DCAP, TCAP, repU, matching attribute risk)")
+    add_attack_flags(p)
     p.add_argument("--frontier", default=None, metavar="CSV",
                    help="frontier points (benchmarks/frontier.py output) to draw behind the releases")
     p.add_argument("--no-references", action="store_true",
@@ -197,6 +200,10 @@ def run(args) -> int:
     check_formula(formula, original.columns, "--analysis" if args.analysis is not None else "--spec", "the copies")
     if args.holdout:
         holdout, _ = load_original(args.holdout, sep_of(args), option="--holdout", na_values=na, encoding=enc)
+    secrets, link_aux = attack_options(args, original.columns)
+    if (args.secret or args.link_aux) and holdout is None:
+        raise InputError("The '--secret' / '--link-aux' options set up the attacks measured against a holdout, and "
+                         "there is none: give --holdout FILE, or synthesize with --holdout-share 0.2.")
     t0 = time.perf_counter()
     data = evaluate_release(
         original, releases, qi, formula, family=family, rule=args.rule, spec=spec,
@@ -205,6 +212,7 @@ def run(args) -> int:
         seeds={k: s.seed for k, s in releases.items() if s.seed is not None}, progress=progress_enabled(args),
         original_is_public=is_bundled(args.original), target=args.target,
         references=not args.no_references, frontier=_read_frontier(args.frontier, qi), holdout=holdout,
+        secrets=secrets, link_aux=link_aux,
     )
     step_line(args, "report", f"evaluated {len(releases)} release{'s' if len(releases) > 1 else ''} (utility, "
               f"analysis, risk) in {time.perf_counter() - t0:.1f} s", summary=True)

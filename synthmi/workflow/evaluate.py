@@ -223,6 +223,8 @@ def evaluate_release(
     reference_seed: int = 0,
     holdout: pd.DataFrame | None = None,
     spec: Any = None,
+    secrets: Sequence[str] | None = None,
+    link_aux: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> ReportData:
     """Evaluate one or more releases of synthetic copies against the original.
 
@@ -271,6 +273,12 @@ def evaluate_release(
         :func:`synthmi.evaluation.attack_risks.review_attacks`), further columns of
         ``attack_risks`` with what each assumes in ``attack_notes``. Without it ``attack_risks`` is empty and ``settings["membership_inference"]``
         says how to get one.
+    secrets : list of str, optional
+        The columns whose inference risk is measured (default: ``target``, else the spec's kept
+        and outcome columns, else the non-QI columns).
+    link_aux : pair of column lists, optional
+        The intruder's two auxiliary data sets of the linkability attack (default: the QIs split
+        in halves).
 
     Fully synthetic releases (recorded rule ``full``, or copies whose row count
     differs from the original's) get no record-by-record identity matching (their
@@ -279,7 +287,7 @@ def evaluate_release(
     """
     measures = _check_measures(
         original, synthetic, quasi_identifiers, formula, family, alpha, tolerance, k0, risk_threshold, pmse_method,
-        pmse_variables, target, holdout, spec,
+        pmse_variables, target, holdout, spec, secrets, link_aux,
     )
     from .._progress import progress_bar
 
@@ -355,10 +363,10 @@ def _anonymeter_cells(train: pd.DataFrame, control: pd.DataFrame, copies: list[p
     ``inference[<secret>]``, ...) with ``_ci_low`` / ``_ci_high``; fills ``notes`` with what each assumes."""
     from ..evaluation.attack_risks import review_attacks
 
-    secrets = [ms.target] if ms.target is not None else None
+    secrets = ms.secrets if ms.secrets is not None else ([ms.target] if ms.target is not None else None)
     row: dict[str, float] = {}
-    for label, r in review_attacks(train, copies, control, quasi_identifiers=ms.qi, secrets=secrets, spec=ms.spec,
-                                   random_state=seed).items():
+    for label, r in review_attacks(train, copies, control, quasi_identifiers=ms.qi, secrets=secrets,
+                                   link_aux=ms.link_aux, spec=ms.spec, random_state=seed).items():
         f, k = r.figures, r.key
         row[label], row[f"{label}_ci_low"], row[f"{label}_ci_high"] = f[k], f[f"{k}_ci_low"], f[f"{k}_ci_high"]
         notes.setdefault(label, r.describe.rstrip("."))
@@ -433,6 +441,8 @@ class _Measures:
     spec: Any
     subgroup_labels: pd.Series
     response: str | None
+    secrets: list[str] | None = None
+    link_aux: tuple[list[str], list[str]] | None = None
 
     @property
     def tolerance_kw(self) -> dict[str, Any]:
@@ -459,7 +469,7 @@ class _Evaluated:
 
 
 def _check_measures(original, synthetic, quasi_identifiers, formula, family, alpha, tolerance, k0, risk_threshold,
-                    pmse_method, pmse_variables, target, holdout, spec) -> _Measures:
+                    pmse_method, pmse_variables, target, holdout, spec, secrets=None, link_aux=None) -> _Measures:
     """Check :func:`evaluate_release`'s arguments and split the original into risk subgroups."""
     from ..evaluation.subgroups import risk_subgroups
     from ..spec import resolve_quasi_identifiers
@@ -479,10 +489,16 @@ def _check_measures(original, synthetic, quasi_identifiers, formula, family, alp
     subgroups = risk_subgroups(original, qi, k0=k0, **sub_kw)
     if target is not None:
         check_columns_exist(original, [target], "target", "original")
+    if secrets is not None:
+        secrets = check_columns_exist(original, list(secrets), "secrets", "original")
+    if link_aux is not None:
+        if len(link_aux) != 2 or not all(len(side) for side in link_aux):
+            raise param_error("link_aux", owner, "a pair of non-empty column lists", link_aux)
+        link_aux = tuple(check_columns_exist(original, list(side), "link_aux", "original") for side in link_aux)
     return _Measures(
         original=original, qi=qi, formula=formula, family=family, alpha=alpha, tolerance=tolerance, k0=k0,
         risk_threshold=risk_threshold, pmse_method=pmse_method, pmse_variables=list(pmse_variables), target=target,
-        holdout=holdout, spec=spec, subgroup_labels=pd.Series(subgroups.labels, index=original.index).astype(str),
+        holdout=holdout, spec=spec, secrets=secrets, link_aux=link_aux, subgroup_labels=pd.Series(subgroups.labels, index=original.index).astype(str),
         response=_response(formula, original.columns),
     )
 

@@ -44,6 +44,8 @@ def test_the_three_risks_with_the_recorded_holdout(release, tmp_path, capsys):
     assert "fitted extrapolation" in a["control_size_note"] and "60 records" in a["control_size_note"]
     printed = capsys.readouterr()
     assert "singling_out[multivariate] risk" in printed.out and "the intruder knows" in printed.out
+    # the MC error is the per-copy mean's (sd / sqrt(M)), printed beside that mean, not beside the pooled risk
+    assert "per-copy mean" in printed.out and "(between-copy MC error " in printed.out
     assert "fitted extrapolation" in printed.out + printed.err
     # the membership note: the kept columns (edu, hours, y here) are attacked too and expose members verbatim
     assert ("the attacks use every released column, the kept ones included" in printed.out

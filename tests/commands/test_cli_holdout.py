@@ -164,3 +164,30 @@ def test_disclosure_refuses_the_training_rows_as_holdout(release, tmp_path, caps
                  "--qi", "age,sex", "--holdout", str(release / "w.csv"), "--out", str(tmp_path / "b.json"),
                  "--quiet"]) == 1
     assert "80% of its records" in capsys.readouterr().err
+
+
+def test_report_takes_the_attack_options(release, tmp_path, capsys):
+    """report --secret / --link-aux reach anonymeter's attacks (issue 26 follow-up): only the named secret is
+    attacked; a column not in the release and the options without a holdout are refused by name."""
+    page = tmp_path / "r.html"
+    args = ["report", "--original", str(release / "w.csv"), "--synthetic", str(release / "syn"), "--qi", "age,sex",
+            "--analysis", "hours ~ age + sex", "--family", "gaussian", "--quiet"]
+    assert main(args + ["--out", str(page), "--secret", "hours", "--link-aux", "age:sex"]) == 0
+    section = page.read_text().split("<section id='attacks'>", 1)[1].split("</section>", 1)[0]
+    assert "inference[hours]" in section and "inference[edu]" not in section and "inference[y]" not in section
+    assert main(args + ["--out", str(tmp_path / "r2.html"), "--secret", "nope"]) != 0
+    assert "'--secret' / '--link-aux' options name columns not in the release: ['nope']" in capsys.readouterr().err
+    w = pd.read_csv(release / "w.csv").iloc[:240]
+    w.to_csv(tmp_path / "train.csv", index=False)
+    from synthmi.synthetic import SyntheticData
+
+    syn = SyntheticData.from_dir(release / "syn")
+    # a release without a recorded holdout (the copies saved again, without the holdout record)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for i, c in enumerate(syn.copies):
+        c.to_csv(bare / f"copy_{i + 1}.csv", index=False)
+    assert main(["report", "--original", str(tmp_path / "train.csv"), "--synthetic", str(bare), "--qi", "age,sex",
+                 "--analysis", "hours ~ age + sex", "--family", "gaussian", "--quiet", "--out",
+                 str(tmp_path / "r3.html"), "--secret", "hours"]) != 0
+    assert "there is none: give --holdout FILE" in capsys.readouterr().err

@@ -103,3 +103,30 @@ def test_a_holdout_lacking_a_compared_column_is_refused():
     with pytest.raises(ValueError, match=r"'holdout' parameter of evaluate_release.*\['hours'\]"):
         evaluate_release(train, {"swap": rel}, ["age", "sex"], "hours ~ age + sex", family="gaussian",
                          holdout=holdout.drop(columns="hours"), pmse_method="cart")
+
+
+def test_secrets_and_link_aux_reach_the_attacks():
+    """evaluate_release(secrets=, link_aux=) run anonymeter's attacks with them: the release's row equals
+    review_attacks run by hand with the same control (the holdout) and seed; bad names are refused."""
+    from synthmi.errors import ColumnError, ParameterError
+    from synthmi.evaluation.attack_risks import review_attacks
+
+    full = wage_frame(300, seed=12)
+    train, holdout = full.iloc[:200].reset_index(drop=True), full.iloc[200:].reset_index(drop=True)
+    rel = _release(train, np.random.default_rng(1))
+    aux = (["age"], ["sex", "edu"])
+    data = evaluate_release(train, {"swap": rel}, ["age", "sex"], "hours ~ age + sex", family="gaussian",
+                            holdout=holdout, secrets=["hours"], link_aux=aux, references=False)
+    row = data.attack_risks.set_index("method").loc["swap"]
+    by_hand = review_attacks(train, rel, holdout, quasi_identifiers=["age", "sex"], secrets=["hours"],
+                             link_aux=aux, random_state=0)
+    assert {k for k in row.index if k.startswith("inference[")} == {"inference[hours]", "inference[hours]_ci_low",
+                                                                    "inference[hours]_ci_high"}
+    for label, r in by_hand.items():
+        assert row[label] == pytest.approx(r.figures[r.key], abs=1e-12)
+    with pytest.raises((ColumnError, ParameterError), match="secrets"):
+        evaluate_release(train, {"swap": rel}, ["age", "sex"], "hours ~ age + sex", family="gaussian",
+                         holdout=holdout, secrets=["nope"])
+    with pytest.raises(ParameterError, match="'link_aux'"):
+        evaluate_release(train, {"swap": rel}, ["age", "sex"], "hours ~ age + sex", family="gaussian",
+                         holdout=holdout, link_aux=(["age"], []))
