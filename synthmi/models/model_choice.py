@@ -409,6 +409,10 @@ def choose_models(synth: Any, df: pd.DataFrame, spec: Any, fit_params: Mapping[s
         else:
             threshold, pick = float("nan"), ok[0]
         chosen[c] = pick["model"]
+        if progress is not None:
+            progress(f"models='auto': column '{c}' -> {pick['candidate']} (worst table S_pMSE "
+                     f"{pick['worst_s_pmse']:.2f}; best {ok[b]['candidate']} {ok[b]['worst_s_pmse']:.2f}; "
+                     f"band {threshold:.2f})")
         columns[c] = {"chosen": pick["candidate"], "model": pick["model"], "best": ok[b]["candidate"],
                       "threshold": threshold, "candidates": rows_out}
     models = {c: chosen[c] for c in order if c in chosen}
