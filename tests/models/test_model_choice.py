@@ -16,7 +16,7 @@ import pytest
 
 from synthmi.errors import ParameterError
 from synthmi.models.dami import DAMISynthesizer
-from synthmi.models.model_choice import CANDIDATES, CHECK_COPIES, MC_Z, PROPER_GAP, wants_auto
+from synthmi.models.model_choice import CANDIDATES, CHECK_COPIES, MC_Z, PROPER_GAP, apply_rule, wants_auto
 from synthmi.models.rubin import RubinSynthesizer
 from synthmi.spec import ReleaseSpec
 
@@ -47,13 +47,31 @@ def _rows(choice, col):
 
 
 def _rule(info):
-    """The documented rule, recomputed from the recorded figures: the simplest checked candidate
-    (registry order) within PROPER_GAP + MC_Z * sqrt(8 / (M d)) of the best, d the df of the best's worst table."""
+    """The documented rule, recomputed from the recorded figures: per table the best checked candidate's
+    S_pMSE m_t and band PROPER_GAP + MC_Z * sqrt(8 / (M d_t)); the simplest candidate (registry order)
+    within m_t + band on every table."""
     ok = [r for r in info["candidates"] if r["status"] == "checked"]
-    best = min(ok, key=lambda r: r["worst_s_pmse"])
-    thr = best["worst_s_pmse"] + PROPER_GAP + MC_Z * np.sqrt(8.0 / (CHECK_COPIES * best["worst_df"]))
+    excess = {r["candidate"]: -np.inf for r in ok}
+    for t in {t for r in ok for t in r["tables"]}:
+        best = min(ok, key=lambda r: r["tables"][t][0])
+        band = PROPER_GAP + MC_Z * np.sqrt(8.0 / (CHECK_COPIES * best["tables"][t][1]))
+        for r in ok:
+            excess[r["candidate"]] = max(excess[r["candidate"]], r["tables"][t][0] - best["tables"][t][0] - band)
     order = [c.name for c in CANDIDATES]
-    return min((r for r in ok if r["worst_s_pmse"] <= thr), key=lambda r: order.index(r["candidate"]))["candidate"], thr
+    return min((n for n, e in excess.items() if e <= 0), key=order.index), excess
+
+
+def test_rule_by_hand():
+    # bands: d = 4 -> 1 + 2 sqrt(8 / 8) = 3; d = 24 -> 1 + 2 sqrt(8 / 48) = 1.8165
+    def cand(a, b):
+        return {"tables": {"x": [a, 4.0], "x:z": [b, 24.0]}}
+    k, best, excess = apply_rule([cand(5.0, 3.0), cand(1.0, 2.9)])
+    assert k == 1 and best == {"x": 1.0, "x:z": 2.9}
+    assert excess[0] == pytest.approx(5.0 - 1.0 - 3.0) and excess[1] == pytest.approx(-(1 + 2 * np.sqrt(1 / 6)))
+    k, _, excess = apply_rule([cand(3.9, 3.0), cand(1.0, 2.9)])  # the simpler one within on both tables
+    assert k == 0 and excess[0] == pytest.approx(max(3.9 - 1 - 3, 3.0 - 2.9 - (1 + 2 * np.sqrt(1 / 6))))
+    k, _, excess = apply_rule([cand(1.0, 10.0), cand(10.0, 1.0)])  # none within everywhere: smallest excess
+    assert k == 1 and excess == pytest.approx([10 - 1 - (1 + 2 * np.sqrt(1 / 6)), 10 - 1 - 3])
 
 
 def test_skewed_column_normal_fails_its_margin_and_a_scale_that_keeps_it_is_chosen(auto):
@@ -63,8 +81,8 @@ def test_skewed_column_normal_fails_its_margin_and_a_scale_that_keeps_it_is_chos
     assert rows["normal"]["one_way_s_pmse"] > 20
     chosen = auto.model_choice_.columns["inc"]["chosen"]
     assert chosen in ("normal, log", "normal, log1p", "normal, rank", "cart")
-    assert (chosen, auto.model_choice_.columns["inc"]["threshold"]) == _rule(auto.model_choice_.columns["inc"])
-    assert rows[chosen]["worst_s_pmse"] < 10
+    assert chosen == _rule(auto.model_choice_.columns["inc"])[0]
+    assert rows[chosen]["worst_s_pmse"] < 10 and rows["normal"]["excess"] > 0
     # no point mass in a continuous log-normal: the two-part candidates are skipped, and say why
     assert rows["two-part"]["status"] == "skipped" and "point mass" in rows["two-part"]["reason"]
 
@@ -74,16 +92,17 @@ def test_a_point_mass_whose_share_depends_on_a_kept_column_gets_the_two_part_mod
     rows = _rows(auto.model_choice_, "gain")
     assert info["chosen"] == "two-part"
     assert info["model"] == {"method": "normal", "semicont": [0.0]}
-    assert (info["chosen"], info["threshold"]) == _rule(info)
-    # the one-scale models cannot: outside the rule's Monte Carlo band of the best
+    chosen, excess = _rule(info)
+    assert chosen == "two-part" and info["within_band"]
+    # the one-scale models cannot: outside the rule's Monte Carlo band of the best on some table
     for name in ("normal", "normal, log1p", "normal, rank"):
-        assert rows[name]["worst_s_pmse"] > info["threshold"], name
+        assert excess[name] > 0 and rows[name]["excess"] == pytest.approx(excess[name]), name
     assert rows["normal, log"]["status"] == "skipped"  # zeros: no log scale
 
 
 def test_the_default_is_kept_when_it_fits(auto):
     info = auto.model_choice_.columns["x"]
-    assert info["chosen"] == "normal" and (info["chosen"], info["threshold"]) == _rule(info)
+    assert info["chosen"] == "normal" == _rule(info)[0]
 
 
 def test_choice_is_recorded_in_metadata_and_spec_and_the_spec_reproduces_the_release(auto, tmp_path):
