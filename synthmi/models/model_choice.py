@@ -86,7 +86,9 @@ The rule (Monte Carlo error), :func:`apply_rule`
     the reasons.
 
 Cost
-    One fit and :data:`CHECK_COPIES` copies per candidate of each auto column, on
+    One fit and :data:`CHECK_COPIES` copies per candidate of each auto column
+    (with ``sampler="nuts"`` the candidates are fitted by the exact fast
+    sampler, which draws the same posterior), on
     the check frame: the data, or when they have more than
     :data:`MAX_CHECK_ROWS` rows a seeded subsample of that many rows (the
     choice then judges the tables of the subsample; their S_pMSE has the same
@@ -376,10 +378,11 @@ def choose_models(synth: Any, df: pd.DataFrame, spec: Any, fit_params: Mapping[s
         check = df.iloc[rows]
     else:
         check = df
-    params = {k: v for k, v in synth.get_params(deep=False).items()}
-    # the check judges the predictive; the convergence check belongs to the final fit
-    params.update(accept_diagnostics=True, progressbar=False) if "progressbar" in params else params.update(
-        accept_diagnostics=True)
+    params = dict(synth.get_params(deep=False))
+    # the check judges the predictive; the convergence check belongs to the final fit, and NUTS
+    # samples the posterior the exact fast sampler draws (test_rubin.py::test_fast_and_nuts_agree) at many times its cost
+    params.update(accept_diagnostics=True, progressbar=False, sampler="fast" if params.get("sampler") == "nuts"
+                  else params.get("sampler", "fast"))
     chosen: dict[str, Any] = dict(given_models)
     columns: dict[str, dict[str, Any]] = {}
     fits = 0
