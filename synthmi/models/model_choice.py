@@ -22,8 +22,12 @@ The candidates
     ``cart``; nominal: ``multinomial``, ``cart``; ordinal: ``ordered``,
     ``multinomial``, ``cart``. A new conditional (a method of
     :data:`synthmi.models.conditional.METHODS`) is offered by adding one
-    :class:`Candidate` to :data:`CANDIDATES`; an entry whose method is not (yet)
-    in ``METHODS`` is skipped with that reason.
+    :class:`Candidate` to :data:`CANDIDATES` (e.g. ``Candidate("tree", "tree",
+    ("continuous", "binary", "nominal", "ordinal"))`` before ``cart``: a
+    method with a likelihood is valid for masked columns and as a predictor
+    under the joint predictive); it is offered for the kinds both the entry and
+    the method's own kinds in :mod:`~synthmi.models.conditional` allow, and an
+    entry whose method is not (yet) in ``METHODS`` is skipped with that reason.
 
 Roles
     A candidate that the synthesizer would refuse for the column's role is not
@@ -112,7 +116,7 @@ import pandas as pd
 from ..errors import InputError, SynthmiError
 from ..evaluation.pmse import utility_tables
 from ..kinds import model_kind
-from .conditional import METHODS, parse_models, predictors_from_matrix, resolve_visit_sequence
+from .conditional import _METHOD_KINDS, METHODS, parse_models, predictors_from_matrix, resolve_visit_sequence
 from .masking import NormalMasking, make_masking
 
 __all__ = ["AUTO", "Candidate", "CANDIDATES", "ModelChoice", "wants_auto", "choose_models", "apply_rule", "MAX_CHECK_ROWS",
@@ -271,24 +275,26 @@ def _later_users(c: str, later: Sequence[str], given: Mapping[str, Any], pm_pred
 
 
 def _skip_reason(cand: Candidate, facts: dict[str, Any]) -> str | None:
+    """Why ``cand`` is not fitted for a column (None: it is): not available, refused for the
+    column's role (what the synthesizer would refuse), or not defined on the column's values."""
     if cand.method not in METHODS:
         return f"method {cand.method!r} is not available in this version"
-    if cand.transform == "log" and not facts["min"] > 0:
-        return "the log scale needs positive values and the column has values <= 0"
-    if cand.transform == "log1p" and not facts["min"] > -1:
-        return "the log1p scale needs values above -1 and the column has values <= -1"
-    if cand.two_part and not facts["point_masses"]:
-        return (f"no point mass (declared in the spec, or a value holding >= {POINT_MASS_MIN_SHARE:.0%} of the rows)")
     if facts["masked"]:
         if not cand.likelihood:
-            return "masked column: cart has no likelihood to combine with the masking evidence"
+            return f"masked column: {cand.name} has no likelihood to combine with the masking evidence"
         if cand.two_part:
             return "masked column: DA-MI masks are defined for complete columns (no point masses)"
         if cand.transform is not None and facts["normal_mask"]:
             return "masked column with a normal mask, which acts on the raw scale (no transform)"
     if not cand.likelihood and facts["joint"] and facts["users"]:
-        return (f"under DA-MI's joint predictive a cart column cannot be a predictor of the parametric models "
-                f"of {facts['users']} (later in the visit sequence)")
+        return (f"under DA-MI's joint predictive a {cand.name} column (no likelihood) cannot be a predictor of the "
+                f"parametric models of {facts['users']} (later in the visit sequence)")
+    if cand.transform == "log" and not facts["min"] > 0:
+        return "the log scale needs positive values and the column has values <= 0"
+    if cand.transform == "log1p" and not facts["min"] > -1:
+        return "the log1p scale needs values above -1 and the column has values <= -1"
+    if cand.two_part and not facts["point_masses"]:
+        return f"no point mass (declared in the spec, or a value holding >= {POINT_MASS_MIN_SHARE:.0%} of the rows)"
     return None
 
 
@@ -407,7 +413,7 @@ def choose_models(synth: Any, df: pd.DataFrame, spec: Any, fit_params: Mapping[s
         seed = int(np.random.SeedSequence([CHECK_SEED, j]).generate_state(1)[0])
         rows_out: list[dict[str, Any]] = []
         for cand in CANDIDATES:
-            if kind not in cand.kinds:
+            if kind not in cand.kinds or kind not in _METHOD_KINDS.get(cand.method, cand.kinds):
                 continue
             model = cand.model(facts["point_masses"])
             row: dict[str, Any] = {"candidate": cand.name, "model": model}
