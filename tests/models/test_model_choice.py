@@ -175,3 +175,19 @@ def test_dami_roles_masked_column_never_cart_and_no_cart_predictor_under_joint()
     cart = _rows(s2.model_choice_, "inc")["cart"]
     assert cart["status"] == "skipped" and "joint predictive" in cart["reason"] and "'x'" in cart["reason"]
     assert s2.sample(1, random_state=0).structure["model_choice"]["columns"]["inc"]["chosen"] != "cart"
+
+
+def test_later_users_and_point_masses_by_hand():
+    from synthmi.models.conditional import VariableSpec
+    from synthmi.models.model_choice import _later_users, _point_masses
+
+    given = {"b": VariableSpec(predictors=["z"]), "c": VariableSpec(formula="~ a_1 + z"),
+             "d": VariableSpec(formula="~ bs(a, 3)")}
+    # b leaves 'a' out, c names another column ('a_1'), d uses it, e has the default design (every earlier QI)
+    assert _later_users("a", ["b", "c", "d", "e"], given, {}) == ["d", "e"]
+    assert _later_users("a", ["e"], {}, {"e": ["z"]}) == []  # predictor_matrix row without 'a'
+    x = np.r_[np.zeros(5), np.arange(1.0, 96.0)]  # 5 zeros in 100 rows: 5% is a point mass
+    assert _point_masses(None, x) == [0.0]
+    assert _point_masses(None, x[1:]) == []  # 4 in 99 rows (4.04%) is not
+    assert _point_masses((-1, 2), x) == [-1.0, 2.0]  # declared in the spec: used as declared
+    assert _point_masses(None, np.r_[np.zeros(50), np.ones(30), np.full(20, 2.0)]) == []  # no value model left
