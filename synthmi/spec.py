@@ -81,9 +81,11 @@ class ReleaseSpec:
         Quasi-identifier -> mask spec (``{"K": 3, "sigma_e": 5}``, ``{"alpha": 2}``,
         ``{"p": 0.8}``; see :func:`~synthmi.models.masking.make_masking`), or
         ``{"low": {...}, "medium": {...}, "high": {...}}`` for masks per risk subgroup.
-    models : dict, optional
-        Column -> per-variable model settings (``{"method": ..., "formula": "~ ..."}``),
-        passed to synthesizers that take ``models=``.
+    models : dict or "auto", optional
+        Column -> per-variable model settings (``{"method": ..., "formula": "~ ..."}``,
+        or ``"auto"``), passed to synthesizers that take ``models=``; ``"auto"`` alone:
+        every quasi-identifier's model chosen by posterior predictive checks
+        (:mod:`synthmi.models.model_choice`).
     visit_sequence : list of str, optional
         Order in which the quasi-identifiers are synthesized.
     analyses : list of dict
@@ -151,9 +153,9 @@ class ReleaseSpec:
                     f"The 'visit_sequence' of the spec must list each quasi-identifier once ({qi}). Got {seq} instead."
                 )
             self.visit_sequence = seq
-        if self.models is not None:
+        if self.models is not None and self.models != "auto":
             if not isinstance(self.models, Mapping):
-                raise _err("The 'models' of the spec", "an object {column: settings}", self.models)
+                raise _err("The 'models' of the spec", "an object {column: settings} or \"auto\"", self.models)
             bad = [c for c in self.models if c not in self.columns]
             if bad:
                 raise InputError(f"The 'models' of the spec name columns not in the spec: {bad}.")

@@ -391,6 +391,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "for valid weighted analyses when selection depends on columns not in the file)")
     p.add_argument("--transform", action="append", metavar="COLUMN=log|log1p|rank",
                    help="transform of a continuous quasi-identifier's model (rubin, dami; repeatable)")
+    p.add_argument("--models", choices=["auto"], default=None,
+                   help="rubin, dami: choose each quasi-identifier's model by posterior predictive checks of its "
+                        "release (one- and two-way table S_pMSE; synthmi.models.model_choice); the models a --spec "
+                        "names for its columns win")
     p.add_argument("--semicont", action="append", metavar="COLUMN=V[:V2]",
                    help="point masses (e.g. zeros) of a numeric quasi-identifier: two-part model (repeatable)")
     p.add_argument("--rule", action="append", metavar="COLUMN[=VALUE]:CONDITION",
@@ -850,6 +854,13 @@ def run(args: argparse.Namespace) -> int:
         if "transforms" in params:
             raise InputError("Give the transforms either with --transform or with --param transforms=..., not both.")
         params["transforms"] = transforms
+    if getattr(args, "models", None) is not None:
+        if "models" not in _param_names(cls):
+            takes = ", ".join(sorted(m for m in METHODS if m in ("rubin", "dami")))
+            raise InputError(f"The '--models' option is for {takes}; method {args.method!r} takes no models.")
+        if "models" in params:
+            raise InputError("Give the models either with --models or with --param models=..., not both.")
+        params["models"] = args.models
     semicont = parse_semicont(args.semicont)
     rules = parse_rules(args.rule)
     if args.method in FULLY_SYNTHETIC and (semicont or rules or args.weights):
@@ -1183,7 +1194,7 @@ def _save_model(synth, path: Path, source_meta: dict[str, Any], syn, dp_release:
 # The options that shape a fit: with --model the saved model's settings apply, so they are refused.
 _FIT_OPTIONS = ("data", "spec", "qi", "keep", "categorical", "method", "mask", "param", "domain", "map_other",
                 "bounds", "levels", "engine", "scheduler", "weights", "weight_as_predictor", "transform", "semicont",
-                "rule", "accept_diagnostics", "convergence", "rhat_max", "ess_min", "max_seconds", "allow_identifiers",
+                "models", "rule", "accept_diagnostics", "convergence", "rhat_max", "ess_min", "max_seconds", "allow_identifiers",
                 "save_model", "overwrite", "holdout_share")
 
 

@@ -516,6 +516,8 @@ class Synthesizer(ParamsMixin, abc.ABC):
         from .conditional import parse_models, per_variable_setting
 
         models = getattr(self, "models", None) if "models" in self._get_param_names() else None
+        # the models a models="auto" choice made (synthmi.models.model_choice) are this fit's
+        models = getattr(self, "_chosen_models", None) or models
         if models is None and getattr(self, "spec_", None) is not None and self.spec_.models:
             # the spec may carry models of columns another release synthesizes
             models = {c: v for c, v in self.spec_.models.items() if c in qi}

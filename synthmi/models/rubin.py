@@ -84,6 +84,7 @@ from .conditional import (
 from .conjugate import NormalRegressionPosterior
 from .column_posterior import HMC_INITIAL_DRAWS, IMH_MIN_ESS_FRACTION, draw_columns  # noqa: F401 (re-exported)
 from .glm import CategoricalModel, categorical_model_of, group_rows, merge_bucket
+from .model_choice import choose_models, spec_with_models, wants_auto
 from .predictive import Prepared, draw_categorical, sequential_draw
 from .truncation import Support, detect_grid, distinct_capped
 from ..errors import ColumnError, InputError, ParameterError
@@ -131,13 +132,19 @@ class RubinSynthesizer(Synthesizer):
         categorical models (standardised predictors) and on cutpoints.
     progressbar : bool
         Show PyMC's progress bar (NUTS).
-    models : dict, optional
+    models : dict or "auto", optional
         Per-variable models, ``{column: spec}``; a spec is a method name
         (``"normal"``, ``"logit"``, ``"probit"``, ``"ordered"``,
         ``"multinomial"``, ``"cart"``, ``"hierarchical"``), a formula
         (``"~ age * sex + bs(hours, 4)"``) or a dict with keys ``method``,
         ``formula``, ``predictors``, ``group`` (see
-        :mod:`synthmi.models.conditional`).
+        :mod:`synthmi.models.conditional`). ``"auto"`` (the whole setting, or
+        a column's entry, the given entries winning) chooses the model of each
+        such column by posterior predictive checks of its release
+        (:mod:`synthmi.models.model_choice`); the choice and its figures are
+        in ``model_choice_``, the release's ``structure["model_choice"]`` and
+        its spec. Default None: the default models (not "auto", which fits
+        every candidate once more).
     visit_sequence : list of str, optional
         Order of the sequential conditionals (a permutation of the
         quasi-identifiers); default the order given to ``fit``.
@@ -195,7 +202,7 @@ class RubinSynthesizer(Synthesizer):
         "tune": [Interval("int", 0, None)],
         "prior_sd": [Interval("real", 0.0, None, closed="neither")],
         "progressbar": ["boolean"],
-        "models": [None, "dict"],
+        "models": [None, Options("auto"), "dict"],
         "visit_sequence": [None, "columns"],
         "predictor_matrix": [None, "object"],
         "bounds": [None, "dict"],
@@ -377,14 +384,32 @@ class RubinSynthesizer(Synthesizer):
         """Per-column transforms: the 'transforms' parameter (--transform) merged with the
         'transform' entries of ``models`` (the parameter's or the spec's); one mechanism."""
         if specs is None:
-            specs = parse_models(self._from_spec("models", "models"), list(self.quasi_identifiers_), type(self).__name__)
+            specs = parse_models(self._models_setting(), list(self.quasi_identifiers_), type(self).__name__)
         return per_variable_setting(specs, "transform", self.transforms, "transforms", type(self).__name__)
+
+    def _models_setting(self) -> Any:
+        """The per-variable models of this fit: those ``models="auto"`` chose
+        (:mod:`synthmi.models.model_choice`), else the parameter, else the spec's."""
+        chosen = getattr(self, "_chosen_models", None)
+        return chosen if chosen is not None else self._from_spec("models", "models")
+
+    def _fit_release(self, df: pd.DataFrame, spec: ReleaseSpec, **fit_params: Any) -> None:
+        # models="auto" (the parameter, or the spec's when the parameter is None): choose each such
+        # column's model by posterior predictive checks first; the spec then records the choice
+        self._chosen_models = None
+        self.__dict__.pop("model_choice_", None)
+        if wants_auto(self.models if self.models is not None else spec.models):
+            choice = choose_models(self, df, spec, fit_params, progress=self._progress)
+            self.model_choice_ = choice
+            self._chosen_models = choice.models
+            spec = self.spec_ = spec_with_models(spec, choice.models)
+        super()._fit_release(df, spec, **fit_params)
 
     def _fit(self, X: pd.DataFrame, Z: pd.DataFrame) -> None:
         owner = type(self).__name__
         qi = list(X.columns)
         self.order_ = self._resolve_order(qi)
-        specs = parse_models(self._from_spec("models", "models"), qi, owner)
+        specs = parse_models(self._models_setting(), qi, owner)
         pm_preds = predictors_from_matrix(self.predictor_matrix, qi, list(self.data_.columns), owner)
         for c in pm_preds:
             if c in specs and (specs[c].formula or specs[c].predictors is not None):
@@ -751,6 +776,8 @@ class RubinSynthesizer(Synthesizer):
             "models": {c.column: c.to_dict() for c in self.conditionals_},
             # bounds used for the continuous quasi-identifiers; source "observed" discloses min and max
             "support": {c: s.to_dict() for c, s in getattr(self, "supports_", {}).items()},
+            # models="auto": what was chosen and the figures that chose it
+            **({"model_choice": self.model_choice_.to_dict()} if getattr(self, "model_choice_", None) else {}),
         }
 
     # ---- partitioned data (a dask DataFrame through synthmi.engine) ----------------------------
@@ -790,6 +817,10 @@ class RubinSynthesizer(Synthesizer):
         custom = [p for p in ("models", "predictor_matrix", "bounds") if getattr(self, p, None)]
         # a spec's per-variable models likewise, but for transforms (the partitioned fit applies them)
         spec_models = self._from_spec("models", "models") or {}
+        if wants_auto(spec_models):
+            refuse_dask(f"{name}.fit with models='auto'",
+                        "the choice fits every candidate model in memory (synthmi.models.model_choice)",
+                        "Fit in memory, or give the models the choice made (the spec of an in-memory release).")
         for c, m in spec_models.items():
             if any(k != "transform" and v is not None for k, v in (m if isinstance(m, Mapping) else {"method": m}).items()):
                 refuse_dask(f"{name}.fit with the spec's model {m!r} for column '{c}'",
