@@ -45,9 +45,17 @@ masks act only in the predictive step, so every candidate reuses them. Each QI's
 runs from none through --continuous-grid (K:sigma_e, normal masks) or --alpha-grid
 (categorical). From all masks off, each QI's mask is raised one step at a time, moving
 to the raise with the best mean CI overlap among those meeting every target (--m-search
-copies per candidate), until no raise meets them. The --n-confirm best candidates are
+copies per candidate), until no raise meets them. Then a coordinate search from the best
+point: each QI in turn is set to every level of its grid (no mask and the weakest
+included) with the others held, moving to the best; the cycles over all QIs repeat until
+one makes no move (--max-cycles, --max-search-seconds). The output says what was not
+tried: each QI's grid, QIs never masked and why, levels never used, budget cut-offs. The --n-confirm best candidates are
 re-run with --m copies x --replicates replicates; the best whose mean risk meets every
-target is chosen. Utility: the battery (synthmi.evaluation.battery): mean CI overlap over
+target is chosen. Validation: the chosen spec is then synthesized exactly as 'synthmi synthesize
+--spec OUT --method dami --m M --seed S' does for S = --seed ... --seed + --replicates - 1 (a fit of
+its own per seed, as the command fits) and measured as 'synthmi analyse' measures the copies; the
+figures printed and recorded are those (search and confirmation copies use other seeds, so the
+choice does not flatter them). Utility: the battery (synthmi.evaluation.battery): mean CI overlap over
 the --analysis models and a generic regression of each kept column on the QIs (quadratic
 in numeric QIs, factors for categorical ones), original vs combined copies, partial rule.
 A candidate whose worst one-way or two-way table S_pMSE exceeds --max-table-s-pmse
@@ -97,6 +105,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="worker processes measuring candidates side by side (default 2; results do not depend on it)")
     p.add_argument("--max-search-seconds", type=float, default=None,
                    help="stop the search (not the confirmation) after this many seconds")
+    p.add_argument("--max-cycles", type=int, default=10,
+                   help="cycles of the coordinate search at most (default 10; 0: the greedy ascent alone)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="DA-MI parameter, e.g. ordinal_link=multinomial (repeatable; give it to synthesize too)")
     p.add_argument("--seed", type=int, default=0)
@@ -129,6 +139,29 @@ def _grid(text: str, name: str):
     return out
 
 
+def not_tried_lines(settings: dict) -> list[str]:
+    """What the search did not try (``settings["not_tried"]`` of :func:`synthmi.workflow.tuning.tune`),
+    as lines for the terminal: the grid of each QI, the QIs never varied, levels never used, the
+    share of the lattice measured and the budget cut-offs."""
+    nt = settings.get("not_tried") or {}
+    if not nt:
+        return []
+    cs = settings.get("coordinate_search") or {}
+    out = [f"search: {nt['points_tried']} of {nt['lattice_points']} mask settings measured; greedy ascent "
+           f"stopped by {settings.get('search_stopped_by')}, coordinate search by {cs.get('stopped_by')} after "
+           f"{cs.get('cycles')} cycle(s)"]
+    for c, levels in nt.get("grid", {}).items():
+        out.append(f"  grid of {c}: {' < '.join(levels)}")
+    out.append(f"not tried: {nt['outside_grid']}")
+    for c, why in nt.get("columns_never_varied", {}).items():
+        out.append(f"not tried: {c} never masked: {why}")
+    for c, levels in nt.get("levels_never_tried", {}).items():
+        out.append(f"not tried: {c} at {', '.join(levels)}")
+    for cut in nt.get("budget_cut_offs", []):
+        out.append(f"not tried: the search was cut by {cut} (raise --max-search-seconds / --max-cycles)")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from ..data import load_dataset
     from ..diagnostics import DiagnosticsFailed
@@ -156,8 +189,8 @@ def run(args: argparse.Namespace) -> int:
         if name in base_params:
             raise InputError(f"Give {name} with --{name.replace('_', '-')}, not --param.")
         base_params[name] = getattr(args, name)
-    for name in ("m", "replicates", "m_search", "n_confirm", "jobs"):
-        lo = 2 if name in ("m", "m_search") else 1  # the partial-synthesis rule needs >= 2 copies
+    for name in ("m", "replicates", "m_search", "n_confirm", "jobs", "max_cycles"):
+        lo = 2 if name in ("m", "m_search") else 0 if name == "max_cycles" else 1  # partial rule: >= 2 copies
         if getattr(args, name) < lo:
             raise InputError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
     if not args.max_table_s_pmse > 0:
@@ -205,11 +238,14 @@ def run(args: argparse.Namespace) -> int:
                    replicates=args.replicates, n_confirm=args.n_confirm, seed=args.seed, tolerance=tol,
                    target=args.attribute_target, k0=args.k0, subgroup_tolerance=tol, base_params=base_params,
                    spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say,
-                   holdout_share=args.holdout_share, max_table_s_pmse=args.max_table_s_pmse, **grids)
+                   holdout_share=args.holdout_share, max_table_s_pmse=args.max_table_s_pmse,
+                   max_cycles=args.max_cycles, **grids)
     except DiagnosticsFailed as exc:
         raise exc.for_cli() from None
     step_line(args, "tune", f"search finished in {res.wall_seconds:.0f} s: "
               + ("a setting met the targets" if res.feasible else "no setting met the targets"), summary=True)
+    for line in not_tried_lines(res.settings):
+        print(line)
     extra = " ".join(f"--param {k}={v}" for k, v in base_params.items()
                      if k not in ("accept_diagnostics", "rhat_max", "ess_min"))
     if trace_path is not None:
@@ -227,7 +263,8 @@ def run(args: argparse.Namespace) -> int:
     c = res.validated or res.confirmed
     d = res.to_spec().to_dict()
     d["note"] = (f"masks chosen by 'synthmi tune' for {', '.join(map(str, targets))}: mean CI overlap "
-                 f"{c['mean_ci_overlap']:.3f}; synthesize with --spec THIS_FILE --method dami {extra}".rstrip())
+                 f"{c['mean_ci_overlap']:.3f} at --m {args.m} (validated with --seed {args.seed} and after); "
+                 f"synthesize with --spec THIS_FILE --method dami --m {args.m} {extra}".rstrip())
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json_dumps(d, indent=2) + "\n")
     print(f"chosen masks: {json.dumps(res.masks, sort_keys=True)}")
@@ -245,9 +282,16 @@ def run(args: argparse.Namespace) -> int:
     held = res.settings.get("holdout_share")
     if held:
         # the masks were chosen on the training rows: the same holdout keeps the membership figures comparable
-        extra = f"{extra} --holdout-share {held:g} --seed {args.seed}".strip()
+        extra = f"{extra} --holdout-share {held:g}".strip()
+    # the validated figures are those of exactly this command with seeds SEED .. SEED + replicates - 1
+    # (synthesize's own default --m is 20: more copies, a different overlap, so --m is always given)
+    val = res.settings.get("validation") or {}
+    seeds = val.get("seeds") or [args.seed]
+    print(f"validated by the route a user takes: synthesize --spec with --m {args.m} and --seed "
+          + (f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}..{seeds[-1]}")
+          + ", copies measured as 'synthmi analyse' measures them (per seed in --trace)")
     print(f"spec with the masks -> {out}; synthesize with: synthmi synthesize --data {args.data} --spec {out} "
-          f"--method dami {extra}".rstrip())
+          f"--method dami --m {args.m} --seed {seeds[0]} {extra}".rstrip())
     if res.settings.get("diagnostics_check", {}).get("accepted"):
         print("warning: the posterior sampler failed its convergence check (accepted with --accept-diagnostics).",
               file=sys.stderr)
