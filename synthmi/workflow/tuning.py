@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE, Battery, default_battery, table_feasible
 from ..evaluation.frontier import (
+    HIGHER_IS_BETTER,
     Analysis,
     FrontierResult,
     Target,
@@ -44,7 +45,8 @@ from .._validate import check_scalar
 from ..errors import InputError, InputTypeError
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
-           "independent_release", "greedy_ascent", "coordinate_search", "validate_spec"]
+           "independent_release", "greedy_ascent", "coordinate_search", "validate_spec",
+           "ReferenceTarget", "parse_target", "reference_figures"]
 
 METHODS = ("dami", "risk-dami", "cart", "norm+logit")
 _MASKED = {"dami", "risk-dami"}
@@ -528,6 +530,100 @@ def _release_spec(base: Any, analyses: Sequence[Analysis]):
     return rel
 
 
+#: z of the rule "at CART's risk": a candidate's mean risk may exceed CART's mean by at most this
+#: many combined Monte Carlo SEs (one-sided, about 2.3% of a candidate exactly at CART's risk
+#: refused when both means are normal), documented in :class:`ReferenceTarget`
+REFERENCE_Z = 2.0
+#: replicate seeds of the reference (the issue: MC error from >= 5 replicate seeds)
+REFERENCE_REPLICATES = 5
+
+
+@dataclass
+class ReferenceTarget(Target):
+    r"""A risk target set by a reference release's own figure and its seed-to-seed spread:
+    ``expected_matches<=cart`` ("at CART's risk").
+
+    CART (``reference_params``) is synthesized with ``R`` replicate seeds of ``m`` copies each
+    (:func:`reference_figures`); its mean :math:`\bar c`, per-replicate SD :math:`s_c` and MC SE
+    :math:`se_c = s_c/\sqrt R` are stored here. A candidate with mean :math:`\bar r` is at CART's
+    risk when it is not above CART's beyond Monte Carlo error:
+
+    .. math::
+
+        \bar r - \bar c \le z \sqrt{se_c^2 + se_r^2}, \qquad z = 2,
+
+    :math:`se_r` the candidate's MC SE over its replicates; a single replicate of :math:`M_r`
+    copies (the search) has none, and its SD is taken as CART's scaled to its copies,
+    :math:`se_r = s_c \sqrt{m / M_r}` (a risk averaged over copies; CART's spread as the
+    yardstick). So a candidate exactly at CART's risk is not refused for seed noise, and one
+    above it by more than the noise is. The rule is the issue's "at the risk of a CART setting
+    (MC error from >= 5 replicate seeds)".
+    """
+
+    reference: str = "cart"
+    mean: float = float("nan")
+    sd: float = float("nan")
+    se: float = float("nan")
+    m: int = 0
+    z: float = REFERENCE_Z
+
+    def met(self, row: Mapping[str, Any], se_mult: float = 0.0) -> bool:
+        if not np.isfinite(self.mean):
+            raise InputError(f"The target {self.measure}<={self.reference} has no reference figure yet "
+                             "(tune measures the reference before the search).")
+        v = float(row.get(self.measure, np.nan))
+        if not np.isfinite(v):
+            return False
+        se_r = float(row.get(f"{self.measure}_se", np.nan) or np.nan)
+        if not np.isfinite(se_r):
+            copies = float(row.get("M", self.m) or self.m)
+            se_r = self.sd * np.sqrt(self.m / copies) if copies > 0 else self.sd
+        se_r = se_r if np.isfinite(se_r) else 0.0
+        se_c = self.se if np.isfinite(self.se) else 0.0
+        return v - self.mean <= self.z * float(np.hypot(se_c, se_r))
+
+    def __str__(self) -> str:
+        if not np.isfinite(self.mean):
+            return f"{self.measure}<={self.reference}"
+        return f"{self.measure}<={self.reference} ({self.mean:.4g} +- {self.se:.2g})"
+
+
+def parse_target(text: Any) -> Target:
+    """A target: ``MEASURE<=VALUE`` (:meth:`Target.parse`) or ``MEASURE<=cart`` (a
+    :class:`ReferenceTarget`, resolved by :func:`tune` from CART's figures over replicate seeds)."""
+    if isinstance(text, Target):
+        return text
+    t = str(text).replace(" ", "")
+    if t.lower().endswith("<=cart"):
+        probe = Target.parse(t[: -len("cart")] + "0")  # the measure's name checked as any target's
+        if probe.measure in HIGHER_IS_BETTER:
+            raise InputError(f"The target {text!r} compares a utility with CART's; reference targets are risks "
+                             "(e.g. expected_matches<=cart).")
+        return ReferenceTarget(probe.measure, "<=", float("nan"))
+    return Target.parse(t)
+
+
+def reference_figures(data: pd.DataFrame, spec: Any, params: Mapping[str, Any] | None, m: int,
+                      seeds: Sequence[int], ev: Mapping[str, Any],
+                      holdout: pd.DataFrame | None = None,
+                      holdout_measures: Mapping[str, Callable[..., float]] | None = None) -> pd.DataFrame:
+    """CART's figures over replicate seeds, one row per seed: fitted once (a CART fit draws nothing)
+    with ``spec`` and sampled with ``m`` copies per seed, as ``synthmi synthesize --method cart
+    --m m --seed S`` does, measured like every tune candidate (``ev``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = make_synthesizer("cart", dict(params or {})).fit(data, spec)
+        rows = []
+        for s in seeds:
+            syn = synth.sample(int(m), random_state=int(s), allow_unmodified=True)  # measured, not released
+            row = evaluate_release(data, syn.copies, **ev)
+            for name, measure in (holdout_measures or {}).items():
+                row[name] = measure(data, holdout, syn.copies, None, int(s))
+            row["seed"] = int(s)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def _coordinates(kinds: Mapping[str, str], continuous_grid, alpha_grid) -> list[tuple[str, list[dict | None]]]:
     """Per QI, its mask levels from none (index 0) to the most informative."""
     conts = sorted(((int(k), float(s)) for k, s in continuous_grid), key=lambda ks: ks[1] ** 2 / max(ks[0], 1),
@@ -720,6 +816,8 @@ def tune(
     battery: Battery | bool = True,
     max_table_s_pmse: float = DEFAULT_MAX_TABLE_S_PMSE,
     max_cycles: int = 10,
+    reference_params: Mapping[str, Any] | None = None,
+    reference_replicates: int = REFERENCE_REPLICATES,
 ) -> TuneResult:
     """Masks for DA-MI that maximise the battery's mean CI overlap subject to risk ``targets``.
 
@@ -795,7 +893,8 @@ def tune(
         The analyses whose mean CI overlap is maximised (formulas or
         ``(formula, family)`` pairs).
     targets : iterable of Target or str
-        E.g. ``"expected_matches<=6.7"``; all must hold.
+        E.g. ``"expected_matches<=6.7"``, or ``"expected_matches<=cart"`` (at CART's risk
+        within Monte Carlo error: :class:`ReferenceTarget`); all must hold.
     continuous_grid : sequence of (K, sigma_e)
     alpha_grid : sequence of float
     m_search, m, replicates, n_confirm : int
@@ -816,6 +915,11 @@ def tune(
         Stop the search (not the confirmation) after this many seconds.
     max_cycles : int, default 10
         Cycles of the coordinate search at most (0: the greedy ascent alone).
+    reference_params, reference_replicates
+        For targets ``MEASURE<=cart`` (:class:`ReferenceTarget`): CART's parameters (e.g.
+        ``{"min_samples_leaf": 20}``; default CART's defaults) and its replicate seeds
+        (``seed .. seed + reference_replicates - 1``, ``m`` copies each; default 5). The
+        figures, with their MC SE, are in ``settings["reference"]``.
     n_jobs : int, default 1
         Worker processes (forked after the fit, so they share the fitted
         model and the posterior pool) measuring the candidates of one search
@@ -837,12 +941,13 @@ def tune(
 
     say = _progress(progress)
     t_start = time.perf_counter()
-    targets = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
+    targets = [parse_target(t) for t in targets]
     if not targets:
         raise InputError("tune needs at least one target such as 'expected_matches<=50'.")
     # m, m_search >= 2: the partial-synthesis rule needs the between-copy variance of the analyses
     for name, v, lo in (("m_search", m_search, 2), ("m", m, 2), ("replicates", replicates, 1), ("n_confirm", n_confirm, 1),
-                        ("n_jobs", n_jobs, 1), ("max_cycles", max_cycles, 0)):
+                        ("n_jobs", n_jobs, 1), ("max_cycles", max_cycles, 0),
+                        ("reference_replicates", reference_replicates, 2)):
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise InputError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
     analyses = [Analysis.coerce(a) for a in analyses]
@@ -932,6 +1037,35 @@ def tune(
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
               rule="partial", battery=bat, max_table_s_pmse=max_table_s_pmse)
+    reference = None
+    if any(isinstance(t, ReferenceTarget) for t in targets):
+        # "at CART's risk": CART's figures over replicate seeds, then each such target holds its mean and spread
+        from dataclasses import replace as _replace
+
+        ref_seeds = [int(seed) + r for r in range(int(reference_replicates))]
+        ref = reference_figures(df, _spec_on(base.spec_, qi, keep), reference_params, m, ref_seeds, ev,
+                                None if holdout is None else holdout[qi + keep], holdout_measures)
+        R = len(ref)
+        resolved = []
+        for t in targets:
+            if isinstance(t, ReferenceTarget):
+                v = ref[t.measure].to_numpy(dtype=float)
+                sd = float(np.std(v, ddof=1)) if R > 1 else 0.0
+                t = _replace(t, value=float(v.mean()), mean=float(v.mean()), sd=sd, se=sd / np.sqrt(R), m=int(m))
+            resolved.append(t)
+        targets = resolved
+        figs = [c for c in ("mean_ci_overlap", "battery_ci_overlap", "worst_one_way_s_pmse", "worst_two_way_s_pmse",
+                            "expected_matches", "true_match_rate", *[t.measure for t in targets]) if c in ref]
+        reference = {"method": "cart", "params": jsonable(dict(reference_params or {})), "m": int(m), "seeds": ref_seeds,
+                     "rule": f"a candidate is at CART's risk when its mean exceeds CART's by at most {REFERENCE_Z:g} x "
+                             "sqrt(SE_cart^2 + SE_candidate^2) (MC SEs over replicate seeds; a single search replicate "
+                             "takes CART's replicate SD scaled to its copies)",
+                     "mean": {c: float(ref[c].mean()) for c in dict.fromkeys(figs)},
+                     "se": {c: float(ref[c].std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
+                            for c in dict.fromkeys(figs)}}
+        say("CART (" + (json.dumps(reference["params"]) if reference["params"] else "default") + f", {R} seeds x {m} "
+            "copies): " + "; ".join(f"{c} {reference['mean'][c]:.4g} +- {reference['se'][c]:.2g}"
+                                    for c in dict.fromkeys(figs)))
     coords = _coordinates({c: k for c, k in kinds.items() if c not in unmaskable}, continuous_grid, alpha_grid)
     trace: list[dict[str, Any]] = []
     seen: dict[Any, dict[str, Any]] = {}
@@ -1061,7 +1195,8 @@ def tune(
                   "diagnostics_check": jsonable(check), "base_params": jsonable(dict(base_params or {})),
                   "holdout_share": holdout_share if holdout_measures else None,
                   "objective": objective, "battery": bat.to_dict() if bat is not None else None,
-                  "max_table_s_pmse": max_table_s_pmse, "validation": jsonable(validation)},
+                  "max_table_s_pmse": max_table_s_pmse, "validation": jsonable(validation),
+                  "reference": jsonable(reference)},
         spec=rel,
         validated={k: v for k, v in validated.items() if k != "levels"} if validated else None,
     )

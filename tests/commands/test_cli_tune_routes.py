@@ -28,6 +28,11 @@ def test_tune_validation_is_synthesize_then_analyse(tmp_path, capsys):
     assert rc == 0
     # the printed command names the copies count and the seed of validation replicate 0
     assert f"--spec {tmp_path / 't.json'} --method dami --m 3 --seed 4" in out
+    # what the search did not try is printed and recorded (grids, QIs never masked, cut-offs)
+    assert "grid of age: none < K=1,sigma=5" in out and "grid of sex: none < alpha=2" in out
+    assert "not tried: masks weaker than each QI's weakest level" in out
+    rec = json.loads((tmp_path / "trace.json").read_text())["search"]
+    assert rec["not_tried"]["lattice_points"] == 8 and rec["coordinate_search"]["stopped_by"] == "converged"
     val = json.loads((tmp_path / "trace.json").read_text())["search"]["validation"]
     assert val["seeds"] == [4, 5] and val["m"] == 3
     for rep in val["replicates"]:

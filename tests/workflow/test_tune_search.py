@@ -106,3 +106,66 @@ def test_tune_records_columns_never_varied_and_the_time_limit():
     assert all("time limit" in why for why in nt["columns_never_varied"].values())
     assert "time limit" in nt["budget_cut_offs"] and nt["points_tried"] == 1
     assert nt["levels_never_tried"]["age"] == ["K=1,sigma=5"]
+
+
+def test_reference_target_rule_by_hand():
+    from synthmi.workflow.tuning import ReferenceTarget, parse_target
+
+    t = parse_target("expected_matches<=cart")
+    assert isinstance(t, ReferenceTarget) and str(t) == "expected_matches<=cart"
+    with pytest.raises(Exception, match="no reference figure"):
+        t.met({"expected_matches": 1.0})
+    # CART over R = 5 seeds: mean 5, replicate SD 1 (SE 1/sqrt 5 = 0.4472), m = 5 copies
+    t = ReferenceTarget("expected_matches", "<=", 5.0, mean=5.0, sd=1.0, se=1 / np.sqrt(5), m=5)
+    # confirmed candidate, SE 0.3: bound 5 + 2 sqrt(0.2 + 0.09) = 6.0770
+    assert t.met({"expected_matches": 6.07, "expected_matches_se": 0.3, "M": 5.0})
+    assert not t.met({"expected_matches": 6.09, "expected_matches_se": 0.3, "M": 5.0})
+    # one search replicate of 2 copies: SE taken as CART's SD scaled, 1 * sqrt(5/2) = 1.5811;
+    # bound 5 + 2 sqrt(0.2 + 2.5) = 8.2863
+    assert t.met({"expected_matches": 8.28, "M": 2.0}) and not t.met({"expected_matches": 8.30, "M": 2.0})
+    # a fixed number still parses as before; a utility cannot be "at CART's"
+    assert not isinstance(parse_target("expected_matches<=7"), ReferenceTarget)
+    with pytest.raises(Exception, match="utility"):
+        parse_target("battery_ci_overlap<=cart")
+
+
+def test_tune_at_carts_risk_measures_cart_over_seeds():
+    import warnings
+
+    from synthmi.evaluation.frontier import evaluate_release
+    from synthmi.models import CartSynthesizer
+    from synthmi.workflow.tuning import ReferenceTarget, tune
+
+    df = _small(200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = tune(df, ["age", "sex", "edu"], ["y"], ["y ~ age + sex"], ["expected_matches<=cart"],
+                   continuous_grid=[(1, 5.0)], alpha_grid=[2.0], m_search=2, m=2, replicates=2, n_confirm=1,
+                   tolerance={"age": 1}, max_table_s_pmse=1e6, max_cycles=1, reference_params={"min_samples_leaf": 10},
+                   reference_replicates=3, seed=7)
+        # CART by hand, as 'synthesize --method cart --param min_samples_leaf=10 --m 2 --seed S' makes it
+        cart = CartSynthesizer(min_samples_leaf=10).fit(df[["age", "sex", "edu", "y"]], quasi_identifiers=["age", "sex", "edu"],
+                                                        keep=["y"])
+        em = [evaluate_release(df[["age", "sex", "edu", "y"]], cart.sample(2, random_state=s).copies, ["y ~ age + sex"],
+                               ["age", "sex", "edu"], tolerance={"age": 1})["expected_matches"] for s in (7, 8, 9)]
+    ref = res.settings["reference"]
+    assert ref["seeds"] == [7, 8, 9] and ref["params"] == {"min_samples_leaf": 10}
+    assert ref["mean"]["expected_matches"] == pytest.approx(np.mean(em), rel=1e-12)
+    assert ref["se"]["expected_matches"] == pytest.approx(np.std(em, ddof=1) / np.sqrt(3), rel=1e-12)
+    (t,) = res.targets
+    assert isinstance(t, ReferenceTarget) and t.mean == pytest.approx(np.mean(em)) and t.m == 2
+    # every candidate judged by the rule: meets_targets is the rule on its row
+    for _, row in res.trace.iterrows():
+        assert bool(row["meets_targets"]) == t.met(row.to_dict())
+
+
+def test_default_frontier_grid_holds_no_mask_and_a_weak_mask_for_each_kind():
+    from synthmi.workflow.grid import default_settings
+
+    dami = [s for s in default_settings({"age": "continuous", "sex": "categorical"}, methods=("dami",))]
+    masks = [s.params["masks"] or {} for s in dami]
+    assert len(dami) == 9  # (unmasked, sigma 10, sigma 3) x (alpha 0, 1, 3)
+    assert {} in masks  # no mask at all (Rubin's MI)
+    assert {"sex": {"alpha": 1.0}} in masks  # the weak categorical mask with age unmasked
+    assert {"age": {"K": 1, "sigma_e": 10.0}} in masks  # the weak continuous mask with sex unmasked
+    assert "continuous unmasked; alpha=1" in [s.label for s in dami]
