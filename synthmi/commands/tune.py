@@ -48,8 +48,8 @@ masks act only in the predictive step, so every candidate reuses them. Each QI's
 runs from none through --continuous-grid (K:sigma_e, normal masks) or --alpha-grid
 (categorical). From all masks off, each QI's mask is raised one step at a time, moving
 to the raise with the best mean CI overlap among those meeting every target (--m-search
-copies per candidate), until no raise meets them. Then a coordinate search from the best
-point: each QI in turn is set to every level of its grid (no mask and the weakest
+copies per candidate), until no raise meets them. Then the diagonal (every QI at its k-th
+level) and a coordinate search from the best point so far: each QI in turn is set to every level of its grid (no mask and the weakest
 included) with the others held, moving to the best; the cycles over all QIs repeat until
 one makes no move (--max-cycles, --max-search-seconds). The output says what was not
 tried: each QI's grid, QIs never masked and why, levels never used, budget cut-offs. The --n-confirm best candidates are

@@ -855,7 +855,8 @@ def tune(
        target is not raised again (by monotonicity it would break it from
        any later point too); stop when no raise meets the targets. Then
        **cyclic coordinate search** (:func:`coordinate_search`) from the best
-       point so far: each quasi-identifier in turn is set to every level of
+       point so far (the ascent's points and the diagonal, every QI at its
+       k-th level, a uniform mask as one sets by hand): each quasi-identifier in turn is set to every level of
        its grid (no mask and the weakest mask included) with the others held,
        moving to the best; cycles repeat until a full cycle makes no move
        (or ``max_cycles``, or the time limit). The ascent only raises and never
@@ -1136,6 +1137,9 @@ def tune(
         # its mask (none and the weakest included) tried, until a full cycle makes no move
         cycles, coord_stopped = 0, "not run: " + stopped
         if coords and stopped not in ("origin infeasible", "time limit"):
+            # the diagonal too (every QI at its k-th level: one weak mask for all, as a person sets one by
+            # hand), so that the cycles can start from a uniform setting the ascent never passed
+            run_many([tuple(min(k, n - 1) for n in n_levels) for k in range(1, max(n_levels))], "search", m_search, 1)
             start = tuple(max((r for r in trace if r["stage"] == "search"), key=_rank)["levels"])
             _, coord_stopped, cycles = coordinate_search(
                 n_levels, lambda x: run(x, "search", m_search, 1), start, deadline=deadline,
