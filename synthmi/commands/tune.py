@@ -299,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"declared analyses' mean CI overlap {c['mean_ci_overlap']:.3f} "
           f"(se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
           + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t})" for t in res.targets)
-          + f"; on fresh copies, after the choice; wall {res.wall_seconds:.0f} s")
+          + f"; validated (synthesize --spec route, seeds below), after the choice; wall {res.wall_seconds:.0f} s")
     if res.validated is not None and not res.validated.get("feasible", True):
         print("warning: on fresh copies the chosen masks miss "
               + ", ".join(str(t) for t in res.targets if not t.met(res.validated))

@@ -775,7 +775,8 @@ def _not_tried(coords: list, unmaskable: Mapping[str, str], trace: list[dict[str
             never[c] = "no search point masked it (" + (
                 "time limit" if "time limit" in (greedy_stop, coord_stop) else "the origin misses the targets"
                 if greedy_stop == "origin infeasible" else "its weakest mask was never reached") + ")"
-    cut = [s for s in (greedy_stop, coord_stop) if s in ("time limit", "cycle limit") or s.endswith("time limit")]
+    cut = ["time limit" if "time limit" in s else s for s in (greedy_stop, coord_stop)
+           if "time limit" in s or s == "cycle limit"]
     return {
         "grid": grid,
         "outside_grid": "masks weaker than each QI's weakest level, stronger than its strongest, or between two "
@@ -1008,7 +1009,7 @@ def tune(
                       + " (DA-MI cannot combine them with a mask); the other quasi-identifiers are searched.",
                       UserWarning, stacklevel=2)
     # one posterior pool for every search and confirmation candidate: confirming copies of
-    # replicate r take entries r*m ... r*m + m - 1 (seed VALIDATION_SEEDS + r, i.e. seed +
+    # replicate r take entries r*m ... r*m + m - 1 (seed seed +
     # replicates + r); the search copies take the m_search entries after them (seed + 2 *
     # replicates). The two sets of copies are disjoint, so the confirmed risk and utility are
     # not measured on the copies that made a candidate look feasible and useful. The chosen
