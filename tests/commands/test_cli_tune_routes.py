@@ -47,3 +47,19 @@ def test_tune_validation_is_synthesize_then_analyse(tmp_path, capsys):
         # the same copies, combined by the same rule: equal up to the CSV round trip (17 digits)
         assert rep["mean_ci_overlap"] == pytest.approx(user["mean_ci_overlap"], rel=1e-9, abs=1e-12)
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--target", "expected_matches<=7", "--cart-param", "min_samples_leaf=20"],
+     "'--cart-param' option sets the CART reference of a MEASURE<=cart target"),
+    (["--target", "expected_matches<=cart", "--cart-param", "leaf=20"], "'--cart-param' option names 'leaf'"),
+    (["--target", "expected_matches<=cart", "--reference-replicates", "1"], "'--reference-replicates' option must be >= 2"),
+    (["--target", "battery_ci_overlap<=cart"], "compares a utility with CART's"),
+    (["--target", "expected_matches<=7", "--max-cycles", "-1"], "'--max-cycles' option must be >= 0"),
+])
+def test_tune_reference_and_search_options_are_checked(tmp_path, capsys, extra, message):
+    # refused before the data are read: one clear message naming the option
+    rc = main(["tune", "--data", str(tmp_path / "absent.csv"), "--qi", "age,sex", "--analysis", "y ~ age",
+               "--out", str(tmp_path / "t.json"), *extra])
+    assert rc == 1
+    assert message in capsys.readouterr().err
