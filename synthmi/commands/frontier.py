@@ -35,7 +35,7 @@ EXAMPLES = """examples:
   synthmi report --original survey.csv --synthetic syn/ --frontier frontier.csv --out review.html
 
 grid (from the quasi-identifiers' kinds, never their values): DA-MI with one normal mask
-shared by the continuous QIs (--continuous-grid K:sigma_e) x one alpha shared by the
+shared by the continuous QIs (--continuous-grid K:sigma_e; K = 0 unmasked) x one alpha shared by the
 categorical QIs (--alpha-grid; 0 = unmasked); CART at each --leaves minimum leaf size
 (the smallest also density-smoothed when a QI is continuous); norm+logit with --methods.
 Each setting is synthesized --replicates times (seeds seed, seed+1, ...; the same for every
@@ -72,7 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="a declared analysis (repeatable; default: the spec's; none: the generic battery alone)")
     p.add_argument("--family", default="probit", help="GLM family of the --analysis models (default probit)")
     p.add_argument("--methods", default="dami,cart", help="comma-separated, of dami, cart, norm+logit (default dami,cart)")
-    p.add_argument("--continuous-grid", default="1:10,1:3", help="K:sigma_e masks of the continuous QIs (default 1:10,1:3)")
+    p.add_argument("--continuous-grid", default="0:1,1:10,1:3",
+                   help="K:sigma_e masks of the continuous QIs, K = 0 unmasked (default 0:1,1:10,1:3)")
     p.add_argument("--alpha-grid", default="0,1,3", help="alphas of the categorical QIs, 0 = unmasked (default 0,1,3)")
     p.add_argument("--leaves", default="5,20,100", help="CART minimum leaf sizes (default 5,20,100)")
     p.add_argument("--m", type=int, default=3, help="copies per replicate (default 3)")

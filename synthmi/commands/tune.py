@@ -32,7 +32,10 @@ EXAMPLES = """examples:
   synthmi tune --data survey.csv --spec spec.json --tol age=1 --attribute-target income \\
       --target "true_match_rate<=0.0005" --target "disco<=0.05" --out tuned.json --trace search.json
 
-targets (repeatable, all must hold; MEASURE<=VALUE): membership_auc, membership_tpr_at_fpr_0.01
+targets (repeatable, all must hold; MEASURE<=VALUE, or MEASURE<=cart for "at CART's risk": CART
+(--cart-param, default its defaults) is synthesized with --reference-replicates seeds (default 5,
+--m copies each), and a candidate meets the target when its mean is not above CART's by more than
+2 x sqrt(SE_cart^2 + SE_candidate^2), MC SEs over seeds): membership_auc, membership_tpr_at_fpr_0.01
 (the stronger of the distance attack and DOMIAS; these hold out --holdout-share of the rows, default
 0.2, as the non-members, and fit on the rest), expected_matches, true_match_rate,
 share_above_threshold, mean_risk, high_risk_mean_risk (needs --k0), disco, dcap,
@@ -45,9 +48,17 @@ masks act only in the predictive step, so every candidate reuses them. Each QI's
 runs from none through --continuous-grid (K:sigma_e, normal masks) or --alpha-grid
 (categorical). From all masks off, each QI's mask is raised one step at a time, moving
 to the raise with the best mean CI overlap among those meeting every target (--m-search
-copies per candidate), until no raise meets them. The --n-confirm best candidates are
+copies per candidate), until no raise meets them. Then the diagonal (every QI at its k-th
+level) and a coordinate search from the best point so far: each QI in turn is set to every level of its grid (no mask and the weakest
+included) with the others held, moving to the best; the cycles over all QIs repeat until
+one makes no move (--max-cycles, --max-search-seconds). The output says what was not
+tried: each QI's grid, QIs never masked and why, levels never used, budget cut-offs. The --n-confirm best candidates are
 re-run with --m copies x --replicates replicates; the best whose mean risk meets every
-target is chosen. Utility: the battery (synthmi.evaluation.battery): mean CI overlap over
+target is chosen. Validation: the chosen spec is then synthesized exactly as 'synthmi synthesize
+--spec OUT --method dami --m M --seed S' does for S = --seed ... --seed + --replicates - 1 (a fit of
+its own per seed, as the command fits) and measured as 'synthmi analyse' measures the copies; the
+figures printed and recorded are those (search and confirmation copies use other seeds, so the
+choice does not flatter them). Utility: the battery (synthmi.evaluation.battery): mean CI overlap over
 the --analysis models and a generic regression of each kept column on the QIs (quadratic
 in numeric QIs, factors for categorical ones), original vs combined copies, partial rule.
 A candidate whose worst one-way or two-way table S_pMSE exceeds --max-table-s-pmse
@@ -97,8 +108,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="worker processes measuring candidates side by side (default 2; results do not depend on it)")
     p.add_argument("--max-search-seconds", type=float, default=None,
                    help="stop the search (not the confirmation) after this many seconds")
+    p.add_argument("--max-cycles", type=int, default=10,
+                   help="cycles of the coordinate search at most (default 10; 0: the greedy ascent alone)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="DA-MI parameter, e.g. ordinal_link=multinomial (repeatable; give it to synthesize too)")
+    p.add_argument("--cart-param", action="append", metavar="NAME=VALUE",
+                   help="CART parameter of the reference of a MEASURE<=cart target, e.g. min_samples_leaf=20 "
+                        "(repeatable; default CART's defaults)")
+    p.add_argument("--reference-replicates", type=int, default=5,
+                   help="replicate seeds of CART for MEASURE<=cart targets (default 5; --m copies each)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--holdout-share", type=float, default=None, metavar="SHARE",
                    help="share of the rows held out (with --seed) as the non-members of a membership target "
@@ -129,12 +147,34 @@ def _grid(text: str, name: str):
     return out
 
 
+def not_tried_lines(settings: dict) -> list[str]:
+    """What the search did not try (``settings["not_tried"]`` of :func:`synthmi.workflow.tuning.tune`),
+    as lines for the terminal: the grid of each QI, the QIs never varied, levels never used, the
+    share of the lattice measured and the budget cut-offs."""
+    nt = settings.get("not_tried") or {}
+    if not nt:
+        return []
+    cs = settings.get("coordinate_search") or {}
+    out = [f"search: {nt['points_tried']} of {nt['lattice_points']} mask settings measured; greedy ascent "
+           f"stopped by {settings.get('search_stopped_by')}, coordinate search by {cs.get('stopped_by')} after "
+           f"{cs.get('cycles')} cycle(s)"]
+    for c, levels in nt.get("grid", {}).items():
+        out.append(f"  grid of {c}: {' < '.join(levels)}")
+    out.append(f"not tried: {nt['outside_grid']}")
+    for c, why in nt.get("columns_never_varied", {}).items():
+        out.append(f"not tried: {c} never masked: {why}")
+    for c, levels in nt.get("levels_never_tried", {}).items():
+        out.append(f"not tried: {c} at {', '.join(levels)}")
+    for cut in nt.get("budget_cut_offs", []):
+        out.append(f"not tried: the search was cut by {cut} (raise --max-search-seconds / --max-cycles)")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from ..data import load_dataset
     from ..diagnostics import DiagnosticsFailed
-    from ..evaluation.frontier import Target
     from ..models import DAMISynthesizer
-    from ..workflow.tuning import tune
+    from ..workflow.tuning import ReferenceTarget, parse_target, tune
     from .synthesize import default_keep, parse_params
 
     # outputs first: a bad --out / --trace costs nothing
@@ -142,11 +182,23 @@ def run(args: argparse.Namespace) -> int:
     trace_path = check_output_file(args.trace, "--trace", args.overwrite)
     if trace_path is not None and trace_path.resolve() == out.resolve():
         raise InputError("The '--out' and '--trace' options name the same file; give two files.")
-    targets = [Target.parse(t) for t in args.target]
+    targets = [parse_target(t) for t in args.target]
     if args.holdout_share is not None and not 0.0 < args.holdout_share < 1.0:
         raise InputError(f"The '--holdout-share' option must be a share in (0, 1), e.g. 0.2. Got "
                          f"{args.holdout_share!r} instead.")
     base_params = parse_params(args.param, DAMISynthesizer)
+    from ..models import CartSynthesizer
+
+    try:
+        cart_params = parse_params(args.cart_param, CartSynthesizer)
+    except InputError as exc:
+        raise InputError(str(exc).replace("'--param'", "'--cart-param'")) from None
+    if cart_params and not any(isinstance(t, ReferenceTarget) for t in targets):
+        raise InputError("The '--cart-param' option sets the CART reference of a MEASURE<=cart target; no target "
+                         "names cart.")
+    if args.reference_replicates < 2:
+        raise InputError(f"The '--reference-replicates' option must be >= 2 (an MC error needs two seeds). "
+                         f"Got {args.reference_replicates} instead.")
     if "masks" in base_params:
         raise InputError("The '--param' option cannot set masks: tune chooses them.")
     from ..diagnostics import convergence_thresholds
@@ -156,8 +208,8 @@ def run(args: argparse.Namespace) -> int:
         if name in base_params:
             raise InputError(f"Give {name} with --{name.replace('_', '-')}, not --param.")
         base_params[name] = getattr(args, name)
-    for name in ("m", "replicates", "m_search", "n_confirm", "jobs"):
-        lo = 2 if name in ("m", "m_search") else 1  # the partial-synthesis rule needs >= 2 copies
+    for name in ("m", "replicates", "m_search", "n_confirm", "jobs", "max_cycles"):
+        lo = 2 if name in ("m", "m_search") else 0 if name == "max_cycles" else 1  # partial rule: >= 2 copies
         if getattr(args, name) < lo:
             raise InputError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
     if not args.max_table_s_pmse > 0:
@@ -205,11 +257,20 @@ def run(args: argparse.Namespace) -> int:
                    replicates=args.replicates, n_confirm=args.n_confirm, seed=args.seed, tolerance=tol,
                    target=args.attribute_target, k0=args.k0, subgroup_tolerance=tol, base_params=base_params,
                    spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say,
-                   holdout_share=args.holdout_share, max_table_s_pmse=args.max_table_s_pmse, **grids)
+                   holdout_share=args.holdout_share, max_table_s_pmse=args.max_table_s_pmse,
+                   max_cycles=args.max_cycles, reference_params=cart_params,
+                   reference_replicates=args.reference_replicates, **grids)
     except DiagnosticsFailed as exc:
         raise exc.for_cli() from None
     step_line(args, "tune", f"search finished in {res.wall_seconds:.0f} s: "
               + ("a setting met the targets" if res.feasible else "no setting met the targets"), summary=True)
+    ref = res.settings.get("reference")
+    if ref:
+        print(f"CART reference ({json.dumps(ref['params']) if ref['params'] else 'default'}; {len(ref['seeds'])} seeds "
+              f"x {ref['m']} copies): " + "; ".join(f"{k} {v:.4g} (se {ref['se'][k]:.2g})" for k, v in ref["mean"].items()))
+        print(f"rule: {ref['rule']}")
+    for line in not_tried_lines(res.settings):
+        print(line)
     extra = " ".join(f"--param {k}={v}" for k, v in base_params.items()
                      if k not in ("accept_diagnostics", "rhat_max", "ess_min"))
     if trace_path is not None:
@@ -219,15 +280,16 @@ def run(args: argparse.Namespace) -> int:
         trace_path.parent.mkdir(parents=True, exist_ok=True)
         trace_path.write_text(json_dumps(record, indent=2, sort_keys=True))
     if not res.feasible:
-        print(f"No setting met {', '.join(map(str, targets))} with every table S_pMSE <= "
+        print(f"No setting met {', '.join(map(str, res.targets))} with every table S_pMSE <= "
               f"{args.max_table_s_pmse:g}; no spec was written"
               + (f" (the search is in {trace_path})." if trace_path is not None else "."))
         return 2
     # the validated figures (fresh copies) are reported; the confirmed ones chose the masks
     c = res.validated or res.confirmed
     d = res.to_spec().to_dict()
-    d["note"] = (f"masks chosen by 'synthmi tune' for {', '.join(map(str, targets))}: mean CI overlap "
-                 f"{c['mean_ci_overlap']:.3f}; synthesize with --spec THIS_FILE --method dami {extra}".rstrip())
+    d["note"] = (f"masks chosen by 'synthmi tune' for {', '.join(map(str, res.targets))}: mean CI overlap "
+                 f"{c['mean_ci_overlap']:.3f} at --m {args.m} (validated with --seed {args.seed} and after); "
+                 f"synthesize with --spec THIS_FILE --method dami --m {args.m} {extra}".rstrip())
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json_dumps(d, indent=2) + "\n")
     print(f"chosen masks: {json.dumps(res.masks, sort_keys=True)}")
@@ -236,18 +298,25 @@ def run(args: argparse.Namespace) -> int:
                                             "overall_s_pmse") if k in c))
     print(f"declared analyses' mean CI overlap {c['mean_ci_overlap']:.3f} "
           f"(se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
-          + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t.op} {t.value:g})" for t in targets)
-          + f"; on fresh copies, after the choice; wall {res.wall_seconds:.0f} s")
+          + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t})" for t in res.targets)
+          + f"; validated (synthesize --spec route, seeds below), after the choice; wall {res.wall_seconds:.0f} s")
     if res.validated is not None and not res.validated.get("feasible", True):
         print("warning: on fresh copies the chosen masks miss "
-              + ", ".join(str(t) for t in targets if not t.met(res.validated))
+              + ", ".join(str(t) for t in res.targets if not t.met(res.validated))
               + " (the search and confirmation met them): tighten the target or raise --m.", file=sys.stderr)
     held = res.settings.get("holdout_share")
     if held:
         # the masks were chosen on the training rows: the same holdout keeps the membership figures comparable
-        extra = f"{extra} --holdout-share {held:g} --seed {args.seed}".strip()
+        extra = f"{extra} --holdout-share {held:g}".strip()
+    # the validated figures are those of exactly this command with seeds SEED .. SEED + replicates - 1
+    # (synthesize's own default --m is 20: more copies, a different overlap, so --m is always given)
+    val = res.settings.get("validation") or {}
+    seeds = val.get("seeds") or [args.seed]
+    print(f"validated by the route a user takes: synthesize --spec with --m {args.m} and --seed "
+          + (f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}..{seeds[-1]}")
+          + ", copies measured as 'synthmi analyse' measures them (per seed in --trace)")
     print(f"spec with the masks -> {out}; synthesize with: synthmi synthesize --data {args.data} --spec {out} "
-          f"--method dami {extra}".rstrip())
+          f"--method dami --m {args.m} --seed {seeds[0]} {extra}".rstrip())
     if res.settings.get("diagnostics_check", {}).get("accepted"):
         print("warning: the posterior sampler failed its convergence check (accepted with --accept-diagnostics).",
               file=sys.stderr)

@@ -11,10 +11,14 @@ The grid, per method:
 
 ``dami``
     one normal mask :math:`(K, \\sigma_e)` shared by the continuous
-    quasi-identifiers, from ``continuous_grid``, crossed with one linear mask
-    :math:`\\alpha` shared by the categorical ones, from ``alpha_grid``
-    (:math:`\\alpha = 0`: unmasked, drawn from the model as in Rubin's MI). A
-    file with only one kind of QI gets that kind's grid alone.
+    quasi-identifiers, from ``continuous_grid`` (:math:`K = 0`: unmasked),
+    crossed with one linear mask :math:`\\alpha` shared by the categorical
+    ones, from ``alpha_grid`` (:math:`\\alpha = 0`: unmasked, drawn from the
+    model as in Rubin's MI). Both default grids hold the unmasked level and a
+    weak mask, so every kind of QI is also swept with the other kind unmasked
+    (issue 29: a search that never leaves one kind unmasked cannot find a weak
+    mask on the other alone). A file with only one kind of QI gets that kind's
+    grid alone.
 ``cart``
     CART's own frontier, not its default (issue 29: coarser leaves alone gained
     +0.022 overlap at a third of the risk): each minimum leaf size of
@@ -40,7 +44,7 @@ GRID_METHODS = ("dami", "cart", "norm+logit")
 def default_settings(
     kinds: Mapping[str, str],
     methods: Sequence[str] = ("dami", "cart"),
-    continuous_grid: Sequence[tuple[int, float]] = ((1, 10.0), (1, 3.0)),
+    continuous_grid: Sequence[tuple[int, float]] = ((0, 1.0), (1, 10.0), (1, 3.0)),
     alpha_grid: Sequence[float] = (0.0, 1.0, 3.0),
     leaves: Sequence[int] = (5, 20, 100),
 ) -> list[Setting]:
@@ -48,7 +52,8 @@ def default_settings(
 
     ``kinds`` maps each quasi-identifier to ``"continuous"`` or ``"categorical"``
     (a spec's ``integer`` counts as continuous, ``binary`` / ``nominal`` / ``ordinal``
-    as categorical).
+    as categorical). A ``continuous_grid`` entry with ``K = 0`` leaves the continuous
+    QIs unmasked, as ``alpha = 0`` does the categorical ones.
     """
     bad = [m for m in methods if m not in GRID_METHODS]
     if bad or not methods:
@@ -62,11 +67,12 @@ def default_settings(
         for ks in cgrid:
             for a in agrid:
                 masks = {}
-                if ks is not None:
+                if ks is not None and ks[0] > 0:
                     masks.update({c: {"K": ks[0], "sigma_e": ks[1]} for c in conts})
                 if a is not None and a > 0:
                     masks.update({c: {"alpha": a} for c in cats})
-                label = "; ".join(([f"continuous K={ks[0]} sigma={ks[1]:g}"] if ks is not None else [])
+                label = "; ".join(([f"continuous K={ks[0]} sigma={ks[1]:g}" if ks[0] > 0 else "continuous unmasked"]
+                                   if ks is not None else [])
                                   + ([f"alpha={a:g}"] if a is not None else []))
                 out.append(Setting("dami", label, {"masks": masks or None}))
     if "cart" in methods:

@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE, Battery, default_battery, table_feasible
 from ..evaluation.frontier import (
+    HIGHER_IS_BETTER,
     Analysis,
     FrontierResult,
     Target,
@@ -44,7 +45,8 @@ from .._validate import check_scalar
 from ..errors import InputError, InputTypeError
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
-           "independent_release", "greedy_ascent"]
+           "independent_release", "greedy_ascent", "coordinate_search", "validate_spec",
+           "ReferenceTarget", "parse_target", "reference_figures"]
 
 METHODS = ("dami", "risk-dami", "cart", "norm+logit")
 _MASKED = {"dami", "risk-dami"}
@@ -387,12 +389,15 @@ class TuneResult:
             "masks": self.masks,
             "params": s.get("base_params") or {},
             "analyses": s.get("analyses"),
-            "figures_from": "validated (fresh copies)" if self.validated else "confirmed",
+            "figures_from": ("validated (synthesize --spec with seeds seed .. seed + replicates - 1)"
+                             if self.validated else "confirmed"),
             "figures": {k: fig.get(k) for k in keys if k in fig},
             "figures_se": {k: fig.get(f"{k}_se") for k in keys if f"{k}_se" in fig},
             "feasible_on_fresh_copies": fig.get("feasible"),
             "m": s.get("m"), "replicates": s.get("replicates"), "seed": s.get("seed"),
             "search_points": s.get("search_points"), "search_stopped_by": s.get("search_stopped_by"),
+            "coordinate_search": s.get("coordinate_search"), "not_tried": s.get("not_tried"),
+            "validation_seeds": (s.get("validation") or {}).get("seeds"),
             "wall_seconds": self.wall_seconds,
         })
 
@@ -444,6 +449,179 @@ def _measure_candidate(masks: dict[str, Any], mm: int, reps: int, pmse_copies: i
                 row[name] = measure(st["df"], st["holdout"], syn.copies, None, copy_seed + r)
             rows.append(row)
     return rows
+
+
+def validate_spec(
+    data: pd.DataFrame,
+    spec: Any,
+    analyses: Iterable[Any],
+    m: int,
+    seeds: Sequence[int],
+    params: Mapping[str, Any] | None = None,
+    *,
+    battery: Battery | None = None,
+    tolerance: Any = None,
+    target: str | None = None,
+    k0: int | None = None,
+    subgroup_tolerance: Any = None,
+    max_table_s_pmse: float = DEFAULT_MAX_TABLE_S_PMSE,
+    holdout_share: float | None = None,
+    holdout_measures: Mapping[str, Callable[..., float]] | None = None,
+) -> list[dict[str, Any]]:
+    """One release per seed, made and measured as a user makes and measures it; one row each.
+
+    Release ``s`` is exactly what ``synthmi synthesize --data DATA --spec SPEC --method dami
+    --m m --seed s`` (``params`` as ``--param``) writes: the spec round-tripped through its
+    JSON file, the released columns (the spec's quasi-identifiers and kept ones) in the data's
+    order, with ``--holdout-share`` the rows that ``holdout_positions(n, share, s)`` holds out
+    removed, a DA-MI synthesizer with ``random_state = s`` (fit-time randomness follows the
+    seed, as in the command) fitted to them with the spec, and ``m`` copies drawn with
+    ``random_state = s``. Each is measured by :func:`~synthmi.evaluation.frontier.evaluate_release`
+    with the rule the copies record (what ``synthmi analyse`` combines them by) against the
+    rows they were made from. ``tests/commands/test_cli_tune_routes.py`` checks that the
+    declared analysis's mean CI overlap equals ``synthmi analyse``'s on the files the commands
+    write. Why not the tuning pool: the validated figure is the one a user will measure, so it
+    is made by the user's route, with a posterior of its own per seed.
+    """
+    from .._json import dumps as _dumps
+    from ..spec import ReleaseSpec, as_spec
+
+    spec = ReleaseSpec.from_dict(json.loads(_dumps(as_spec(spec).to_dict())))  # the file synthesize reads
+    qi, keep = list(spec.quasi_identifiers), list(spec.keep)
+    released = data[[c for c in data.columns if c in qi or c in keep]]
+    rows = []
+    for s in seeds:
+        s = int(s)
+        fit_rows, held = released, None
+        if holdout_share is not None:
+            from ..evaluation.membership import holdout_positions, split_at
+
+            fit_rows, held = split_at(released, holdout_positions(len(released), holdout_share, s))
+        p = dict(params or {})
+        p.setdefault("random_state", s)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            synth = make_synthesizer("dami", p).fit(fit_rows, spec=spec)
+            syn = synth.sample(int(m), random_state=s, allow_unmodified=True)  # measured, not released
+            original = fit_rows[qi + keep]
+            subgroups = None
+            if k0 is not None:
+                from ..evaluation.subgroups import risk_subgroups
+
+                subgroups = risk_subgroups(original, qi, k0, subgroup_tolerance).labels
+            row = evaluate_release(original, syn, analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target,
+                                   subgroups=subgroups, rule=None, battery=battery,
+                                   max_table_s_pmse=max_table_s_pmse)
+            for name, measure in (holdout_measures or {}).items():
+                row[name] = measure(original, held[qi + keep], syn.copies, None, s)
+        row["seed"] = s
+        rows.append(row)
+    return rows
+
+
+def _release_spec(base: Any, analyses: Sequence[Analysis]):
+    """The spec tune writes (before its masks and tuning record): the fit's, with ``analyses``
+    declared when it declares none."""
+    from dataclasses import replace
+
+    rel = base.spec_
+    if not rel.analyses:
+        rel = replace(rel, analyses=[{"formula": a.formula, "family": a.family} for a in analyses])
+    return rel
+
+
+#: z of the rule "at CART's risk": a candidate's mean risk may exceed CART's mean by at most this
+#: many combined Monte Carlo SEs (one-sided, about 2.3% of a candidate exactly at CART's risk
+#: refused when both means are normal), documented in :class:`ReferenceTarget`
+REFERENCE_Z = 2.0
+#: replicate seeds of the reference (the issue: MC error from >= 5 replicate seeds)
+REFERENCE_REPLICATES = 5
+
+
+@dataclass
+class ReferenceTarget(Target):
+    r"""A risk target set by a reference release's own figure and its seed-to-seed spread:
+    ``expected_matches<=cart`` ("at CART's risk").
+
+    CART (``reference_params``) is synthesized with ``R`` replicate seeds of ``m`` copies each
+    (:func:`reference_figures`); its mean :math:`\bar c`, per-replicate SD :math:`s_c` and MC SE
+    :math:`se_c = s_c/\sqrt R` are stored here. A candidate with mean :math:`\bar r` is at CART's
+    risk when it is not above CART's beyond Monte Carlo error:
+
+    .. math::
+
+        \bar r - \bar c \le z \sqrt{se_c^2 + se_r^2}, \qquad z = 2,
+
+    :math:`se_r` the candidate's MC SE over its replicates; a single replicate of :math:`M_r`
+    copies (the search) has none, and its SD is taken as CART's scaled to its copies,
+    :math:`se_r = s_c \sqrt{m / M_r}` (a risk averaged over copies; CART's spread as the
+    yardstick). So a candidate exactly at CART's risk is not refused for seed noise, and one
+    above it by more than the noise is. The rule is the issue's "at the risk of a CART setting
+    (MC error from >= 5 replicate seeds)".
+    """
+
+    reference: str = "cart"
+    mean: float = float("nan")
+    sd: float = float("nan")
+    se: float = float("nan")
+    m: int = 0
+    z: float = REFERENCE_Z
+
+    def met(self, row: Mapping[str, Any], se_mult: float = 0.0) -> bool:
+        if not np.isfinite(self.mean):
+            raise InputError(f"The target {self.measure}<={self.reference} has no reference figure yet "
+                             "(tune measures the reference before the search).")
+        v = float(row.get(self.measure, np.nan))
+        if not np.isfinite(v):
+            return False
+        se_r = float(row.get(f"{self.measure}_se", np.nan) or np.nan)
+        if not np.isfinite(se_r):
+            copies = float(row.get("M", self.m) or self.m)
+            se_r = self.sd * np.sqrt(self.m / copies) if copies > 0 else self.sd
+        se_r = se_r if np.isfinite(se_r) else 0.0
+        se_c = self.se if np.isfinite(self.se) else 0.0
+        return v - self.mean <= self.z * float(np.hypot(se_c, se_r))
+
+    def __str__(self) -> str:
+        if not np.isfinite(self.mean):
+            return f"{self.measure}<={self.reference}"
+        return f"{self.measure}<={self.reference} ({self.mean:.4g} +- {self.se:.2g})"
+
+
+def parse_target(text: Any) -> Target:
+    """A target: ``MEASURE<=VALUE`` (:meth:`Target.parse`) or ``MEASURE<=cart`` (a
+    :class:`ReferenceTarget`, resolved by :func:`tune` from CART's figures over replicate seeds)."""
+    if isinstance(text, Target):
+        return text
+    t = str(text).replace(" ", "")
+    if t.lower().endswith("<=cart"):
+        probe = Target.parse(t[: -len("cart")] + "0")  # the measure's name checked as any target's
+        if probe.measure in HIGHER_IS_BETTER:
+            raise InputError(f"The target {text!r} compares a utility with CART's; reference targets are risks "
+                             "(e.g. expected_matches<=cart).")
+        return ReferenceTarget(probe.measure, "<=", float("nan"))
+    return Target.parse(t)
+
+
+def reference_figures(data: pd.DataFrame, spec: Any, params: Mapping[str, Any] | None, m: int,
+                      seeds: Sequence[int], ev: Mapping[str, Any],
+                      holdout: pd.DataFrame | None = None,
+                      holdout_measures: Mapping[str, Callable[..., float]] | None = None) -> pd.DataFrame:
+    """CART's figures over replicate seeds, one row per seed: fitted once (a CART fit draws nothing)
+    with ``spec`` and sampled with ``m`` copies per seed, as ``synthmi synthesize --method cart
+    --m m --seed S`` does, measured like every tune candidate (``ev``)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synth = make_synthesizer("cart", dict(params or {})).fit(data, spec)
+        rows = []
+        for s in seeds:
+            syn = synth.sample(int(m), random_state=int(s), allow_unmodified=True)  # measured, not released
+            row = evaluate_release(data, syn.copies, **ev)
+            for name, measure in (holdout_measures or {}).items():
+                row[name] = measure(data, holdout, syn.copies, None, int(s))
+            row["seed"] = int(s)
+            rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def _coordinates(kinds: Mapping[str, str], continuous_grid, alpha_grid) -> list[tuple[str, list[dict | None]]]:
@@ -516,6 +694,103 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
         path.append(x)
 
 
+def _rank(r: Mapping[str, Any]) -> tuple:
+    """Order of candidates: feasible first (the targets and the table rule), then the objective,
+    then the lower risk ratio."""
+    return (bool(r.get("feasible", r.get("meets_targets", False))),
+            float(r.get("objective", r.get("mean_ci_overlap", -np.inf))), -float(r.get("risk_ratio", 0.0)))
+
+
+def coordinate_search(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]], Mapping[str, Any]],
+                      start: tuple[int, ...], deadline: float | None = None,
+                      evaluate_many: Callable[[list[tuple[int, ...]]], list[Mapping[str, Any]]] | None = None,
+                      max_cycles: int = 10) -> tuple[list[tuple[int, ...]], str, int]:
+    """Cyclic coordinate search on a lattice (the second phase of :func:`tune`).
+
+    From ``start``, each coordinate j in turn is set to every one of its levels
+    ``0 .. n_levels[j] - 1`` (level 0: no mask, level 1: the weakest mask) with the
+    others held, and the point moves to the best of them by :func:`_rank` (feasible
+    first, then ``objective``, then the lower ``risk_ratio``) when that beats the
+    current point strictly. The cycle over all coordinates repeats until a full cycle
+    makes no move (``"converged"``: no single quasi-identifier's mask, weaker or
+    stronger, improves on the point), ``max_cycles`` cycles have run (``"cycle limit"``)
+    or ``time.perf_counter()`` passes ``deadline`` (``"time limit"``).
+
+    Unlike the greedy ascent, which only raises masks and never returns to a quasi-identifier
+    whose raise broke a target, this revisits every quasi-identifier after another one
+    moved, and tries lowering a mask as well as raising it: the best level of one column
+    depends on the others' (a strong mask on one column can leave the risk budget for a weak
+    one on another only after that one has moved). ``evaluate`` must be deterministic for a
+    point (tune memoises it and uses common random numbers), so each move raises the rank
+    strictly and the search ends.
+
+    Returns the path (points moved to, ``start`` first), why it stopped and the cycles run.
+    """
+    x = tuple(int(v) for v in start)
+    cur = evaluate(x)
+    path = [x]
+    cycles = 0
+    while True:
+        if cycles >= int(max_cycles):
+            return path, "cycle limit", cycles
+        cycles += 1
+        moved = False
+        for j, n in enumerate(n_levels):
+            if deadline is not None and time.perf_counter() > deadline:
+                return path, "time limit", cycles
+            pts = [tuple(v if i != j else k for i, v in enumerate(x)) for k in range(int(n))]
+            rows = evaluate_many(pts) if evaluate_many is not None else [evaluate(p) for p in pts]
+            best = max(range(len(pts)), key=lambda k: _rank(rows[k]))
+            if _rank(rows[best]) > _rank(cur):
+                x, cur = pts[best], rows[best]
+                path.append(x)
+                moved = True
+        if not moved:
+            return path, "converged", cycles
+
+
+def _level_label(level: Mapping[str, Any] | None) -> str:
+    if level is None:
+        return "none"
+    return ",".join(f"{'sigma' if k == 'sigma_e' else k}={v:g}" for k, v in level.items())
+
+
+def _not_tried(coords: list, unmaskable: Mapping[str, str], trace: list[dict[str, Any]], greedy_stop: str,
+               coord_stop: str, max_search_seconds: float | None) -> dict[str, Any]:
+    """What the search did not try, for the record and the command's output: each QI's grid (masks
+    outside it, weaker, stronger or between its levels, were not tried), the QIs never varied and why,
+    the levels of a QI no search point used, the lattice's size against the points measured, and the
+    budget cut-offs (time limit, cycle limit)."""
+    tried = [tuple(r["levels"]) for r in trace if r["stage"] == "search"]
+    grid, never_levels = {}, {}
+    for j, (c, levels) in enumerate(coords):
+        grid[c] = [_level_label(lv) for lv in levels]
+        used = {x[j] for x in tried}
+        missing = [_level_label(lv) for k, lv in enumerate(levels) if k not in used]
+        if missing:
+            never_levels[c] = missing
+    never = dict(unmaskable)
+    for j, (c, levels) in enumerate(coords):
+        if not any(x[j] > 0 for x in tried):
+            never[c] = "no search point masked it (" + (
+                "time limit" if "time limit" in (greedy_stop, coord_stop) else "the origin misses the targets"
+                if greedy_stop == "origin infeasible" else "its weakest mask was never reached") + ")"
+    cut = ["time limit" if "time limit" in s else s for s in (greedy_stop, coord_stop)
+           if "time limit" in s or s == "cycle limit"]
+    return {
+        "grid": grid,
+        "outside_grid": "masks weaker than each QI's weakest level, stronger than its strongest, or between two "
+                        "levels; categorical QIs are tried with linear masks (alpha) only, not p= masks; "
+                        "continuous ones with K = 1 (only sigma_e^2 / K matters)",
+        "columns_never_varied": never,
+        "levels_never_tried": never_levels,
+        "lattice_points": int(np.prod([len(lv) for _, lv in coords])) if coords else 1,
+        "points_tried": len(set(tried)),
+        "budget_cut_offs": sorted(set(cut)) + ([f"max_search_seconds={max_search_seconds:g}"]
+                                              if cut and max_search_seconds is not None and "time limit" in cut else []),
+    }
+
+
 def tune(
     data: pd.DataFrame,
     quasi_identifiers: Sequence[str] | None,
@@ -541,6 +816,9 @@ def tune(
     holdout_share: float | None = None,
     battery: Battery | bool = True,
     max_table_s_pmse: float = DEFAULT_MAX_TABLE_S_PMSE,
+    max_cycles: int = 10,
+    reference_params: Mapping[str, Any] | None = None,
+    reference_replicates: int = REFERENCE_REPLICATES,
 ) -> TuneResult:
     """Masks for DA-MI that maximise the battery's mean CI overlap subject to risk ``targets``.
 
@@ -576,21 +854,37 @@ def tune(
        the raised settings that meet every target, move to the one with the
        highest mean CI overlap; a quasi-identifier whose raise breaks a
        target is not raised again (by monotonicity it would break it from
-       any later point too); stop when no raise meets the targets. So the
-       risk budget goes to the columns whose masks buy the most utility
-       not to a mask shared by all columns.
+       any later point too); stop when no raise meets the targets. Then
+       **cyclic coordinate search** (:func:`coordinate_search`) from the best
+       point so far (the ascent's points and the diagonal, every QI at its
+       k-th level, a uniform mask as one sets by hand): each quasi-identifier in turn is set to every level of
+       its grid (no mask and the weakest mask included) with the others held,
+       moving to the best; cycles repeat until a full cycle makes no move
+       (or ``max_cycles``, or the time limit). The ascent only raises and never
+       revisits a column blocked by a target; the cycles revisit every column
+       after another moved and try weaker masks too (issue 29: the ascent
+       stopped at the end of two grids and missed a weak mask that beat its
+       choice on overlap and both risks). ``settings["not_tried"]`` records
+       what was not tried: each column's grid (masks outside it), columns never
+       varied and why, levels no point used, lattice size against points
+       measured, and budget cut-offs.
     3. **Confirm** the ``n_confirm`` most useful feasible search points with
        ``m`` copies x ``replicates`` replicates (disjoint posterior parameter
-       sets, seeds ``seed + r``; none of them shared with the search copies,
-       which use the next ``m_search`` parameter sets and seed
-       ``seed + replicates``) and choose the one with the highest mean
+       sets, seeds ``seed + replicates + r``; none of them shared with the
+       search copies, which use the next ``m_search`` parameter sets and seed
+       ``seed + 2 * replicates``) and choose the one with the highest mean
        overlap whose mean risk meets every target; if none does, the next
        ``n_confirm``.
-    4. **Validate** the chosen masks on fresh copies (the next ``m x replicates``
-       parameter sets, seeds ``seed + replicates + 1 + r``): the confirmed
-       figures are the best of ``n_confirm`` candidates measured on the copies
-       that chose among them (optimistic by selection); ``validated`` holds the
-       figures to report and says whether the targets hold on them.
+    4. **Validate** the chosen masks by the route a user takes
+       (:func:`validate_spec`): replicate ``r`` is exactly the release
+       ``synthmi synthesize --spec OUT --method dami --m m --seed SEED`` makes
+       with ``SEED = seed + r`` (its own fit and posterior, as the command
+       does), measured as ``synthmi analyse`` measures it (the rule the copies
+       record). The confirmed figures are the best of ``n_confirm`` candidates
+       on the copies that chose among them (optimistic by selection), and
+       they came from the shared pool, not the user's route; ``validated``
+       holds the figures to report (``settings["validation"]`` per seed) and
+       says whether the targets hold on them.
 
     Parameters
     ----------
@@ -601,7 +895,8 @@ def tune(
         The analyses whose mean CI overlap is maximised (formulas or
         ``(formula, family)`` pairs).
     targets : iterable of Target or str
-        E.g. ``"expected_matches<=6.7"``; all must hold.
+        E.g. ``"expected_matches<=6.7"``, or ``"expected_matches<=cart"`` (at CART's risk
+        within Monte Carlo error: :class:`ReferenceTarget`); all must hold.
     continuous_grid : sequence of (K, sigma_e)
     alpha_grid : sequence of float
     m_search, m, replicates, n_confirm : int
@@ -620,6 +915,13 @@ def tune(
         Roles and kinds of the columns; the chosen masks are written into it.
     max_search_seconds : float, optional
         Stop the search (not the confirmation) after this many seconds.
+    max_cycles : int, default 10
+        Cycles of the coordinate search at most (0: the greedy ascent alone).
+    reference_params, reference_replicates
+        For targets ``MEASURE<=cart`` (:class:`ReferenceTarget`): CART's parameters (e.g.
+        ``{"min_samples_leaf": 20}``; default CART's defaults) and its replicate seeds
+        (``seed .. seed + reference_replicates - 1``, ``m`` copies each; default 5). The
+        figures, with their MC SE, are in ``settings["reference"]``.
     n_jobs : int, default 1
         Worker processes (forked after the fit, so they share the fitted
         model and the posterior pool) measuring the candidates of one search
@@ -641,12 +943,13 @@ def tune(
 
     say = _progress(progress)
     t_start = time.perf_counter()
-    targets = [t if isinstance(t, Target) else Target.parse(t) for t in targets]
+    targets = [parse_target(t) for t in targets]
     if not targets:
         raise InputError("tune needs at least one target such as 'expected_matches<=50'.")
     # m, m_search >= 2: the partial-synthesis rule needs the between-copy variance of the analyses
     for name, v, lo in (("m_search", m_search, 2), ("m", m, 2), ("replicates", replicates, 1), ("n_confirm", n_confirm, 1),
-                        ("n_jobs", n_jobs, 1)):
+                        ("n_jobs", n_jobs, 1), ("max_cycles", max_cycles, 0),
+                        ("reference_replicates", reference_replicates, 2)):
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise InputError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
     analyses = [Analysis.coerce(a) for a in analyses]
@@ -654,6 +957,7 @@ def tune(
 
     holdout_measures = {t.measure: HOLDOUT_MEASURES[t.measure] for t in targets if t.measure in HOLDOUT_MEASURES}
     holdout = None
+    full_data = data
     if holdout_share is not None and not holdout_measures:
         # a holdout nobody measures would silently shrink the data the release is tuned on
         raise InputError(f"The 'holdout_share' parameter of tune is used only by targets measured on real "
@@ -664,6 +968,7 @@ def tune(
         from ..evaluation.membership import holdout_positions, split_at
 
         holdout_share = 0.2 if holdout_share is None else float(holdout_share)
+        full_data = data  # the validation holds out per seed, as synthesize --holdout-share does
         n_rows = len(data)
         data, holdout = split_at(data, holdout_positions(n_rows, holdout_share, seed))
         say(f"held out {len(holdout)} of {n_rows} rows (share {holdout_share:g}, seed {seed}) as the "
@@ -703,15 +1008,17 @@ def tune(
         warnings.warn("tune leaves " + "; ".join(f"'{c}' unmasked: {why}" for c, why in unmaskable.items())
                       + " (DA-MI cannot combine them with a mask); the other quasi-identifiers are searched.",
                       UserWarning, stacklevel=2)
-    # one posterior pool for every candidate: confirming copies of replicate r take entries
-    # r*m ... r*m + m - 1 (seed + r); the search copies take the m_search entries after them
-    # (seed + replicates). The two sets of copies are disjoint, so the confirmed risk and
-    # utility are not measured on the copies that made a candidate look feasible and useful.
-    # The chosen masks are then measured once more on fresh copies (the m*replicates entries
-    # after the search's, seeds seed + replicates + 1 + r): the confirmed figures are the best
-    # of n_confirm candidates on the copies that chose among them (a winner's curse), the
-    # validated ones are not.
-    n_pool = 2 * m * replicates + m_search
+    # one posterior pool for every search and confirmation candidate: confirming copies of
+    # replicate r take entries r*m ... r*m + m - 1 (seed seed +
+    # replicates + r); the search copies take the m_search entries after them (seed + 2 *
+    # replicates). The two sets of copies are disjoint, so the confirmed risk and utility are
+    # not measured on the copies that made a candidate look feasible and useful. The chosen
+    # masks are then validated by the route a user takes (:func:`validate_spec`: the written
+    # spec, refitted with seed + r and sampled with seed + r, r < replicates, exactly as
+    # ``synthmi synthesize --spec OUT --method dami --m M --seed SEED+r``): seeds no search or
+    # confirmation copy used, so the confirmed figures (the best of n_confirm candidates on the
+    # copies that chose among them: a winner's curse) are not what is reported.
+    n_pool = m * replicates + m_search
     pool = base._posterior_draws(n_pool, np.random.default_rng([int(seed), 0x70CE]))
     pool_diag = getattr(base, "diagnostics_", None)
     with warnings.catch_warnings():
@@ -732,6 +1039,35 @@ def tune(
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
               rule="partial", battery=bat, max_table_s_pmse=max_table_s_pmse)
+    reference = None
+    if any(isinstance(t, ReferenceTarget) for t in targets):
+        # "at CART's risk": CART's figures over replicate seeds, then each such target holds its mean and spread
+        from dataclasses import replace as _replace
+
+        ref_seeds = [int(seed) + r for r in range(int(reference_replicates))]
+        ref = reference_figures(df, _spec_on(base.spec_, qi, keep), reference_params, m, ref_seeds, ev,
+                                None if holdout is None else holdout[qi + keep], holdout_measures)
+        R = len(ref)
+        resolved = []
+        for t in targets:
+            if isinstance(t, ReferenceTarget):
+                v = ref[t.measure].to_numpy(dtype=float)
+                sd = float(np.std(v, ddof=1)) if R > 1 else 0.0
+                t = _replace(t, value=float(v.mean()), mean=float(v.mean()), sd=sd, se=sd / np.sqrt(R), m=int(m))
+            resolved.append(t)
+        targets = resolved
+        figs = [c for c in ("mean_ci_overlap", "battery_ci_overlap", "worst_one_way_s_pmse", "worst_two_way_s_pmse",
+                            "expected_matches", "true_match_rate", *[t.measure for t in targets]) if c in ref]
+        reference = {"method": "cart", "params": jsonable(dict(reference_params or {})), "m": int(m), "seeds": ref_seeds,
+                     "rule": f"a candidate is at CART's risk when its mean exceeds CART's by at most {REFERENCE_Z:g} x "
+                             "sqrt(SE_cart^2 + SE_candidate^2) (MC SEs over replicate seeds; a single search replicate "
+                             "takes CART's replicate SD scaled to its copies)",
+                     "mean": {c: float(ref[c].mean()) for c in dict.fromkeys(figs)},
+                     "se": {c: float(ref[c].std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
+                            for c in dict.fromkeys(figs)}}
+        say("CART (" + (json.dumps(reference["params"]) if reference["params"] else "default") + f", {R} seeds x {m} "
+            "copies): " + "; ".join(f"{c} {reference['mean'][c]:.4g} +- {reference['se'][c]:.2g}"
+                                    for c in dict.fromkeys(figs)))
     coords = _coordinates({c: k for c, k in kinds.items() if c not in unmaskable}, continuous_grid, alpha_grid)
     trace: list[dict[str, Any]] = []
     seen: dict[Any, dict[str, Any]] = {}
@@ -754,11 +1090,10 @@ def tune(
 
     def run_many(xs: list[tuple[int, ...]], stage: str, mm: int, reps: int) -> list[dict[str, Any]]:
         todo = [x for x in dict.fromkeys(xs) if (x, mm, reps, stage == "validate") not in seen]
-        # confirming copies: pool entries r*m ..., seeds seed + r; search copies: the entries after
-        # them and seed + replicates (disjoint from every confirming copy)
-        start, seed0 = {"confirm": (0, int(seed)),
-                        "search": (m * replicates, int(seed) + replicates),
-                        "validate": (m * replicates + m_search, int(seed) + replicates + 1)}[stage]
+        # confirming copies: pool entries r*m ..., seeds seed + replicates + r; search copies: the
+        # entries after them and seed + 2 * replicates (disjoint from every confirming and validating copy)
+        start, seed0 = {"confirm": (0, int(seed) + replicates),
+                        "search": (m * replicates, int(seed) + 2 * replicates)}[stage]
         args = [(masks_at(x), mm, reps, 0 if stage == "search" else 1, start, seed0) for x in todo]
         if executor is not None and len(todo) > 1:
             results = list(executor.map(_measure_candidate, *zip(*args)))
@@ -796,8 +1131,20 @@ def tune(
     # (2) greedy ascent from all masks off to the risk boundary
     deadline = None if max_search_seconds is None else t_start + float(max_search_seconds)
     try:
-        _, stopped = greedy_ascent([len(levels) for _, levels in coords], lambda x: run(x, "search", m_search, 1),
+        n_levels = [len(levels) for _, levels in coords]
+        _, stopped = greedy_ascent(n_levels, lambda x: run(x, "search", m_search, 1),
                                    deadline=deadline, evaluate_many=lambda xs: run_many(xs, "search", m_search, 1))
+        # (2b) cyclic coordinate search from the best point so far: every QI revisited, every level of
+        # its mask (none and the weakest included) tried, until a full cycle makes no move
+        cycles, coord_stopped = 0, "not run: " + stopped
+        if coords and stopped not in ("origin infeasible", "time limit"):
+            # the diagonal too (every QI at its k-th level: one weak mask for all, as a person sets one by
+            # hand), so that the cycles can start from a uniform setting the ascent never passed
+            run_many([tuple(min(k, n - 1) for n in n_levels) for k in range(1, max(n_levels))], "search", m_search, 1)
+            start = tuple(max((r for r in trace if r["stage"] == "search"), key=_rank)["levels"])
+            _, coord_stopped, cycles = coordinate_search(
+                n_levels, lambda x: run(x, "search", m_search, 1), start, deadline=deadline,
+                evaluate_many=lambda xs: run_many(xs, "search", m_search, 1), max_cycles=max_cycles)
         # (3) confirm the most useful feasible points with m copies x replicates
         pts = sorted([r for r in trace if r["feasible"] and r["stage"] == "search"],
                      key=lambda r: (-r["objective"], r["risk_ratio"]))
@@ -808,20 +1155,35 @@ def tune(
             if ok:
                 chosen = max(ok, key=lambda r: (r["objective"], -r["risk_ratio"]))
                 break
-        validated = None
+        validated, validation = None, None
         if chosen is not None:
-            # (4) the chosen masks on fresh copies: figures free of the selection among candidates
-            validated = run_many([tuple(chosen["levels"])], "validate", m, replicates)[0]
+            # (4) the chosen masks by the user's route (validate_spec: the written spec, refitted and
+            # sampled with seeds seed + r, as synthesize --spec --seed does), measured as analyse does
+            from dataclasses import replace
+
+            val_seeds = [int(seed) + r for r in range(replicates)]
+            val_params = dict(params)
+            if not check["passed"]:
+                val_params["accept_diagnostics"] = True  # flagged above; the chosen masks inherit it
+            vrows = validate_spec(full_data, replace(_release_spec(base, analyses), masks=json.loads(chosen["masks"])),
+                                  analyses, m, val_seeds, val_params, battery=bat, tolerance=tolerance,
+                                  target=target, k0=k0, subgroup_tolerance=subgroup_tolerance,
+                                  max_table_s_pmse=max_table_s_pmse,
+                                  holdout_share=holdout_share if holdout_measures else None,
+                                  holdout_measures=holdout_measures)
+            record(tuple(chosen["levels"]), "validate", m, replicates, [{k: v for k, v in r.items() if k != "seed"}
+                                                                          for r in vrows])
+            validated = seen[(tuple(chosen["levels"]), m, replicates, True)]
+            validation = {"route": "synthmi synthesize --spec OUT --method dami --m M --seed SEED (with the "
+                                   "--param given to tune), then synthmi analyse",
+                          "m": int(m), "seeds": val_seeds,
+                          "replicates": [{k: v for k, v in r.items() if not k.startswith("_")} for r in vrows]}
     finally:
         if executor is not None:
             executor.shutdown()
         _TUNE_STATE.clear()
     wall = time.perf_counter() - t_start
-    from dataclasses import replace
-
-    rel = base.spec_
-    if not rel.analyses:
-        rel = replace(rel, analyses=[{"formula": a.formula, "family": a.family} for a in analyses])
+    rel = _release_spec(base, analyses)
     return TuneResult(
         masks=json.loads(chosen["masks"]) if chosen else None,
         confirmed={k: v for k, v in chosen.items() if k != "levels"} if chosen else None,
@@ -832,11 +1194,14 @@ def tune(
                   "tolerance": jsonable(tolerance), "target": target,
                   "continuous_grid": [list(c) for c in continuous_grid], "alpha_grid": list(alpha_grid),
                   "fit_seconds": fit_s, "posterior_pool": n_pool, "search_stopped_by": stopped,
+                  "coordinate_search": {"stopped_by": coord_stopped, "cycles": cycles, "max_cycles": int(max_cycles)},
+                  "not_tried": _not_tried(coords, unmaskable, trace, stopped, coord_stopped, max_search_seconds),
                   "search_points": sum(r["stage"] == "search" for r in trace), "n_jobs": int(n_jobs),
                   "diagnostics_check": jsonable(check), "base_params": jsonable(dict(base_params or {})),
                   "holdout_share": holdout_share if holdout_measures else None,
                   "objective": objective, "battery": bat.to_dict() if bat is not None else None,
-                  "max_table_s_pmse": max_table_s_pmse},
+                  "max_table_s_pmse": max_table_s_pmse, "validation": jsonable(validation),
+                  "reference": jsonable(reference)},
         spec=rel,
         validated={k: v for k, v in validated.items() if k != "levels"} if validated else None,
     )
