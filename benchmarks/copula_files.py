@@ -224,11 +224,15 @@ def run_file(name: str, n_iter: int, params: dict) -> dict:
     synth = RiskTargetedSynthesizer(n_iter=n_iter, accept_diagnostics=True, max_seconds=None, random_state=SEED,
                                     **params)
     load0 = os.getloadavg()[0]
+    # CPU seconds of this process and of the chain processes it forks and joins (n_jobs > 1)
     t0, c0 = time.perf_counter(), time.process_time()
+    k0 = os.times()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         synth.fit(df, quasi_identifiers=qi, keep=keep, **fit_kw)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    k1 = os.times()
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0 + (k1.children_user - k0.children_user) + (k1.children_system - k0.children_system)
     d = synth.copula_.diagnostics_
     table = d["table"]
     slowest = min(table, key=lambda k: min(table[k]["ess_bulk"], table[k]["ess_tail"]))
@@ -241,6 +245,10 @@ def run_file(name: str, n_iter: int, params: dict) -> dict:
         "max_r_hat": r, "min_ess_bulk": eb, "min_ess_tail": et, "slowest": slowest,
         "worst_r_hat": d["worst"],
         "ess_per_cpu_second": min(eb, et) / cpu,
+        # the iterations the strict threshold needs if ESS grows in proportion to the kept draws
+        # (burn-in half): n_iter * 400 / min(bulk, tail ESS), and the wall seconds it would take
+        "n_iter_needed": int(np.ceil(n_iter * max(1.0, STRICT[1] / min(eb, et)))),
+        "wall_needed_seconds": round(wall * max(1.0, STRICT[1] / min(eb, et)), 1),
         "passes_strict": bool(r <= STRICT[0] and eb >= STRICT[1] and et >= STRICT[1]),
         "passes_lenient": bool(r <= LENIENT[0] and eb >= LENIENT[1]),
         "loadavg_at_start": load0,
