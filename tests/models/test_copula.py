@@ -770,3 +770,52 @@ def test_collapsed_ranked_move_keeps_the_conditional_posterior():
     se = batches.std(axis=0, ddof=1) / np.sqrt(30)
     zs = np.abs(stats.mean(axis=0) - ref) / se
     assert np.all(zs < 3.5), (zs, stats.mean(axis=0), ref)
+
+
+@pytest.mark.slow
+def test_knot_moves_keep_the_latents_conditional_law():
+    """The ranked columns' latent updates with the rescaling about a random knot (CopulaGibbs._knot_move,
+    opt-in: ``knot_moves``) leave the law of the latents given the parameters invariant: N(0, Sigma) per record
+    restricted to D(y) for two tied ranked columns (levels 0/1 with one gap each). Reference: exact
+    draws by rejection (records drawn from N(0, Sigma) and kept when both columns' orders agree with the
+    levels; ~20,000 kept). Chain: 12,000 latent updates with Sigma held. Three statistics (mean latent of
+    y's level-1 records, mean of z_x^2, mean of z_x z_y); |z| with 24 batch means of the chain and the
+    reference's standard error, all below 3.5 (P(any > 3.5) ~ 0.0014 under invariance). Measured at
+    29,000 updates: |z| 0.68, 0.28, 0.78."""
+    from synthmi.models.copula import CopulaGibbs, _encode
+    from synthmi.schema import Schema
+
+    df = pd.DataFrame({"x": [0.0, 0.0, 1.0, 1.0, 1.0, np.nan], "y": [0.0, 1.0, 0.0, np.nan, 1.0, 0.0]})
+    margins = _encode(df, Schema.infer(df, {"x": "continuous", "y": "continuous"}))
+    S = np.array([[1.5, 0.9], [0.9, 1.0]])
+
+    def stats(z):  # z (..., 6 records, 2 columns)
+        return np.stack([z[..., [1, 4], 1].mean(-1), (z[..., 0] ** 2).mean(-1), (z[..., 0] * z[..., 1]).mean(-1)], -1)
+
+    rng = np.random.default_rng(1)
+    kept = []
+    while sum(len(k) for k in kept) < 20000:
+        z = rng.multivariate_normal([0.0, 0.0], S, size=(200_000, 6))
+        ok = np.ones(len(z), dtype=bool)
+        for c, mg in enumerate(margins):
+            lv = mg.level
+            ok &= z[:, lv == 0, c].max(axis=1) < z[:, lv == 1, c].min(axis=1)
+        kept.append(stats(z[ok]))
+    ref = np.concatenate(kept)
+    ref_m, ref_se = ref.mean(axis=0), ref.std(axis=0) / np.sqrt(len(ref))
+
+    s = CopulaGibbs(margins, 2)
+    s.knot_moves = True
+    st = s.initial_state()
+    st.sigma_a = S.copy()
+    s.implied(st)
+    crng = np.random.default_rng(3)
+    chain = np.empty((12000, 3))
+    for t in range(chain.shape[0]):
+        s.update_latents(st, crng)
+        chain[t] = stats(st.z)
+    chain = chain[480:]
+    batches = chain.reshape(24, -1, 3).mean(axis=1)
+    se = batches.std(axis=0, ddof=1) / np.sqrt(24)
+    zs = np.abs(chain.mean(axis=0) - ref_m) / np.sqrt(se**2 + ref_se**2)
+    assert np.all(zs < 3.5), (zs, chain.mean(axis=0), ref_m)
