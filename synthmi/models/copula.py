@@ -115,7 +115,11 @@ One iteration:
    set the data allow; Hoff 2007, Sec. 3; records at even levels of a ranked
    variable are independent given those at odd levels, so each ranked column
    is two vectorised blocks), plus rank-preserving group moves (Liu & Sabatti
-   2000): a shift and a rescaling of every ranked column; then every missing
+   2000): a shift and a rescaling of every ranked column (opt-in, not yet
+   shown faster on the files of benchmarks/copula_files.py: a rescaling of one
+   side of the column about a random knot, :meth:`CopulaGibbs._knot_move`, and
+   a partially collapsed move of the column's associations,
+   :meth:`CopulaGibbs._collapsed_ranked_move`); then every missing
    level of a probit block with its latents, exactly;
 2. :math:`\Sigma_{AA}` by independence Metropolis from its inverse-Wishart full
    conditional (the coefficients' prior depends on the ranked scales
