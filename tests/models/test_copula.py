@@ -716,7 +716,8 @@ def test_collapsed_ranked_move_keeps_the_conditional_posterior():
     z_i ~ N(beta x_i, sigma^2) independent (missing records integrate to 1), a one-dimensional
     integral over the largest level-0 latent (trapezoid on 6,001 points). The chain: 12,000 moves
     of y alone. |z| of the mean and of the second moment of beta with the MC error of 30 batch means;
-    both below 3.5 (P(either > 3.5) ~ 0.001 under invariance). Measured: |z| 0.70 and 0.64 at 40,000 moves."""
+    both below 3.5 (P(either > 3.5) ~ 0.001 under invariance). Measured: |z| 0.70 and 0.64 at 40,000 moves;
+    without the interval term of the collapsed likelihood (latents treated as unconstrained) 17.3 and 14.2."""
     from scipy.stats import invwishart
 
     from synthmi.models.copula import CopulaGibbs, _encode
@@ -781,7 +782,8 @@ def test_knot_moves_keep_the_latents_conditional_law():
     levels; ~20,000 kept). Chain: 12,000 latent updates with Sigma held. Three statistics (mean latent of
     y's level-1 records, mean of z_x^2, mean of z_x z_y); |z| with 24 batch means of the chain and the
     reference's standard error, all below 3.5 (P(any > 3.5) ~ 0.0014 under invariance). Measured at
-    29,000 updates: |z| 0.68, 0.28, 0.78."""
+    29,000 updates: |z| 0.68, 0.28, 0.78; with the Jacobian u^N in place of u^(N-1) (Haar measure left
+    out) 6.0, 17.7, 16.5."""
     from synthmi.models.copula import CopulaGibbs, _encode
     from synthmi.schema import Schema
 
