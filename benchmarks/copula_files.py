@@ -222,7 +222,7 @@ def run_file(name: str, n_iter: int, params: dict) -> dict:
     df, qi, fit_kw = FILES[name]()
     keep = [c for c in df.columns if c not in qi]
     synth = RiskTargetedSynthesizer(n_iter=n_iter, accept_diagnostics=True, max_seconds=None, random_state=SEED,
-                                    **params)
+                                    **{k: v for k, v in params.items() if not k.startswith("sampler.")})
     load0 = os.getloadavg()[0]
     # CPU seconds of this process and of the chain processes it forks and joins (n_jobs > 1)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -304,6 +304,8 @@ def main(argv=None) -> None:
     ap.add_argument("--files", default=",".join(FILES))
     ap.add_argument("--n-iter", type=int, default=1000)
     ap.add_argument("--param", action="append", default=[], help="name=value passed to RiskTargetedSynthesizer")
+    ap.add_argument("--sampler", action="append", default=[],
+                    help="name=0|1: a CopulaGibbs switch (knot_moves, collapse_ranked) for this run")
     ap.add_argument("--figure", action="store_true", help="only draw the figure from the CSV")
     a = ap.parse_args(argv)
     csv, js = RESULTS / "copula_files.csv", RESULTS / "copula_files.json"
@@ -314,6 +316,14 @@ def main(argv=None) -> None:
     for p in a.param:
         k, v = p.split("=", 1)
         params[k] = int(v) if v.isdigit() else float(v)
+    from synthmi.models.copula import CopulaGibbs
+
+    for p in a.sampler:
+        k, v = p.split("=", 1)
+        if k not in ("knot_moves", "collapse_ranked"):
+            raise SystemExit(f"--sampler takes knot_moves or collapse_ranked. Got {k!r} instead.")
+        setattr(CopulaGibbs, k, bool(int(v)))  # class default: the forked chains inherit it
+        params[f"sampler.{k}"] = int(v)  # recorded with the run, kept out of the synthesizer's keywords
     runs = json.loads(js.read_text())["runs"] if js.exists() else []
     for name in a.files.split(","):
         row = {"label": a.label, **run_file(name, a.n_iter, params)}

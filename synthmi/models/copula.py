@@ -749,6 +749,15 @@ class CopulaGibbs:
     #: nominal blocks' Newton moves after burn-in use per-record curvatures frozen at its end
     #: (False: the exact information at every move, the variant benchmarks/copula_samplers.py compares)
     freeze_newton_curvature = True
+    #: ranked columns' partially collapsed moves (:meth:`_collapsed_ranked_move`): exact, but opt-in: on
+    #: randhie (issue 28, benchmarks/copula_files.py, risk-dami frame, 2 x 600 iterations) min bulk ESS
+    #: 34 in 51.5 CPU s with them against 68 in 29.2 s without (acceptance 0.16-0.27 of a random walk in
+    #: up to 9 dimensions; benchmarks/results/copula_ranked_moves.json)
+    collapse_ranked = False
+    #: ranked columns' rescaling about a random knot (:meth:`_knot_move`) after the shift and scaling:
+    #: exact, but opt-in: no gain measured (2 x 1,000 iterations: randhie min bulk / tail ESS 120 / 191
+    #: with it against 150 / 255 without, fair 20 / 40 against 43 / 63; copula_ranked_moves.json)
+    knot_moves = False
 
     def __init__(self, margins: list[_Margin], q: int, prior_df: float | None = None):
         self.margins = margins
@@ -782,15 +791,7 @@ class CopulaGibbs:
         # partially collapsed moves (ESS per second compared in benchmarks/copula_samplers.py)
         self.collapse_binary = True
         self.collapse_nominal = True
-        # ranked columns' partially collapsed moves (_collapsed_ranked_move): exact, but not the default:
-        # on randhie (issue 28, benchmarks/copula_files.py builder, risk-dami frame, 2 x 600 iterations)
-        # min bulk ESS 34 in 51.5 CPU s with them against 68 in 29.2 s without (acceptance 0.16-0.27 of
-        # a random walk in up to 9 dimensions); per ranked column [accepted, proposed]
-        self.collapse_ranked = False
-        # ranked columns' rescaling about a random knot (_knot_move), on top of the shift and scaling:
-        # exact, opt-in until it shows a gain (randhie, 2 x 600 iterations: min bulk / tail ESS 67 / 96
-        # in 32.5 CPU s with it against 68 / 118 in 29.2 s without; lncoins' slowest pair 115 against 90)
-        self.knot_moves = False
+        # per ranked column [accepted, proposed] partially collapsed moves (collapse_ranked)
         self.ranked_counts = np.zeros((q_a, 2), dtype=np.int64)
         # per block: [accepted, proposed] partially collapsed moves
         self.collapsed_counts = np.zeros((len(self.blocks), 2), dtype=np.int64)
