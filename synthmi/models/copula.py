@@ -164,6 +164,8 @@ Hoffman, M. D. and Gelman, A. (2014). The No-U-Turn sampler: adaptively setting
 path lengths in Hamiltonian Monte Carlo. JMLR 15, 1593-1623.
 Neal, R. M. (2011). MCMC using Hamiltonian dynamics. In Handbook of Markov Chain
 Monte Carlo, ch. 5. Chapman & Hall/CRC.
+Cowles, M. K. (1996). Accelerating Monte Carlo Markov chain convergence for
+cumulative-link generalized linear models. Statistics and Computing 6, 101-111.
 Hoff, P. D. (2007). Extending the rank likelihood for semiparametric copula
 estimation. Annals of Applied Statistics 1(1), 265-283.
 Barnard, J., McCulloch, R. and Meng, X.-L. (2000). Modeling covariance matrices
