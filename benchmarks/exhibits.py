@@ -595,6 +595,22 @@ def _read_disclosure_attacks(src: Path, out: Path) -> dict[str, Any]:
                         "risk of a fully synthetic release).\n\n" + "\n".join(md)}
 
 
+def _read_copula_files(src: Path, out: Path) -> dict[str, Any]:
+    """Issue 28's copula benchmark (benchmarks/copula_files.py): six files, before vs after."""
+    from copula_files import figure
+
+    t = pd.read_csv(src)
+    figure(src, out / "copula_files.png")
+    keep = ["label", "file", "rows", "columns", "n_iter", "chains", "params", "wall_seconds", "cpu_seconds",
+            "max_r_hat", "min_ess_bulk", "min_ess_tail", "slowest", "ess_per_cpu_second", "passes_strict",
+            "loadavg_at_start"]
+    _write_csv(t[keep], out / "copula_files.csv")
+    return {"csv": ["copula_files.csv"], "png": ["copula_files.png"],
+            "markdown": "risk-dami's copula per file: max rank R-hat, min bulk / tail ESS, ESS per CPU second of the "
+                        "slowest quantity, wall seconds (the machine is shared: load recorded).\n\n"
+                        + _md_table(t[keep])}
+
+
 RESULT_READERS: dict[str, dict[str, Any]] = {
     "frontier_adult": {"files": ["frontier_adult.csv"], "read": _read_frontier},
     "frontier_nhanes": {"files": ["frontier_nhanes.csv"], "read": _read_frontier},
@@ -603,6 +619,7 @@ RESULT_READERS: dict[str, dict[str, Any]] = {
     "dp_bayes": {"files": ["dp_bayes.csv", "dp_bayes_accuracy.csv", "dp_bayes.json"], "read": _read_dp_bayes},
     "dpsyn": {"files": ["dpsyn.csv", "dpsyn_benchmark.csv", "dpsyn.json"], "read": _read_dpsyn},
     "disclosure_attacks": {"files": ["disclosure_attacks.csv"], "read": _read_disclosure_attacks},
+    "copula_files": {"files": ["copula_files.csv"], "read": _read_copula_files},
 }
 
 EXHIBITS: dict[str, Callable[[FiguresConfig, Path, bool], dict[str, Any]]] = {
@@ -711,6 +728,7 @@ TITLES = {
     "frontier_nhanes": "Risk-utility frontier: NHANES (DA-MI, risk-targeted DA-MI, CART, norm+logit)",
     "frontier_adult_full": "Risk-utility frontier: all 48,842 Adult records (DA-MI joint predictive, CART, norm+logit)",
     "disclosure_attacks": "Every risk measure with its CI: Adult and NHANES, six releases and two references (issue 26)",
+    "copula_files": "risk-dami's copula on six mixed files with missing values: ESS per CPU second and wall time (issue 28)",
     "screenshot": "The disclosure review report (first screen)",
 }
 

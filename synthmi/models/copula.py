@@ -115,7 +115,11 @@ One iteration:
    set the data allow; Hoff 2007, Sec. 3; records at even levels of a ranked
    variable are independent given those at odd levels, so each ranked column
    is two vectorised blocks), plus rank-preserving group moves (Liu & Sabatti
-   2000): a shift and a rescaling of every ranked column; then every missing
+   2000): a shift and a rescaling of every ranked column (opt-in, not yet
+   shown faster on the files of benchmarks/copula_files.py: a rescaling of one
+   side of the column about a random knot, :meth:`CopulaGibbs._knot_move`, and
+   a partially collapsed move of the column's associations,
+   :meth:`CopulaGibbs._collapsed_ranked_move`); then every missing
    level of a probit block with its latents, exactly;
 2. :math:`\Sigma_{AA}` by independence Metropolis from its inverse-Wishart full
    conditional (the coefficients' prior depends on the ranked scales
@@ -160,6 +164,8 @@ Hoffman, M. D. and Gelman, A. (2014). The No-U-Turn sampler: adaptively setting
 path lengths in Hamiltonian Monte Carlo. JMLR 15, 1593-1623.
 Neal, R. M. (2011). MCMC using Hamiltonian dynamics. In Handbook of Markov Chain
 Monte Carlo, ch. 5. Chapman & Hall/CRC.
+Cowles, M. K. (1996). Accelerating Monte Carlo Markov chain convergence for
+cumulative-link generalized linear models. Statistics and Computing 6, 101-111.
 Hoff, P. D. (2007). Extending the rank likelihood for semiparametric copula
 estimation. Annals of Applied Statistics 1(1), 265-283.
 Barnard, J., McCulloch, R. and Meng, X.-L. (2000). Modeling covariance matrices
@@ -745,6 +751,15 @@ class CopulaGibbs:
     #: nominal blocks' Newton moves after burn-in use per-record curvatures frozen at its end
     #: (False: the exact information at every move, the variant benchmarks/copula_samplers.py compares)
     freeze_newton_curvature = True
+    #: ranked columns' partially collapsed moves (:meth:`_collapsed_ranked_move`): exact, but opt-in: on
+    #: randhie (issue 28, benchmarks/copula_files.py, risk-dami frame, 2 x 600 iterations) min bulk ESS
+    #: 34 in 51.5 CPU s with them against 68 in 29.2 s without (acceptance 0.16-0.27 of a random walk in
+    #: up to 9 dimensions; benchmarks/results/copula_ranked_moves.json)
+    collapse_ranked = False
+    #: ranked columns' rescaling about a random knot (:meth:`_knot_move`) after the shift and scaling:
+    #: exact, but opt-in: no gain measured (2 x 1,000 iterations: randhie min bulk / tail ESS 120 / 191
+    #: with it against 150 / 255 without, fair 20 / 40 against 43 / 63; copula_ranked_moves.json)
+    knot_moves = False
 
     def __init__(self, margins: list[_Margin], q: int, prior_df: float | None = None):
         self.margins = margins
@@ -778,6 +793,8 @@ class CopulaGibbs:
         # partially collapsed moves (ESS per second compared in benchmarks/copula_samplers.py)
         self.collapse_binary = True
         self.collapse_nominal = True
+        # per ranked column [accepted, proposed] partially collapsed moves (collapse_ranked)
+        self.ranked_counts = np.zeros((q_a, 2), dtype=np.int64)
         # per block: [accepted, proposed] partially collapsed moves
         self.collapsed_counts = np.zeros((len(self.blocks), 2), dtype=np.int64)
         # per block: positions (in its design without the intercept) of coefficients held at zero
@@ -987,6 +1004,8 @@ class CopulaGibbs:
     def step(self, st: CopulaState, rng: np.random.Generator) -> None:
         self.update_latents(st, rng)
         self.update_parameters(st, rng)
+        if self.collapse_ranked:
+            self.collapsed_ranked_moves(st, rng)
         self.end_iteration()
 
     def update_latents(self, st: CopulaState, rng: np.random.Generator) -> None:
@@ -1501,7 +1520,180 @@ class CopulaGibbs:
                 # current value is b = 1
                 if np.log(rng.random()) < (logf(b1) - logq(b1)) - (logf(1.0) - logq(1.0)):
                     z[:, j] = b1 * zj
+        if self.knot_moves:
+            sd_j = float(np.sqrt(np.linalg.inv(P)[j, j]))
+            for side in (1.0, -1.0):
+                self._knot_move(z, cm, s2, j, side, sd_j, rng)
         E[:, j] = z[:, j] - mu[j]
+
+    def _knot_move(self, z, cm, s2, j, side, sd_j, rng) -> None:
+        r"""Rescale one side of a ranked latent column about a random knot (generalised Gibbs).
+
+        The shift and the scaling of :meth:`_group_moves` move a column's location and
+        spread; the spacing of its levels (the implicit thresholds of a heavily tied
+        column) then moves only by the gaps between neighbouring levels' extremes, a
+        random walk with steps of order 1/n (the slow threshold moves of data
+        augmentation for ordinal probits; Cowles 1996). The map :math:`\phi_u(z) = k +
+        u (z - k)` for :math:`z > k` (``side`` 1; :math:`z < k` for -1), identity on
+        the other side, is increasing for every :math:`u > 0`, so it keeps D(y), and
+        :math:`\{\phi_u\}` is a group (:math:`\phi_u \circ \phi_v = \phi_{uv}`) that
+        leaves the N records beyond k beyond k. With Jacobian :math:`u^N` and Haar
+        measure du/u, u is drawn from :math:`\propto u^{N-1} \exp\{-\sum_{i} (k + u
+        d_i - m_i)^2 / 2s^2\}`, :math:`d_i = z_{ij} - k` over the records beyond k
+        (Liu & Sabatti 2000), by an independence Metropolis step from its Laplace
+        approximation as in :meth:`_group_moves`. The knot :math:`k \sim N(0,
+        \Sigma_{jj})` (``sd_j``: the column's sd in the parameters) is drawn from a
+        law that does not depend on :math:`z_j`, so the move is a mixture of exact moves.
+        """
+        zj = z[:, j]
+        k = sd_j * float(rng.standard_normal())
+        idx = np.flatnonzero(side * (zj - k) > 0)
+        N = idx.size
+        if N < 2:
+            return
+        d = zj[idx] - k
+        r = cm[idx] - k
+        Szz = float(d @ d)
+        Szm = float(d @ r)
+        b0 = (Szm + np.sqrt(Szm * Szm + 4.0 * Szz * (N - 1) * s2)) / (2.0 * Szz)
+        prec = (N - 1) / b0**2 + Szz / s2
+        sd_b = 1.0 / np.sqrt(prec)
+        b1 = b0 + sd_b * rng.standard_normal()
+        if b1 <= 0:
+            return
+        logf = lambda b: (N - 1) * np.log(b) - (b * b * Szz - 2.0 * b * Szm) / (2.0 * s2)  # noqa: E731
+        logq = lambda b: -0.5 * ((b - b0) / sd_b) ** 2  # noqa: E731
+        if np.log(rng.random()) < (logf(b1) - logq(b1)) - (logf(1.0) - logq(1.0)):
+            z[idx, j] = k + b1 * d
+
+    # -- ranked columns: partially collapsed moves -------------------------------------------
+    def collapsed_ranked_moves(self, st: CopulaState, rng: np.random.Generator) -> None:
+        """One :meth:`_collapsed_ranked_move` per ranked column (when there are at least two)."""
+        if self.ranked_cols.size < 2:
+            return
+        for a in range(self.ranked_cols.size):
+            self._collapsed_ranked_move(st, a, rng)
+
+    def _ranked_log_target(self, st: CopulaState, E: np.ndarray, j: int, T: np.ndarray, lo: np.ndarray,
+                           hi: np.ndarray, sigma_a: np.ndarray, coef: list) -> float:
+        r"""log posterior of the parameters with the latents :math:`z_{Tj}` integrated out (up to a constant).
+
+        .. math::
+
+            \log\pi(\Sigma_{AA}) + \log\pi(\theta \mid \Sigma_{AA})
+            + \sum_{i \notin T} \log N(z_i; \mu_i, \Sigma)
+            + \sum_{i \in T} \big[\log N(z_{i,-j}; \mu_{i,-j}, \Sigma_{-j,-j})
+            + \log\{\Phi((h_i - m_i)/s) - \Phi((l_i - m_i)/s)\}\big],
+
+        :math:`\Sigma` the covariance :meth:`implied` by ``sigma_a`` and ``coef``,
+        :math:`m_i, s^2` the conditional mean and variance of :math:`z_{ij}` given
+        :math:`z_{i,-j}`, :math:`(l_i, h_i)` the interval the rank likelihood leaves
+        :math:`z_{ij}` given the records outside T; :math:`\log N(z_{i,-j})` is
+        :math:`\log N(z_i) - \log N(z_{ij}; m_i, s^2)` (whatever the value of
+        :math:`z_{ij}`). The inverse-Wishart prior :math:`\mathcal{IW}(\nu_0, I)`:
+        :math:`-\tfrac{\nu_0 + q_A + 1}{2}\log|\Sigma_{AA}| - \tfrac12
+        \operatorname{tr}\Sigma_{AA}^{-1}`; the coefficients' prior
+        :meth:`_coef_log_prior`. ``E`` holds the latents minus their record means
+        (:meth:`offsets`, which the move leaves unchanged).
+        """
+        tmp = CopulaState(st.z, st.mu, st.sigma, sigma_a, coef)
+        self.implied(tmp)
+        try:
+            C = np.linalg.cholesky(tmp.sigma)
+            Ca = np.linalg.cholesky(sigma_a)
+        except np.linalg.LinAlgError:
+            return -np.inf
+        W = solve_triangular(C, E.T, lower=True)
+        n = E.shape[0]
+        ll = -float(np.sum(np.log(np.diag(C)))) * n - 0.5 * float(np.sum(W * W))
+        Pj = solve_triangular(C.T, solve_triangular(C, np.eye(self.q)[:, j], lower=True), lower=False)
+        pjj = Pj[j]
+        s = 1.0 / np.sqrt(pjj)
+        if T.size:
+            zt = st.z[T, j]
+            m = zt - (E[T] @ Pj) / pjj
+            ll -= float(np.sum(-np.log(s) - 0.5 * ((zt - m) / s) ** 2))
+            ll += float(np.sum(log_interval_probability((lo - m) / s, (hi - m) / s)))
+        qa = sigma_a.shape[0]
+        Ci = solve_triangular(Ca, np.eye(qa), lower=True)
+        lp = -(self.prior_df + qa + 1) * float(np.sum(np.log(np.diag(Ca)))) - 0.5 * float(np.sum(Ci * Ci))
+        return ll + lp + self._coef_log_prior(tmp, sigma_a)
+
+    def _collapsed_ranked_move(self, st: CopulaState, a: int, rng: np.random.Generator) -> None:
+        r"""Partially collapsed move of ranked column ``a``'s associations, then its latents exactly.
+
+        Data augmentation alone (latents given the parameters, parameters given
+        the latents) mixes slowly when a ranked column is heavily tied (few levels,
+        a zero-inflated or top-coded value) or much of it is missing: its latents
+        carry much more information about its correlations than the ranks do. As
+        for the probit blocks (van Dyk & Park 2008), this move integrates out the
+        latents :math:`z_{Tj}` of one half of the column's records: the records at
+        the levels of one parity (drawn at random) and its missing records. Given
+        the other records those latents are independent normals restricted to the
+        interval between the neighbouring levels' extremes (:class:`_RankIndex`),
+        so the marginal is :meth:`_ranked_log_target`. The parameters moved: the
+        regression :math:`\beta = \Sigma_{rr}^{-1}\Sigma_{ra}` of the column on the
+        other ranked latents (its residual variance :math:`\sigma^2` and
+        :math:`\Sigma_{rr}` held, so :math:`\Sigma_{AA}` stays positive definite;
+        the Jacobian of :math:`(\Sigma_{ra}, \Sigma_{aa}) \mapsto (\beta, \sigma^2)`
+        is :math:`|\Sigma_{rr}|`, constant) and every probit block's coefficients on
+        the column (but those held at zero, :meth:`fix_zero_coefficients`). A random-walk Metropolis step with a normal proposal whose
+        scale depends only on :math:`\sigma^2`, n and the other ranked latents
+        (none of which the move changes, nor the integrated latents): sd
+        :math:`\kappa\sigma (Z_r^\top Z_r + I)^{-1/2}` for :math:`\beta` and
+        :math:`\kappa (\Omega_{b,dd} / (n\sigma^2))^{1/2}` for a block coefficient
+        (the conditional sds given complete latents), :math:`\kappa = 2.38 /
+        \sqrt{k}` for k moved parameters. Then :math:`z_{Tj}` is drawn from its
+        conditional (truncated normal) given the new parameters.
+        """
+        A = self.ranked_cols
+        j = int(A[a])
+        mg = next(m for m in self.margins if m.ranked and m.cols[0] == j)
+        ri = self.rank[mg.name]
+        parity = int(rng.integers(2))
+        block, lev = ri.blocks[parity], ri.block_levels[parity]
+        T = np.concatenate([block, ri.missing])
+        zmax, zmin = ri.extremes(st.z[:, j])
+        L = mg.n_levels
+        lo = np.concatenate([np.where(lev > 0, zmax[np.maximum(lev - 1, 0)], -np.inf), np.full(ri.missing.size, -np.inf)])
+        hi = np.concatenate([np.where(lev < L - 1, zmin[np.minimum(lev + 1, L - 1)], np.inf),
+                             np.full(ri.missing.size, np.inf)])
+        F = self.design(st)
+        E = st.z - self.offsets(st, F)
+        r = np.delete(np.arange(A.size), a)
+        Sa = st.sigma_a
+        Srr = Sa[np.ix_(r, r)]
+        beta = np.linalg.solve(Srr, Sa[r, a])
+        s2 = float(Sa[a, a] - Sa[a, r] @ beta)
+        Zr = st.z[:, A[r]]
+        Lb = np.linalg.cholesky(np.linalg.inv(Zr.T @ Zr + np.eye(r.size)) * s2)
+        # a coefficient held at zero (fix_zero_coefficients) is not moved
+        free = [b for b in range(len(self.blocks)) if a not in self.zero_coef.get(b, ())]
+        k = r.size + sum(self.blocks[b][0].size for b in free)
+        kappa = 2.38 / np.sqrt(k)
+        beta_new = beta + kappa * (Lb @ rng.standard_normal(r.size))
+        Sa_new = Sa.copy()
+        Sra = Srr @ beta_new
+        Sa_new[r, a] = Sra
+        Sa_new[a, r] = Sra
+        Sa_new[a, a] = s2 + float(beta_new @ Sra)
+        coef_new = [c.copy() for c in st.coef]
+        for b in free:
+            sd = kappa * np.sqrt(np.diag(self.omegas[b]) / (self.n * s2))
+            coef_new[b][1 + a] += sd * rng.standard_normal(sd.size)
+        log_r = (self._ranked_log_target(st, E, j, T, lo, hi, Sa_new, coef_new)
+                 - self._ranked_log_target(st, E, j, T, lo, hi, Sa, st.coef))
+        self.ranked_counts[a, 1] += 1
+        if np.log(rng.random()) < log_r:
+            self.ranked_counts[a, 0] += 1
+            st.sigma_a = Sa_new
+            st.coef = coef_new
+            self.implied(st)
+        # the integrated latents from their conditional given the (new or kept) parameters
+        P = np.linalg.inv(st.sigma)
+        pjj = P[j, j]
+        m = st.z[T, j] - (E[T] @ P[:, j]) / pjj
+        st.z[T, j] = truncated_normal(m, 1.0 / np.sqrt(pjj), lo, hi, rng)
 
     # -- from latents to levels -------------------------------------------------------
     def cuts(self, st: CopulaState) -> dict[int, np.ndarray]:

@@ -263,7 +263,9 @@ class RiskTargetedSynthesizer(Synthesizer):
         ``set_progress`` receives them instead (the command line's way).
     chains, n_jobs : int, default 2 and 1
         Chains of the copula sampler and how many run in parallel processes;
-        ``n_jobs`` processes also draw the nests of the two-stage output.
+        ``n_jobs`` processes also draw the nests of the two-stage output. The
+        command line's default is ``n_jobs`` = min(chains, cores) (the fit is the
+        same whatever ``n_jobs``; ``--param n_jobs=1`` runs the chains in turn).
     impute_keep : bool, default False
         Missing values of the kept (Z) columns are imputed inside the model in
         any case (the copula needs complete latents), but by default the copies

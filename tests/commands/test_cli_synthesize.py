@@ -308,3 +308,22 @@ def test_the_release_records_masks_and_source_itself(tmp_path):
     nested = SyntheticData(copies=[copy], method="risk-dami", params={"masks": {"high": masks}}).metadata()
     assert nested["params"]["masks"]["high"]["sex"] == {"type": "linear", "alpha": 2.0}
     assert "source" not in syn.metadata()
+
+
+def test_risk_dami_chains_run_in_parallel_processes_by_default():
+    """Issue 28: the copula's chains ran in turn on the command line (n_jobs=1); the default is now one
+    process per chain up to the cores (the fit is the same whatever n_jobs), an explicit value is kept
+    and other methods are left alone."""
+    from synthmi.commands.synthesize import _parallel_chains
+    from synthmi.models.dami import DAMISynthesizer
+    from synthmi.models.risk_targeted import RiskTargetedSynthesizer
+
+    cases = [({}, 2, 2), ({}, 1, 1), ({}, 8, 2), ({"chains": 4}, 8, 4), ({"chains": 3}, 2, 2),
+             ({"n_jobs": 1}, 8, 1), ({}, None, 1)]
+    for params, cpus, want in cases:
+        p = dict(params)
+        _parallel_chains("risk-dami", RiskTargetedSynthesizer, p, cpus)
+        assert p["n_jobs"] == want, (params, cpus, p)
+    p = {}
+    _parallel_chains("dami", DAMISynthesizer, p, 8)
+    assert p == {}

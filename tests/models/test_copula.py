@@ -705,3 +705,119 @@ def test_posterior_predictive_does_not_depend_on_the_reference_level():
     assert np.all(np.abs(m1[rare] - m2[rare]) <= np.sqrt(p * (1 - p) / n)), (m1[rare], m2[rare])
     obs = np.bincount(3 * df["a"].cat.codes.to_numpy() + df["c"].cat.codes.to_numpy(), minlength=12) / n
     assert np.all(np.abs(m2[7:] - obs) <= 4 * np.sqrt(obs * (1 - obs) / n) + 0.01)  # and both fit the data
+
+
+@pytest.mark.slow
+def test_collapsed_ranked_move_keeps_the_conditional_posterior():
+    """CopulaGibbs._collapsed_ranked_move (opt-in, ``collapse_ranked``) leaves p(beta, z_y | x, sigma^2,
+    Sigma_xx) invariant: y a two-level ranked column (10 records, 2 missing), x a ranked column held
+    at fixed latents. The reference is independent of the sampler's code: on a grid of beta,
+    IW(Sigma(beta); nu_0, I) times the rank likelihood P(max_{level 0} z < min_{level 1} z) with
+    z_i ~ N(beta x_i, sigma^2) independent (missing records integrate to 1), a one-dimensional
+    integral over the largest level-0 latent (trapezoid on 6,001 points). The chain: 12,000 moves
+    of y alone. |z| of the mean and of the second moment of beta with the MC error of 30 batch means;
+    both below 3.5 (P(either > 3.5) ~ 0.001 under invariance). Measured: |z| 0.70 and 0.64 at 40,000 moves;
+    without the interval term of the collapsed likelihood (latents treated as unconstrained) 17.3 and 14.2."""
+    from scipy.stats import invwishart
+
+    from synthmi.models.copula import CopulaGibbs, _encode
+    from synthmi.schema import Schema
+
+    rng = np.random.default_rng(7)
+    n = 10
+    x = rng.normal(size=n)
+    df = pd.DataFrame({"x": x, "y": (0.7 * x + 0.7 * rng.normal(size=n) > 0.2).astype(float)})
+    df.loc[[2, 6], "y"] = np.nan
+    margins = _encode(df, Schema.infer(df, {"y": "continuous"}))
+    s = CopulaGibbs(margins, 2)
+    st = s.initial_state()
+    s2, sxx = 0.8, 1.3
+
+    def sigma(beta):
+        return np.array([[sxx, sxx * beta], [sxx * beta, s2 + beta * beta * sxx]])
+
+    st.sigma_a = sigma(0.3)
+    s.implied(st)
+    st.z[:, 0] = x
+    lv = margins[1].level
+    g0, g1 = np.flatnonzero(lv == 0), np.flatnonzero(lv == 1)
+    st.z[:, 1] = np.where(lv == 1, 1.0, np.where(lv == 0, -1.0, 0.0))  # a point of D(y)
+    t = np.linspace(-15, 15, 6001)[:, None]
+
+    def log_post(beta):
+        m, sd = beta * x, np.sqrt(s2)
+        lc0 = norm.logcdf(t, m[g0], sd)
+        dens_max0 = np.exp(norm.logpdf(t, m[g0], sd) - lc0 + lc0.sum(1, keepdims=True)).sum(1)
+        f = dens_max0 * np.exp(norm.logsf(t, m[g1], sd).sum(1))
+        return invwishart(df=s.prior_df, scale=np.eye(2)).logpdf(sigma(beta)) + np.log(np.trapezoid(f, t[:, 0]))
+
+    grid = np.linspace(-3, 4, 401)
+    lp = np.array([log_post(b) for b in grid])
+    w = np.exp(lp - lp.max())
+    w /= w.sum()
+    ref = np.array([w @ grid, w @ grid**2])
+
+    crng = np.random.default_rng(3)
+    chain = np.empty(12000)
+    for k in range(chain.size):
+        s._collapsed_ranked_move(st, 1, crng)
+        chain[k] = st.sigma_a[0, 1] / st.sigma_a[0, 0]
+    # sigma^2 and Sigma_xx are held by the move
+    assert np.isclose(st.sigma_a[0, 0], sxx) and np.isclose(st.sigma_a[1, 1] - chain[-1] ** 2 * sxx, s2)
+    acc = s.ranked_counts[1, 0] / s.ranked_counts[1, 1]
+    assert 0.1 < acc < 0.9, acc
+    stats = np.column_stack([chain, chain**2])
+    batches = stats.reshape(30, -1, 2).mean(axis=1)
+    se = batches.std(axis=0, ddof=1) / np.sqrt(30)
+    zs = np.abs(stats.mean(axis=0) - ref) / se
+    assert np.all(zs < 3.5), (zs, stats.mean(axis=0), ref)
+
+
+@pytest.mark.slow
+def test_knot_moves_keep_the_latents_conditional_law():
+    """The ranked columns' latent updates with the rescaling about a random knot (CopulaGibbs._knot_move,
+    opt-in: ``knot_moves``) leave the law of the latents given the parameters invariant: N(0, Sigma) per record
+    restricted to D(y) for two tied ranked columns (levels 0/1 with one gap each). Reference: exact
+    draws by rejection (records drawn from N(0, Sigma) and kept when both columns' orders agree with the
+    levels; ~20,000 kept). Chain: 12,000 latent updates with Sigma held. Three statistics (mean latent of
+    y's level-1 records, mean of z_x^2, mean of z_x z_y); |z| with 24 batch means of the chain and the
+    reference's standard error, all below 3.5 (P(any > 3.5) ~ 0.0014 under invariance). Measured at
+    29,000 updates: |z| 0.68, 0.28, 0.78; with the Jacobian u^N in place of u^(N-1) (Haar measure left
+    out) 6.0, 17.7, 16.5."""
+    from synthmi.models.copula import CopulaGibbs, _encode
+    from synthmi.schema import Schema
+
+    df = pd.DataFrame({"x": [0.0, 0.0, 1.0, 1.0, 1.0, np.nan], "y": [0.0, 1.0, 0.0, np.nan, 1.0, 0.0]})
+    margins = _encode(df, Schema.infer(df, {"x": "continuous", "y": "continuous"}))
+    S = np.array([[1.5, 0.9], [0.9, 1.0]])
+
+    def stats(z):  # z (..., 6 records, 2 columns)
+        return np.stack([z[..., [1, 4], 1].mean(-1), (z[..., 0] ** 2).mean(-1), (z[..., 0] * z[..., 1]).mean(-1)], -1)
+
+    rng = np.random.default_rng(1)
+    kept = []
+    while sum(len(k) for k in kept) < 20000:
+        z = rng.multivariate_normal([0.0, 0.0], S, size=(200_000, 6))
+        ok = np.ones(len(z), dtype=bool)
+        for c, mg in enumerate(margins):
+            lv = mg.level
+            ok &= z[:, lv == 0, c].max(axis=1) < z[:, lv == 1, c].min(axis=1)
+        kept.append(stats(z[ok]))
+    ref = np.concatenate(kept)
+    ref_m, ref_se = ref.mean(axis=0), ref.std(axis=0) / np.sqrt(len(ref))
+
+    s = CopulaGibbs(margins, 2)
+    s.knot_moves = True
+    st = s.initial_state()
+    st.sigma_a = S.copy()
+    s.implied(st)
+    crng = np.random.default_rng(3)
+    chain = np.empty((12000, 3))
+    for t in range(chain.shape[0]):
+        s.update_latents(st, crng)
+        chain[t] = stats(st.z)
+    chain = chain[480:]
+    batches = chain.reshape(24, -1, 3).mean(axis=1)
+    se = batches.std(axis=0, ddof=1) / np.sqrt(24)
+    zs = np.abs(chain.mean(axis=0) - ref_m) / np.sqrt(se**2 + ref_se**2)
+    assert np.all(zs < 3.5), (zs, chain.mean(axis=0), ref_m)
