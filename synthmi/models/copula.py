@@ -745,6 +745,9 @@ class CopulaGibbs:
     #: nominal blocks' Newton moves after burn-in use per-record curvatures frozen at its end
     #: (False: the exact information at every move, the variant benchmarks/copula_samplers.py compares)
     freeze_newton_curvature = True
+    #: a collapsed block's missing levels drawn with the later blocks' latents integrated out
+    #: (:meth:`_collapsed_level_move`; False: given them, :meth:`level_log_weights`)
+    collapse_missing_levels = True
 
     def __init__(self, margins: list[_Margin], q: int, prior_df: float | None = None):
         self.margins = margins
@@ -1043,6 +1046,9 @@ class CopulaGibbs:
                 if not miss.size:
                     continue
                 eta = F[miss, :self.n_design[b]] @ st.coef[b]
+                if self.collapse_missing_levels:
+                    self._collapsed_level_move(st, F, z, b, miss, eta, rng)
+                    continue
                 logp = self.level_log_probabilities(b, eta) + self.level_log_weights(st, F, z, b, miss)
                 new = _gumbel_argmax(logp, rng)
                 self.set_indicators(F, b, new, miss)
@@ -1056,6 +1062,64 @@ class CopulaGibbs:
                 lv[miss] = _gumbel_argmax(logp, rng)
                 self.set_indicators(F, b, lv[miss], miss)
             z[:, S] = self._draw_block_latents(eta, lv, rng)
+
+    def later_level_log_likelihoods(self, st: CopulaState, F: np.ndarray, z: np.ndarray, b: int,
+                                    rows: np.ndarray) -> np.ndarray:
+        r"""(len(rows), L) :math:`\sum_{b' > b} \log \Pr(y_{ib'} \mid \eta_{ib'}(l))`: what each level l
+        of block b makes of the later blocks' (completed) *levels*, their latents integrated out
+        (:meth:`level_log_probabilities`; :meth:`level_log_weights` is the same with the latents kept)."""
+        L = self.block_margins[b].n_levels
+        s = self.ind_start[b]
+        out = np.zeros((rows.size, L))
+        for bb in range(b + 1, len(self.blocks)):
+            coef = st.coef[bb]
+            lv = self.block_level(st, bb, z)[rows]
+            X = F[rows, :self.n_design[bb]].copy()
+            X[:, s:s + L - 1] = 0.0
+            eta0 = X @ coef  # block b at its reference level
+            D = coef[s:s + L - 1]
+            for l in range(L):
+                eta = eta0 if l == 0 else eta0 + D[l - 1]
+                lp = self.level_log_probabilities(bb, eta)
+                out[:, l] += lp[np.arange(rows.size), lv]
+        return out
+
+    def _collapsed_level_move(self, st: CopulaState, F: np.ndarray, z: np.ndarray, b: int, rows: np.ndarray,
+                              eta: np.ndarray, rng: np.random.Generator) -> None:
+        r"""The missing levels of block b jointly with the latents of block b and of every later block.
+
+        For a record i with block b missing, draw from the joint conditional of
+        :math:`(y_{ib}, z_{iS_b}, z_{iS_{b'}}: b' > b)` given the ranked latents, every
+        other level (a later block's missing level at its current imputed value) and
+        the coefficients:
+
+        .. math::
+
+            \Pr(y_{ib} = l) \propto \Pr(y_{ib} = l \mid \eta_{ib}) \prod_{b' > b}
+            \Pr\{y_{ib'} \mid x_{ib'}(l)^\top \theta_{b'}\},
+
+        then :math:`z_{iS_b}` and every later :math:`z_{iS_{b'}}` exactly from
+        :math:`N(x^\top\theta, \Omega)` on their level's region
+        (:meth:`_draw_block_latents`): a block Gibbs step, since a probit block's
+        latents enter only their own regression (later blocks use its levels) and
+        the ranked latents' conditional, which is not part of this block. Why:
+        with the later latents held (:meth:`level_log_weights`) a near-deterministic
+        later column pins the imputed level: once drawn, the later block's latents
+        sit deep in the region the level implies (Adult: relationship's latents
+        6-7 sd from where another marital status puts them, coefficients +7), so
+        the imputed level and the later block's coefficients move together by
+        small steps. Integrated out, only the levels enter (the collapsing of
+        van Dyk & Park 2008, here in a Gibbs block: nothing is trimmed).
+        """
+        S = self.blocks[b][0]
+        later = [self.block_level(st, bb, z)[rows] for bb in range(b + 1, len(self.blocks))]
+        logp = self.level_log_probabilities(b, eta) + self.later_level_log_likelihoods(st, F, z, b, rows)
+        new = _gumbel_argmax(logp, rng)
+        self.set_indicators(F, b, new, rows)
+        z[np.ix_(rows, S)] = self._draw_block_latents(eta, new, rng)
+        for k, bb in enumerate(range(b + 1, len(self.blocks))):
+            S2 = self.blocks[bb][0]
+            z[np.ix_(rows, S2)] = self._draw_block_latents(F[rows, :self.n_design[bb]] @ st.coef[bb], later[k], rng)
 
     def _collapsed(self, b: int) -> bool:
         """Whether block b has a partially collapsed move (which redraws its latents)."""
