@@ -1121,6 +1121,24 @@ class CopulaGibbs:
             S2 = self.blocks[bb][0]
             z[np.ix_(rows, S2)] = self._draw_block_latents(F[rows, :self.n_design[bb]] @ st.coef[bb], later[k], rng)
 
+    def implied_level_shares(self, st: CopulaState, F: np.ndarray | None = None) -> list[np.ndarray]:
+        r"""Per probit block b, the (L_b,) shares of its levels the model implies for the records:
+
+        .. math::
+
+            \bar p_{bl} = \frac{1}{n} \sum_i \Pr(y_{ib} = l \mid \eta_{ib}), \qquad
+            \eta_{ib} = x_{ib}^\top \theta_b,
+
+        the design :math:`x_{ib}` holding the records' current ranked latents and completed
+        earlier levels: the expected level shares of a copy drawn for these records, the
+        quantity a released column's margin depends on. Unlike a block coefficient it does
+        not move along a direction the data do not inform (a level implied by an earlier
+        column pushes a coefficient towards its prior's tail without changing
+        :math:`\Pr(y_{ib} = l)`)."""
+        F = self.design(st) if F is None else F
+        return [np.exp(self.level_log_probabilities(b, F[:, :self.n_design[b]] @ st.coef[b])).mean(axis=0)
+                for b in range(len(self.blocks))]
+
     def _collapsed(self, b: int) -> bool:
         """Whether block b has a partially collapsed move (which redraws its latents)."""
         return self.collapse_binary if self.blocks[b][0].size == 1 else self.collapse_nominal
