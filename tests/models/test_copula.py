@@ -805,6 +805,5 @@ def test_missing_level_move_keeps_the_posterior(collapse_levels, monkeypatch):
     assert np.all(ess >= 300), ess
     m, sd = c.mean(axis=(0, 1)), c.std(axis=(0, 1))
     z = (m - ref) / np.sqrt(sd**2 / ess + ref_sd**2 / ess_is)
-    print("z", np.round(z, 2), "ess", np.round(ess), "sd ratio", np.round(sd / ref_sd, 3))
     assert np.all(np.abs(z) <= 3.5), (z, m, ref)
     assert np.all(np.abs(sd / ref_sd - 1) <= 0.1), (sd, ref_sd)
