@@ -752,6 +752,8 @@ class CopulaGibbs:
     #: a collapsed block's missing levels drawn with the later blocks' latents integrated out
     #: (:meth:`_collapsed_level_move`; False: given them, :meth:`level_log_weights`)
     collapse_missing_levels = True
+    #: every ranked column also moved with the probit latents integrated out (:meth:`_collapsed_ranked_move`)
+    collapse_ranked = True
 
     def __init__(self, margins: list[_Margin], q: int, prior_df: float | None = None):
         self.margins = margins
@@ -1128,6 +1130,77 @@ class CopulaGibbs:
             S2 = self.blocks[bb][0]
             z[np.ix_(rows, S2)] = self._draw_block_latents(F[rows, :self.n_design[bb]] @ st.coef[bb], later[k], rng)
 
+    def _block_log_likelihood(self, b: int, eta: np.ndarray, level: np.ndarray) -> np.ndarray:
+        r"""(n,) :math:`\log \Pr(y_i \mid \eta_i)` of block b at the given levels (closed form for a binary block)."""
+        if eta.shape[1] == 1:
+            return log_ndtr((2.0 * level - 1.0) * eta[:, 0] / np.sqrt(2.0))
+        return mnp_log_likelihood(eta, level)
+
+    def _collapsed_ranked_move(self, st: CopulaState, rng: np.random.Generator) -> None:
+        r"""Every ranked latent column moved with the probit blocks' latents integrated out, then those redrawn.
+
+        With the probit latents integrated out the ranked latents have density
+        :math:`N(z_{iA}; 0, \Sigma_{AA}) \prod_b \Pr(y_{ib} \mid \eta_{ib})`,
+        :math:`\eta_{ib} = x_{ib}^\top\theta_b` (:math:`x_{ib}` holds :math:`z_{iA}` and the
+        earlier levels; a missing level at its current imputed value), restricted to D(y).
+        Column j, half-block by half-block as in :meth:`update_latents` (records at even
+        levels are independent given those at odd levels), moves by independence
+        Metropolis-Hastings per record: proposal :math:`z'_{ij}` from its normal
+        conditional under :math:`\Sigma_{AA}` alone, truncated to the slot its level
+        allows, accepted with probability :math:`\min\{1, \prod_b \Pr(y_{ib} \mid
+        \eta'_{ib}) / \Pr(y_{ib} \mid \eta_{ib})\}` (the proposal's density cancels
+        the normal and truncation factors). Then every probit block's latents are
+        drawn exactly from :math:`N(\eta_{ib}, \Omega_b)` on their level's region: the
+        pair (ranked column, probit latents) is one Gibbs block, collapsed as in van
+        Dyk & Park (2008). Why: given the probit latents (:meth:`update_latents`) a
+        ranked latent inside a large tie is positioned by them, and the block
+        coefficients, drawn given that position, keep it: on the fair file (age and
+        years married 6-7 distinct values, occupation 6 levels) occupation's
+        collapsed move alone gives bulk ESS 0.23-0.8 a move with the ranked latents
+        held, the full chain 0.04 an iteration, its intercept following the
+        coefficients of age (correlation 0.76) and years married (-0.63).
+        """
+        A = self.ranked_cols
+        if not A.size or not self.blocks:
+            return
+        z = st.z
+        nb = len(self.blocks)
+        F = self.design(st)
+        levels = [self.block_level(st, b) for b in range(nb)]
+        etas = [F[:, :self.n_design[b]] @ st.coef[b] for b in range(nb)]
+        cur = sum(self._block_log_likelihood(b, etas[b], levels[b]) for b in range(nb))
+        Pa = np.linalg.inv(st.sigma_a)
+        by_col = {mg.cols[0]: mg for mg in self.margins if mg.ranked}
+        for k, j in enumerate(A):
+            mg = by_col[j]
+            ri = self.rank[mg.name]
+            sd = 1.0 / np.sqrt(Pa[k, k])
+            groups = list(zip(ri.blocks, ri.block_levels)) + [(ri.missing, None)]
+            for rows, lev in groups:
+                if rows.size == 0:
+                    continue
+                old = z[rows, j]
+                cm = old - (z[np.ix_(rows, A)] @ Pa[:, k]) / Pa[k, k]
+                if lev is None:
+                    prop = cm + sd * rng.standard_normal(rows.size)
+                else:
+                    zmax, zmin = ri.extremes(z[:, j])
+                    lo = np.where(lev > 0, zmax[np.maximum(lev - 1, 0)], -np.inf)
+                    hi = np.where(lev < mg.n_levels - 1, zmin[np.minimum(lev + 1, mg.n_levels - 1)], np.inf)
+                    prop = truncated_normal(cm, sd, lo, hi, rng)
+                dz = prop - old
+                new_etas = [etas[b][rows] + np.outer(dz, st.coef[b][1 + k]) for b in range(nb)]
+                with np.errstate(invalid="ignore", over="ignore"):
+                    new = sum(self._block_log_likelihood(b, new_etas[b], levels[b][rows]) for b in range(nb))
+                ok = np.log(rng.random(rows.size)) < new - cur[rows]
+                acc = rows[ok]
+                z[acc, j] = prop[ok]
+                cur[acc] = new[ok]
+                for b in range(nb):
+                    etas[b][acc] = new_etas[b][ok]
+        for b, (S, _) in enumerate(self.blocks):
+            z[:, S] = self._draw_block_latents(etas[b], levels[b], rng)
+
     def implied_level_shares(self, st: CopulaState, F: np.ndarray | None = None) -> list[np.ndarray]:
         r"""Per probit block b, the (L_b,) shares of its levels the model implies for the records:
 
@@ -1172,6 +1245,8 @@ class CopulaGibbs:
           [1, z_A, h_{<b}]`, :math:`Y = z_{S_b}`, :math:`\Lambda` the prior precisions
           (conjugate; known error covariance); then the partially collapsed move.
         """
+        if self.collapse_ranked:
+            self._collapsed_ranked_move(st, rng)
         z = st.z
         A = self.ranked_cols
         if A.size:

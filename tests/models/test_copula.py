@@ -807,3 +807,66 @@ def test_missing_level_move_keeps_the_posterior(collapse_levels, monkeypatch):
     z = (m - ref) / np.sqrt(sd**2 / ess + ref_sd**2 / ess_is)
     assert np.all(np.abs(z) <= 3.5), (z, m, ref)
     assert np.all(np.abs(sd / ref_sd - 1) <= 0.1), (sd, ref_sd)
+
+
+@pytest.mark.slow
+def test_collapsed_ranked_move_keeps_the_latent_posterior():
+    """CopulaGibbs._collapsed_ranked_move (a ranked column moved with the probit latents integrated
+    out, then those redrawn) leaves p(z | y, theta, Sigma) invariant: with the parameters held (an
+    ordinal column with ties and a gap, a continuous one, a binary and a 3-level nominal block with
+    coefficients on both), 4,000 of its moves give the same per-record means and second moments of
+    the ranked latents as 4,000 iterations of the established Gibbs updates (update_latents' ranked
+    columns given the probit latents, then those redrawn exactly). MC error of each chain's mean from
+    40 batch means; |z| <= 4 for each of the 2 x 2 x 30 statistics (P(any > 4) ~ 0.008 under
+    invariance). Power: accepting every proposal (dropping the likelihood ratio) moves the means of
+    the records whose level the nominal block predicts strongly by |z| > 10."""
+    from synthmi.models.copula import CopulaGibbs, _encode
+    from synthmi.schema import Schema
+
+    rng = np.random.default_rng(8)
+    n = 30
+    x = rng.normal(size=n)
+    o = np.digitize(0.7 * x + rng.normal(size=n), [-0.5, 0.5])
+    u = np.column_stack([np.zeros(n), 1.2 * x, -0.8 * x]) + rng.normal(size=(n, 3))
+    df = pd.DataFrame({"x": x, "o": pd.Categorical(o.astype(str), categories=["0", "1", "2"], ordered=True),
+                       "b": pd.Categorical(np.where(x + rng.normal(size=n) > 0, "y", "n")),
+                       "c": pd.Categorical(np.array(list("pqr"))[u.argmax(axis=1)])})
+    df.loc[[2, 9], "o"] = np.nan
+    margins = _encode(df, Schema.infer(df))
+    s = CopulaGibbs(margins, sum(len(m.cols) for m in margins))
+
+    def start():
+        st = s.initial_state()
+        st.sigma_a = np.array([[1.0, 0.5], [0.5, 1.3]])
+        st.coef[0][:, 0] = [0.2, 0.8, -0.3]  # b ~ 1 + x + o
+        st.coef[1][:] = [[0.3, -0.2], [1.5, -1.0], [0.4, 0.6], [0.5, -0.5]]  # c ~ 1 + x + o + b
+        s.implied(st)
+        return st
+
+    A = s.ranked_cols
+
+    def run(move, seed, T=4000):
+        st, r = start(), np.random.default_rng(seed)
+        out = np.empty((T, n, A.size))
+        for t in range(T):
+            move(st, r)
+            out[t] = st.z[:, A]
+        return out[T // 10:]
+
+    def gibbs(st, r):
+        s.update_latents(st, r)
+        F = s.design(st)
+        for b, (S, _) in enumerate(s.blocks):
+            st.z[:, S] = s._draw_block_latents(F[:, :s.n_design[b]] @ st.coef[b], s.block_level(st, b), r)
+
+    ref = run(gibbs, 1)
+    new = run(s._collapsed_ranked_move, 2)
+
+    def stats(c):
+        v = np.concatenate([c, c**2], axis=2).reshape(len(c), -1)
+        b = v[: len(v) // 40 * 40].reshape(40, -1, v.shape[1]).mean(axis=1)
+        return v.mean(axis=0), b.std(axis=0, ddof=1) / np.sqrt(40)
+
+    (m1, e1), (m2, e2) = stats(ref), stats(new)
+    z = (m1 - m2) / np.hypot(e1, e2)
+    assert np.all(np.abs(z) <= 4), np.sort(np.abs(z))[-5:]
