@@ -3,9 +3,13 @@
 The fit of ``benchmarks/copula_files.py`` (``RiskTargetedSynthesizer`` defaults: 1,000 iterations,
 half burn-in, 2 chains run in turn, seed 28) on adult, fair and anes96, with
 
-* ``before``: a probit block's missing levels drawn given the later blocks' latents
-  (``CopulaGibbs.collapse_missing_levels = False``, main's sampler);
-* ``after``: drawn with them integrated out (``CopulaGibbs._collapsed_level_move``, the default).
+* ``before``: main's sampler (``CopulaGibbs.collapse_missing_levels = collapse_ranked = False``): a
+  probit block's missing levels drawn given the later blocks' latents, the ranked latents only
+  given the probit latents;
+* ``levels``: the missing levels drawn with the later blocks' latents integrated out
+  (``CopulaGibbs._collapsed_level_move``);
+* ``after`` (the default sampler): that, and every ranked column moved again with the probit
+  latents integrated out (``CopulaGibbs._collapsed_ranked_move``).
 
 Per file and variant: CPU and wall seconds of the fit, the release check's figures (max R-hat, min
 bulk and tail ESS over every monitored quantity), and over the *probit-block* quantities (every
@@ -34,6 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _bench import RESULTS, environment  # noqa: E402
 import copula_files as cf  # noqa: E402
+
+
+#: (collapse_missing_levels, collapse_ranked) of CopulaGibbs per variant
+VARIANTS = {"before": (False, False), "levels": (True, False), "after": (True, True)}
 
 
 def _shares(sampler, st) -> np.ndarray:
@@ -70,7 +78,7 @@ def run(name: str, variant: str, n_iter: int) -> dict:
 
     df, qi, kw = cf.FILES[name]()
     keep = [c for c in df.columns if c not in qi]
-    cm.CopulaGibbs.collapse_missing_levels = variant == "after"
+    cm.CopulaGibbs.collapse_missing_levels, cm.CopulaGibbs.collapse_ranked = VARIANTS[variant]
     rec: list[list[np.ndarray]] = []
     spent = [0.0]
     orig_step, orig_start = cm.CopulaGibbs.step, cm.CopulaGibbs.start_adaptation
@@ -96,7 +104,7 @@ def run(name: str, variant: str, n_iter: int) -> dict:
         wall, cpu = time.perf_counter() - t0 - spent[0], time.process_time() - c0 - spent[0]
     finally:
         cm.CopulaGibbs.step, cm.CopulaGibbs.start_adaptation = orig_step, orig_start
-        cm.CopulaGibbs.collapse_missing_levels = True
+        cm.CopulaGibbs.collapse_missing_levels, cm.CopulaGibbs.collapse_ranked = VARIANTS["after"]
     cop = synth.copula_
     s = cop.sampler_
     d = cop.diagnostics_

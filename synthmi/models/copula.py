@@ -121,12 +121,18 @@ One iteration:
    redrawn (:meth:`CopulaGibbs._collapsed_level_move`: held, a near-deterministic
    later column pinned the imputed level; Adult's slowest quantity, bulk ESS 44,
    went to 225 at the same 1,000 iterations, benchmarks/copula_nominal_mixing.py);
-2. :math:`\Sigma_{AA}` by independence Metropolis from its inverse-Wishart full
+2. every ranked latent column again, now with the probit blocks' latents
+   integrated out (a Metropolis-Hastings step per record whose ratio is the
+   probit likelihoods :math:`\prod_b \Pr(y_{ib} \mid \eta_{ib})`), then those
+   latents redrawn exactly (:meth:`CopulaGibbs._collapsed_ranked_move`): given
+   the probit latents a ranked latent inside a large tie is positioned by them
+   and the block coefficients, drawn given it, keep that position;
+3. :math:`\Sigma_{AA}` by independence Metropolis from its inverse-Wishart full
    conditional (the coefficients' prior depends on the ranked scales
    :math:`\Sigma_{jj}^{1/2}`, so its ratio is the acceptance probability), and
    every block's :math:`(c_b, B_b, D_b)` from its matrix-normal full conditional
    (data augmentation);
-3. for every probit block a *partially collapsed* move (van Dyk & Park 2008)
+4. for every probit block a *partially collapsed* move (van Dyk & Park 2008)
    of its coefficients with its latents integrated out (closed form for a
    binary block; for a nominal block the one-dimensional integral of
    :func:`mnp_log_likelihood`), then its latents redrawn exactly from their
