@@ -121,12 +121,10 @@ One iteration:
    redrawn (:meth:`CopulaGibbs._collapsed_level_move`: held, a near-deterministic
    later column pinned the imputed level; Adult's slowest quantity, bulk ESS 44,
    went to 225 at the same 1,000 iterations, benchmarks/copula_nominal_mixing.py);
-2. every ranked latent column again, now with the probit blocks' latents
-   integrated out (a Metropolis-Hastings step per record whose ratio is the
-   probit likelihoods :math:`\prod_b \Pr(y_{ib} \mid \eta_{ib})`), then those
-   latents redrawn exactly (:meth:`CopulaGibbs._collapsed_ranked_move`): given
-   the probit latents a ranked latent inside a large tie is positioned by them
-   and the block coefficients, drawn given it, keep that position;
+2. optionally (``CopulaGibbs.collapse_ranked``, off by default: it did not pay
+   for its cost, see its docstring) every ranked latent column again, now with
+   the probit blocks' latents integrated out, then those redrawn exactly
+   (:meth:`CopulaGibbs._collapsed_ranked_move`);
 3. :math:`\Sigma_{AA}` by independence Metropolis from its inverse-Wishart full
    conditional (the coefficients' prior depends on the ranked scales
    :math:`\Sigma_{jj}^{1/2}`, so its ratio is the acceptance probability), and
@@ -758,8 +756,10 @@ class CopulaGibbs:
     #: a collapsed block's missing levels drawn with the later blocks' latents integrated out
     #: (:meth:`_collapsed_level_move`; False: given them, :meth:`level_log_weights`)
     collapse_missing_levels = True
-    #: every ranked column also moved with the probit latents integrated out (:meth:`_collapsed_ranked_move`)
-    collapse_ranked = True
+    #: every ranked column also moved with the probit latents integrated out (:meth:`_collapsed_ranked_move`);
+    #: off by default: on the fair file it cost 2.4 x the CPU for 1.2 x the bulk ESS of the slowest
+    #: quantity (benchmarks/results/copula_nominal_mixing.json)
+    collapse_ranked = False
 
     def __init__(self, margins: list[_Margin], q: int, prior_df: float | None = None):
         self.margins = margins
