@@ -15,8 +15,8 @@ Per file and variant: CPU and wall seconds of the fit, the release check's figur
 bulk and tail ESS over every monitored quantity), and over the *probit-block* quantities (every
 block coefficient the check monitors and every correlation involving a probit latent) the slowest
 one: its R-hat, bulk and tail ESS and min(bulk, tail) ESS per CPU second. Also, recorded at every
-iteration outside the timed CPU (``CopulaGibbs.implied_level_shares``): each block's implied level
-shares, marginal and by the levels of each earlier block, with the same figures for the slowest of
+iteration outside the timed CPU: each block's implied level shares (the mean over records of
+Pr(y_ib = l | eta_ib) at the current state), marginal and by the levels of each earlier block, with the same figures for the slowest of
 them (the quantities a released column's margins and two-way tables depend on).
 
 Run: ``python benchmarks/copula_nominal_mixing.py [--files adult,fair,anes96] [--variants before,after]``;

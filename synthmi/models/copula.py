@@ -1115,9 +1115,9 @@ class CopulaGibbs:
 
         then :math:`z_{iS_b}` and every later :math:`z_{iS_{b'}}` exactly from
         :math:`N(x^\top\theta, \Omega)` on their level's region
-        (:meth:`_draw_block_latents`): a block Gibbs step, since a probit block's
-        latents enter only their own regression (later blocks use its levels) and
-        the ranked latents' conditional, which is not part of this block. Why:
+        (:meth:`_draw_block_latents`): a block Gibbs step, since given the ranked
+        latents a probit block's latents enter only their own regression (later
+        blocks use its levels). Why:
         with the later latents held (:meth:`level_log_weights`) a near-deterministic
         later column pins the imputed level: once drawn, the later block's latents
         sit deep in the region the level implies (Adult: relationship's latents
@@ -1164,7 +1164,11 @@ class CopulaGibbs:
         years married 6-7 distinct values, occupation 6 levels) occupation's
         collapsed move alone gives bulk ESS 0.23-0.8 a move with the ranked latents
         held, the full chain 0.04 an iteration, its intercept following the
-        coefficients of age (correlation 0.76) and years married (-0.63).
+        coefficients of age (correlation 0.76) and years married (-0.63). It did not
+        pay (``collapse_ranked`` is off by default): one likelihood evaluation per
+        record, ranked column and block at every iteration; fair 2.4 x the CPU for
+        a slowest bulk ESS of 51 instead of 43, anes96 2.7 x for 162 instead of 114
+        (benchmarks/results/copula_nominal_mixing.json, 1,000 iterations, seed 28).
         """
         A = self.ranked_cols
         if not A.size or not self.blocks:
@@ -1206,24 +1210,6 @@ class CopulaGibbs:
                     etas[b][acc] = new_etas[b][ok]
         for b, (S, _) in enumerate(self.blocks):
             z[:, S] = self._draw_block_latents(etas[b], levels[b], rng)
-
-    def implied_level_shares(self, st: CopulaState, F: np.ndarray | None = None) -> list[np.ndarray]:
-        r"""Per probit block b, the (L_b,) shares of its levels the model implies for the records:
-
-        .. math::
-
-            \bar p_{bl} = \frac{1}{n} \sum_i \Pr(y_{ib} = l \mid \eta_{ib}), \qquad
-            \eta_{ib} = x_{ib}^\top \theta_b,
-
-        the design :math:`x_{ib}` holding the records' current ranked latents and completed
-        earlier levels: the expected level shares of a copy drawn for these records, the
-        quantity a released column's margin depends on. Unlike a block coefficient it does
-        not move along a direction the data do not inform (a level implied by an earlier
-        column pushes a coefficient towards its prior's tail without changing
-        :math:`\Pr(y_{ib} = l)`)."""
-        F = self.design(st) if F is None else F
-        return [np.exp(self.level_log_probabilities(b, F[:, :self.n_design[b]] @ st.coef[b])).mean(axis=0)
-                for b in range(len(self.blocks))]
 
     def _collapsed(self, b: int) -> bool:
         """Whether block b has a partially collapsed move (which redraws its latents)."""
@@ -1726,7 +1712,23 @@ def _coef_monitor_spec(sampler: "CopulaGibbs") -> list[tuple[tuple[str, ...], in
     """(columns it links, block, row, column) of every monitored block coefficient: each block's
     intercepts and its coefficients on earlier blocks' level indicators (the associations among
     categorical columns, which the latent correlations do not carry); coefficients held at zero
-    are left out."""
+    are left out.
+
+    Why raw coefficients (issue 28): Vehtari et al. (2021) ask for the convergence of the
+    quantities of interest, and a weakly identified coefficient (a level all but implied by an
+    earlier column pushes it towards its prior's tail) could fail the check while the data's
+    implied distribution had converged. Measured, that was not what failed: on the Adult file
+    (benchmarks/results/copula_nominal_mixing.json, main's sampler) the slowest coefficient,
+    relationship[Own-child] ~ 1 (an intercept, not a separation direction), had bulk ESS 44, and
+    the level shares the copies depend on (the mean over records of :math:`\Pr(y_{ib} = l \mid
+    \eta_{ib})`, marginal and by every level of each earlier block, recorded by the benchmark) were
+    slow with it (relationship = Own-child among the
+    married: bulk ESS 75); the sampler was fixed instead (:meth:`CopulaGibbs._collapsed_level_move`).
+    A coefficient in a separation direction (relationship[Own-child] ~ marital_status[Widowed]:
+    posterior sd 2.2 against a prior sd of 3.5) still sets the copies' rare cells, so it stays
+    monitored. The implied shares are not added: in every run measured they mixed faster than the
+    slowest coefficient or correlation of their block (so they would not change a verdict), and
+    each costs a likelihood evaluation per level and record at every iteration."""
     out = []
     for b, (mg, (S, _)) in enumerate(zip(sampler.block_margins, sampler.blocks)):
         fixed = set((sampler.zero_coef.get(b, np.empty(0, dtype=np.int64)) + 1).tolist())
