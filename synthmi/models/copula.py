@@ -1167,7 +1167,7 @@ class CopulaGibbs:
         coefficients of age (correlation 0.76) and years married (-0.63). It did not
         pay (``collapse_ranked`` is off by default): one likelihood evaluation per
         record, ranked column and block at every iteration; fair 2.4 x the CPU for
-        a slowest bulk ESS of 51 instead of 43, anes96 2.7 x for 162 instead of 114
+        a slowest bulk ESS of 51 instead of 43, anes96 2.8 x for 162 instead of 114
         (benchmarks/results/copula_nominal_mixing.json, 1,000 iterations, seed 28).
         """
         A = self.ranked_cols
