@@ -821,3 +821,106 @@ def test_knot_moves_keep_the_latents_conditional_law():
     se = batches.std(axis=0, ddof=1) / np.sqrt(24)
     zs = np.abs(chain.mean(axis=0) - ref_m) / np.sqrt(se**2 + ref_se**2)
     assert np.all(zs < 3.5), (zs, chain.mean(axis=0), ref_m)
+def _two_probit_blocks() -> pd.DataFrame:
+    """A binary column a (30 % missing) and a 3-level nominal c depending strongly on a (no ranked
+    column: the posterior is 5-dimensional and its density is computable exactly)."""
+    rng = np.random.default_rng(3)
+    n = 120
+    a = rng.random(n) < 0.45
+    u = np.column_stack([np.zeros(n), -1.0 + 2.5 * a, 0.3 - 0.2 * a]) + rng.normal(size=(n, 3))
+    df = pd.DataFrame({"a": pd.Categorical(np.where(a, "yes", "no"), categories=["no", "yes"]),
+                       "c": pd.Categorical(np.array(list("pqr"))[u.argmax(axis=1)])})
+    df.loc[rng.random(n) < 0.3, "a"] = np.nan
+    return df
+
+
+def _two_probit_blocks_log_posterior(df: pd.DataFrame, th: np.ndarray) -> np.ndarray:
+    r"""Exact log posterior (up to a constant) of th = (a ~ 1, c[q] ~ 1, c[r] ~ 1, c[q] ~ a, c[r] ~ a),
+    written independently of the sampler's kernels: a binary probit :math:`\Pr(a = 1) = \Phi(\eta /
+    \sqrt 2)` (error variance 2); c a multinomial probit with iid N(0, 1) utilities of means (0,
+    eta_q, eta_r), :math:`\Pr(c = l) = \int \phi(t) \prod_{k \ne l} \Phi(t + \mu_l - \mu_k)\,dt`
+    (80-node Gauss-Hermite); a missing a summed out; priors N(0, 50) on a's intercept and N(0, tau^2
+    (I + J)) on c's rows, tau = 5 (intercepts) and 2.5 (a's indicator)."""
+    from scipy.special import log_ndtr, logsumexp
+
+    av, cv = df["a"].cat.codes.to_numpy(), df["c"].cat.codes.to_numpy()
+    nodes, w = np.polynomial.hermite_e.hermegauss(80)
+    lw = np.log(w / np.sqrt(2 * np.pi))
+
+    def mnp3(e1, e2):
+        mu = np.stack([np.zeros_like(e1), e1, e2], -1)
+        out = []
+        for lev in range(3):
+            lp = sum(log_ndtr(nodes + (mu[:, lev] - mu[:, k])[:, None]) for k in range(3) if k != lev)
+            out.append(logsumexp(lp + lw, axis=-1))
+        return np.stack(out, -1)
+
+    om_inv = np.linalg.inv(np.eye(2) + 1.0)
+    lp = -0.5 * th[:, 0] ** 2 / 50.0
+    lp -= 0.5 * np.einsum("nd,de,ne->n", th[:, 1:3], om_inv, th[:, 1:3]) / 25.0
+    lp -= 0.5 * np.einsum("nd,de,ne->n", th[:, 3:5], om_inv, th[:, 3:5]) / 6.25
+    la = np.stack([log_ndtr(-th[:, 0] / np.sqrt(2)), log_ndtr(th[:, 0] / np.sqrt(2))], -1)
+    lc = [mnp3(th[:, 1] + lev * th[:, 3], th[:, 2] + lev * th[:, 4]) for lev in (0, 1)]
+    for ci in range(3):
+        for ai in (0, 1):
+            lp += np.sum((av == ai) & (cv == ci)) * (la[:, ai] + lc[ai][:, ci])
+        lp += np.sum((av < 0) & (cv == ci)) * np.logaddexp(la[:, 0] + lc[0][:, ci], la[:, 1] + lc[1][:, ci])
+    return lp
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("collapse_levels", [True, False])
+def test_missing_level_move_keeps_the_posterior(collapse_levels, monkeypatch):
+    """The missing levels of a probit block drawn with the later blocks' latents integrated out
+    (CopulaGibbs._collapsed_level_move, the default) or given them (level_log_weights): the chain's
+    posterior means and sds of the 5 block coefficients agree with the exact posterior (its density
+    written out independently, a missing a summed out), computed by importance sampling from a
+    multivariate t_5 at the mode (40,000 draws, importance ESS ~33,000).
+
+    MC error of a chain mean: sd / sqrt(bulk ESS) (ArviZ, 2 chains); of the reference: the IS
+    weighted sd / sqrt(IS ESS); |z| <= 3.5 for each of the 5 means (P(any > 3.5) ~ 0.002 under
+    agreement). Each chain sd within 10 % of the reference's (relative se of an sd ~ 1 / sqrt(2 ESS)
+    ~ 0.03 at the ESS >= 300 asserted). Power: drawing the missing level from its own block only
+    (no later-block term) moves c[q] ~ a[yes] from 2.45 to 1.57, 1.7 posterior sd (|z| = 92; measured
+    with later_level_log_likelihoods patched to zeros)."""
+    from scipy.optimize import minimize
+
+    from synthmi.diagnostics import ess_bulk
+
+    df = _two_probit_blocks()
+    f = lambda t: _two_probit_blocks_log_posterior(df, t)  # noqa: E731
+    mode = minimize(lambda t: -f(t[None])[0], np.zeros(5), method="BFGS").x
+    h, eye = 1e-4, np.eye(5) * 1e-4
+    H = np.array([[-(f((mode + eye[i] + eye[j])[None]) - f((mode + eye[i] - eye[j])[None])
+                     - f((mode - eye[i] + eye[j])[None]) + f((mode - eye[i] - eye[j])[None]))[0] / (4 * h * h)
+                   for j in range(5)] for i in range(5)])
+    L = np.linalg.cholesky(np.linalg.inv(H))
+    rng = np.random.default_rng(0)
+    nu, N = 5, 40000
+    draws = mode + (rng.standard_normal((N, 5)) @ L.T) / np.sqrt(rng.chisquare(nu, N) / nu)[:, None]
+    dev = np.linalg.solve(L, (draws - mode).T).T
+    lw = f(draws) + 0.5 * (nu + 5) * np.log1p(np.sum(dev * dev, axis=1) / nu)
+    wt = np.exp(lw - lw.max())
+    wt /= wt.sum()
+    ref = wt @ draws
+    ref_sd = np.sqrt(wt @ (draws - ref) ** 2)
+    ess_is = 1.0 / np.sum(wt * wt)
+    assert ess_is > 20000, ess_is
+
+    from synthmi.models.copula import CopulaGibbs
+
+    monkeypatch.setattr(CopulaGibbs, "collapse_missing_levels", collapse_levels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        g = GaussianCopula(n_iter=1600, burn=200, chains=2, random_state=2).fit(df)
+    assert g.sampler_.collapse_missing_levels is collapse_levels
+    assert g.coefficient_labels_ == ["a[yes] ~ 1", "c[q] ~ 1", "c[r] ~ 1", "c[q] ~ a[yes]", "c[r] ~ a[yes]"]
+    c = g.coefficient_draws_.reshape(2, -1, 5)
+    ess = ess_bulk(c)
+    assert np.all(ess >= 300), ess
+    m, sd = c.mean(axis=(0, 1)), c.std(axis=(0, 1))
+    z = (m - ref) / np.sqrt(sd**2 / ess + ref_sd**2 / ess_is)
+    assert np.all(np.abs(z) <= 3.5), (z, m, ref)
+    assert np.all(np.abs(sd / ref_sd - 1) <= 0.1), (sd, ref_sd)
+
+
