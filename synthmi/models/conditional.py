@@ -22,7 +22,11 @@ Dibben 2016, J. Stat. Softw. 74(11)). This module holds what one factor is:
     ``ordered`` (cumulative logit, or probit with the synthesizer's
     ``ordinal_link="probit"``), ``multinomial`` (multinomial logit, order
     ignored), ``cart`` (a tree with donors from its leaf, as synthpop's
-    ``cart``; not allowed for a masked column), ``hierarchical`` (normal
+    ``cart``; not allowed for a masked column), ``tree`` (CART's partition
+    with a conjugate posterior per leaf, hence a likelihood: Dirichlet leaf
+    probabilities, or a Bayesian bootstrap of the leaf's donors smoothed by a
+    Gaussian kernel; usable with masks and as a predictor under the joint
+    predictive, :mod:`synthmi.models.tree`), ``hierarchical`` (normal
     regression with random intercepts for a grouping column: partial pooling,
     :mod:`synthmi.models.hierarchical`).
 ``transform`` / ``semicont``
@@ -76,7 +80,7 @@ __all__ = [
     "FormulaDesign",
 ]
 
-METHODS = ("normal", "logit", "probit", "ordered", "multinomial", "cart", "hierarchical")
+METHODS = ("normal", "logit", "probit", "ordered", "multinomial", "cart", "tree", "hierarchical")
 _KEYS = ("method", "formula", "predictors", "group", "transform", "semicont")
 #: modelling scales of a continuous column (``transform``)
 TRANSFORMS = ("log", "log1p", "rank")
@@ -89,6 +93,7 @@ _METHOD_KINDS = {
     "ordered": ("binary", "ordinal"),
     "multinomial": CATEGORICAL_KINDS,
     "cart": MODEL_KINDS,
+    "tree": MODEL_KINDS,
 }
 
 
@@ -484,7 +489,7 @@ class Conditional:
 
     column: str
     kind: str  # schema kind of the response
-    family: str  # normal | logit | probit | ologit | oprobit | cart
+    family: str  # normal | logit | probit | ologit | oprobit | cart | tree | fixed
     method: str = ""  # the user-facing method name ("" for the default model of a partitioned fit)
     predictors: list[str] = field(default_factory=list)  # earlier quasi-identifiers the design uses
     design: Any = None  # AdditiveDesign | FormulaDesign

@@ -70,6 +70,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from .glm import _softplus, log_probs_eta
+from .tree import TreeLeaves
 from .truncation import log_truncation_mass, truncated_normal
 from ..errors import ColumnError
 
@@ -82,8 +83,17 @@ class Prepared:
     def __init__(self, cond, theta: Mapping[str, np.ndarray] | None):
         self.cond = cond
         self.theta = theta
+        #: the state of the column in the sweeps is a latent value (normal, or a continuous tree)
+        self.continuous = is_continuous(cond)
         if cond.family in ("cart", "fixed"):
             self.lin = None
+            return
+        self.cut = None
+        if cond.family == "tree":
+            post = cond.fast
+            self.lin = TreeLeaves(cond.design, post.tree, post.ids)
+            if self.continuous:
+                self.lo, self.hi = cond.latent_bounds()
             return
         offset = None
         if cond.group_codes is not None:
@@ -98,6 +108,8 @@ class Prepared:
         return self.lin.eta(values)
 
     def log_probs(self, eta: np.ndarray) -> np.ndarray:
+        if self.cond.family == "tree":
+            return self.theta["logp"][eta]
         if self.cond.family == "ologit" and eta.ndim == 1:
             return ordered_logit_table(eta, self.cut)
         return log_probs_eta(self.cond.family, eta, self.cut)
@@ -112,6 +124,10 @@ class Prepared:
     def loglik(self, eta: np.ndarray, x: np.ndarray, latent: np.ndarray | None) -> np.ndarray:
         """Per-record log density of the current value under this model (latent for a continuous one);
         0 where a structural rule fixes the value (its probability there is one)."""
+        if self.cond.family == "tree":
+            if self.continuous:
+                return self.free(self.cond.fast.log_density(self.theta, eta, latent))
+            return self.free(self.theta["logp"][eta, np.asarray(x, dtype=np.int64)])
         if self.cond.family == "normal":
             r = (latent - eta) / self.sigma
             out = -0.5 * r**2 - np.log(self.sigma) - 0.5 * _LOG_2PI
@@ -120,12 +136,24 @@ class Prepared:
             return self.free(out)
         return self.free(log_prob_of(self.cond.family, eta, np.asarray(x, dtype=np.int64), self.cut))
 
+    def draw_latent(self, eta: np.ndarray, ev: Any, rng: np.random.Generator) -> np.ndarray:
+        """A continuous column's latent from its own model times its normal mask's evidence (exact)."""
+        if self.cond.family == "tree":
+            return self.cond.fast.draw_latent(self.theta, eta, ev, rng)
+        mean, sd = _normal_proposal(self, eta, ev)
+        return truncated_normal(mean, sd, self.lo, self.hi, rng)
+
     def free(self, ll: np.ndarray) -> np.ndarray:
         """A per-record log-likelihood set to 0 on the rows a structural rule fixes."""
         rows = self.cond.rule_rows
         if self.cond.rule is None or rows is None:
             return ll
         return np.where(rows, 0.0, ll)
+
+
+def is_continuous(cond) -> bool:
+    """Whether a model's value is drawn through a latent continuous value (normal, continuous tree)."""
+    return cond.family == "normal" or (cond.family == "tree" and cond.n_categories == 0)
 
 
 def log_prob_of(family: str, eta: np.ndarray, x: np.ndarray, cut: np.ndarray | None = None) -> np.ndarray:
@@ -273,9 +301,8 @@ def sequential_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mappin
             continue
         eta = p.eta(values)
         etas[c] = eta
-        if cond.family == "normal":
-            mean, sd = _normal_proposal(p, eta, ev)
-            y = truncated_normal(mean, sd, p.lo, p.hi, rng)
+        if p.continuous:
+            y = p.draw_latent(eta, ev, rng)
             latent[c] = y
             values[c] = _two_part_value(cond, values, y)
         else:
@@ -313,7 +340,7 @@ def check_joint(conds: Sequence) -> None:
 
 def can_enumerate(conds: Sequence, max_combinations: int) -> bool:
     # a structural rule fixes some rows: the Gibbs sweeps honour it (module docstring)
-    if any(c.family in ("normal", "cart", "fixed") or c.rule is not None for c in conds):
+    if any(c.family in ("cart", "fixed") or is_continuous(c) or c.rule is not None for c in conds):
         return False
     return int(np.prod([c.n_categories for c in conds], dtype=float)) <= max_combinations
 
@@ -330,7 +357,7 @@ def enumerate_probs(conds: Sequence, preps: Sequence[Prepared], evidence: Mappin
     for t, combo in enumerate(combos):
         vals = {cond.column: np.full(n_rows, code, dtype=np.int64) for cond, code in zip(conds, combo)}
         for cond, p, code in zip(conds, preps, combo):
-            logw[:, t] += log_prob_of(cond.family, p.eta(vals), vals[cond.column], p.cut)
+            logw[:, t] += p.loglik(p.eta(vals), vals[cond.column], None)
             ev = evidence.get(cond.column)
             if ev is not None:
                 logw[:, t] += ev[1][:, code]
@@ -469,7 +496,7 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
                 for k in [j, kv] + deps[j] + deps[kv]:
                     own.pop(conds[k].column, None)
                 continue
-            if cond.family == "normal":
+            if p.continuous:
                 _normal_update(cond, p, c, ev, later, conds, preps, values, latent, etas, own, own_ll,
                                accepted, rng, n_rows)
                 continue
@@ -552,14 +579,13 @@ def _normal_update(cond, p, c, ev, later, conds, preps, values, latent, etas, ow
                    n_rows) -> None:
     """Update of a continuous X_j: a direct draw, or independence MH against the later models' likelihoods."""
     on_grid = ev is not None and cond.support is not None and cond.support.grid is not None
-    mean, sd = _normal_proposal(p, etas[c], ev)
     own.pop(c, None)
     if not later and not on_grid:
         # no later likelihood: the proposal is the full conditional, draw it directly
-        y = truncated_normal(mean, sd, p.lo, p.hi, rng)
+        y = p.draw_latent(etas[c], ev, rng)
         latent[c], values[c] = y, _two_part_value(cond, values, y)
         return
-    y_new = truncated_normal(mean, sd, p.lo, p.hi, rng)
+    y_new = p.draw_latent(etas[c], ev, rng)
     # rows whose part is not "value" keep the fill: later models see no change there, so the
     # move of the auxiliary latent is accepted (its proposal is its pseudo-prior)
     x_new = _two_part_value(cond, values, y_new)

@@ -336,7 +336,7 @@ class RubinSynthesizer(Synthesizer):
             return "logit"
         if method == "ordered":
             return "oprobit" if self.ordinal_link == "probit" else "ologit"
-        return method  # probit, cart
+        return method  # probit, cart, tree
 
     def _support(self, c: str) -> Support:
         owner = type(self).__name__
@@ -509,15 +509,7 @@ class RubinSynthesizer(Synthesizer):
                 if value_rows is not None:
                     info = self.parts_[c]
                     cond.part = (info["column"], info["fill"])
-                if cond.transform == "log":
-                    y = np.log(y)
-                elif cond.transform == "log1p":
-                    y = np.log1p(y)
-                elif cond.transform == "rank":
-                    cond.sorted_obs = np.sort(y)
-                    ranks = pd.Series(y).rank(method="average").to_numpy()
-                    y = ndtri((ranks - 0.5) / len(y))
-                cond.y_model = y
+                y = _model_scale(cond, y)
                 if method == "hierarchical":
                     from .hierarchical import HierarchicalNormal
 
@@ -536,6 +528,16 @@ class RubinSynthesizer(Synthesizer):
                 if rows is not None:
                     D, y = D[rows], y[rows]
                 cond.fast = _fit_cart(D, y, v.kind == "continuous")
+            elif fam == "tree":
+                if c in getattr(self, "value_rows_", {}):
+                    raise ColumnError(
+                        f"Column '{c}' has missing values or point masses (a two-part model) and the method 'tree', "
+                        "which models complete columns; give it 'cart' or 'normal', or its value part no point masses."
+                    )
+                y = obs[c]
+                if rows is not None:
+                    D, y = D[rows], y[rows]
+                cond.fast = _fit_tree(cond, D, y)
             else:
                 y = obs[c]
                 if rows is not None:
@@ -1115,6 +1117,33 @@ def _fit_cart(D: np.ndarray, y: np.ndarray, continuous: bool):
     # CartSynthesizer's defaults: leaves of >= 5 records, rpart's minsplit = 3 * minbucket, no pruning
     tree = cls(min_samples_leaf=5, min_samples_split=15, max_depth=_RPART_MAXDEPTH, random_state=0).fit(D, y)
     return tree, _leaf_donors(tree.apply(D), np.asarray(y))
+
+
+def _model_scale(cond: Conditional, y: np.ndarray) -> np.ndarray:
+    """A continuous response on its modelling scale (``cond.transform``), kept as ``cond.y_model``."""
+    if cond.transform == "log":
+        y = np.log(y)
+    elif cond.transform == "log1p":
+        y = np.log1p(y)
+    elif cond.transform == "rank":
+        cond.sorted_obs = np.sort(y)
+        ranks = pd.Series(y).rank(method="average").to_numpy()
+        y = ndtri((ranks - 0.5) / len(y))
+    cond.y_model = y
+    return y
+
+
+def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray):
+    """The tree model of :mod:`synthmi.models.tree`: ``_fit_cart``'s partition, conjugate leaves."""
+    from .tree import TreePosterior
+
+    continuous = cond.kind == "continuous"
+    tree, _ = _fit_cart(D, y, continuous)
+    leaf = tree.apply(D)
+    if not continuous:
+        return TreePosterior(tree, leaf, y, cond.n_categories)
+    lo, hi = cond.latent_bounds()
+    return TreePosterior(tree, leaf, _model_scale(cond, np.asarray(y, dtype=float)), 0, lo, hi)
 
 
 def _in_span(Z: np.ndarray, X: np.ndarray, tol: float = 1e-8) -> bool:

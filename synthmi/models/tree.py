@@ -1,0 +1,243 @@
+r"""A tree-based Bayesian conditional model with a likelihood (method ``"tree"``).
+
+synthpop's ``cart`` (:mod:`synthmi.models.cart`) draws a donor of the leaf a
+record falls into and has no likelihood, so DA-MI cannot combine it with the
+masking evidence :math:`p(\tilde W \mid x)` in the joint predictive
+(:mod:`synthmi.models.predictive`). This model keeps CART's partition and puts
+a conjugate posterior on what happens inside each leaf, so that every
+posterior draw :math:`\theta` fixes a proper density
+:math:`p(x_j \mid \text{pred}_j, \theta)`.
+
+Partition
+    A CART tree on the model's design (kept columns and earlier
+    quasi-identifiers), grown on the confidential rows with synthpop's
+    defaults (leaves of at least 5 rows, rpart's ``minsplit = 3 minbucket``,
+    no pruning: :func:`synthmi.models.rubin._fit_cart`). It is held fixed
+    (as ``cart`` without ``proper``); leaf :math:`\ell(\text{pred})` is the
+    leaf a record's predictors reach.
+Categorical response (C levels)
+    per leaf, :math:`\pi_\ell \sim \mathrm{Dirichlet}(n_{\ell 1} + a\,m_1, \dots,
+    n_{\ell C} + a\,m_C)`: the posterior of a multinomial leaf under a
+    Dirichlet prior of total mass :math:`a` (``PRIOR_MASS = 1``, one
+    pseudo-record) shrunk toward the column's margin :math:`m` on the fit
+    rows (Gelman et al. 2013, *Bayesian Data Analysis*, 3rd ed., Sec. 3.4), and
+    :math:`p(x = c \mid \text{pred}, \theta) = \pi_{\ell(\text{pred}), c}`.
+Continuous response
+    the Bayesian bootstrap (Rubin 1981, *Ann. Statist.* 9:130-134) over the
+    leaf's donors :math:`y_{d}` (on the modelling scale), smoothed by a
+    Gaussian kernel (synthpop's ``smoothing = "density"``) and truncated to the
+    variable's latent bounds :math:`[l, u]` component by component,
+
+    .. math:: w_\ell \sim \mathrm{Dirichlet}(1, \dots, 1), \qquad
+        p(y \mid \text{pred}, \theta) = \sum_{d \in \ell} w_{\ell d}\,
+        \frac{\phi((y - y_d)/h_\ell)/h_\ell}{\Phi((u - y_d)/h_\ell) - \Phi((l - y_d)/h_\ell)}
+        \, 1[l \le y \le u],
+
+    with :math:`h_\ell` R's ``bw.nrd0`` rule :math:`0.9 \min(s, \mathrm{IQR}/1.34)
+    n_\ell^{-1/5}` (Silverman 1986, eq. 3.31) of the leaf's donors, or of all the
+    column's values when that is 0 (a leaf of identical donors). Donors with the
+    same value are one component whose weight, a sum of :math:`k` Dirichlet(1)
+    coordinates, is drawn as a :math:`\mathrm{Gamma}(k)` before normalising
+    (the aggregation property of the Dirichlet). As for the normal model,
+    :math:`y` is the latent value; the released value is :math:`y` mapped
+    back to the variable's scale and snapped to its grid
+    (:mod:`synthmi.models.truncation`), the rounded-latent model.
+
+With a normal mask :math:`\bar W \mid x \sim N(x, v)` the product of one
+component and the mask is again normal:
+
+.. math:: \phi_{h}(y - y_d)\, \phi_{v}(\bar W - y) = \phi_{h^2 + v}(\bar W - y_d)\;
+    \phi_{s}(y - \mu_d), \qquad \mu_d = \frac{y_d/h^2 + \bar W/v}{1/h^2 + 1/v},
+    \quad s^2 = \frac{1}{1/h^2 + 1/v},
+
+so :math:`p(y \mid \cdot) \propto p(y \mid \text{pred}, \theta)\, p(\bar W \mid y)`
+is the mixture of the truncated :math:`N(\mu_d, s^2)` with weights
+:math:`w_d\, \phi_{h^2+v}(\bar W - y_d)\, M_d(\mu_d, s) / M_d(y_d, h)` (:math:`M`
+the mass of a normal on :math:`[l, u]`): an exact draw (component, then
+truncated normal). A categorical mask multiplies the finite table
+:math:`\pi_\ell` by :math:`p(\tilde W \mid c)`. The Gibbs sweeps and the
+enumeration of :mod:`synthmi.models.predictive` use these pieces as they use
+the parametric families' (the leaf plays the role of the linear predictor).
+
+Evaluation cost: records are grouped by the number :math:`k` of distinct
+donor values in their leaf, and each group is an :math:`(n_k, k)` array, so
+a density or a draw costs :math:`\sum_i k_{\ell(i)}` operations and every
+record's value depends on its own row only (the same for any partitioning
+of the records, :mod:`synthmi._random`).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from .truncation import log_truncation_mass, truncated_normal
+
+__all__ = ["PRIOR_MASS", "TreePosterior", "TreeLeaves", "nrd0"]
+
+#: total mass a of the Dirichlet prior of a categorical leaf, spread as the column's margin
+PRIOR_MASS = 1.0
+_LOG_SQRT_2PI = 0.5 * float(np.log(2.0 * np.pi))
+
+
+def nrd0(y: np.ndarray) -> float:
+    r"""R's ``bw.nrd0``: :math:`0.9 \min(s, \mathrm{IQR}/1.34)\, n^{-1/5}`, 0 for fewer than 2 values.
+
+    As in R, when :math:`\mathrm{IQR} = 0` the scale is :math:`s` alone; unlike R, a
+    constant sample gets 0 (R falls back to :math:`|y_1|`, a scale that a value's size
+    sets); :class:`TreePosterior` then uses the column's bandwidth.
+    """
+    y = np.asarray(y, dtype=float)
+    if y.size < 2:
+        return 0.0
+    s = float(np.std(y, ddof=1))
+    q75, q25 = np.percentile(y, [75, 25])
+    iqr = float(q75 - q25) / 1.34
+    lo = min(s, iqr) if iqr > 0 else s
+    return 0.9 * lo * y.size ** -0.2
+
+
+class TreeLeaves:
+    """The leaf each record reaches: the "linear predictor" of a tree model.
+
+    ``eta(values)`` returns each record's leaf position (0..L-1); ``replace``
+    re-evaluates it with one column changed, as the linear predictors of the
+    parametric models do in the Gibbs sweeps.
+    """
+
+    def __init__(self, design: Any, tree: Any, ids: np.ndarray):
+        self.design, self.tree, self.ids = design, tree, ids
+
+    def eta(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        return np.searchsorted(self.ids, self.tree.apply(self.design.matrix(values))).astype(np.int64)
+
+    def replace(self, eta: np.ndarray, values: Mapping[str, np.ndarray], col: str, new: np.ndarray) -> np.ndarray:
+        return self.eta({**values, col: new})
+
+
+class TreePosterior:
+    """A fitted tree, its leaves' data and the conjugate posterior of each leaf (module docstring).
+
+    Parameters
+    ----------
+    tree : fitted scikit-learn tree (``apply`` gives leaf node ids)
+    leaf : (n,) leaf node id of each fit row
+    y : (n,) response: codes (categorical) or values on the modelling scale (continuous)
+    n_categories : number of levels (0: continuous)
+    lo, hi : latent bounds of a continuous response
+    """
+
+    def __init__(self, tree: Any, leaf: np.ndarray, y: np.ndarray, n_categories: int,
+                 lo: float = -np.inf, hi: float = np.inf):
+        self.tree = tree
+        self.ids, pos = np.unique(leaf, return_inverse=True)
+        L = self.ids.size
+        self.n_categories = int(n_categories)
+        self.lo, self.hi = float(lo), float(hi)
+        if self.n_categories:
+            y = np.asarray(y, dtype=np.int64)
+            self.counts = np.zeros((L, self.n_categories))
+            np.add.at(self.counts, (pos, y), 1.0)
+            margin = self.counts.sum(axis=0) / self.counts.sum()
+            self.alpha = self.counts + PRIOR_MASS * margin[None, :]
+            return
+        y = np.asarray(y, dtype=float)
+        # components: distinct (leaf, value) pairs in leaf order, with their donor counts
+        order = np.lexsort((y, pos))
+        pl, yl = pos[order], y[order]
+        new = np.ones(yl.size, dtype=bool)
+        new[1:] = (pl[1:] != pl[:-1]) | (yl[1:] != yl[:-1])
+        starts = np.flatnonzero(new)
+        self.value = yl[starts]
+        self.comp_leaf = pl[starts]
+        self.weight_count = np.diff(np.append(starts, yl.size)).astype(float)
+        self.leaf_start = np.searchsorted(self.comp_leaf, np.arange(L))
+        self.leaf_k = np.bincount(self.comp_leaf, minlength=L)
+        h_col = nrd0(y)
+        if not h_col > 0:
+            h_col = 1.0
+        bw = np.empty(L)
+        ends = np.append(np.flatnonzero(pl[1:] != pl[:-1]) + 1, yl.size)
+        begins = np.concatenate([[0], ends[:-1]])
+        for ell, (b, e) in enumerate(zip(begins, ends)):
+            h = nrd0(yl[b:e])
+            bw[ell] = h if h > 0 else h_col
+        self.bw = bw
+        # log mass of each component's kernel on the latent bounds (fixed: the bandwidths are)
+        self.log_mass = log_truncation_mass(self.value, bw[self.comp_leaf], self.lo, self.hi)
+
+    @property
+    def continuous(self) -> bool:
+        return self.n_categories == 0
+
+    # ---- posterior --------------------------------------------------------------
+    def draw(self, m: int, rng: np.random.Generator) -> list[dict[str, np.ndarray]]:
+        r"""``m`` independent posterior draws: leaf probabilities (categorical) or donor weights.
+
+        A Dirichlet vector is drawn as independent Gamma variates divided by their sum
+        (Devroye 1986, Sec. XI.4); a component's weight aggregates its donors'.
+        """
+        out = []
+        for _ in range(int(m)):
+            if not self.continuous:
+                g = rng.standard_gamma(self.alpha)
+                with np.errstate(divide="ignore"):
+                    out.append({"logp": np.log(g) - np.log(g.sum(axis=1, keepdims=True))})
+            else:
+                g = rng.standard_gamma(self.weight_count)
+                tot = np.bincount(self.comp_leaf, weights=g)
+                with np.errstate(divide="ignore"):
+                    out.append({"logw": np.log(g) - np.log(tot[self.comp_leaf])})
+        return out
+
+    # ---- predictive pieces ------------------------------------------------------
+    def _groups(self, leaf: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(rows, component index matrix (rows, k)) per number k of components in the leaf."""
+        k = self.leaf_k[leaf]
+        for kk in np.unique(k):
+            rows = np.flatnonzero(k == kk)
+            yield rows, self.leaf_start[leaf[rows]][:, None] + np.arange(kk)[None, :]
+
+    def log_density(self, theta: Mapping[str, np.ndarray], leaf: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """log p(y | leaf, theta) of a continuous response at latent values ``y`` (module docstring)."""
+        logw = theta["logw"] - self.log_mass
+        out = np.empty(leaf.shape[0])
+        y = np.asarray(y, dtype=float)
+        for rows, comp in self._groups(leaf):
+            h = self.bw[leaf[rows]][:, None]
+            r = (y[rows, None] - self.value[comp]) / h
+            t = logw[comp] - 0.5 * r * r - np.log(h) - _LOG_SQRT_2PI
+            mx = t.max(axis=1)
+            out[rows] = mx + np.log(np.exp(t - mx[:, None]).sum(axis=1))
+        inside = (y >= self.lo) & (y <= self.hi)
+        return np.where(inside, out, -np.inf)
+
+    def draw_latent(self, theta: Mapping[str, np.ndarray], leaf: np.ndarray, ev: Any,
+                    rng: np.random.Generator) -> np.ndarray:
+        r"""One latent value per record from :math:`p(y \mid \text{leaf}, \theta)\, p(\bar W \mid y)`.
+
+        ``ev`` is None or ``("normal", w_bar, v)``. Exact: a component by inversion of its
+        weights (one uniform per record), then the truncated normal of that component.
+        """
+        n = leaf.shape[0]
+        logw = theta["logw"] - self.log_mass
+        u = rng.random(n)
+        mean, sd = np.empty(n), np.empty(n)
+        for rows, comp in self._groups(leaf):
+            h = self.bw[leaf[rows]][:, None]
+            lw = logw[comp]
+            mu, s = self.value[comp], np.broadcast_to(h, comp.shape)
+            if ev is not None:
+                w_bar, v = ev[1][rows, None], float(ev[2])
+                tot = h * h + v
+                prec = 1.0 / (h * h) + 1.0 / v
+                mu = (self.value[comp] / (h * h) + w_bar / v) / prec
+                s = np.broadcast_to(np.sqrt(1.0 / prec), comp.shape)
+                lw = (lw - 0.5 * (w_bar - self.value[comp]) ** 2 / tot - 0.5 * np.log(tot)
+                      + log_truncation_mass(mu, s, self.lo, self.hi))
+            p = np.exp(lw - lw.max(axis=1, keepdims=True))
+            cdf = np.cumsum(p, axis=1)
+            pick = np.minimum((u[rows, None] * cdf[:, -1:] >= cdf).sum(axis=1), comp.shape[1] - 1)
+            r = np.arange(rows.size)
+            mean[rows], sd[rows] = mu[r, pick], s[r, pick]
+        return truncated_normal(mean, sd, self.lo, self.hi, rng)
