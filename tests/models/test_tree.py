@@ -1,0 +1,258 @@
+"""The tree conditional (synthmi.models.tree): its posterior and density by hand, its exact place in
+DA-MI's joint predictive (against quadrature and enumeration), and its reduction to CART-quality
+synthesis when the masks carry no information."""
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from scipy.special import expit
+
+from synthmi.errors import ColumnError
+from synthmi.models import CartSynthesizer, DAMISynthesizer, RubinSynthesizer
+from synthmi.models.conditional import parse_models
+from synthmi.models.predictive import Prepared, can_enumerate, enumerate_probs, gibbs_draw, sequential_draw
+from synthmi.models.tree import PRIOR_MASS, TreePosterior, nrd0
+
+
+class _Stump:
+    """A fixed two-leaf partition (node ids 3 and 7) on the first design column, for hand checks."""
+
+    def apply(self, X):
+        return np.where(np.asarray(X)[:, 0] < 0.5, 3, 7)
+
+
+def test_nrd0_is_r_bw_nrd0():
+    # R: bw.nrd0(c(1, 2, 3, 4, 10)) = 0.9 * min(sd = 3.535534, IQR / 1.34 = 2 / 1.34) * 5^(-1/5)
+    assert nrd0(np.array([1.0, 2, 3, 4, 10])) == pytest.approx(0.9 * (2 / 1.34) * 5 ** -0.2, rel=1e-12)
+    # IQR 0 (heaped values): R falls back to the sd
+    y = np.array([5.0, 5, 5, 5, 5, 5, 9])
+    assert nrd0(y) == pytest.approx(0.9 * np.std(y, ddof=1) * 7 ** -0.2, rel=1e-12)
+    assert nrd0(np.array([2.0, 2.0])) == 0.0
+
+
+def test_categorical_leaves_hand_computed_posterior():
+    leaf = np.array([3, 3, 3, 7, 7, 7, 7, 7])
+    y = np.array([0, 0, 1, 1, 1, 1, 2, 1])
+    post = TreePosterior(_Stump(), leaf, y, 3)
+    margin = np.array([2, 5, 1]) / 8
+    np.testing.assert_allclose(post.alpha, np.array([[2, 1, 0], [0, 4, 1]]) + PRIOR_MASS * margin)
+    draws = post.draw(4000, np.random.default_rng(0))
+    p = np.exp(np.stack([d["logp"] for d in draws]))
+    np.testing.assert_allclose(p.sum(axis=2), 1.0, rtol=1e-12)
+    mean = post.alpha / post.alpha.sum(axis=1, keepdims=True)
+    # Dirichlet sd of each coordinate <= 0.5 / sqrt(sum alpha + 1) < 0.25; 4,000 draws: MC sd < 0.004
+    np.testing.assert_allclose(p.mean(axis=0), mean, atol=0.016)
+
+
+def test_continuous_leaves_density_and_draws():
+    rng = np.random.default_rng(1)
+    leaf = np.repeat([3, 7], [6, 9])
+    y = np.array([1.0, 1, 2, 4, 4, 4, 10, 11, 11, 12, 15, 15, 15, 15, 20])
+    lo, hi = 0.0, 21.0
+    post = TreePosterior(_Stump(), leaf, y, 0, lo, hi)
+    # components: distinct (leaf, value) pairs with their donor counts
+    np.testing.assert_array_equal(post.value, [1, 2, 4, 10, 11, 12, 15, 20])
+    np.testing.assert_array_equal(post.weight_count, [2, 1, 3, 1, 2, 1, 4, 1])
+    np.testing.assert_allclose(post.bw, [nrd0(y[:6]), nrd0(y[6:])])
+    theta = post.draw(1, rng)[0]
+    w = np.exp(theta["logw"])
+    np.testing.assert_allclose([w[:3].sum(), w[3:].sum()], 1.0, rtol=1e-12)
+    # the density by hand: sum_d w_d N(y; y_d, h) / (Phi((hi - y_d)/h) - Phi((lo - y_d)/h)) on [lo, hi]
+    ys = np.array([0.5, 3.3, 17.0, 22.0])
+    for pos, comps in ((0, slice(0, 3)), (1, slice(3, 8))):
+        h = post.bw[pos]
+        v = post.value[comps]
+        mass = stats.norm.cdf((hi - v) / h) - stats.norm.cdf((lo - v) / h)
+        hand = (w[comps] * stats.norm.pdf(ys[:, None], v, h) / mass).sum(axis=1)
+        hand[ys > hi] = 0.0
+        got = np.exp(post.log_density(theta, np.full(ys.size, pos), ys))
+        np.testing.assert_allclose(got, hand, rtol=1e-10)
+        # a proper density: integrates to 1 on the bounds (midpoint rule, 40,000 points)
+        grid = np.linspace(lo, hi, 40001)
+        mid = 0.5 * (grid[1:] + grid[:-1])
+        dens = np.exp(post.log_density(theta, np.full(mid.size, pos), mid))
+        assert (dens * (grid[1] - grid[0])).sum() == pytest.approx(1.0, abs=1e-6)
+
+
+def test_continuous_draw_with_a_normal_mask_is_the_exact_product():
+    """Draws of p(y | leaf, theta) N(w_bar; y, v) against its CDF by quadrature (Kolmogorov-Smirnov)."""
+    rng = np.random.default_rng(2)
+    leaf = np.repeat([3, 7], [8, 7])
+    y = np.array([1.0, 1, 2, 4, 4, 4, 6, 8, 10, 11, 11, 12, 15, 15, 20])
+    lo, hi = 0.0, 21.0
+    post = TreePosterior(_Stump(), leaf, y, 0, lo, hi)
+    theta = post.draw(1, rng)[0]
+    n = 20000
+    for pos, w_bar, v in ((0, 7.0, 4.0), (1, 20.5, 1.0), (1, 13.0, 1e6)):
+        draws = post.draw_latent(theta, np.full(n, pos), ("normal", np.full(n, w_bar), v), rng)
+        assert draws.min() >= lo and draws.max() <= hi
+        grid = np.linspace(lo, hi, 20001)
+        mid = 0.5 * (grid[1:] + grid[:-1])
+        dens = np.exp(post.log_density(theta, np.full(mid.size, pos), mid) - 0.5 * (w_bar - mid) ** 2 / v)
+        cdf = np.concatenate([[0.0], np.cumsum(dens)])
+        cdf /= cdf[-1]
+        # KS p-value below 1e-3 with probability 1e-3 under the exact product (quadrature error ~1e-6)
+        assert stats.kstest(draws, lambda t: np.interp(t, grid, cdf)).pvalue > 1e-3, (pos, w_bar, v)
+
+
+# ---------------------------------------------------------------------------
+def _mixed_frame(n=200, seed=7):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n)
+    age = 45 + 8 * z + rng.gamma(2.0, 4.0, size=n)
+    sex = (rng.random(n) < expit(0.08 * (age - 45))).astype(int)
+    u = np.column_stack([np.zeros(n), 0.05 * (age - 45) + 0.8 * sex, -0.05 * (age - 45)]) + rng.gumbel(size=(n, 3))
+    return pd.DataFrame({"z": z, "age": age, "sex": pd.Categorical.from_codes(sex, ["f", "m"]),
+                         "edu": pd.Categorical.from_codes(u.argmax(1), ["a", "b", "c"])})
+
+
+@pytest.mark.slow
+def test_gibbs_with_tree_conditionals_matches_the_exact_mixed_joint_and_sequential_does_not():
+    """age: a masked continuous tree; sex: a masked probit of age (a tree column as a predictor of a
+    parametric model); edu: a masked categorical tree of age and sex (a parametric column as a
+    predictor of a tree). The exact joint integrates age on a 1,600-point midpoint rule:
+
+        p(y, s, e | z, W) ∝ p_tree(y | z) N(w_bar; y, v) p(s | y) p(W_s | s) p_tree(e | y, s) p(W_e | e).
+    """
+    df = _mixed_frame()
+    syn = DAMISynthesizer(masks={"age": {"K": 1, "sigma_e": 6.0}, "sex": {"alpha": 2.0}, "edu": {"p": 0.6}},
+                          models={"age": "tree", "sex": "probit", "edu": "tree"}, grid=None, w_tilde="reuse",
+                          random_state=1, progressbar=False).fit(df, quasi_identifiers=["age", "sex", "edu"],
+                                                                 keep=["z"])
+    conds = syn.conditionals_
+    assert [c.family for c in conds] == ["tree", "probit", "tree"] and conds[2].predictors == ["age", "sex"]
+    theta = syn._posterior_draws(1, np.random.default_rng(2))
+    preps = [Prepared(cond, theta[j][0]) for j, cond in enumerate(conds)]
+    ev = syn._evidence(np.random.default_rng(3))
+    pa, ps, pe = preps
+    n = len(df)
+    leaf_a = pa.eta({})
+    w_bar, v = ev["age"][1], ev["age"][2]
+    ys = np.linspace(pa.lo, pa.hi, 1601)
+    mid = 0.5 * (ys[1:] + ys[:-1])
+    logw = np.empty((n, mid.size, 2, 3))
+    for t, y in enumerate(mid):
+        ya = np.full(n, y)
+        base = pa.loglik(leaf_a, None, ya) - 0.5 * (w_bar - y) ** 2 / v
+        lps = ps.log_probs(ps.eta({"age": ya})) + ev["sex"][1]
+        for s in (0, 1):
+            lpe = pe.log_probs(pe.eta({"age": ya, "sex": np.full(n, s)})) + ev["edu"][1]
+            logw[:, t, s, :] = base[:, None] + lps[:, [s]] + lpe
+    w = np.exp(logw - logw.max(axis=(1, 2, 3), keepdims=True))
+    w /= w.sum(axis=(1, 2, 3), keepdims=True)
+    p_se = w.sum(axis=1)
+    wy = w.sum(axis=(2, 3))
+    m1, m2 = (wy * mid).sum(1), (wy * mid**2).sum(1)
+    reps = 150
+    expected = p_se.reshape(n, 6).sum(axis=0) * reps
+    var = m2 - m1**2
+
+    def pooled(draw, rng):
+        counts, y = np.zeros(6), np.zeros(n)
+        for _ in range(reps):
+            d = draw(rng)
+            counts += np.bincount(d["sex"] * 3 + d["edu"], minlength=6)
+            y += d["age"] / reps
+        # each record's mean age over the replicates against its exact mean: sum of squared z-scores,
+        # chi-square with n degrees of freedom under the exact joint (means of 150 independent draws)
+        return counts, float(((y - m1) ** 2 / (var / reps)).sum())
+
+    # 15 sweeps: the per-record statistic still sees the sequential start after 2 sweeps (T = 245 on
+    # 200 df, p = 0.016; after 15 and 40 sweeps T = 168 and 212)
+    counts, t_age = pooled(lambda r: gibbs_draw(conds, preps, ev, r, n_sweeps=15)[0], np.random.default_rng(11))
+    # conservative pooled chi-square (tests/models/test_joint_mixed_exact.py): p < 1e-3 with probability
+    # < 1e-3 under the exact joint; so for the per-record age statistic
+    assert stats.chisquare(counts, expected).pvalue > 1e-3
+    assert stats.chi2.sf(t_age, n) > 1e-3, t_age
+    # the sequential draw ignores what the later masks say about age: T = 886 on 200 df (p ~ 1e-87)
+    _, t_age = pooled(lambda r: sequential_draw(conds, preps, ev, r)[0], np.random.default_rng(11))
+    assert stats.chi2.sf(t_age, n) < 1e-6, t_age
+
+
+def _categorical_frame(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n)
+    a = (rng.random(n) < expit(0.8 * z)).astype(int)
+    b = np.digitize(1.5 * a + 0.5 * z + rng.logistic(size=n), [0.3, 1.6])
+    c = (rng.random(n) < expit(-1.5 + 1.4 * b - 1.0 * a)).astype(int)
+    return pd.DataFrame({"z": z, "a": pd.Categorical.from_codes(a, ["a0", "a1"]),
+                         "b": pd.Categorical.from_codes(b, ["lo", "mid", "hi"], ordered=True),
+                         "c": pd.Categorical.from_codes(c, ["c0", "c1"])})
+
+
+def _categorical_setup():
+    syn = DAMISynthesizer(masks={"a": {"alpha": 2.0}, "b": {"p": 0.7}, "c": {"alpha": 1.5}},
+                          models={"a": "tree", "c": "tree"}, w_tilde="reuse", random_state=1,
+                          progressbar=False).fit(_categorical_frame(), quasi_identifiers=["a", "b", "c"], keep=["z"])
+    theta = syn._posterior_draws(1, np.random.default_rng(2))
+    preps = [Prepared(cond, theta[j][0]) for j, cond in enumerate(syn.conditionals_)]
+    return syn, preps, syn._evidence(np.random.default_rng(3))
+
+
+def test_enumeration_with_tree_conditionals_by_hand():
+    syn, preps, ev = _categorical_setup()
+    conds = syn.conditionals_
+    assert [c.family for c in conds] == ["tree", "ologit", "tree"] and can_enumerate(conds, 10_000)
+    combos, logp = enumerate_probs(conds, preps, ev, 300)
+    i = 17
+    pa, pb, pc = preps
+    hand = np.empty(len(combos))
+    for t, (a, b, c) in enumerate(combos):
+        vals = {"a": np.full(300, a), "b": np.full(300, b), "c": np.full(300, c)}
+        leaf_a, leaf_c = pa.eta(vals)[i], pc.eta(vals)[i]
+        hand[t] = (pa.theta["logp"][leaf_a, a] + ev["a"][1][i, a]
+                   + pb.log_probs(pb.eta(vals))[i, b] + ev["b"][1][i, b]
+                   + pc.theta["logp"][leaf_c, c] + ev["c"][1][i, c])
+    hand = np.exp(hand - hand.max())
+    np.testing.assert_allclose(np.exp(logp[i]), hand / hand.sum(), rtol=1e-10)
+
+
+@pytest.mark.slow
+def test_gibbs_with_categorical_trees_reaches_the_enumerated_joint():
+    syn, preps, ev = _categorical_setup()
+    conds = syn.conditionals_
+    combos, logp = enumerate_probs(conds, preps, ev, 300)
+    probs = np.exp(logp)
+    reps = 150
+    rng = np.random.default_rng(5)
+
+    def pvalue(draw):
+        counts = np.zeros(len(combos))
+        for _ in range(reps):
+            d = draw(rng)
+            counts += np.bincount(d["a"] * 6 + d["b"] * 2 + d["c"], minlength=len(combos))
+        return stats.chisquare(counts, reps * probs.sum(axis=0)).pvalue
+
+    # conservative pooled chi-square: p < 1e-3 with probability < 1e-3 under the exact joint
+    assert pvalue(lambda r: gibbs_draw(conds, preps, ev, r, n_sweeps=3)[0]) > 1e-3
+    assert pvalue(lambda r: sequential_draw(conds, preps, ev, r)[0]) < 1e-6
+
+
+# ---------------------------------------------------------------------------
+def test_tree_is_selectable_masked_and_a_predictor_where_cart_is_refused():
+    df = _mixed_frame(n=150)
+    assert parse_models({"age": "tree"}, ["age"], "X")["age"].method == "tree"
+    kw = dict(masks={"age": {"K": 1, "sigma_e": 6.0}, "sex": {"alpha": 2.0}}, random_state=3, progressbar=False)
+    with pytest.raises(ColumnError, match="no likelihood"):
+        DAMISynthesizer(models={"age": "cart"}, **kw).fit(df, quasi_identifiers=["age", "sex", "edu"], keep=["z"])
+    fits = [DAMISynthesizer(models={"age": "tree", "edu": "tree"}, **kw).fit(
+        df, quasi_identifiers=["age", "sex", "edu"], keep=["z"]) for _ in range(2)]
+    a, b = (f.sample(2, random_state=5) for f in fits)
+    assert fits[0].predictive_info_["scheme"] == "gibbs"
+    # same seed -> the same copies
+    for x, y in zip(a, b):
+        pd.testing.assert_frame_equal(x, y)
+    syn = a[0]
+    assert syn["age"].between(df["age"].min(), df["age"].max()).all()
+    # Rubin MI takes the method too
+    r = RubinSynthesizer(models={"age": "tree"}, grid=None, progressbar=False).fit(
+        df, quasi_identifiers=["age", "sex"], keep=["z"]).sample(1, random_state=0)[0]
+    assert r["age"].between(df["age"].min(), df["age"].max()).all()
+
+
+def test_tree_refuses_a_two_part_column():
+    df = _mixed_frame(n=150)
+    df.loc[df.index[:30], "age"] = 0.0
+    with pytest.raises(ColumnError, match="'tree'"):
+        RubinSynthesizer(models={"age": "tree"}, progressbar=False).fit(
+            df, quasi_identifiers=["age", "sex"], keep=["z"], semicont={"age": [0]})
