@@ -18,10 +18,16 @@ Partition
 Categorical response (C levels)
     per leaf, :math:`\pi_\ell \sim \mathrm{Dirichlet}(n_{\ell 1} + a\,m_1, \dots,
     n_{\ell C} + a\,m_C)`: the posterior of a multinomial leaf under a
-    Dirichlet prior of total mass :math:`a` (``PRIOR_MASS = 1``, one
-    pseudo-record) shrunk toward the column's margin :math:`m` on the fit
-    rows (Gelman et al. 2013, *Bayesian Data Analysis*, 3rd ed., Sec. 3.4), and
-    :math:`p(x = c \mid \text{pred}, \theta) = \pi_{\ell(\text{pred}), c}`.
+    Dirichlet prior of total mass :math:`a` spread as the column's margin
+    :math:`m` on the fit rows (Gelman et al. 2013, *Bayesian Data Analysis*, 3rd
+    ed., Sec. 3.4), and :math:`p(x = c \mid \text{pred}, \theta) =
+    \pi_{\ell(\text{pred}), c}`. ``PRIOR_MASS`` :math:`a = 0` (Haldane's
+    limit) makes it the Bayesian bootstrap of the leaf's donors (Rubin 1981),
+    like the continuous case: levels absent from a leaf keep probability 0, as
+    in CART. Measured on a 1,000-row frame with leaves of 5+ rows (uninformative
+    masks, 6 seeds, ``tests/models/test_tree.py``), :math:`a = 1` (one
+    pseudo-record from the margin) pulled every leaf toward the margin and
+    lowered the mean CI overlap of a regression from 0.873 to 0.764 (CART 0.875).
 Continuous response
     the Bayesian bootstrap (Rubin 1981, *Ann. Statist.* 9:130-134) over the
     leaf's donors :math:`y_{d}` (on the modelling scale), smoothed by a
@@ -76,7 +82,8 @@ from .truncation import log_truncation_mass, truncated_normal
 __all__ = ["PRIOR_MASS", "TreePosterior", "TreeLeaves", "nrd0"]
 
 #: total mass a of the Dirichlet prior of a categorical leaf, spread as the column's margin
-PRIOR_MASS = 1.0
+#: (0: the Bayesian bootstrap of the leaf's donors; see the module docstring)
+PRIOR_MASS = 0.0
 _LOG_SQRT_2PI = 0.5 * float(np.log(2.0 * np.pi))
 
 
@@ -125,10 +132,11 @@ class TreePosterior:
     y : (n,) response: codes (categorical) or values on the modelling scale (continuous)
     n_categories : number of levels (0: continuous)
     lo, hi : latent bounds of a continuous response
+    prior_mass : total mass a of a categorical leaf's Dirichlet prior (default ``PRIOR_MASS``)
     """
 
     def __init__(self, tree: Any, leaf: np.ndarray, y: np.ndarray, n_categories: int,
-                 lo: float = -np.inf, hi: float = np.inf):
+                 lo: float = -np.inf, hi: float = np.inf, prior_mass: float | None = None):
         self.tree = tree
         self.ids, pos = np.unique(leaf, return_inverse=True)
         L = self.ids.size
@@ -139,7 +147,8 @@ class TreePosterior:
             self.counts = np.zeros((L, self.n_categories))
             np.add.at(self.counts, (pos, y), 1.0)
             margin = self.counts.sum(axis=0) / self.counts.sum()
-            self.alpha = self.counts + PRIOR_MASS * margin[None, :]
+            a = PRIOR_MASS if prior_mass is None else float(prior_mass)
+            self.alpha = self.counts + a * margin[None, :]
             return
         y = np.asarray(y, dtype=float)
         # components: distinct (leaf, value) pairs in leaf order, with their donor counts

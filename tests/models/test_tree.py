@@ -30,12 +30,13 @@ def test_nrd0_is_r_bw_nrd0():
     assert nrd0(np.array([2.0, 2.0])) == 0.0
 
 
-def test_categorical_leaves_hand_computed_posterior():
+@pytest.mark.parametrize("a", [PRIOR_MASS, 1.0])
+def test_categorical_leaves_hand_computed_posterior(a):
     leaf = np.array([3, 3, 3, 7, 7, 7, 7, 7])
     y = np.array([0, 0, 1, 1, 1, 1, 2, 1])
-    post = TreePosterior(_Stump(), leaf, y, 3)
+    post = TreePosterior(_Stump(), leaf, y, 3, prior_mass=a)
     margin = np.array([2, 5, 1]) / 8
-    np.testing.assert_allclose(post.alpha, np.array([[2, 1, 0], [0, 4, 1]]) + PRIOR_MASS * margin)
+    np.testing.assert_allclose(post.alpha, np.array([[2, 1, 0], [0, 4, 1]]) + a * margin)
     draws = post.draw(4000, np.random.default_rng(0))
     p = np.exp(np.stack([d["logp"] for d in draws]))
     np.testing.assert_allclose(p.sum(axis=2), 1.0, rtol=1e-12)
