@@ -45,6 +45,16 @@ predictive (Jiang, Mitra, Gao & Wang 2022, JASA 117:52-66, eq. 3, for fixed
     A later continuous model's likelihood is its truncated-normal density,
     normalising constant included (it depends on :math:`x_j` through the mean).
 
+A ``tree`` variable (:mod:`synthmi.models.tree`) has a likelihood given its
+posterior draw: its "linear predictor" is the leaf its predictors reach
+(re-evaluated when one of them changes, like a non-additive design), a
+categorical one is updated exactly as the other categorical models, and a
+continuous one gets the independence MH step above with its own exact
+proposal, the kernel mixture of the leaf times the normal mask (a mixture of
+normals with reweighted components), so it enters enumeration and the Gibbs
+sweeps on the same footing as the parametric families, as a masked column,
+as a later model and as a predictor.
+
 A ``cart`` variable has no likelihood: it is drawn after the others from its
 tree, and may not be a predictor of a parametric model under the joint
 predictive.

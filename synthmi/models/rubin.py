@@ -134,7 +134,7 @@ class RubinSynthesizer(Synthesizer):
     models : dict, optional
         Per-variable models, ``{column: spec}``; a spec is a method name
         (``"normal"``, ``"logit"``, ``"probit"``, ``"ordered"``,
-        ``"multinomial"``, ``"cart"``, ``"hierarchical"``), a formula
+        ``"multinomial"``, ``"cart"``, ``"tree"``, ``"hierarchical"``), a formula
         (``"~ age * sex + bs(hours, 4)"``) or a dict with keys ``method``,
         ``formula``, ``predictors``, ``group`` (see
         :mod:`synthmi.models.conditional`).
