@@ -39,9 +39,16 @@ Continuous response
         \frac{\phi((y - y_d)/h_\ell)/h_\ell}{\Phi((u - y_d)/h_\ell) - \Phi((l - y_d)/h_\ell)}
         \, 1[l \le y \le u],
 
-    with :math:`h_\ell` R's ``bw.nrd0`` rule :math:`0.9 \min(s, \mathrm{IQR}/1.34)
-    n_\ell^{-1/5}` (Silverman 1986, eq. 3.31) of the leaf's donors, or of all the
-    column's values when that is 0 (a leaf of identical donors). Donors with the
+    with :math:`h_\ell = \min(h(\text{leaf}), h(\text{column}))`, :math:`h(\cdot)`
+    R's ``bw.nrd0`` rule :math:`0.9 \min(s, \mathrm{IQR}/1.34) n^{-1/5}`
+    (Silverman 1986, eq. 3.31) of the leaf's donors and of all the column's values
+    (synthpop's smoothing scale), and the column's when the leaf's is 0 (identical
+    donors). The cap matters: a leaf of 5 donors spread over 20-80 years gets
+    :math:`h \approx 0.65 s`, 10 years, from its own rule, and the copies' margin
+    spreads with it; on 10,000 Adult records (Rubin MI, M = 5) the leaf's own rule
+    gave one-way S_pMSE 3.7 (age) and 4.5 (education) and a probit CI overlap of
+    0.749, the capped bandwidth 0.67, 2.1 and 0.788 (CART 0.39, 1.28, 0.845;
+    CART ``proper`` 1.09, 3.36, 0.804). Donors with the
     same value are one component whose weight, a sum of :math:`k` Dirichlet(1)
     coordinates, is drawn as a :math:`\mathrm{Gamma}(k)` before normalising
     (the aggregation property of the Dirichlet). As for the normal model,
@@ -170,7 +177,7 @@ class TreePosterior:
         begins = np.concatenate([[0], ends[:-1]])
         for ell, (b, e) in enumerate(zip(begins, ends)):
             h = nrd0(yl[b:e])
-            bw[ell] = h if h > 0 else h_col
+            bw[ell] = min(h, h_col) if h > 0 else h_col
         self.bw = bw
         # log mass of each component's kernel on the latent bounds (fixed: the bandwidths are)
         self.log_mass = log_truncation_mass(self.value, bw[self.comp_leaf], self.lo, self.hi)

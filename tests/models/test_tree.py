@@ -47,20 +47,22 @@ def test_categorical_leaves_hand_computed_posterior(a):
 
 def test_continuous_leaves_density_and_draws():
     rng = np.random.default_rng(1)
-    leaf = np.repeat([3, 7], [6, 9])
-    y = np.array([1.0, 1, 2, 4, 4, 4, 10, 11, 11, 12, 15, 15, 15, 15, 20])
+    leaf = np.repeat([3, 7], [12, 5])
+    y = np.array([1.0, 1, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 1, 6, 11, 16, 20])
     lo, hi = 0.0, 21.0
     post = TreePosterior(_Stump(), leaf, y, 0, lo, hi)
     # components: distinct (leaf, value) pairs with their donor counts
-    np.testing.assert_array_equal(post.value, [1, 2, 4, 10, 11, 12, 15, 20])
-    np.testing.assert_array_equal(post.weight_count, [2, 1, 3, 1, 2, 1, 4, 1])
-    np.testing.assert_allclose(post.bw, [nrd0(y[:6]), nrd0(y[6:])])
+    np.testing.assert_array_equal(post.value, [1, 2, 3, 4, 5, 1, 6, 11, 16, 20])
+    np.testing.assert_array_equal(post.weight_count, [2, 2, 3, 3, 2, 1, 1, 1, 1, 1])
+    # each leaf's rule capped by the column's: min(bw.nrd0(leaf), bw.nrd0(column)) (0.755, 1.143, 4.868)
+    assert nrd0(y[:12]) < nrd0(y) < nrd0(y[12:])
+    np.testing.assert_allclose(post.bw, [nrd0(y[:12]), nrd0(y)])
     theta = post.draw(1, rng)[0]
     w = np.exp(theta["logw"])
-    np.testing.assert_allclose([w[:3].sum(), w[3:].sum()], 1.0, rtol=1e-12)
+    np.testing.assert_allclose([w[:5].sum(), w[5:].sum()], 1.0, rtol=1e-12)
     # the density by hand: sum_d w_d N(y; y_d, h) / (Phi((hi - y_d)/h) - Phi((lo - y_d)/h)) on [lo, hi]
     ys = np.array([0.5, 3.3, 17.0, 22.0])
-    for pos, comps in ((0, slice(0, 3)), (1, slice(3, 8))):
+    for pos, comps in ((0, slice(0, 5)), (1, slice(5, 10))):
         h = post.bw[pos]
         v = post.value[comps]
         mass = stats.norm.cdf((hi - v) / h) - stats.norm.cdf((lo - v) / h)
