@@ -29,6 +29,11 @@ Dibben 2016, J. Stat. Softw. 74(11)). This module holds what one factor is:
     predictive, :mod:`synthmi.models.tree`), ``hierarchical`` (normal
     regression with random intercepts for a grouping column: partial pooling,
     :mod:`synthmi.models.hierarchical`).
+``min_leaf``
+    The minimum number of records in a leaf of a ``tree`` or ``cart`` model
+    (rpart's ``minbucket``; default 5, synthpop's; a node is split only when it
+    holds at least three times as many, rpart's ``minsplit``). Coarser leaves
+    copy less of each record and smooth more.
 ``transform`` / ``semicont``
     Per-variable settings of a continuous column: its modelling scale
     (``"log"``, ``"log1p"``, ``"rank"``; the same as ``transforms={column: t}``
@@ -81,7 +86,7 @@ __all__ = [
 ]
 
 METHODS = ("normal", "logit", "probit", "ordered", "multinomial", "cart", "tree", "hierarchical")
-_KEYS = ("method", "formula", "predictors", "group", "transform", "semicont")
+_KEYS = ("method", "formula", "predictors", "group", "transform", "semicont", "min_leaf")
 #: modelling scales of a continuous column (``transform``)
 TRANSFORMS = ("log", "log1p", "rank")
 # which response kinds each method can model
@@ -107,6 +112,7 @@ class VariableSpec:
     group: str | None = None
     transform: str | None = None
     semicont: list[float] | None = None
+    min_leaf: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in _KEYS if getattr(self, k) is not None}
@@ -172,8 +178,19 @@ def parse_models(models: Any, qi: Sequence[str], owner: str) -> dict[str, Variab
             if not semicont or not np.all(np.isfinite(semicont)):
                 raise ParameterError(f"The point masses ('semicont') of column '{col}' in the 'models' parameter of {owner} "
                                  f"must be finite numbers, at least one. Got {pts!r} instead.", parameter='models')
+        min_leaf = spec.get("min_leaf")
+        if min_leaf is not None:
+            if method not in ("tree", "cart"):
+                raise ColumnError(f"Column '{col}': 'min_leaf' (the minimum leaf size of a tree) is only used by the "
+                                  f"methods 'tree' and 'cart'. Got method {method!r}.")
+            # a whole number (a spec read from JSON may hold 20.0)
+            if (isinstance(min_leaf, bool) or not isinstance(min_leaf, (int, float, np.integer, np.floating))
+                    or not float(min_leaf).is_integer() or min_leaf < 1):
+                raise ParameterError(f"The 'min_leaf' of column '{col}' in the 'models' parameter of {owner} must be an "
+                                     f"integer >= 1. Got {min_leaf!r} instead.", parameter='models')
+            min_leaf = int(min_leaf)
         out[col] = VariableSpec(method=method, formula=formula, predictors=preds, group=group, transform=transform,
-                                semicont=semicont)
+                                semicont=semicont, min_leaf=min_leaf)
     return out
 
 
@@ -514,6 +531,8 @@ class Conditional:
     free_level: int | None = None
     #: the rows of the current frame where the rule holds (set by the synthesizer's _bound)
     rule_rows: np.ndarray | None = None
+    #: minimum leaf size of a tree or cart model
+    min_leaf: int | None = None
 
     @property
     def intercept(self) -> bool:
@@ -560,6 +579,8 @@ class Conditional:
             d["group"] = self.group
         if self.transform:
             d["transform"] = self.transform
+        if self.min_leaf is not None:
+            d["min_leaf"] = int(self.min_leaf)
         if self.rule is not None:
             d["rule"] = {"column": self.rule[0], "fitted_on": "rows the rule leaves free",
                          "fixed_elsewhere": None if self.rule[2] is None else str(self.rule[2])}

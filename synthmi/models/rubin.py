@@ -136,7 +136,7 @@ class RubinSynthesizer(Synthesizer):
         (``"normal"``, ``"logit"``, ``"probit"``, ``"ordered"``,
         ``"multinomial"``, ``"cart"``, ``"tree"``, ``"hierarchical"``), a formula
         (``"~ age * sex + bs(hours, 4)"``) or a dict with keys ``method``,
-        ``formula``, ``predictors``, ``group`` (see
+        ``formula``, ``predictors``, ``group``, ``min_leaf`` (see
         :mod:`synthmi.models.conditional`).
     visit_sequence : list of str, optional
         Order of the sequential conditionals (a permutation of the
@@ -527,7 +527,8 @@ class RubinSynthesizer(Synthesizer):
                 y = obs[c]
                 if rows is not None:
                     D, y = D[rows], y[rows]
-                cond.fast = _fit_cart(D, y, v.kind == "continuous")
+                cond.min_leaf = spec.min_leaf
+                cond.fast = _fit_cart(D, y, v.kind == "continuous", spec.min_leaf or 5)
             elif fam == "tree":
                 if c in getattr(self, "value_rows_", {}):
                     raise ColumnError(
@@ -537,7 +538,8 @@ class RubinSynthesizer(Synthesizer):
                 y = obs[c]
                 if rows is not None:
                     D, y = D[rows], y[rows]
-                cond.fast = _fit_tree(cond, D, y)
+                cond.min_leaf = spec.min_leaf
+                cond.fast = _fit_tree(cond, D, y, spec.min_leaf or 5)
             else:
                 y = obs[c]
                 if rows is not None:
@@ -1107,15 +1109,16 @@ class RubinSynthesizer(Synthesizer):
         return {c.column: list(c.coef_names) for c in self.conditionals_ if c.family not in ("cart", "fixed")}
 
 
-def _fit_cart(D: np.ndarray, y: np.ndarray, continuous: bool):
+def _fit_cart(D: np.ndarray, y: np.ndarray, continuous: bool, min_leaf: int = 5):
     """A tree on the design with synthpop's settings and its leaves' donors (synthpop ``cart``)."""
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
     from .cart import _RPART_MAXDEPTH, _leaf_donors
 
     cls = DecisionTreeRegressor if continuous else DecisionTreeClassifier
-    # CartSynthesizer's defaults: leaves of >= 5 records, rpart's minsplit = 3 * minbucket, no pruning
-    tree = cls(min_samples_leaf=5, min_samples_split=15, max_depth=_RPART_MAXDEPTH, random_state=0).fit(D, y)
+    # CartSynthesizer's defaults: leaves of >= 5 records (min_leaf), rpart's minsplit = 3 * minbucket, no pruning
+    tree = cls(min_samples_leaf=min_leaf, min_samples_split=max(2, 3 * min_leaf), max_depth=_RPART_MAXDEPTH,
+               random_state=0).fit(D, y)
     return tree, _leaf_donors(tree.apply(D), np.asarray(y))
 
 
@@ -1133,12 +1136,12 @@ def _model_scale(cond: Conditional, y: np.ndarray) -> np.ndarray:
     return y
 
 
-def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray):
+def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5):
     """The tree model of :mod:`synthmi.models.tree`: ``_fit_cart``'s partition, conjugate leaves."""
     from .tree import TreePosterior
 
     continuous = cond.kind == "continuous"
-    tree, _ = _fit_cart(D, y, continuous)
+    tree, _ = _fit_cart(D, y, continuous, min_leaf)
     leaf = tree.apply(D)
     if not continuous:
         return TreePosterior(tree, leaf, y, cond.n_categories)

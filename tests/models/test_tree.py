@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 from scipy.special import expit
 
-from synthmi.errors import ColumnError
+from synthmi.errors import ColumnError, ParameterError
 from synthmi.models import CartSynthesizer, DAMISynthesizer, RubinSynthesizer
 from synthmi.models.conditional import parse_models
 from synthmi.models.predictive import Prepared, can_enumerate, enumerate_probs, gibbs_draw, sequential_draw
@@ -319,3 +319,24 @@ def test_uninformative_masks_reduce_tree_dami_to_cart_quality():
     # S_pMSE: smaller is better, so "worse" is the tree's excess over CART proper's
     assert worse_by("cart_proper", "tree", 1) < 3, res
     assert worse_by("normal", "cart", 0) > 3 and worse_by("cart_proper", "normal", 1) > 3, res
+
+
+def test_min_leaf_sets_the_partition_of_tree_and_cart_models():
+    df = _mixed_frame(n=300)
+    leaves = {}
+    for k in (5, 40):
+        syn = RubinSynthesizer(models={"age": {"method": "tree", "min_leaf": k}, "sex": {"method": "cart",
+                                                                                      "min_leaf": k}},
+                               progressbar=False).fit(df, quasi_identifiers=["age", "sex"], keep=["z"])
+        age, sex = syn.conditionals_
+        counts = np.bincount(np.searchsorted(age.fast.ids, age.fast.tree.apply(age.design.matrix({}))))
+        assert counts.min() >= k and sex.fast[1][2].min() >= k
+        assert age.to_dict()["min_leaf"] == k
+        leaves[k] = counts.size
+    assert leaves[40] < leaves[5]
+    for bad, err, match in (({"method": "normal", "min_leaf": 5}, ColumnError, "only used by the methods 'tree'"),
+                            ({"method": "tree", "min_leaf": 0}, ParameterError, "must be an integer >= 1"),
+                            ({"method": "tree", "min_leaf": 2.5}, ParameterError, "must be an integer >= 1")):
+        with pytest.raises(err, match=match):
+            parse_models({"age": bad}, ["age"], "RubinSynthesizer")
+    assert parse_models({"age": {"method": "tree", "min_leaf": 20.0}}, ["age"], "X")["age"].min_leaf == 20
