@@ -34,6 +34,10 @@ Dibben 2016, J. Stat. Softw. 74(11)). This module holds what one factor is:
     (rpart's ``minbucket``; default 5, synthpop's; a node is split only when it
     holds at least three times as many, rpart's ``minsplit``). Coarser leaves
     copy less of each record and smooth more.
+``smoothing``
+    A factor (> 0, default 1) on the kernel bandwidth of a continuous ``tree``
+    model (:mod:`synthmi.models.tree`): smaller keeps the donors' values (and
+    their relations) closer, larger copies less of them.
 ``transform`` / ``semicont``
     Per-variable settings of a continuous column: its modelling scale
     (``"log"``, ``"log1p"``, ``"rank"``; the same as ``transforms={column: t}``
@@ -86,7 +90,7 @@ __all__ = [
 ]
 
 METHODS = ("normal", "logit", "probit", "ordered", "multinomial", "cart", "tree", "hierarchical")
-_KEYS = ("method", "formula", "predictors", "group", "transform", "semicont", "min_leaf")
+_KEYS = ("method", "formula", "predictors", "group", "transform", "semicont", "min_leaf", "smoothing")
 #: modelling scales of a continuous column (``transform``)
 TRANSFORMS = ("log", "log1p", "rank")
 # which response kinds each method can model
@@ -113,6 +117,7 @@ class VariableSpec:
     transform: str | None = None
     semicont: list[float] | None = None
     min_leaf: int | None = None
+    smoothing: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in _KEYS if getattr(self, k) is not None}
@@ -189,8 +194,18 @@ def parse_models(models: Any, qi: Sequence[str], owner: str) -> dict[str, Variab
                 raise ParameterError(f"The 'min_leaf' of column '{col}' in the 'models' parameter of {owner} must be an "
                                      f"integer >= 1. Got {min_leaf!r} instead.", parameter='models')
             min_leaf = int(min_leaf)
+        smoothing = spec.get("smoothing")
+        if smoothing is not None:
+            if method != "tree":
+                raise ColumnError(f"Column '{col}': 'smoothing' (the factor on the kernel bandwidth of a continuous tree "
+                                  f"model) is only used by the method 'tree'. Got method {method!r}.")
+            if (isinstance(smoothing, bool) or not isinstance(smoothing, (int, float, np.integer, np.floating))
+                    or not np.isfinite(smoothing) or smoothing <= 0):
+                raise ParameterError(f"The 'smoothing' of column '{col}' in the 'models' parameter of {owner} must be a "
+                                     f"number > 0. Got {smoothing!r} instead.", parameter='models')
+            smoothing = float(smoothing)
         out[col] = VariableSpec(method=method, formula=formula, predictors=preds, group=group, transform=transform,
-                                semicont=semicont, min_leaf=min_leaf)
+                                semicont=semicont, min_leaf=min_leaf, smoothing=smoothing)
     return out
 
 
@@ -533,6 +548,8 @@ class Conditional:
     rule_rows: np.ndarray | None = None
     #: minimum leaf size of a tree or cart model
     min_leaf: int | None = None
+    #: factor on the kernel bandwidth of a continuous tree model
+    smoothing: float | None = None
 
     @property
     def intercept(self) -> bool:
@@ -581,6 +598,8 @@ class Conditional:
             d["transform"] = self.transform
         if self.min_leaf is not None:
             d["min_leaf"] = int(self.min_leaf)
+        if self.smoothing is not None:
+            d["smoothing"] = float(self.smoothing)
         if self.rule is not None:
             d["rule"] = {"column": self.rule[0], "fitted_on": "rows the rule leaves free",
                          "fixed_elsewhere": None if self.rule[2] is None else str(self.rule[2])}

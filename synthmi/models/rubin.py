@@ -538,8 +538,8 @@ class RubinSynthesizer(Synthesizer):
                 y = obs[c]
                 if rows is not None:
                     D, y = D[rows], y[rows]
-                cond.min_leaf = spec.min_leaf
-                cond.fast = _fit_tree(cond, D, y, spec.min_leaf or 5)
+                cond.min_leaf, cond.smoothing = spec.min_leaf, spec.smoothing
+                cond.fast = _fit_tree(cond, D, y, spec.min_leaf or 5, 1.0 if spec.smoothing is None else spec.smoothing)
             else:
                 y = obs[c]
                 if rows is not None:
@@ -1136,7 +1136,7 @@ def _model_scale(cond: Conditional, y: np.ndarray) -> np.ndarray:
     return y
 
 
-def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5):
+def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5, smoothing: float = 1.0):
     """The tree model of :mod:`synthmi.models.tree`: ``_fit_cart``'s partition, conjugate leaves."""
     from .tree import TreePosterior
 
@@ -1146,7 +1146,8 @@ def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5
     if not continuous:
         return TreePosterior(tree, leaf, y, cond.n_categories)
     lo, hi = cond.latent_bounds()
-    return TreePosterior(tree, leaf, _model_scale(cond, np.asarray(y, dtype=float)), 0, lo, hi)
+    return TreePosterior(tree, leaf, _model_scale(cond, np.asarray(y, dtype=float)), 0, lo, hi,
+                         smoothing=smoothing)
 
 
 def _in_span(Z: np.ndarray, X: np.ndarray, tol: float = 1e-8) -> bool:

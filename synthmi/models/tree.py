@@ -48,7 +48,12 @@ Continuous response
     spreads with it; on 10,000 Adult records (Rubin MI, M = 5) the leaf's own rule
     gave one-way S_pMSE 3.7 (age) and 4.5 (education) and a probit CI overlap of
     0.749, the capped bandwidth 0.67, 2.1 and 0.788 (CART 0.39, 1.28, 0.845;
-    CART ``proper`` 1.09, 3.36, 0.804). Donors with the
+    CART ``proper`` 1.09, 3.36, 0.804). The per-variable ``smoothing`` factor
+    :math:`c` (default 1) scales every :math:`h_\ell`: the kernel's noise attenuates
+    the relations of the column with the others, and on the same records (Rubin
+    MI, 4 seeds) the probit's CI overlap was 0.812 (sd 0.052) with :math:`c = 1`,
+    0.839 (0.048) with :math:`c = 10^{-3}` (the donors' values), CART 0.858
+    (0.021). Donors with the
     same value are one component whose weight, a sum of :math:`k` Dirichlet(1)
     coordinates, is drawn as a :math:`\mathrm{Gamma}(k)` before normalising
     (the aggregation property of the Dirichlet). As for the normal model,
@@ -140,10 +145,12 @@ class TreePosterior:
     n_categories : number of levels (0: continuous)
     lo, hi : latent bounds of a continuous response
     prior_mass : total mass a of a categorical leaf's Dirichlet prior (default ``PRIOR_MASS``)
+    smoothing : factor c > 0 on every kernel bandwidth of a continuous response (:math:`c\,h_\ell`)
     """
 
     def __init__(self, tree: Any, leaf: np.ndarray, y: np.ndarray, n_categories: int,
-                 lo: float = -np.inf, hi: float = np.inf, prior_mass: float | None = None):
+                 lo: float = -np.inf, hi: float = np.inf, prior_mass: float | None = None,
+                 smoothing: float = 1.0):
         self.tree = tree
         self.ids, pos = np.unique(leaf, return_inverse=True)
         L = self.ids.size
@@ -178,9 +185,9 @@ class TreePosterior:
         for ell, (b, e) in enumerate(zip(begins, ends)):
             h = nrd0(yl[b:e])
             bw[ell] = min(h, h_col) if h > 0 else h_col
-        self.bw = bw
+        self.bw = float(smoothing) * bw
         # log mass of each component's kernel on the latent bounds (fixed: the bandwidths are)
-        self.log_mass = log_truncation_mass(self.value, bw[self.comp_leaf], self.lo, self.hi)
+        self.log_mass = log_truncation_mass(self.value, self.bw[self.comp_leaf], self.lo, self.hi)
 
     @property
     def continuous(self) -> bool:

@@ -340,3 +340,25 @@ def test_min_leaf_sets_the_partition_of_tree_and_cart_models():
         with pytest.raises(err, match=match):
             parse_models({"age": bad}, ["age"], "RubinSynthesizer")
     assert parse_models({"age": {"method": "tree", "min_leaf": 20.0}}, ["age"], "X")["age"].min_leaf == 20
+
+
+def test_smoothing_scales_the_kernel_bandwidths():
+    df = _mixed_frame(n=300)
+    bws = {}
+    for c in (None, 0.25):
+        spec = {"method": "tree"} if c is None else {"method": "tree", "smoothing": c}
+        syn = RubinSynthesizer(models={"age": spec}, grid=None, progressbar=False).fit(
+            df, quasi_identifiers=["age", "sex"], keep=["z"])
+        post = syn.conditionals_[0].fast
+        bws[c] = post.bw
+        # the truncation masses follow the scaled bandwidths (a proper density on the bounds)
+        theta = post.draw(1, np.random.default_rng(0))[0]
+        grid = np.linspace(post.lo, post.hi, 20001)
+        mid = 0.5 * (grid[1:] + grid[:-1])
+        dens = np.exp(post.log_density(theta, np.zeros(mid.size, dtype=np.int64), mid))
+        assert (dens * (grid[1] - grid[0])).sum() == pytest.approx(1.0, abs=1e-4)
+    np.testing.assert_allclose(bws[0.25], 0.25 * bws[None], rtol=1e-12)
+    with pytest.raises(ColumnError, match="only used by the method 'tree'"):
+        parse_models({"age": {"method": "cart", "smoothing": 0.5}}, ["age"], "X")
+    with pytest.raises(ParameterError, match="must be a number > 0"):
+        parse_models({"age": {"method": "tree", "smoothing": 0}}, ["age"], "X")
