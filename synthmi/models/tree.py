@@ -143,7 +143,7 @@ class TreeLeaves:
 
 
 class TreePosterior:
-    """A fitted tree, its leaves' data and the conjugate posterior of each leaf (module docstring).
+    r"""A fitted tree, its leaves' data and the conjugate posterior of each leaf (module docstring).
 
     Parameters
     ----------
@@ -243,20 +243,18 @@ class TreePosterior:
         inside = (y >= self.lo) & (y <= self.hi)
         return np.where(inside, out, -np.inf)
 
-    def draw_latent(self, theta: Mapping[str, np.ndarray], leaf: np.ndarray, ev: Any,
-                    rng: np.random.Generator) -> np.ndarray:
-        r"""One latent value per record from :math:`p(y \mid \text{leaf}, \theta)\, p(\bar W \mid y)`.
+    def _components(self, theta: Mapping[str, np.ndarray], leaf: np.ndarray, ev: Any
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        r"""Per group of records: (rows, components, log weights, means, sds) of the mixture
+        :math:`p(y \mid \text{leaf}, \theta)\, p(\bar W \mid y)` (module docstring).
 
-        ``ev`` is None or ``("normal", w_bar, v)``. Exact: a component by inversion of its
-        weights (one uniform per record), then the truncated normal of that component.
+        Without a mask the log weights are :math:`\log w_d` and the components the truncated
+        kernels; with one, :math:`\log[w_d\, \phi_{h^2+v}(\bar W - y_d)\, M(\mu_d, s) / M(y_d, h)]`
+        (normalising constants included, so their log-sum-exp is the log evidence).
         """
-        n = leaf.shape[0]
-        logw = theta["logw"] - self.log_mass
-        u = rng.random(n)
-        mean, sd = np.empty(n), np.empty(n)
         for rows, comp in self._groups(leaf):
             h = self.bw[leaf[rows]][:, None]
-            lw = logw[comp]
+            lw = theta["logw"][comp]
             mu, s = self.value[comp], np.broadcast_to(h, comp.shape)
             if ev is not None:
                 w_bar, v = ev[1][rows, None], float(ev[2])
@@ -264,8 +262,34 @@ class TreePosterior:
                 prec = 1.0 / (h * h) + 1.0 / v
                 mu = (self.value[comp] / (h * h) + w_bar / v) / prec
                 s = np.broadcast_to(np.sqrt(1.0 / prec), comp.shape)
-                lw = (lw - 0.5 * (w_bar - self.value[comp]) ** 2 / tot - 0.5 * np.log(tot)
-                      + log_truncation_mass(mu, s, self.lo, self.hi))
+                lw = (lw - self.log_mass[comp] - 0.5 * (w_bar - self.value[comp]) ** 2 / tot
+                      - 0.5 * np.log(tot) - _LOG_SQRT_2PI + log_truncation_mass(mu, s, self.lo, self.hi))
+            yield rows, comp, lw, mu, s
+
+    def log_evidence(self, theta: Mapping[str, np.ndarray], leaf: np.ndarray, ev: Any) -> np.ndarray:
+        r"""Per record :math:`\log \int_l^u p(y \mid \text{leaf}, \theta)\, \phi_v(\bar W - y)\, dy`
+        for ``ev = ("normal", w_bar, v)``:
+        :math:`\log \sum_d w_d\, \phi_{h^2+v}(\bar W - y_d)\, M(\mu_d, s) / M(y_d, h)`."""
+        out = np.empty(leaf.shape[0])
+        for rows, _, lw, _, _ in self._components(theta, leaf, ev):
+            mx = lw.max(axis=1)
+            out[rows] = mx + np.log(np.exp(lw - mx[:, None]).sum(axis=1))
+        return out
+
+    def draw_latent(self, theta: Mapping[str, np.ndarray], leaf: np.ndarray, ev: Any,
+                    rng: np.random.Generator) -> np.ndarray:
+        r"""One latent value per record from :math:`p(y \mid \text{leaf}, \theta)\, p(\bar W \mid y)`.
+
+        ``ev`` is None or ``("normal", w_bar, v)``. Exact: a component by inversion of its
+        weights (one uniform per record), then the truncated normal of that component.
+        Without a mask each truncated kernel integrates to 1 on the bounds, so component
+        :math:`d` is picked with probability :math:`w_d`; with one, with probability
+        proportional to :math:`w_d\, \phi_{h^2+v}(\bar W - y_d)\, M(\mu_d, s) / M(y_d, h)`.
+        """
+        n = leaf.shape[0]
+        u = rng.random(n)
+        mean, sd = np.empty(n), np.empty(n)
+        for rows, comp, lw, mu, s in self._components(theta, leaf, ev):
             p = np.exp(lw - lw.max(axis=1, keepdims=True))
             cdf = np.cumsum(p, axis=1)
             pick = np.minimum((u[rows, None] * cdf[:, -1:] >= cdf).sum(axis=1), comp.shape[1] - 1)

@@ -77,6 +77,50 @@ def test_continuous_leaves_density_and_draws():
         assert (dens * (grid[1] - grid[0])).sum() == pytest.approx(1.0, abs=1e-6)
 
 
+def _bounded_leaves():
+    """Two leaves whose donors sit at and near the latent bounds [1, 20], so the truncation matters
+    (a kernel at a bound keeps half its mass, one 2 bandwidths inside 98%)."""
+    leaf = np.repeat([3, 7], [8, 7])
+    y = np.array([1.0, 1, 1, 2, 4, 4, 6, 8, 10, 11, 11, 12, 15, 19, 20])
+    return TreePosterior(_Stump(), leaf, y, 0, 1.0, 20.0)
+
+
+def test_unmasked_draw_is_the_density_and_picks_each_component_with_its_weight(monkeypatch):
+    """Without a mask, draws of p(y | leaf, theta) against the CDF of ``log_density`` by quadrature
+    (Kolmogorov-Smirnov), and the picked components' frequencies against each component's mass on the
+    bounds, :math:`\int_l^u w_d \phi_h(y - y_d) / M_d\, dy = w_d` (by quadrature, not by hand)."""
+    import synthmi.models.tree as tree_mod
+
+    post = _bounded_leaves()
+    lo, hi = post.lo, post.hi
+    rng = np.random.default_rng(4)
+    theta = post.draw(1, rng)[0]
+    n = 20000
+    grid = np.linspace(lo, hi, 40001)
+    mid = 0.5 * (grid[1:] + grid[:-1])
+    for pos in (0, 1):
+        draws = post.draw_latent(theta, np.full(n, pos), None, rng)
+        dens = np.exp(post.log_density(theta, np.full(mid.size, pos), mid))
+        cdf = np.concatenate([[0.0], np.cumsum(dens)])
+        cdf /= cdf[-1]
+        # KS p-value below 1e-3 with probability 1e-3 under the exact density (quadrature error ~1e-7);
+        # picking components with w_d / M_d (the donors at the bounds doubled) gave p = 7e-85
+        assert stats.kstest(draws, lambda t: np.interp(t, grid, cdf)).pvalue > 1e-3, pos
+    # the component picked: the truncated normal replaced by its mean (the donor's value)
+    monkeypatch.setattr(tree_mod, "truncated_normal", lambda mean, sd, lo, hi, rng: mean)
+    for pos in (0, 1):
+        comps = np.flatnonzero(post.comp_leaf == pos)
+        h = post.bw[pos]
+        mass = np.array([(np.exp(theta["logw"][d] - post.log_mass[d]) * stats.norm.pdf(mid, post.value[d], h)
+                          ).sum() * (grid[1] - grid[0]) for d in comps])
+        picked = post.draw_latent(theta, np.full(n, pos), None, rng)
+        counts = np.array([(picked == post.value[d]).sum() for d in comps])
+        assert counts.sum() == n
+        # Pearson chi-square of multinomial counts: p < 1e-3 with probability 1e-3 under the model
+        assert stats.chisquare(counts, n * mass / mass.sum()).pvalue > 1e-3, (counts, n * mass)
+        np.testing.assert_allclose(mass, np.exp(theta["logw"][comps]), rtol=1e-6)
+
+
 def test_continuous_draw_with_a_normal_mask_is_the_exact_product():
     """Draws of p(y | leaf, theta) N(w_bar; y, v) against its CDF by quadrature (Kolmogorov-Smirnov)."""
     rng = np.random.default_rng(2)
