@@ -52,8 +52,36 @@ categorical one is updated exactly as the other categorical models, and a
 continuous one gets the independence MH step above with its own exact
 proposal, the kernel mixture of the leaf times the normal mask (a mixture of
 normals with reweighted components), so it enters enumeration and the Gibbs
-sweeps on the same footing as the parametric families, as a masked column,
-as a later model and as a predictor.
+sweeps on the same footing as the parametric families, as a masked column
+and as a predictor. As a later model a categorical tree needs one more
+move: its leaves (Bayesian bootstrap, prior mass 0) give probability 0 to the
+levels absent from a leaf, so single-site updates cannot move an earlier
+:math:`X_j` into a leaf where the later column's current level is absent, and
+the sweeps are reducible (they stayed at the sequential start). Two exact
+moves restore the joint predictive. A categorical :math:`X_j` is updated
+together with each later categorical tree :math:`X_k` of it, by enumerating the
+pairs :math:`(x_j, x_k)` (``_pair_update``, the other later models' likelihoods
+included). And whenever a categorical tree has an earlier quasi-identifier
+among its predictors, each sweep begins with a whole-record independence
+Metropolis-Hastings step (Tierney 1994) whose proposal :math:`x'` is the
+sequential draw,
+
+.. math:: q(x) = \prod_j \frac{p(x_j \mid \text{pred}_j, \theta_j)\, p(\tilde W_j \mid x_j)}
+    {Z_j(\text{pred}_j)}, \qquad Z_j(\text{pred}_j) = \int p(x_j \mid \text{pred}_j, \theta_j)\,
+    p(\tilde W_j \mid x_j)\, dx_j,
+
+so that the target over the proposal is :math:`\pi(x)/q(x) \propto \prod_j Z_j(\text{pred}_j)`
+and :math:`x'` is accepted with probability
+:math:`\min\{1, \prod_j Z_j(\text{pred}'_j) / \prod_j Z_j(\text{pred}_j)\}`; only the masked
+columns have :math:`Z_j \ne 1`. :math:`Z_j` is :math:`\sum_c p(c \mid \cdot)\, p(\tilde W_j
+\mid c)` for a categorical column, :math:`\phi_{\sigma^2+v}(\bar W - \mu)\, M(\mu', s') / M(\mu,
+\sigma)` for a truncated normal one (:math:`\mu', s'` the proposal's mean and sd above, :math:`M`
+the mass on the bounds), the tree's
+:meth:`~synthmi.models.tree.TreePosterior.log_evidence` for a continuous tree, and a column on a
+grid adds the correction :math:`p(\tilde W \mid \mathrm{snap}(y)) / p(\tilde W \mid y)` of its
+single-site step. The proposal has the target's support, so the chain is irreducible, and both
+moves leave the joint predictive invariant. (Not with two-part columns, whose indicator update has
+its own augmented target: there the record move is not made.)
 
 A ``cart`` variable has no likelihood: it is drawn after the others from its
 tree, and may not be a predictor of a parametric model under the joint
@@ -450,7 +478,8 @@ def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str
     """Within-record Gibbs sweeps over all quasi-identifiers, started from the sequential draw.
 
     Returns the values and, per continuous column, the Metropolis-Hastings
-    acceptance rate over the sweeps. ``trace`` (a list) receives a copy of the
+    acceptance rate over the sweeps (under ``"(record)"``, that of the
+    whole-record move when it is made: module docstring). ``trace`` (a list) receives a copy of the
     values after every sweep (for checking how many sweeps suffice).
 
     Work is shared across the updates of a sweep: each model's linear
@@ -472,10 +501,64 @@ def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str
     return values, rates
 
 
+def needs_record_move(conds: Sequence) -> bool:
+    """Whether the sweeps need the whole-record MH step: a categorical tree with an earlier
+    quasi-identifier among its predictors (module docstring), and no two-part column."""
+    if any(cd.part is not None for cd in conds):
+        return False
+    deps = dependents(conds)
+    return any(conds[k].family == "tree" and not is_continuous(conds[k])
+               for j, ks in enumerate(deps) if conds[j].family not in ("cart", "fixed") for k in ks)
+
+
+def log_record_ratio(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any], values: Mapping,
+                     latent: Mapping, etas: Mapping) -> np.ndarray:
+    r"""Per record :math:`\log \pi(x) / q(x)` up to a constant: :math:`\sum_j \log Z_j(\text{pred}_j)`
+    over the masked columns, plus the grid corrections (module docstring, the record move)."""
+    n_rows = next(iter(values.values())).shape[0]
+    out = np.zeros(n_rows)
+    for cond, p in zip(conds, preps):
+        c = cond.column
+        ev = evidence.get(c)
+        if ev is None or cond.family in ("cart", "fixed"):
+            continue
+        eta = etas[c]
+        if not p.continuous:
+            lw = p.log_probs(eta) + ev[1]
+            mx = lw.max(axis=1)
+            out += p.free(mx + np.log(np.exp(lw - mx[:, None]).sum(axis=1)))
+            continue
+        w_bar, v = ev[1], float(ev[2])
+        if cond.family == "tree":
+            lz = cond.fast.log_evidence(p.theta, eta, ev)
+        else:
+            tot = p.sigma**2 + v
+            mean, sd = _normal_proposal(p, eta, ev)
+            lz = (-0.5 * (w_bar - eta) ** 2 / tot - 0.5 * np.log(tot) - 0.5 * _LOG_2PI
+                  + log_truncation_mass(mean, sd, p.lo, p.hi) - log_truncation_mass(eta, p.sigma, p.lo, p.hi))
+        if cond.support is not None and cond.support.grid is not None:
+            lz = lz - 0.5 * ((w_bar - values[c]) ** 2 - (w_bar - latent[c]) ** 2) / v
+        out += p.free(lz)
+    return out
+
+
+def _record_move(conds, preps, evidence, rng, values, latent, etas) -> np.ndarray:
+    """The whole-record independence MH step (module docstring); returns the accepted rows."""
+    cur = log_record_ratio(conds, preps, evidence, values, latent, etas)
+    new_v, new_l, new_e = sequential_draw(conds, preps, evidence, rng)
+    log_r = log_record_ratio(conds, preps, evidence, new_v, new_l, new_e) - cur
+    acc = np.log(rng.random(cur.shape[0])) < log_r
+    for old, new in ((values, new_v), (latent, new_l), (etas, new_e)):
+        for k, x in new.items():
+            old[k] = np.where(acc if np.ndim(x) == 1 else acc[:, None], x, old[k])
+    return acc
+
+
 def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepted, trace) -> None:
     """``n_sweeps`` Gibbs sweeps over the records in ``values`` (updated in place, as the dicts are)."""
     deps = dependents(conds)
     n_rows = next(iter(values.values())).shape[0]
+    record_move = bool(evidence) and needs_record_move(conds)
     # per-record log-likelihood of each model's current value given its current predictors
     own: dict[str, np.ndarray] = {}
     # the masking evidence is fixed for the copy: a binary column's log-likelihood ratio once
@@ -493,6 +576,10 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
         return own[ck]
 
     for _ in range(n_sweeps):
+        if record_move:
+            acc = _record_move(conds, preps, evidence, rng, values, latent, etas)
+            accepted["(record)"] = accepted.get("(record)", 0.0) + float(np.count_nonzero(acc))
+            own.clear()
         for j, (cond, p) in enumerate(zip(conds, preps)):
             c = cond.column
             if cond.family in ("cart", "fixed"):
@@ -509,6 +596,13 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
             if p.continuous:
                 _normal_update(cond, p, c, ev, later, conds, preps, values, latent, etas, own, own_ll,
                                accepted, rng, n_rows)
+                continue
+            kids = [k for k in later if cond.rule is None and _pairs_with(conds[k])]
+            if kids:
+                for k in kids:
+                    _pair_update(j, k, conds, preps, evidence, deps, values, latent, etas, rng)
+                    for m in [j, k] + deps[j] + deps[k]:
+                        own.pop(conds[m].column, None)
                 continue
             if cond.n_categories == 2 and later:
                 _binary_update(p, c, ev_odds.get(c), later, conds, preps, values, latent, etas, own, own_ll, rng)
@@ -542,6 +636,63 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
             values[c] = new
         if trace is not None:
             trace.append({k: v.copy() for k, v in values.items()})
+
+
+def _pairs_with(cond) -> bool:
+    """A later model updated in a block with a categorical predictor: a categorical tree (no rule)."""
+    return cond.family == "tree" and not is_continuous(cond) and cond.rule is None and cond.part is None
+
+
+def _pair_update(j: int, k: int, conds: Sequence, preps: Sequence, evidence: Mapping[str, Any],
+                 deps: list[list[int]], values: dict, latent: dict, etas: dict, rng: np.random.Generator) -> None:
+    r"""Exact block Gibbs update of a categorical :math:`X_j` with a later categorical tree :math:`X_k`:
+
+    .. math:: p(x_j, x_k \mid \cdot) \propto p(x_j \mid \text{pred}_j)\, p(\tilde W_j \mid x_j)\,
+        \pi_{\ell(\text{pred}_k(x_j)), x_k}\, p(\tilde W_k \mid x_k)
+        \prod_{m \text{ later of } j \text{ or } k,\, m \ne k} p(x_m \mid \text{pred}_m(x_j, x_k)),
+
+    enumerated over the :math:`C_j C_k` pairs (module docstring: the tree's zero leaf
+    probabilities would otherwise hold :math:`X_j` where :math:`x_k` is possible).
+    """
+    cj, ck = conds[j].column, conds[k].column
+    n_rows = values[cj].shape[0]
+    Cj, Ck = conds[j].n_categories, conds[k].n_categories
+    touched = sorted(m for m in set(deps[j]) | set(deps[k]) if m != k and conds[m].family not in ("cart", "fixed"))
+    ev_j, ev_k = evidence.get(cj), evidence.get(ck)
+    lpj = preps[j].log_probs(etas[cj])
+    if ev_j is not None:
+        lpj = lpj + ev_j[1]
+    lw = np.empty((n_rows, Cj * Ck))
+    eta_k, eta_m = [], {m: [] for m in touched}
+    for lj in range(Cj):
+        xj = np.full(n_rows, lj, dtype=np.int64)
+        e_k = preps[k].lin.replace(etas[ck], values, cj, xj)
+        eta_k.append(e_k)
+        lpk = preps[k].log_probs(e_k)
+        if ev_k is not None:
+            lpk = lpk + ev_k[1]
+        vals_j = {**values, cj: xj}
+        for lk in range(Ck):
+            xk = np.full(n_rows, lk, dtype=np.int64)
+            w = lpj[:, lj] + lpk[:, lk]
+            for m in touched:
+                cm = conds[m].column
+                e = etas[cm]
+                if m in deps[j]:
+                    e = preps[m].lin.replace(e, values, cj, xj)
+                if m in deps[k]:
+                    e = preps[m].lin.replace(e, vals_j, ck, xk)
+                eta_m[m].append(e)
+                w = w + preps[m].loglik(e, values[cm], latent.get(cm))
+            lw[:, lj * Ck + lk] = w
+    idx = draw_categorical(lw, rng)
+    rows = np.arange(n_rows)
+    new_j = idx // Ck
+    etas[ck] = np.stack(eta_k)[new_j, rows]
+    for m, lst in eta_m.items():
+        etas[conds[m].column] = np.stack(lst)[idx, rows]
+    values[cj] = conds[j].fix(new_j)
+    values[ck] = idx % Ck
 
 
 def _binary_update(p, c, ev_odds, later, conds, preps, values, latent, etas, own, own_ll, rng) -> None:
