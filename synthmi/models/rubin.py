@@ -1146,8 +1146,10 @@ def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5
     if not continuous:
         return TreePosterior(tree, leaf, y, cond.n_categories)
     lo, hi = cond.latent_bounds()
+    # the grid's step is on the modelling scale unless a transform changes the scale
+    grid = None if cond.support is None or cond.transform else cond.support.grid
     return TreePosterior(tree, leaf, _model_scale(cond, np.asarray(y, dtype=float)), 0, lo, hi,
-                         smoothing=smoothing)
+                         smoothing=smoothing, grid_step=None if grid is None else float(grid[1]))
 
 
 def _in_span(Z: np.ndarray, X: np.ndarray, tol: float = 1e-8) -> bool:
