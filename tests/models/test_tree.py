@@ -43,6 +43,11 @@ def test_categorical_leaves_hand_computed_posterior(a):
     mean = post.alpha / post.alpha.sum(axis=1, keepdims=True)
     # Dirichlet sd of each coordinate <= 0.5 / sqrt(sum alpha + 1) < 0.25; 4,000 draws: MC sd < 0.004
     np.testing.assert_allclose(p.mean(axis=0), mean, atol=0.016)
+    # Dirichlet variance a_c (a_0 - a_c) / (a_0^2 (a_0 + 1)); the sd of a sample variance of 4,000
+    # draws of a Beta is below 4% of it (sqrt((kurtosis - 1) / n), Beta kurtosis < 5 here): 15% is 4 sd
+    a0 = post.alpha.sum(axis=1, keepdims=True)
+    var = post.alpha * (a0 - post.alpha) / (a0**2 * (a0 + 1))
+    np.testing.assert_allclose(p.var(axis=0, ddof=1), var, rtol=0.15, atol=1e-15)
 
 
 def test_continuous_leaves_density_and_draws():
@@ -60,6 +65,14 @@ def test_continuous_leaves_density_and_draws():
     theta = post.draw(1, rng)[0]
     w = np.exp(theta["logw"])
     np.testing.assert_allclose([w[:5].sum(), w[5:].sum()], 1.0, rtol=1e-12)
+    # the Bayesian bootstrap: a component of k of the leaf's n donors has weight Beta(k, n - k),
+    # E w = k / n, Var w = k (n - k) / (n^2 (n + 1)); 4,000 draws: the mean's sd < 0.003 (tolerance
+    # 0.012), the variance's sd < 4% of it (tolerance 15%)
+    ws = np.exp(np.stack([d["logw"] for d in post.draw(4000, rng)]))
+    k = post.weight_count
+    nl = np.array([12.0] * 5 + [5.0] * 5)
+    np.testing.assert_allclose(ws.mean(axis=0), k / nl, atol=0.012)
+    np.testing.assert_allclose(ws.var(axis=0, ddof=1), k * (nl - k) / (nl**2 * (nl + 1)), rtol=0.15)
     # the density by hand: sum_d w_d N(y; y_d, h) / (Phi((hi - y_d)/h) - Phi((lo - y_d)/h)) on [lo, hi]
     ys = np.array([0.5, 3.3, 17.0, 22.0])
     for pos, comps in ((0, slice(0, 5)), (1, slice(5, 10))):
@@ -140,6 +153,39 @@ def test_continuous_draw_with_a_normal_mask_is_the_exact_product():
         cdf /= cdf[-1]
         # KS p-value below 1e-3 with probability 1e-3 under the exact product (quadrature error ~1e-6)
         assert stats.kstest(draws, lambda t: np.interp(t, grid, cdf)).pvalue > 1e-3, (pos, w_bar, v)
+
+
+def test_masked_draw_and_evidence_with_donors_at_the_latent_bound(monkeypatch):
+    """Donors at the bound l = 1 and an informative mask there: the truncation factors
+    M(mu_d, s) / M(y_d, h) of the component weights matter (dropped, the draws fail the same KS test),
+    and ``log_evidence`` is the log of the quadrature integral of p(y | leaf, theta) phi_v(w_bar - y)."""
+    import synthmi.models.tree as tree_mod
+
+    post = _bounded_leaves()
+    lo, hi = post.lo, post.hi
+    rng = np.random.default_rng(6)
+    theta = post.draw(1, rng)[0]
+    n = 20000
+    grid = np.linspace(lo, hi, 40001)
+    mid = 0.5 * (grid[1:] + grid[:-1])
+    cases = ((0, 2.0, 1.0), (0, 1.2, 0.3), (1, 19.8, 0.5))
+
+    def ks(model, pos, w_bar, v):
+        draws = model.draw_latent(theta, np.full(n, pos), ("normal", np.full(n, w_bar), v), rng)
+        dens = np.exp(post.log_density(theta, np.full(mid.size, pos), mid) - 0.5 * (w_bar - mid) ** 2 / v)
+        cdf = np.concatenate([[0.0], np.cumsum(dens)])
+        return stats.kstest(draws, lambda t: np.interp(t, grid, cdf / cdf[-1])).pvalue
+
+    for pos, w_bar, v in cases:
+        # p < 1e-3 with probability 1e-3 under the exact product
+        assert ks(post, pos, w_bar, v) > 1e-3, (pos, w_bar, v)
+        dens = np.exp(post.log_density(theta, np.full(mid.size, pos), mid)) * stats.norm.pdf(w_bar, mid, np.sqrt(v))
+        got = post.log_evidence(theta, np.array([pos]), ("normal", np.array([w_bar]), v))[0]
+        assert got == pytest.approx(np.log(dens.sum() * (grid[1] - grid[0])), abs=1e-6)
+    # the weights without the truncation factors M(mu_d, s) / M(y_d, h) fail the first case (measured
+    # p = 3e-15): the donors at the bound l keep half their kernel's mass, the mask pulls them inside
+    monkeypatch.setattr(tree_mod, "log_truncation_mass", lambda mu, sd, lo, hi: np.zeros(np.shape(mu)))
+    assert ks(_bounded_leaves(), *cases[0]) < 1e-6
 
 
 # ---------------------------------------------------------------------------
