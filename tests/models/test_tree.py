@@ -596,3 +596,34 @@ def test_rubin_copies_of_a_tree_column_follow_its_posterior_predictive():
                      else 1.0 - np.interp(53.0 - 3 * post.bw[leaf[i]], grid, cdfs[leaf[i]]) for i in rows])
     zval = (near.sum() - prob.sum()) / np.sqrt((prob * (1 - prob)).sum())
     assert abs(zval) < 4, zval
+
+
+def test_heaps_keep_a_narrow_kernel():
+    """A leaf of identical donors gets the narrowest positive leaf bandwidth, at most a sixth of the grid
+    step, and so does a value held by more than HEAP_SHARE of its leaf's donors; the other components
+    keep the leaf's bandwidth, and the density stays proper."""
+    from synthmi.models.tree import HEAP_SHARE
+
+    leaf = np.repeat([3, 7, 9], [6, 10, 8])
+    # leaf 3: all 40 (identical); leaf 7: 40 held by 6 of 10 (> 1/2); leaf 9: spread, 40 held by 2 of 8
+    y = np.array([40.0] * 6 + [40.0] * 6 + [35, 45, 50, 38] + [20, 30, 40, 40, 45, 50, 55, 60])
+    post = TreePosterior(_Stump(), leaf, y, 0, 1.0, 99.0, grid_step=1.0)
+    h7, h9 = min(nrd0(y[6:16]), nrd0(y)), min(nrd0(y[16:]), nrd0(y))  # capped at the column's
+    assert h7 > 1 / 6 and h9 > 1 / 6 and 0.6 > HEAP_SHARE > 2 / 8
+    np.testing.assert_allclose(post.bw, [1 / 6, h7, h9])
+    expect = {(0, 40.0): 1 / 6, (1, 40.0): 1 / 6, (1, 35.0): h7, (2, 40.0): h9, (2, 20.0): h9}
+    for (pos, val), h in expect.items():
+        d = np.flatnonzero((post.comp_leaf == pos) & (post.value == val))[0]
+        assert post.comp_bw[d] == pytest.approx(h, rel=1e-12), (pos, val)
+    # without a grid: the narrowest positive leaf bandwidth
+    assert TreePosterior(_Stump(), leaf, y, 0, 1.0, 99.0).bw[0] == pytest.approx(min(h7, h9), rel=1e-12)
+    theta = post.draw(1, np.random.default_rng(0))[0]
+    grid = np.linspace(1.0, 99.0, 98001)
+    mid = 0.5 * (grid[1:] + grid[:-1])
+    for pos in (0, 1, 2):
+        dens = np.exp(post.log_density(theta, np.full(mid.size, pos), mid))
+        assert (dens * (grid[1] - grid[0])).sum() == pytest.approx(1.0, abs=1e-4)
+    # a draw from the identical leaf snaps back to 40 unless |noise| > 3 sd: P = 0.0027; 4,000 draws,
+    # binomial sd 0.0008: below 0.01 is 9 sd away from 0.0027
+    draws = post.draw_latent(theta, np.zeros(4000, dtype=np.int64), None, np.random.default_rng(1))
+    assert np.mean(np.round(draws) != 40.0) < 0.01
