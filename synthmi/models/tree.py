@@ -61,10 +61,10 @@ Continuous response
     spreads heaps that hold less of a leaf, and ``smoothing`` (below) is the knob that keeps them.
     The per-variable ``smoothing`` factor
     :math:`c` (default 1) scales every :math:`h_\ell`: the kernel's noise attenuates
-    the relations of the column with the others, and on 10,000 Adult records (Rubin
-    MI, 4 seeds) the probit's CI overlap was 0.812 (sd 0.052) with :math:`c = 1`,
-    0.839 (0.048) with :math:`c = 10^{-3}` (the donors' values), CART 0.858
-    (0.021). Donors with the
+    the relations of the column with the others, and on the same 3,000 Adult records
+    (Rubin MI, 4 seeds, :math:`c` on age and hours) the probit's CI overlap was 0.853
+    (sd 0.031) with :math:`c = 1`, 0.868 (0.029) with :math:`c = 10^{-3}` (the donors'
+    values), CART 0.919 (0.023, 3 seeds). Donors with the
     same value are one component whose weight, a sum of :math:`k` Dirichlet(1)
     coordinates, is drawn as a :math:`\mathrm{Gamma}(k)` before normalising
     (the aggregation property of the Dirichlet). As for the normal model,
@@ -89,12 +89,17 @@ enumeration of :mod:`synthmi.models.predictive` use these pieces as they use
 the parametric families' (the leaf plays the role of the linear predictor).
 
 Sweeps: the Gibbs sweeps start from the sequential draw, which weights each
-leaf by its own column's mask only and is biased (the caution of issue 29):
-on all of Adult (QIs age, sex, race, education, all ``tree``; age K = 1,
-sigma_e = 10, alpha = 1; M = 5) the one-way S_pMSE of education / race was
-29.0 / 15.5 after 0 sweeps, 2.2 / 1.5 after 5 (the default ``n_sweeps``) and
-1.4 / 1.0 after 25 (35 CPU-s for the 5 copies): with masks, give tree
-conditionals more sweeps than the default.
+leaf by its own column's mask only and is biased (the caution of issue 29),
+and a categorical tree that is a later model needs the pair and whole-record
+moves of :mod:`synthmi.models.predictive` (its zero leaf probabilities make
+single-site updates reducible). On all of Adult (QIs age, sex, race, education,
+all ``tree``; age K = 1, sigma_e = 10, alpha = 1; M = 5), measured before those
+moves, the one-way S_pMSE of education / race was 29.0 / 15.5 after 0 sweeps,
+2.2 / 1.5 after 5 (the default ``n_sweeps``) and 1.4 / 1.0 after 25. With them,
+on 5,000 of its records (2 seeds), education / race were 1.2-4.5 / 1.5-6.0 after
+0 sweeps, 1.6-2.6 / 0.6-0.8 after 5 and 1.2-1.7 / 2.3-4.1 after 25 (within the
+seeds' spread of each other), the record move accepting 87% and the sweeps
+costing about 1.5 CPU-s per sweep for the 5 copies.
 
 Evaluation cost: records are grouped by the number :math:`k` of distinct
 donor values in their leaf, and each group is an :math:`(n_k, k)` array, so
