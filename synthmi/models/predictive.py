@@ -597,7 +597,8 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
                 _normal_update(cond, p, c, ev, later, conds, preps, values, latent, etas, own, own_ll,
                                accepted, rng, n_rows)
                 continue
-            kids = [k for k in later if cond.rule is None and _pairs_with(conds[k])]
+            kids = [k for k in later if cond.rule is None and _pairs_with(conds[k])
+                    and conds[k].column not in value_of_part]
             if kids:
                 for k in kids:
                     _pair_update(j, k, conds, preps, evidence, deps, values, latent, etas, rng)
