@@ -80,8 +80,13 @@ the mass on the bounds), the tree's
 :meth:`~synthmi.models.tree.TreePosterior.log_evidence` for a continuous tree, and a column on a
 grid adds the correction :math:`p(\tilde W \mid \mathrm{snap}(y)) / p(\tilde W \mid y)` of its
 single-site step. The proposal has the target's support, so the chain is irreducible, and both
-moves leave the joint predictive invariant. (Not with two-part columns, whose indicator update has
-its own augmented target: there the record move is not made.)
+moves leave the joint predictive invariant. The record move is the only one that moves a
+continuous :math:`X_j` across the leaves of a later categorical tree, and it mixes slowly for a
+record whose sequential draw rarely proposes where the joint puts its mass (a weak own mask, a
+strong later one): there give more sweeps (``tests/models/test_tree.py`` checks 10-20 sweeps
+against quadrature and enumeration). With a two-part column in the model the record move is not
+made (the part indicator's update has its own augmented target), and a continuous column before
+a categorical tree whose leaves exclude levels is then not exact.
 
 A ``cart`` variable has no likelihood: it is drawn after the others from its
 tree, and may not be a predictor of a parametric model under the joint
