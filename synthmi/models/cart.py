@@ -17,6 +17,7 @@ import pandas as pd
 from .._validate import Interval, Options
 from ..schema import Schema
 from .base import Synthesizer
+from .tree import nrd0
 from ..errors import ParameterError
 
 __all__ = ["CartSynthesizer"]
@@ -92,11 +93,8 @@ def density_smooth(ysyn: np.ndarray, yobs: np.ndarray, rng: np.random.Generator)
     ys = y[use]
     if len(ys) < 2:
         return y
-    q75, q25 = np.percentile(ys, [75, 25])
-    spread = min(np.std(ys, ddof=1), (q75 - q25) / 1.34)
-    if not spread > 0:
-        spread = np.std(ys, ddof=1) or 1.0
-    h = 0.9 * spread * len(ys) ** -0.2
+    # R's bw.nrd0 (scale 1 for a constant sample)
+    h = nrd0(ys) or 0.9 * len(ys) ** -0.2
     lo, hi = float(np.min(yobs)), float(np.max(yobs)) + h
     ys = np.clip(ys + h * rng.standard_normal(len(ys)), lo, hi)
     if np.all(np.mod(yobs, 1.0) == 0.0):

@@ -75,6 +75,9 @@ def _column_draws(task: dict[str, Any]) -> tuple[list[dict[str, np.ndarray] | No
     family, method, fast, m, rng = task["family"], task["method"], task["fast"], task["m"], task["rng"]
     if family == "cart":
         return [None] * m, {"family": "cart", "method": "tree donors (no parameters)"}
+    if family == "tree":
+        return fast.draw(m, rng), {"family": "tree", "method": "conjugate leaves (Dirichlet / Bayesian bootstrap)",
+                                   "independent_draws": m}
     if family == "fixed":
         return [None] * m, {"family": "fixed", "method": "fixed by a structural rule (one level on the free rows)"}
     if method == "hierarchical":
@@ -130,7 +133,7 @@ def _cost(task: dict[str, Any]) -> float:
     fast = task["fast"]
     if task["method"] == "hierarchical":
         return 1.0  # an MCMC too (blocked Gibbs), worth a worker; scheduled after the categorical ones
-    if task["family"] in ("cart", "normal", "fixed"):
+    if task["family"] in ("cart", "tree", "normal", "fixed"):
         return 0.0  # closed form or nothing to draw
     # models reduced over Dask partitions have no grouped rows in memory (G is None)
     rows = getattr(fast, "G", None) or 1

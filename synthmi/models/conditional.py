@@ -22,9 +22,22 @@ Dibben 2016, J. Stat. Softw. 74(11)). This module holds what one factor is:
     ``ordered`` (cumulative logit, or probit with the synthesizer's
     ``ordinal_link="probit"``), ``multinomial`` (multinomial logit, order
     ignored), ``cart`` (a tree with donors from its leaf, as synthpop's
-    ``cart``; not allowed for a masked column), ``hierarchical`` (normal
+    ``cart``; not allowed for a masked column), ``tree`` (CART's partition
+    with a conjugate posterior per leaf, hence a likelihood: Dirichlet leaf
+    probabilities, or a Bayesian bootstrap of the leaf's donors smoothed by a
+    Gaussian kernel; usable with masks and as a predictor under the joint
+    predictive, :mod:`synthmi.models.tree`), ``hierarchical`` (normal
     regression with random intercepts for a grouping column: partial pooling,
     :mod:`synthmi.models.hierarchical`).
+``min_leaf``
+    The minimum number of records in a leaf of a ``tree`` or ``cart`` model
+    (rpart's ``minbucket``; default 5, synthpop's; a node is split only when it
+    holds at least three times as many, rpart's ``minsplit``). Coarser leaves
+    copy less of each record and smooth more.
+``smoothing``
+    A factor (> 0, default 1) on the kernel bandwidth of a continuous ``tree``
+    model (:mod:`synthmi.models.tree`): smaller keeps the donors' values (and
+    their relations) closer, larger copies less of them.
 ``transform`` / ``semicont``
     Per-variable settings of a continuous column: its modelling scale
     (``"log"``, ``"log1p"``, ``"rank"``; the same as ``transforms={column: t}``
@@ -76,8 +89,8 @@ __all__ = [
     "FormulaDesign",
 ]
 
-METHODS = ("normal", "logit", "probit", "ordered", "multinomial", "cart", "hierarchical")
-_KEYS = ("method", "formula", "predictors", "group", "transform", "semicont")
+METHODS = ("normal", "logit", "probit", "ordered", "multinomial", "cart", "tree", "hierarchical")
+_KEYS = ("method", "formula", "predictors", "group", "transform", "semicont", "min_leaf", "smoothing")
 #: modelling scales of a continuous column (``transform``)
 TRANSFORMS = ("log", "log1p", "rank")
 # which response kinds each method can model
@@ -89,6 +102,7 @@ _METHOD_KINDS = {
     "ordered": ("binary", "ordinal"),
     "multinomial": CATEGORICAL_KINDS,
     "cart": MODEL_KINDS,
+    "tree": MODEL_KINDS,
 }
 
 
@@ -102,6 +116,8 @@ class VariableSpec:
     group: str | None = None
     transform: str | None = None
     semicont: list[float] | None = None
+    min_leaf: int | None = None
+    smoothing: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in _KEYS if getattr(self, k) is not None}
@@ -167,8 +183,29 @@ def parse_models(models: Any, qi: Sequence[str], owner: str) -> dict[str, Variab
             if not semicont or not np.all(np.isfinite(semicont)):
                 raise ParameterError(f"The point masses ('semicont') of column '{col}' in the 'models' parameter of {owner} "
                                  f"must be finite numbers, at least one. Got {pts!r} instead.", parameter='models')
+        min_leaf = spec.get("min_leaf")
+        if min_leaf is not None:
+            if method not in ("tree", "cart"):
+                raise ColumnError(f"Column '{col}': 'min_leaf' (the minimum leaf size of a tree) is only used by the "
+                                  f"methods 'tree' and 'cart'. Got method {method!r}.")
+            # a whole number (a spec read from JSON may hold 20.0)
+            if (isinstance(min_leaf, bool) or not isinstance(min_leaf, (int, float, np.integer, np.floating))
+                    or not float(min_leaf).is_integer() or min_leaf < 1):
+                raise ParameterError(f"The 'min_leaf' of column '{col}' in the 'models' parameter of {owner} must be an "
+                                     f"integer >= 1. Got {min_leaf!r} instead.", parameter='models')
+            min_leaf = int(min_leaf)
+        smoothing = spec.get("smoothing")
+        if smoothing is not None:
+            if method != "tree":
+                raise ColumnError(f"Column '{col}': 'smoothing' (the factor on the kernel bandwidth of a continuous tree "
+                                  f"model) is only used by the method 'tree'. Got method {method!r}.")
+            if (isinstance(smoothing, bool) or not isinstance(smoothing, (int, float, np.integer, np.floating))
+                    or not np.isfinite(smoothing) or smoothing <= 0):
+                raise ParameterError(f"The 'smoothing' of column '{col}' in the 'models' parameter of {owner} must be a "
+                                     f"number > 0. Got {smoothing!r} instead.", parameter='models')
+            smoothing = float(smoothing)
         out[col] = VariableSpec(method=method, formula=formula, predictors=preds, group=group, transform=transform,
-                                semicont=semicont)
+                                semicont=semicont, min_leaf=min_leaf, smoothing=smoothing)
     return out
 
 
@@ -484,7 +521,7 @@ class Conditional:
 
     column: str
     kind: str  # schema kind of the response
-    family: str  # normal | logit | probit | ologit | oprobit | cart
+    family: str  # normal | logit | probit | ologit | oprobit | cart | tree | fixed
     method: str = ""  # the user-facing method name ("" for the default model of a partitioned fit)
     predictors: list[str] = field(default_factory=list)  # earlier quasi-identifiers the design uses
     design: Any = None  # AdditiveDesign | FormulaDesign
@@ -509,6 +546,10 @@ class Conditional:
     free_level: int | None = None
     #: the rows of the current frame where the rule holds (set by the synthesizer's _bound)
     rule_rows: np.ndarray | None = None
+    #: minimum leaf size of a tree or cart model
+    min_leaf: int | None = None
+    #: factor on the kernel bandwidth of a continuous tree model
+    smoothing: float | None = None
 
     @property
     def intercept(self) -> bool:
@@ -555,6 +596,10 @@ class Conditional:
             d["group"] = self.group
         if self.transform:
             d["transform"] = self.transform
+        if self.min_leaf is not None:
+            d["min_leaf"] = int(self.min_leaf)
+        if self.smoothing is not None:
+            d["smoothing"] = float(self.smoothing)
         if self.rule is not None:
             d["rule"] = {"column": self.rule[0], "fitted_on": "rows the rule leaves free",
                          "fixed_elsewhere": None if self.rule[2] is None else str(self.rule[2])}

@@ -71,8 +71,8 @@ def posterior_inference_data(synth: Any, n_draws: int = 500, random_state: int =
     rng = np.random.default_rng(random_state)
     posterior: dict[str, np.ndarray] = {}
     for c in conds:
-        if c.fast is None:
-            continue
+        if c.fast is None or c.family in ("cart", "tree"):
+            continue  # no coefficients: a tree's leaves
         if c.family == "normal":
             beta, sigma = c.fast.draw(n_draws, rng)
             posterior[f"{c.column}__beta"] = beta[None]

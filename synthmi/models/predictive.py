@@ -45,6 +45,49 @@ predictive (Jiang, Mitra, Gao & Wang 2022, JASA 117:52-66, eq. 3, for fixed
     A later continuous model's likelihood is its truncated-normal density,
     normalising constant included (it depends on :math:`x_j` through the mean).
 
+A ``tree`` variable (:mod:`synthmi.models.tree`) has a likelihood given its
+posterior draw: its "linear predictor" is the leaf its predictors reach
+(re-evaluated when one of them changes, like a non-additive design), a
+categorical one is updated exactly as the other categorical models, and a
+continuous one gets the independence MH step above with its own exact
+proposal, the kernel mixture of the leaf times the normal mask (a mixture of
+normals with reweighted components), so it enters enumeration and the Gibbs
+sweeps on the same footing as the parametric families, as a masked column
+and as a predictor. As a later model a categorical tree needs one more
+move: its leaves (Bayesian bootstrap, prior mass 0) give probability 0 to the
+levels absent from a leaf, so single-site updates cannot move an earlier
+:math:`X_j` into a leaf where the later column's current level is absent, and
+the sweeps are reducible (they stayed at the sequential start). Two exact
+moves restore the joint predictive. A categorical :math:`X_j` is updated
+together with each later categorical tree :math:`X_k` of it, by enumerating the
+pairs :math:`(x_j, x_k)` (``_pair_update``, the other later models' likelihoods
+included). And whenever a categorical tree has an earlier quasi-identifier
+among its predictors, each sweep begins with a whole-record independence
+Metropolis-Hastings step (Tierney 1994) whose proposal :math:`x'` is the
+sequential draw,
+
+.. math:: q(x) = \prod_j \frac{p(x_j \mid \text{pred}_j, \theta_j)\, p(\tilde W_j \mid x_j)}
+    {Z_j(\text{pred}_j)}, \qquad Z_j(\text{pred}_j) = \int p(x_j \mid \text{pred}_j, \theta_j)\,
+    p(\tilde W_j \mid x_j)\, dx_j,
+
+so that the target over the proposal is :math:`\pi(x)/q(x) \propto \prod_j Z_j(\text{pred}_j)`
+and :math:`x'` is accepted with probability
+:math:`\min\{1, \prod_j Z_j(\text{pred}'_j) / \prod_j Z_j(\text{pred}_j)\}`; only the masked
+columns have :math:`Z_j \ne 1`. :math:`Z_j` is :math:`\sum_c p(c \mid \cdot)\, p(\tilde W_j
+\mid c)` for a categorical column, :math:`\phi_{\sigma^2+v}(\bar W - \mu)\, M(\mu', s') / M(\mu,
+\sigma)` for a truncated normal one (:math:`\mu', s'` the proposal's mean and sd above, :math:`M`
+the mass on the bounds), the tree's
+:meth:`~synthmi.models.tree.TreePosterior.log_evidence` for a continuous tree, and a column on a
+grid adds the correction :math:`p(\tilde W \mid \mathrm{snap}(y)) / p(\tilde W \mid y)` of its
+single-site step. The proposal has the target's support, so the chain is irreducible, and both
+moves leave the joint predictive invariant. The record move is the only one that moves a
+continuous :math:`X_j` across the leaves of a later categorical tree, and it mixes slowly for a
+record whose sequential draw rarely proposes where the joint puts its mass (a weak own mask, a
+strong later one): there give more sweeps (``tests/models/test_tree.py`` checks 10-20 sweeps
+against quadrature and enumeration). With a two-part column in the model the record move is not
+made (the part indicator's update has its own augmented target), and a continuous column before
+a categorical tree whose leaves exclude levels is then not exact.
+
 A ``cart`` variable has no likelihood: it is drawn after the others from its
 tree, and may not be a predictor of a parametric model under the joint
 predictive.
@@ -70,6 +113,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from .glm import _softplus, log_probs_eta
+from .tree import TreeLeaves
 from .truncation import log_truncation_mass, truncated_normal
 from ..errors import ColumnError
 
@@ -82,8 +126,17 @@ class Prepared:
     def __init__(self, cond, theta: Mapping[str, np.ndarray] | None):
         self.cond = cond
         self.theta = theta
+        #: the state of the column in the sweeps is a latent value (normal, or a continuous tree)
+        self.continuous = is_continuous(cond)
         if cond.family in ("cart", "fixed"):
             self.lin = None
+            return
+        self.cut = None
+        if cond.family == "tree":
+            post = cond.fast
+            self.lin = TreeLeaves(cond.design, post.tree, post.ids)
+            if self.continuous:
+                self.lo, self.hi = cond.latent_bounds()
             return
         offset = None
         if cond.group_codes is not None:
@@ -98,6 +151,8 @@ class Prepared:
         return self.lin.eta(values)
 
     def log_probs(self, eta: np.ndarray) -> np.ndarray:
+        if self.cond.family == "tree":
+            return self.theta["logp"][eta]
         if self.cond.family == "ologit" and eta.ndim == 1:
             return ordered_logit_table(eta, self.cut)
         return log_probs_eta(self.cond.family, eta, self.cut)
@@ -112,6 +167,10 @@ class Prepared:
     def loglik(self, eta: np.ndarray, x: np.ndarray, latent: np.ndarray | None) -> np.ndarray:
         """Per-record log density of the current value under this model (latent for a continuous one);
         0 where a structural rule fixes the value (its probability there is one)."""
+        if self.cond.family == "tree":
+            if self.continuous:
+                return self.free(self.cond.fast.log_density(self.theta, eta, latent))
+            return self.free(self.theta["logp"][eta, np.asarray(x, dtype=np.int64)])
         if self.cond.family == "normal":
             r = (latent - eta) / self.sigma
             out = -0.5 * r**2 - np.log(self.sigma) - 0.5 * _LOG_2PI
@@ -120,12 +179,24 @@ class Prepared:
             return self.free(out)
         return self.free(log_prob_of(self.cond.family, eta, np.asarray(x, dtype=np.int64), self.cut))
 
+    def draw_latent(self, eta: np.ndarray, ev: Any, rng: np.random.Generator) -> np.ndarray:
+        """A continuous column's latent from its own model times its normal mask's evidence (exact)."""
+        if self.cond.family == "tree":
+            return self.cond.fast.draw_latent(self.theta, eta, ev, rng)
+        mean, sd = _normal_proposal(self, eta, ev)
+        return truncated_normal(mean, sd, self.lo, self.hi, rng)
+
     def free(self, ll: np.ndarray) -> np.ndarray:
         """A per-record log-likelihood set to 0 on the rows a structural rule fixes."""
         rows = self.cond.rule_rows
         if self.cond.rule is None or rows is None:
             return ll
         return np.where(rows, 0.0, ll)
+
+
+def is_continuous(cond) -> bool:
+    """Whether a model's value is drawn through a latent continuous value (normal, continuous tree)."""
+    return cond.family == "normal" or (cond.family == "tree" and cond.n_categories == 0)
 
 
 def log_prob_of(family: str, eta: np.ndarray, x: np.ndarray, cut: np.ndarray | None = None) -> np.ndarray:
@@ -273,9 +344,8 @@ def sequential_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mappin
             continue
         eta = p.eta(values)
         etas[c] = eta
-        if cond.family == "normal":
-            mean, sd = _normal_proposal(p, eta, ev)
-            y = truncated_normal(mean, sd, p.lo, p.hi, rng)
+        if p.continuous:
+            y = p.draw_latent(eta, ev, rng)
             latent[c] = y
             values[c] = _two_part_value(cond, values, y)
         else:
@@ -313,7 +383,7 @@ def check_joint(conds: Sequence) -> None:
 
 def can_enumerate(conds: Sequence, max_combinations: int) -> bool:
     # a structural rule fixes some rows: the Gibbs sweeps honour it (module docstring)
-    if any(c.family in ("normal", "cart", "fixed") or c.rule is not None for c in conds):
+    if any(c.family in ("cart", "fixed") or is_continuous(c) or c.rule is not None for c in conds):
         return False
     return int(np.prod([c.n_categories for c in conds], dtype=float)) <= max_combinations
 
@@ -330,7 +400,7 @@ def enumerate_probs(conds: Sequence, preps: Sequence[Prepared], evidence: Mappin
     for t, combo in enumerate(combos):
         vals = {cond.column: np.full(n_rows, code, dtype=np.int64) for cond, code in zip(conds, combo)}
         for cond, p, code in zip(conds, preps, combo):
-            logw[:, t] += log_prob_of(cond.family, p.eta(vals), vals[cond.column], p.cut)
+            logw[:, t] += p.loglik(p.eta(vals), vals[cond.column], None)
             ev = evidence.get(cond.column)
             if ev is not None:
                 logw[:, t] += ev[1][:, code]
@@ -413,7 +483,8 @@ def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str
     """Within-record Gibbs sweeps over all quasi-identifiers, started from the sequential draw.
 
     Returns the values and, per continuous column, the Metropolis-Hastings
-    acceptance rate over the sweeps. ``trace`` (a list) receives a copy of the
+    acceptance rate over the sweeps (under ``"(record)"``, that of the
+    whole-record move when it is made: module docstring). ``trace`` (a list) receives a copy of the
     values after every sweep (for checking how many sweeps suffice).
 
     Work is shared across the updates of a sweep: each model's linear
@@ -435,10 +506,64 @@ def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str
     return values, rates
 
 
+def needs_record_move(conds: Sequence) -> bool:
+    """Whether the sweeps need the whole-record MH step: a categorical tree with an earlier
+    quasi-identifier among its predictors (module docstring), and no two-part column."""
+    if any(cd.part is not None for cd in conds):
+        return False
+    deps = dependents(conds)
+    return any(conds[k].family == "tree" and not is_continuous(conds[k])
+               for j, ks in enumerate(deps) if conds[j].family not in ("cart", "fixed") for k in ks)
+
+
+def log_record_ratio(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any], values: Mapping,
+                     latent: Mapping, etas: Mapping) -> np.ndarray:
+    r"""Per record :math:`\log \pi(x) / q(x)` up to a constant: :math:`\sum_j \log Z_j(\text{pred}_j)`
+    over the masked columns, plus the grid corrections (module docstring, the record move)."""
+    n_rows = next(iter(values.values())).shape[0]
+    out = np.zeros(n_rows)
+    for cond, p in zip(conds, preps):
+        c = cond.column
+        ev = evidence.get(c)
+        if ev is None or cond.family in ("cart", "fixed"):
+            continue
+        eta = etas[c]
+        if not p.continuous:
+            lw = p.log_probs(eta) + ev[1]
+            mx = lw.max(axis=1)
+            out += p.free(mx + np.log(np.exp(lw - mx[:, None]).sum(axis=1)))
+            continue
+        w_bar, v = ev[1], float(ev[2])
+        if cond.family == "tree":
+            lz = cond.fast.log_evidence(p.theta, eta, ev)
+        else:
+            tot = p.sigma**2 + v
+            mean, sd = _normal_proposal(p, eta, ev)
+            lz = (-0.5 * (w_bar - eta) ** 2 / tot - 0.5 * np.log(tot) - 0.5 * _LOG_2PI
+                  + log_truncation_mass(mean, sd, p.lo, p.hi) - log_truncation_mass(eta, p.sigma, p.lo, p.hi))
+        if cond.support is not None and cond.support.grid is not None:
+            lz = lz - 0.5 * ((w_bar - values[c]) ** 2 - (w_bar - latent[c]) ** 2) / v
+        out += p.free(lz)
+    return out
+
+
+def _record_move(conds, preps, evidence, rng, values, latent, etas) -> np.ndarray:
+    """The whole-record independence MH step (module docstring); returns the accepted rows."""
+    cur = log_record_ratio(conds, preps, evidence, values, latent, etas)
+    new_v, new_l, new_e = sequential_draw(conds, preps, evidence, rng)
+    log_r = log_record_ratio(conds, preps, evidence, new_v, new_l, new_e) - cur
+    acc = np.log(rng.random(cur.shape[0])) < log_r
+    for old, new in ((values, new_v), (latent, new_l), (etas, new_e)):
+        for k, x in new.items():
+            old[k] = np.where(acc if np.ndim(x) == 1 else acc[:, None], x, old[k])
+    return acc
+
+
 def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepted, trace) -> None:
     """``n_sweeps`` Gibbs sweeps over the records in ``values`` (updated in place, as the dicts are)."""
     deps = dependents(conds)
     n_rows = next(iter(values.values())).shape[0]
+    record_move = bool(evidence) and needs_record_move(conds)
     # per-record log-likelihood of each model's current value given its current predictors
     own: dict[str, np.ndarray] = {}
     # the masking evidence is fixed for the copy: a binary column's log-likelihood ratio once
@@ -456,6 +581,10 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
         return own[ck]
 
     for _ in range(n_sweeps):
+        if record_move:
+            acc = _record_move(conds, preps, evidence, rng, values, latent, etas)
+            accepted["(record)"] = accepted.get("(record)", 0.0) + float(np.count_nonzero(acc))
+            own.clear()
         for j, (cond, p) in enumerate(zip(conds, preps)):
             c = cond.column
             if cond.family in ("cart", "fixed"):
@@ -469,9 +598,17 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
                 for k in [j, kv] + deps[j] + deps[kv]:
                     own.pop(conds[k].column, None)
                 continue
-            if cond.family == "normal":
+            if p.continuous:
                 _normal_update(cond, p, c, ev, later, conds, preps, values, latent, etas, own, own_ll,
                                accepted, rng, n_rows)
+                continue
+            kids = [k for k in later if cond.rule is None and _pairs_with(conds[k])
+                    and conds[k].column not in value_of_part]
+            if kids:
+                for k in kids:
+                    _pair_update(j, k, conds, preps, evidence, deps, values, latent, etas, rng)
+                    for m in [j, k] + deps[j] + deps[k]:
+                        own.pop(conds[m].column, None)
                 continue
             if cond.n_categories == 2 and later:
                 _binary_update(p, c, ev_odds.get(c), later, conds, preps, values, latent, etas, own, own_ll, rng)
@@ -505,6 +642,63 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
             values[c] = new
         if trace is not None:
             trace.append({k: v.copy() for k, v in values.items()})
+
+
+def _pairs_with(cond) -> bool:
+    """A later model updated in a block with a categorical predictor: a categorical tree (no rule)."""
+    return cond.family == "tree" and not is_continuous(cond) and cond.rule is None and cond.part is None
+
+
+def _pair_update(j: int, k: int, conds: Sequence, preps: Sequence, evidence: Mapping[str, Any],
+                 deps: list[list[int]], values: dict, latent: dict, etas: dict, rng: np.random.Generator) -> None:
+    r"""Exact block Gibbs update of a categorical :math:`X_j` with a later categorical tree :math:`X_k`:
+
+    .. math:: p(x_j, x_k \mid \cdot) \propto p(x_j \mid \text{pred}_j)\, p(\tilde W_j \mid x_j)\,
+        \pi_{\ell(\text{pred}_k(x_j)), x_k}\, p(\tilde W_k \mid x_k)
+        \prod_{m \text{ later of } j \text{ or } k,\, m \ne k} p(x_m \mid \text{pred}_m(x_j, x_k)),
+
+    enumerated over the :math:`C_j C_k` pairs (module docstring: the tree's zero leaf
+    probabilities would otherwise hold :math:`X_j` where :math:`x_k` is possible).
+    """
+    cj, ck = conds[j].column, conds[k].column
+    n_rows = values[cj].shape[0]
+    Cj, Ck = conds[j].n_categories, conds[k].n_categories
+    touched = sorted(m for m in set(deps[j]) | set(deps[k]) if m != k and conds[m].family not in ("cart", "fixed"))
+    ev_j, ev_k = evidence.get(cj), evidence.get(ck)
+    lpj = preps[j].log_probs(etas[cj])
+    if ev_j is not None:
+        lpj = lpj + ev_j[1]
+    lw = np.empty((n_rows, Cj * Ck))
+    eta_k, eta_m = [], {m: [] for m in touched}
+    for lj in range(Cj):
+        xj = np.full(n_rows, lj, dtype=np.int64)
+        e_k = preps[k].lin.replace(etas[ck], values, cj, xj)
+        eta_k.append(e_k)
+        lpk = preps[k].log_probs(e_k)
+        if ev_k is not None:
+            lpk = lpk + ev_k[1]
+        vals_j = {**values, cj: xj}
+        for lk in range(Ck):
+            xk = np.full(n_rows, lk, dtype=np.int64)
+            w = lpj[:, lj] + lpk[:, lk]
+            for m in touched:
+                cm = conds[m].column
+                e = etas[cm]
+                if m in deps[j]:
+                    e = preps[m].lin.replace(e, values, cj, xj)
+                if m in deps[k]:
+                    e = preps[m].lin.replace(e, vals_j, ck, xk)
+                eta_m[m].append(e)
+                w = w + preps[m].loglik(e, values[cm], latent.get(cm))
+            lw[:, lj * Ck + lk] = w
+    idx = draw_categorical(lw, rng)
+    rows = np.arange(n_rows)
+    new_j = idx // Ck
+    etas[ck] = np.stack(eta_k)[new_j, rows]
+    for m, lst in eta_m.items():
+        etas[conds[m].column] = np.stack(lst)[idx, rows]
+    values[cj] = conds[j].fix(new_j)
+    values[ck] = idx % Ck
 
 
 def _binary_update(p, c, ev_odds, later, conds, preps, values, latent, etas, own, own_ll, rng) -> None:
@@ -552,14 +746,13 @@ def _normal_update(cond, p, c, ev, later, conds, preps, values, latent, etas, ow
                    n_rows) -> None:
     """Update of a continuous X_j: a direct draw, or independence MH against the later models' likelihoods."""
     on_grid = ev is not None and cond.support is not None and cond.support.grid is not None
-    mean, sd = _normal_proposal(p, etas[c], ev)
     own.pop(c, None)
     if not later and not on_grid:
         # no later likelihood: the proposal is the full conditional, draw it directly
-        y = truncated_normal(mean, sd, p.lo, p.hi, rng)
+        y = p.draw_latent(etas[c], ev, rng)
         latent[c], values[c] = y, _two_part_value(cond, values, y)
         return
-    y_new = truncated_normal(mean, sd, p.lo, p.hi, rng)
+    y_new = p.draw_latent(etas[c], ev, rng)
     # rows whose part is not "value" keep the fill: later models see no change there, so the
     # move of the auxiliary latent is accepted (its proposal is its pseudo-prior)
     x_new = _two_part_value(cond, values, y_new)

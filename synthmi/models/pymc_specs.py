@@ -222,6 +222,10 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
             # a tree, or a column a structural rule fixes: no parameters, nothing to sample
             all_draws.append([None] * m)
             continue
+        if cond.family == "tree":
+            # conjugate leaves: independent closed-form draws (synthmi.models.tree), no NUTS needed
+            all_draws.append(cond.fast.draw(m, rng))
+            continue
         if cond.family == "normal":
             # the model is fitted on the design rebuilt from the data kept by the synthesizer,
             # on its rows (a value model's rows with a value, the rows no structural rule fixes)

@@ -135,9 +135,9 @@ class RubinSynthesizer(Synthesizer):
     models : dict or "auto", optional
         Per-variable models, ``{column: spec}``; a spec is a method name
         (``"normal"``, ``"logit"``, ``"probit"``, ``"ordered"``,
-        ``"multinomial"``, ``"cart"``, ``"hierarchical"``), a formula
+        ``"multinomial"``, ``"cart"``, ``"tree"``, ``"hierarchical"``), a formula
         (``"~ age * sex + bs(hours, 4)"``) or a dict with keys ``method``,
-        ``formula``, ``predictors``, ``group`` (see
+        ``formula``, ``predictors``, ``group``, ``min_leaf`` (see
         :mod:`synthmi.models.conditional`). ``"auto"`` (the whole setting, or
         a column's entry, the given entries winning) chooses the model of each
         such column by posterior predictive checks of its release
@@ -343,7 +343,7 @@ class RubinSynthesizer(Synthesizer):
             return "logit"
         if method == "ordered":
             return "oprobit" if self.ordinal_link == "probit" else "ologit"
-        return method  # probit, cart
+        return method  # probit, cart, tree
 
     def _support(self, c: str) -> Support:
         owner = type(self).__name__
@@ -534,15 +534,7 @@ class RubinSynthesizer(Synthesizer):
                 if value_rows is not None:
                     info = self.parts_[c]
                     cond.part = (info["column"], info["fill"])
-                if cond.transform == "log":
-                    y = np.log(y)
-                elif cond.transform == "log1p":
-                    y = np.log1p(y)
-                elif cond.transform == "rank":
-                    cond.sorted_obs = np.sort(y)
-                    ranks = pd.Series(y).rank(method="average").to_numpy()
-                    y = ndtri((ranks - 0.5) / len(y))
-                cond.y_model = y
+                y = _model_scale(cond, y)
                 if method == "hierarchical":
                     from .hierarchical import HierarchicalNormal
 
@@ -560,7 +552,19 @@ class RubinSynthesizer(Synthesizer):
                 y = obs[c]
                 if rows is not None:
                     D, y = D[rows], y[rows]
-                cond.fast = _fit_cart(D, y, v.kind == "continuous")
+                cond.min_leaf = spec.min_leaf
+                cond.fast = _fit_cart(D, y, v.kind == "continuous", spec.min_leaf or 5)
+            elif fam == "tree":
+                if c in getattr(self, "value_rows_", {}):
+                    raise ColumnError(
+                        f"Column '{c}' has missing values or point masses (a two-part model) and the method 'tree', "
+                        "which models complete columns; give it 'cart' or 'normal', or its value part no point masses."
+                    )
+                y = obs[c]
+                if rows is not None:
+                    D, y = D[rows], y[rows]
+                cond.min_leaf, cond.smoothing = spec.min_leaf, spec.smoothing
+                cond.fast = _fit_tree(cond, D, y, spec.min_leaf or 5, 1.0 if spec.smoothing is None else spec.smoothing)
             else:
                 y = obs[c]
                 if rows is not None:
@@ -614,7 +618,7 @@ class RubinSynthesizer(Synthesizer):
                 f"between the data and the model): its copies will not keep the distribution's shape{below}, nor "
                 f"the share of a range that other columns (a skip pattern) depend on. --transform {c}=rank "
                 f"(transforms={{'{c}': 'rank'}}) keeps its distribution; log or log1p suit positive skewed "
-                f"values, --semicont {c}=0 a point mass such as zeros, and method 'cart' any shape.",
+                f"values, --semicont {c}=0 a point mass such as zeros, and method 'tree' (or 'cart') any shape.",
                 UserWarning, stacklevel=4)
 
     def _rule_of(self, c: str) -> tuple | None:
@@ -1136,16 +1140,47 @@ class RubinSynthesizer(Synthesizer):
         return {c.column: list(c.coef_names) for c in self.conditionals_ if c.family not in ("cart", "fixed")}
 
 
-def _fit_cart(D: np.ndarray, y: np.ndarray, continuous: bool):
+def _fit_cart(D: np.ndarray, y: np.ndarray, continuous: bool, min_leaf: int = 5):
     """A tree on the design with synthpop's settings and its leaves' donors (synthpop ``cart``)."""
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
     from .cart import _RPART_MAXDEPTH, _leaf_donors
 
     cls = DecisionTreeRegressor if continuous else DecisionTreeClassifier
-    # CartSynthesizer's defaults: leaves of >= 5 records, rpart's minsplit = 3 * minbucket, no pruning
-    tree = cls(min_samples_leaf=5, min_samples_split=15, max_depth=_RPART_MAXDEPTH, random_state=0).fit(D, y)
+    # CartSynthesizer's defaults: leaves of >= 5 records (min_leaf), rpart's minsplit = 3 * minbucket, no pruning
+    tree = cls(min_samples_leaf=min_leaf, min_samples_split=max(2, 3 * min_leaf), max_depth=_RPART_MAXDEPTH,
+               random_state=0).fit(D, y)
     return tree, _leaf_donors(tree.apply(D), np.asarray(y))
+
+
+def _model_scale(cond: Conditional, y: np.ndarray) -> np.ndarray:
+    """A continuous response on its modelling scale (``cond.transform``), kept as ``cond.y_model``."""
+    if cond.transform == "log":
+        y = np.log(y)
+    elif cond.transform == "log1p":
+        y = np.log1p(y)
+    elif cond.transform == "rank":
+        cond.sorted_obs = np.sort(y)
+        ranks = pd.Series(y).rank(method="average").to_numpy()
+        y = ndtri((ranks - 0.5) / len(y))
+    cond.y_model = y
+    return y
+
+
+def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5, smoothing: float = 1.0):
+    """The tree model of :mod:`synthmi.models.tree`: ``_fit_cart``'s partition, conjugate leaves."""
+    from .tree import TreePosterior
+
+    continuous = cond.kind == "continuous"
+    tree, _ = _fit_cart(D, y, continuous, min_leaf)
+    leaf = tree.apply(D)
+    if not continuous:
+        return TreePosterior(tree, leaf, y, cond.n_categories)
+    lo, hi = cond.latent_bounds()
+    # the grid's step is on the modelling scale unless a transform changes the scale
+    grid = None if cond.support is None or cond.transform else cond.support.grid
+    return TreePosterior(tree, leaf, _model_scale(cond, np.asarray(y, dtype=float)), 0, lo, hi,
+                         smoothing=smoothing, grid_step=None if grid is None else float(grid[1]))
 
 
 def _in_span(Z: np.ndarray, X: np.ndarray, tol: float = 1e-8) -> bool:
