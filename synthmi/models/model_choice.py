@@ -20,12 +20,12 @@ The candidates
     at least :data:`POINT_MASS_MIN_SHARE` of the rows; the value is then in the
     recorded model, as an observed bound is); ``cart``. Binary: ``logit``,
     ``cart``; nominal: ``multinomial``, ``cart``; ordinal: ``ordered``,
-    ``multinomial``, ``cart``. A new conditional (a method of
+    ``multinomial``, ``cart``; every kind also ``tree`` (before ``cart``: the
+    tree conditional of :mod:`synthmi.models.tree` has a likelihood, so it is
+    valid for masked columns and as a predictor under the joint predictive; it
+    refuses a two-part column, recorded as such). A new conditional (a method of
     :data:`synthmi.models.conditional.METHODS`) is offered by adding one
-    :class:`Candidate` to :data:`CANDIDATES` (e.g. ``Candidate("tree", "tree",
-    ("continuous", "binary", "nominal", "ordinal"))`` before ``cart``: a
-    method with a likelihood is valid for masked columns and as a predictor
-    under the joint predictive); it is offered for the kinds both the entry and
+    :class:`Candidate` to :data:`CANDIDATES`; it is offered for the kinds both the entry and
     the method's own kinds in :mod:`~synthmi.models.conditional` allow, and an
     entry whose method is not (yet) in ``METHODS`` is skipped with that reason.
 
@@ -184,6 +184,8 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate("logit", "logit", ("binary",)),
     Candidate("ordered", "ordered", ("ordinal",)),
     Candidate("multinomial", "multinomial", ("nominal", "ordinal")),
+    # a tree with a likelihood: valid for masked columns and as a predictor under the joint predictive
+    Candidate("tree", "tree", ("continuous", "binary", "nominal", "ordinal")),
     Candidate("cart", "cart", ("continuous", "binary", "nominal", "ordinal"), likelihood=False),
 )
 
