@@ -49,7 +49,7 @@ from scipy import linalg
 from scipy.special import expit
 
 from ..results import Result
-from .._numeric import non_aliased_gram
+from .._numeric import SplitGram, non_aliased_gram
 from .._random import PositionalRNG, entropy_from
 from ..engine import (
     canonical_sum,
@@ -318,60 +318,6 @@ def _gram(X: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     return H
 
 
-#: in a large design (:class:`_SplitGram`), columns non-zero on at most this share of rows are sparse
-SPARSE_COLUMN_SHARE = 0.2
-
-
-class _SplitGram:
-    r""":math:`w \mapsto X^\top \mathrm{diag}(w) X` for a large design, its columns split by sparsity.
-
-    The dense columns D (non-zero on more than ``SPARSE_COLUMN_SHARE`` of the rows:
-    intercept, numerics, common levels and their products) and the sparse ones S
-    (dummies of rare levels and most interactions) give the blocks
-    :math:`D^\top W D` (BLAS), :math:`S^\top W D` and :math:`S^\top W S` (sparse
-    products, whose cost is the non-zeros, not rows x columns). The same sums as
-    :func:`_gram` in another order: on the 129,200 x 957 design of issue 29 (140
-    dense columns, 3.7M non-zeros in the other 817) equal to 1.4e-15 relative and
-    1.55 CPU-s per product against 2.8 s. Built once per copy (about 2.8 CPU-s
-    there), it serves the aliasing check's :math:`X^\top X` and every Newton step.
-    """
-
-    def __init__(self, X: np.ndarray):
-        from scipy import sparse
-
-        self.n, self.p = X.shape
-        share = np.count_nonzero(X, axis=0) / max(self.n, 1)
-        self.d = np.flatnonzero(share > SPARSE_COLUMN_SHARE)
-        self.s = np.flatnonzero(share <= SPARSE_COLUMN_SHARE)
-        self.D = np.ascontiguousarray(X[:, self.d])
-        self.S = sparse.csr_matrix(X[:, self.s]).tocsc()
-
-    def select(self, keep: np.ndarray) -> "_SplitGram":
-        """The split of ``X[:, keep]`` (``keep`` increasing column indices), without a pass over X."""
-        out = object.__new__(_SplitGram)
-        pos = np.full(self.p, -1)
-        pos[keep] = np.arange(len(keep))
-        kd, ks = np.isin(self.d, keep), np.isin(self.s, keep)
-        out.n, out.p = self.n, len(keep)
-        out.d, out.s = pos[self.d[kd]], pos[self.s[ks]]
-        out.D = np.ascontiguousarray(self.D[:, kd])
-        out.S = self.S[:, np.flatnonzero(ks)]
-        return out
-
-    def __call__(self, w: np.ndarray | None = None) -> np.ndarray:
-        d, s_ = self.d, self.s
-        Dw = self.D if w is None else self.D * w[:, None]
-        Sw = self.S if w is None else self.S.multiply(w[:, None]).tocsc()
-        ST = self.S.T.tocsr()
-        H = np.empty((self.p, self.p))
-        H[np.ix_(d, d)] = self.D.T @ Dw
-        SD = np.asarray(ST @ Dw)
-        H[np.ix_(s_, d)] = SD
-        H[np.ix_(d, s_)] = SD.T
-        H[np.ix_(s_, s_)] = (ST @ Sw).toarray()
-        return (H + H.T) / 2
-
-
 def _newton_logit(beta: np.ndarray, loglik, derivatives, max_iter: int = 50, tol: float = 1e-10,
                   notes: list[str] | None = None) -> np.ndarray:
     r"""Maximum-likelihood logistic regression by IRLS (Newton) with step halving.
@@ -413,7 +359,7 @@ def _newton_logit(beta: np.ndarray, loglik, derivatives, max_iter: int = 50, tol
 
 def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e-10,
                notes: list[str] | None = None, gram: np.ndarray | None = None,
-               split: "_SplitGram | None" = None) -> np.ndarray:
+               split: SplitGram | None = None) -> np.ndarray:
     """Fitted probabilities of the propensity logit of design ``X`` (:func:`_newton_logit`).
 
     ``gram``: :math:`X^\top X`, if already formed (:func:`pmse` forms it to drop aliased columns
@@ -598,7 +544,7 @@ def pmse(
             copy_notes: list[str] = []
             X, _ = _design(stacked, variables, maxorder, copy_notes)
             large = X.size >= BLOCKED_GRAM_CELLS
-            split = _SplitGram(X) if large else None
+            split = SplitGram(X) if large else None
             G = split() if large else _gram(X)
             keep = non_aliased_gram(G)
             X = X[:, keep]

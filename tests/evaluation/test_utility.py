@@ -291,13 +291,12 @@ def test_blocked_gram_gives_the_pmse_of_the_one_product(monkeypatch):
 
 
 def test_split_gram_equals_the_dense_product():
-    """X'WX from the dense and the sparse columns of a design (_SplitGram: the large propensity
+    """X'WX from the dense and the sparse columns of a design (SplitGram: the large propensity
     designs of issue 29 item 6) is the dense product to rounding, whatever the mix: an intercept,
     numerics, a common dummy, rare dummies and their products, and a column of zeros; and so is
     the split restricted to a subset of the columns (the non-aliased ones)."""
-    import importlib
+    from synthmi import _numeric as pm
 
-    pm = importlib.import_module("synthmi.evaluation.pmse")
     rng = np.random.default_rng(5)
     n = 3000
     x = rng.normal(size=n)
@@ -307,7 +306,7 @@ def test_split_gram_equals_the_dense_product():
     share = np.count_nonzero(X, axis=0) / n
     assert (share > pm.SPARSE_COLUMN_SHARE).sum() == 4 and (share <= pm.SPARSE_COLUMN_SHARE).sum() == X.shape[1] - 4
     w = rng.uniform(1e-3, 0.25, n)
-    gram = pm._SplitGram(X)
+    gram = pm.SplitGram(X)
     scale = np.abs((X.T * w) @ X).max()
     assert np.abs(gram(w) - (X.T * w) @ X).max() < 1e-13 * scale
     assert np.abs(gram() - X.T @ X).max() < 1e-13 * np.abs(X.T @ X).max()
