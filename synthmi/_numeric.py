@@ -105,6 +105,17 @@ class SplitGram:
         out.ST = out.S.T.tocsr()
         return out
 
+    def matvec(self, b: np.ndarray) -> np.ndarray:
+        """:math:`X b`."""
+        return self.D @ b[self.d] + self.S @ b[self.s]
+
+    def rmatvec(self, r: np.ndarray) -> np.ndarray:
+        """:math:`X^\top r`."""
+        out = np.empty(self.p)
+        out[self.d] = self.D.T @ r
+        out[self.s] = self.ST @ r
+        return out
+
     def __call__(self, w: np.ndarray | None = None) -> np.ndarray:
         d, s_ = self.d, self.s
         Dw = self.D if w is None else self.D * w[:, None]

@@ -313,4 +313,9 @@ def test_split_gram_equals_the_dense_product():
     assert np.array_equal(gram(w), gram(w).T)
     keep = np.setdiff1d(np.arange(X.shape[1]), [2, 7, X.shape[1] - 1])  # a dense, a sparse, the zeros
     Xk = X[:, keep]
-    assert np.abs(gram.select(keep)(w) - (Xk.T * w) @ Xk).max() < 1e-13 * scale
+    sub = gram.select(keep)
+    assert np.abs(sub(w) - (Xk.T * w) @ Xk).max() < 1e-13 * scale
+    # and the design's products: X b and X' r
+    b = rng.normal(size=len(keep))
+    assert np.allclose(sub.matvec(b), Xk @ b, rtol=1e-13, atol=1e-13)
+    assert np.allclose(sub.rmatvec(w), Xk.T @ w, rtol=1e-13, atol=1e-13)
