@@ -60,7 +60,9 @@ def independent_columns_gram(G: np.ndarray, tol: float = 1e-10) -> np.ndarray:
 
 
 #: columns non-zero on at most this share of rows are the sparse part of a :class:`SplitGram`
-SPARSE_COLUMN_SHARE = 0.2
+#: (measured on issue 29's 129,200 x 957 propensity design, CPU-s per X'WX: 0.35 -> 2.4, 0.2 -> 1.54,
+#: 0.1 -> 1.10, 0.05 -> 1.16)
+SPARSE_COLUMN_SHARE = 0.1
 
 
 class SplitGram:
@@ -74,9 +76,9 @@ class SplitGram:
     :math:`D^\top W D` (BLAS), :math:`S^\top W D` and :math:`S^\top W S` (sparse
     products, whose cost is the non-zeros, not rows x columns). The same sums as
     the dense product in another order. For the logit pMSE (:mod:`synthmi.evaluation.pmse`)
-    on the 129,200 x 957 design of issue 29 (140 dense columns, 3.7M non-zeros in the
-    other 817): equal to 1.4e-15 relative and 1.55 CPU-s per product against 2.8 s;
-    built once per copy (about 2.8 CPU-s there), it serves the aliasing check's :math:`X^\top X` and every Newton step.
+    on the 129,200 x 957 design of issue 29 (241 dense columns, the other 716 sparse):
+    equal to 1.4e-15 relative and 1.1 CPU-s per product against 2.8 s; built once
+    per copy (about 2.3 CPU-s there), it serves the aliasing check's :math:`X^\top X` and every Newton step.
     Also the Hessian blocks of :class:`synthmi.models.glm.CategoricalModel` on a
     dummy-coded design.
     """
