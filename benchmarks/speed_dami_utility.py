@@ -26,22 +26,25 @@ CPU seconds are the figure to quote (the 2 cores are shared); wall seconds and l
     python benchmarks/speed_dami_utility.py --jobs wide_utility,wide_dami --rows 8000 --tag before_8k
 Writes ``benchmarks/results/speed_dami_utility[_TAG].json``.
 
-Measured (2 cores shared by six jobs, load average 6-14 throughout: CPU seconds quoted; BEFORE = commit
-7e18e60 run from an unpacked copy of that tree, AFTER = the previous round, H29W = this round, load 8-14):
+Measured (2 cores shared by six jobs, load average mostly 6-14: CPU seconds quoted; BEFORE = commit
+7e18e60 run from an unpacked copy of that tree, AFTER = the previous round, H29W = this round, load 1-14 as noted):
 
 =============================================  ===================  ===================  ======================
                                                BEFORE               AFTER                H29W
 =============================================  ===================  ===================  ======================
-Adult: CART fit + 5 copies (median of 3)       1.8 CPU-s            1.8 CPU-s            1.7 CPU-s
-Adult: DA-MI joint fit + 5 copies (median 3)   9.1 CPU-s (5.1x      6.5 CPU-s (3.6x      6.1 CPU-s (3.59x CART;
-                                               CART; wall 5.3x)     CART; wall 3.6x)     wall 4.1x; load 9-11)
+Adult: CART fit + 5 copies (median of 3)       1.8 CPU-s            1.8 CPU-s            1.38 CPU-s (load 1.2);
+                                                                                         1.7 (load 9-11)
+Adult: DA-MI joint fit + 5 copies (median 3)   9.1 CPU-s (5.1x      6.5 CPU-s (3.6x      5.34 CPU-s: 3.85x CART,
+                                               CART; wall 5.3x)     CART; wall 3.6x)     wall 3.84x (load 1.2);
+                                                                                         6.1: 3.59x (load 9-11)
 wide 64.6k x 20: utility, copy 1               48.1 CPU-s           26.6 CPU-s           14.8 CPU-s (S_pMSE
                                                                     (1.31397565492)      1.313975654921561,
                                                                                          2e-13 from AFTER)
-wide 64.6k x 20: utility, 5 copies             not run (~5 x 48 s)  179 CPU-s (pMSE      120.5 CPU-s (pMSE
-                                                                    178.3 + tables 0.9)  119.8 + tables 0.7;
-                                                                                         load 8.4-10.8)
-wide 64.6k: Newton mode of marital_status      --                   24.5 CPU-s           8.5 CPU-s (mode equal
+wide 64.6k x 20: utility, 5 copies             not run (~5 x 48 s)  179 CPU-s (pMSE      92.3 CPU-s (pMSE 91.6
+                                                                    178.3 + tables 0.9)  + tables 0.7; load
+                                                                                         7.6-9.2; S_pMSE within
+                                                                                         7e-13 of the 20% split)
+wide 64.6k: Newton mode of marital_status      --                   24.5 CPU-s           8.3-8.5 CPU-s (mode equal
 (7 levels, 936 coefficients)                                                             to 2e-12)
 wide 4k rows: DA-MI fit + 5 copies             130.7 CPU-s          137.9 CPU-s          not re-run (HMC
                                                                                          unchanged)
@@ -57,9 +60,10 @@ the run). This round (H29W) the softplus is still 3.7 of Adult's 6.7 CPU-s (cPro
 takes 2 x 4,000 independence-MH draws (acceptance 0.5, ESS 697); an extension now grows by the ESS
 shortfall instead of doubling when the chains agree (``glm.independence_mh``), a small gain (6.3 -> 6.1).
 The wide utility's logit pMSE fits 943 columns (the reduced design: 10,973 in full) to 129,200 stacked
-rows in 6 Newton steps a copy; each X'WX is now formed from the design's 140 dense columns (BLAS) and its
-817 sparse ones (3.7M non-zeros; ``synthmi._numeric.SplitGram``): 1.55 against 2.8 CPU-s a product, equal
-to 1.4e-15, and X b / X' r read the split too (the 1 GB dense design is freed after the aliasing check).
+rows in 6 Newton steps a copy; each X'WX is now formed from the design's 241 dense columns (BLAS) and its
+716 sparse ones (non-zero on <= 10% of rows; ``synthmi._numeric.SplitGram``): 1.1 against 2.8 CPU-s a
+product, equal to 1e-15, and X b / X' r read the split too (the 1 GB dense design is freed after the
+aliasing check). The Adult ratio is CPU-bound in the independence-MH log posteriors, not addressed.
 The wide DA-MI spends >90% in the whitened HMC of the 7-level nominal QI (936 coefficients: 51-level state
 and 41-level country among its predictors; 52 records in its rarest category), ~23 ms per gradient at
 64.6k rows (2 chains), ~18k gradients per model at 4k rows (56k over sex, race and marital status);
