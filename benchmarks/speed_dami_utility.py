@@ -26,39 +26,55 @@ CPU seconds are the figure to quote (the 2 cores are shared); wall seconds and l
     python benchmarks/speed_dami_utility.py --jobs wide_utility,wide_dami --rows 8000 --tag before_8k
 Writes ``benchmarks/results/speed_dami_utility[_TAG].json``.
 
-Measured (2 cores shared by six jobs, load average 6-10 throughout: CPU seconds quoted; BEFORE = commit
-7e18e60 run from an unpacked copy of that tree, AFTER = this branch):
+Measured (2 cores shared by six jobs, load average mostly 6-14: CPU seconds quoted; BEFORE = commit
+7e18e60 run from an unpacked copy of that tree, AFTER = the previous round, H29W = this round, load 1-14 as noted):
 
-=============================================  ==========================  ==========================
-                                               BEFORE                      AFTER
-=============================================  ==========================  ==========================
-Adult: CART fit + 5 copies (median of 3)       1.8 CPU-s                   1.8 CPU-s
-Adult: DA-MI joint fit + 5 copies (median 3)   9.1 CPU-s (5.1x CART;       6.5 CPU-s (3.6x CART;
-                                               wall 5.3x)                  wall 3.6x)
-wide 64.6k x 20: utility, copy 1               48.1 CPU-s                  26.6 CPU-s (S_pMSE equal
-                                                                           to 1e-12: 1.31397565492)
-wide 64.6k x 20: utility, 5 copies             not run (~5 x 48 s)         179 CPU-s (pMSE 178.3 +
-                                                                           one-way tables 0.9)
-wide 4k rows: DA-MI fit + 5 copies             130.7 CPU-s                 137.9 CPU-s (no change:
-                                                                           HMC of the nominal QI)
-wide 8k rows: DA-MI fit + 5 copies             not finished in 500 s wall  not run
-                                               (94 CPU-s at 4.5 min)
-=============================================  ==========================  ==========================
+=============================================  ===================  ===================  ======================
+                                               BEFORE               AFTER                H29W
+=============================================  ===================  ===================  ======================
+Adult: CART fit + 5 copies (median of 3)       1.8 CPU-s            1.8 CPU-s            1.38 CPU-s (load 1.2);
+                                                                                         1.7 (load 9-11)
+Adult: DA-MI joint fit + 5 copies (median 3)   9.1 CPU-s (5.1x      6.5 CPU-s (3.6x      5.34 CPU-s: 3.85x CART,
+                                               CART; wall 5.3x)     CART; wall 3.6x)     wall 3.84x (load 1.2);
+                                                                                         6.1: 3.59x (load 9-11)
+wide 64.6k x 20: utility, copy 1               48.1 CPU-s           26.6 CPU-s           14.8 CPU-s (S_pMSE
+                                                                    (1.31397565492)      1.313975654921561,
+                                                                                         2e-13 from AFTER)
+wide 64.6k x 20: utility, 5 copies             not run (~5 x 48 s)  179 CPU-s (pMSE      92.3 CPU-s (pMSE 91.6
+                                                                    178.3 + tables 0.9)  + tables 0.7; load
+                                                                                         7.6-9.2; S_pMSE within
+                                                                                         7e-13 of the 20% split)
+wide 64.6k: Newton mode of marital_status      --                   24.5 CPU-s           8.3-8.5 CPU-s (mode equal
+(7 levels, 936 coefficients)                                                             to 2e-12)
+wide 4k rows: DA-MI fit + 5 copies             130.7 CPU-s          137.9 CPU-s          not re-run (HMC
+                                                                                         unchanged)
+wide 64.6k rows: DA-MI fit + 5 copies          not finished         not finished         not finished / not run
+=============================================  ===================  ===================  ======================
 
 Where the time went (cProfile with a CPU clock; py-spy on the wide runs): Adult DA-MI spent ~5 CPU-s
 importing ArviZ and compiling its Numba code for the samplers' R-hat / ESS check (now NumPy:
 ``synthmi.diagnostics._rank_rhat`` / ``_bulk_ess``), ~0.7 s compiling the truncated-normal kernel (now
 NumPy below 1M draws, same bits), and ~4 s in independence-MH log posteriors (softplus over ~15-19k
 distinct design rows for 2,200-8,200 proposals per model: the R-hat <= 1.01 / ESS >= 400 targets double
-the run, unchanged here). The wide utility's logit pMSE fits 943 columns (the reduced design: 10,973 in
-full) to 129,200 stacked rows; every Newton step forms X'WX (~2.5-3 CPU-s dense, 5.9 s + 1.5 s CSR build
-sparse as before), and quasi-separation takes ~16 steps. The wide DA-MI spends >90% in the whitened HMC
-of the 7-level nominal QI (about 940 coefficients: 51-level state and 41-level country among its
-predictors), ~28 ms per gradient at 64.6k rows; at 8k rows a third of it in the d x d whitening
-products, the rest in the sparse design products and the softmax. Not fixed here: it needs fewer
-gradient evaluations (a kept-draw target set by the 5 parameter sets the copies use rather than
-ESS >= 400, or a pooled / hierarchical model of the 51-level predictor), i.e. a changed default.
-Same seed, same copies: Adult DA-MI copies hash identically before and after.
+the run). This round (H29W) the softplus is still 3.7 of Adult's 6.7 CPU-s (cProfile): sex given the rest
+takes 2 x 4,000 independence-MH draws (acceptance 0.5, ESS 697); an extension now grows by the ESS
+shortfall instead of doubling when the chains agree (``glm.independence_mh``), a small gain (6.3 -> 6.1).
+The wide utility's logit pMSE fits 943 columns (the reduced design: 10,973 in full) to 129,200 stacked
+rows in 6 Newton steps a copy; each X'WX is now formed from the design's 241 dense columns (BLAS) and its
+716 sparse ones (non-zero on <= 10% of rows; ``synthmi._numeric.SplitGram``): 1.1 against 2.8 CPU-s a
+product, equal to 1e-15, and X b / X' r read the split too (the 1 GB dense design is freed after the
+aliasing check). The Adult ratio is CPU-bound in the independence-MH log posteriors, not addressed.
+The wide DA-MI spends >90% in the whitened HMC of the 7-level nominal QI (936 coefficients: 51-level state
+and 41-level country among its predictors; 52 records in its rarest category), ~23 ms per gradient at
+64.6k rows (2 chains), ~18k gradients per model at 4k rows (56k over sex, race and marital status);
+its Newton mode (21 Hessian blocks a step, 14 steps) now uses the same split (24.5 -> 8.5 CPU-s). Tried
+and not kept: an HMC whose trajectory follows a surrogate (the Laplace quadratic plus a category-stratified
+1,000-row subsample of the non-quadratic residual, exact Metropolis test): 200 transitions at 64.6k rows
+took over 5 CPU-minutes, slower than the exact-gradient trajectories would (~15 leapfrog steps x 23 ms,
+~70 CPU-s), presumably a step size shrunk by low acceptance (the subsample misses the small states'
+rows); not kept. Still needed for the 2-minute
+target: fewer gradient evaluations (a kept-draw target set by the 5 parameter sets the copies use rather
+than ESS >= 400, or a pooled / hierarchical model of the 51-level predictor), i.e. a changed default.
 """
 from __future__ import annotations
 

@@ -57,3 +57,76 @@ def independent_columns_gram(G: np.ndarray, tol: float = 1e-10) -> np.ndarray:
             kept.append(j)
             keep[j] = True
     return keep
+
+
+#: columns non-zero on at most this share of rows are the sparse part of a :class:`SplitGram`
+#: (measured on issue 29's 129,200 x 957 propensity design, CPU-s per X'WX: 0.35 -> 2.4, 0.2 -> 1.54,
+#: 0.1 -> 1.10, 0.05 -> 1.16)
+SPARSE_COLUMN_SHARE = 0.1
+
+
+class SplitGram:
+    r""":math:`w \mapsto X^\top \mathrm{diag}(w) X` for a large design, its columns split by sparsity.
+
+    ``w`` may have any sign (the off-diagonal blocks of a multinomial logit's Hessian).
+
+    The dense columns D (non-zero on more than ``SPARSE_COLUMN_SHARE`` of the rows:
+    intercept, numerics, common levels and their products) and the sparse ones S
+    (dummies of rare levels and most interactions) give the blocks
+    :math:`D^\top W D` (BLAS), :math:`S^\top W D` and :math:`S^\top W S` (sparse
+    products, whose cost is the non-zeros, not rows x columns). The same sums as
+    the dense product in another order. For the logit pMSE (:mod:`synthmi.evaluation.pmse`)
+    on the 129,200 x 957 design of issue 29 (241 dense columns, the other 716 sparse):
+    equal to 1.4e-15 relative and 1.1 CPU-s per product against 2.8 s; built once
+    per copy (about 2.3 CPU-s there), it serves the aliasing check's :math:`X^\top X` and every Newton step.
+    Also the Hessian blocks of :class:`synthmi.models.glm.CategoricalModel` on a
+    dummy-coded design.
+    """
+
+    def __init__(self, X: np.ndarray):
+        from scipy import sparse
+
+        self.n, self.p = X.shape
+        share = np.count_nonzero(X, axis=0) / max(self.n, 1)
+        self.d = np.flatnonzero(share > SPARSE_COLUMN_SHARE)
+        self.s = np.flatnonzero(share <= SPARSE_COLUMN_SHARE)
+        self.D = np.ascontiguousarray(X[:, self.d])
+        self.S = sparse.csr_matrix(X[:, self.s]).tocsc()
+        self.ST = self.S.T.tocsr()
+
+    def select(self, keep: np.ndarray) -> "SplitGram":
+        """The split of ``X[:, keep]`` (``keep`` increasing column indices), without a pass over X."""
+        out = object.__new__(SplitGram)
+        pos = np.full(self.p, -1)
+        pos[keep] = np.arange(len(keep))
+        kd, ks = np.isin(self.d, keep), np.isin(self.s, keep)
+        out.n, out.p = self.n, len(keep)
+        out.d, out.s = pos[self.d[kd]], pos[self.s[ks]]
+        out.D = np.ascontiguousarray(self.D[:, kd])
+        out.S = self.S[:, np.flatnonzero(ks)]
+        out.ST = out.S.T.tocsr()
+        return out
+
+    def matvec(self, b: np.ndarray) -> np.ndarray:
+        """:math:`X b`."""
+        return self.D @ b[self.d] + self.S @ b[self.s]
+
+    def rmatvec(self, r: np.ndarray) -> np.ndarray:
+        """:math:`X^\top r`."""
+        out = np.empty(self.p)
+        out[self.d] = self.D.T @ r
+        out[self.s] = self.ST @ r
+        return out
+
+    def __call__(self, w: np.ndarray | None = None) -> np.ndarray:
+        d, s_ = self.d, self.s
+        Dw = self.D if w is None else self.D * w[:, None]
+        Sw = self.S if w is None else self.S.multiply(w[:, None]).tocsc()
+        ST = self.ST
+        H = np.empty((self.p, self.p))
+        H[np.ix_(d, d)] = self.D.T @ Dw
+        SD = np.asarray(ST @ Dw)
+        H[np.ix_(s_, d)] = SD
+        H[np.ix_(d, s_)] = SD.T
+        H[np.ix_(s_, s_)] = (ST @ Sw).toarray()
+        return (H + H.T) / 2

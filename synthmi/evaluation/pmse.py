@@ -49,7 +49,7 @@ from scipy import linalg
 from scipy.special import expit
 
 from ..results import Result
-from .._numeric import non_aliased_gram
+from .._numeric import SplitGram, non_aliased_gram
 from .._random import PositionalRNG, entropy_from
 from ..engine import (
     canonical_sum,
@@ -357,8 +357,9 @@ def _newton_logit(beta: np.ndarray, loglik, derivatives, max_iter: int = 50, tol
     return beta
 
 
-def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e-10,
-               notes: list[str] | None = None, gram: np.ndarray | None = None) -> np.ndarray:
+def _logit_fit(X: np.ndarray | None, y: np.ndarray, max_iter: int = 50, tol: float = 1e-10,
+               notes: list[str] | None = None, gram: np.ndarray | None = None,
+               split: SplitGram | None = None) -> np.ndarray:
     """Fitted probabilities of the propensity logit of design ``X`` (:func:`_newton_logit`).
 
     ``gram``: :math:`X^\top X`, if already formed (:func:`pmse` forms it to drop aliased columns
@@ -366,13 +367,20 @@ def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e
     start from the intercept-only fit, where every fitted probability is the share c of
     synthetic rows, so the first information matrix is :math:`c(1-c) X^\top X`: one
     N x p^2 product fewer per fit (about 2.5 CPU-s on the 129,200 x 956 design of issue 29).
+    ``split``: the design as its dense and sparse columns (:class:`~synthmi._numeric.SplitGram`,
+    ``X`` then unused): every product with it (X'WX, X b, X' r) reads those instead of the
+    N x p array.
     """
-    n, p = X.shape
+    p = split.p if split is not None else X.shape[1]
     last: dict = {}
+    # a large design's products from its dense and sparse columns (``split``), every step
+    gram_w = split if split is not None else (lambda w: _gram(X, w))
+    xb = split.matvec if split is not None else (lambda b: X @ b)
+    xtr = split.rmatvec if split is not None else (lambda r: X.T @ r)
 
     def eta_of(b: np.ndarray) -> np.ndarray:
         if "b" not in last or not np.array_equal(last["b"], b):  # the accepted trial step's eta is reused
-            last["b"], last["eta"] = b.copy(), X @ b
+            last["b"], last["eta"] = b.copy(), xb(b)
         return last["eta"]
 
     def loglik(b: np.ndarray) -> float:
@@ -383,8 +391,8 @@ def _logit_fit(X: np.ndarray, y: np.ndarray, max_iter: int = 50, tol: float = 1e
         mu = expit(eta_of(b))
         w = np.maximum(mu * (1 - mu), 1e-12)
         if gram is not None and np.array_equal(b, beta):
-            return X.T @ (y - mu), w[0] * gram  # the starting point: w is the same on every row
-        return X.T @ (y - mu), _gram(X, w)
+            return xtr(y - mu), w[0] * gram  # the starting point: w is the same on every row
+        return xtr(y - mu), gram_w(w)
 
     beta = np.zeros(p)
     c = y.mean()
@@ -540,15 +548,18 @@ def pmse(
         if method == "logit":
             copy_notes: list[str] = []
             X, _ = _design(stacked, variables, maxorder, copy_notes)
-            G = _gram(X)
+            large = X.size >= BLOCKED_GRAM_CELLS
+            split = SplitGram(X) if large else None
+            G = split() if large else _gram(X)
             keep = non_aliased_gram(G)
-            X = X[:, keep]
-            # a large design's Gram matrix is reused as the first Newton step's information
-            # (_logit_fit); small designs keep their one product per step, unchanged
-            p_hat = _logit_fit(X, y, notes=copy_notes,
-                               gram=G[np.ix_(keep, keep)] if X.size >= BLOCKED_GRAM_CELLS else None)
+            # a large design's Gram matrix is reused as the first Newton step's information, and its
+            # dense / sparse split serves every later product (_logit_fit; the N x p array is freed);
+            # small designs keep their one product per step, unchanged
+            X = None if large else X[:, keep]
+            p_hat = _logit_fit(X, y, notes=copy_notes, gram=G[np.ix_(keep, keep)] if large else None,
+                               split=split.select(keep) if large else None)
             per_copy_notes.append(copy_notes)
-            k = X.shape[1]
+            k = len(keep)
             pm_.append(np.mean((p_hat - c) ** 2))
             e0.append((k - 1) * (1 - c) ** 2 * c / N)
             k_all.append(k)

@@ -288,3 +288,34 @@ def test_blocked_gram_gives_the_pmse_of_the_one_product(monkeypatch):
     assert blocked.k[0] == one.k[0]
     assert np.allclose(pm._gram(X, w), (X.T * w) @ X, rtol=1e-13, atol=0)
     assert np.allclose(pm._gram(X), X.T @ X, rtol=1e-13, atol=0)
+
+
+def test_split_gram_equals_the_dense_product():
+    """X'WX from the dense and the sparse columns of a design (SplitGram: the large propensity
+    designs of issue 29 item 6) is the dense product to rounding, whatever the mix: an intercept,
+    numerics, a common dummy, rare dummies and their products, and a column of zeros; and so is
+    the split restricted to a subset of the columns (the non-aliased ones)."""
+    from synthmi import _numeric as pm
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    x = rng.normal(size=n)
+    common = (rng.random(n) < 0.5).astype(float)
+    rare = (rng.integers(0, 30, n)[:, None] == np.arange(29)).astype(float)  # each level ~3% of rows
+    X = np.column_stack([np.ones(n), x, common, rare, rare[:, :5] * x[:, None], common * x, np.zeros(n)])
+    share = np.count_nonzero(X, axis=0) / n
+    assert (share > pm.SPARSE_COLUMN_SHARE).sum() == 4 and (share <= pm.SPARSE_COLUMN_SHARE).sum() == X.shape[1] - 4
+    w = rng.uniform(1e-3, 0.25, n)
+    gram = pm.SplitGram(X)
+    scale = np.abs((X.T * w) @ X).max()
+    assert np.abs(gram(w) - (X.T * w) @ X).max() < 1e-13 * scale
+    assert np.abs(gram() - X.T @ X).max() < 1e-13 * np.abs(X.T @ X).max()
+    assert np.array_equal(gram(w), gram(w).T)
+    keep = np.setdiff1d(np.arange(X.shape[1]), [2, 7, X.shape[1] - 1])  # a dense, a sparse, the zeros
+    Xk = X[:, keep]
+    sub = gram.select(keep)
+    assert np.abs(sub(w) - (Xk.T * w) @ Xk).max() < 1e-13 * scale
+    # and the design's products: X b and X' r
+    b = rng.normal(size=len(keep))
+    assert np.allclose(sub.matvec(b), Xk @ b, rtol=1e-13, atol=1e-13)
+    assert np.allclose(sub.rmatvec(w), Xk.T @ w, rtol=1e-13, atol=1e-13)

@@ -167,6 +167,21 @@ def test_independence_mh_doubling_extends_the_chains():
     assert long.info["n_proposals"] == 2 * (100 + 400)
 
 
+def test_independence_mh_grows_by_the_ess_shortfall_when_the_chains_agree():
+    """Chains that agree (R-hat <= 1.01) but fall short of the ESS target are extended by 1.2 x the
+    shortfall (between 1.25x and 2x), not doubled, and still continue the shorter run (issue 29 item 6)."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([np.ones(300), rng.normal(size=300)])
+    Xg, Y = group_rows(X, (rng.random(300) < expit(0.3 + X[:, 1])).astype(int), 2)
+    m = CategoricalModel("logit", Xg, Y)
+    short = independence_mh(m, 200, np.random.default_rng(1), chains=2, max_doublings=0, warn=False)
+    assert short.r_hat <= 1.01
+    target = 1.5 * short.ess_bulk  # a shortfall of 1.5: grow by 1.8
+    grown = independence_mh(m, 200, np.random.default_rng(1), chains=2, max_doublings=1, min_ess=target, warn=False)
+    assert grown.draws.shape == (2, int(np.ceil(200 * 1.2 * 1.5)), 2) and grown.info["doublings"] == 1
+    np.testing.assert_array_equal(grown.draws[:, :200], short.draws)
+
+
 def test_independence_mh_matches_quadrature_posterior():
     # intercept-only logit, 30 successes of 40, prior N(0, 10^2): posterior by 1-d quadrature
     Y = np.array([[10.0, 30.0]])
