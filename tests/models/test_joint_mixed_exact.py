@@ -21,6 +21,7 @@ from scipy.special import expit
 
 from synthmi.models import DAMISynthesizer
 from synthmi.models.predictive import Prepared, gibbs_draw, sequential_draw
+from _joint_exact import exact_mixed_joint
 
 
 def _setup():
@@ -44,24 +45,12 @@ def _setup():
 
 def _exact(preps, ev, n):
     """Per record: P(sex, edu) (n, 2, 3) and the moments E[y], E[y^2], E[y 1{s=1}], E[y^2 1{s=1}]."""
-    pa, ps, pe = preps
+    pa = preps[0]
     eta_a = pa.eta({})
-    w_bar, v = ev["age"][1], ev["age"][2]
-    ys = np.linspace(pa.lo, pa.hi, 1601)
-    mid = 0.5 * (ys[1:] + ys[:-1])
-    logw = np.empty((n, mid.size, 2, 3))
-    for t, y in enumerate(mid):
-        ya = np.full(n, y)
-        base = -0.5 * ((y - eta_a) / pa.sigma) ** 2 - 0.5 * (w_bar - y) ** 2 / v
-        lps = ps.log_probs(ps.eta({"age": ya})) + ev["sex"][1]
-        for s in (0, 1):
-            lpe = pe.log_probs(pe.eta({"age": ya, "sex": np.full(n, s)})) + ev["edu"][1]
-            logw[:, t, s, :] = base[:, None] + lps[:, [s]] + lpe
-    w = np.exp(logw - logw.max(axis=(1, 2, 3), keepdims=True))
-    w /= w.sum(axis=(1, 2, 3), keepdims=True)
+    p_se, mid, w = exact_mixed_joint(preps, ev, n, lambda y: -0.5 * ((y - eta_a) / pa.sigma) ** 2)
     wy, wy1 = w.sum(axis=(2, 3)), w[:, :, 1, :].sum(axis=2)
     mom = {"y": (wy * mid).sum(1), "y2": (wy * mid**2).sum(1), "ys": (wy1 * mid).sum(1), "y2s": (wy1 * mid**2).sum(1)}
-    return w.sum(axis=1), mom
+    return p_se, mom
 
 
 @pytest.mark.slow

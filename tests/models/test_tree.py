@@ -12,6 +12,7 @@ from synthmi.models import CartSynthesizer, DAMISynthesizer, RubinSynthesizer
 from synthmi.models.conditional import parse_models
 from synthmi.models.predictive import Prepared, can_enumerate, enumerate_probs, gibbs_draw, sequential_draw
 from synthmi.models.tree import PRIOR_MASS, TreePosterior, nrd0
+from _joint_exact import exact_mixed_joint
 
 
 class _Stump:
@@ -217,23 +218,10 @@ def test_gibbs_with_tree_conditionals_matches_the_exact_mixed_joint_and_sequenti
     theta = syn._posterior_draws(1, np.random.default_rng(2))
     preps = [Prepared(cond, theta[j][0]) for j, cond in enumerate(conds)]
     ev = syn._evidence(np.random.default_rng(3))
-    pa, ps, pe = preps
+    pa = preps[0]
     n = len(df)
     leaf_a = pa.eta({})
-    w_bar, v = ev["age"][1], ev["age"][2]
-    ys = np.linspace(pa.lo, pa.hi, 1601)
-    mid = 0.5 * (ys[1:] + ys[:-1])
-    logw = np.empty((n, mid.size, 2, 3))
-    for t, y in enumerate(mid):
-        ya = np.full(n, y)
-        base = pa.loglik(leaf_a, None, ya) - 0.5 * (w_bar - y) ** 2 / v
-        lps = ps.log_probs(ps.eta({"age": ya})) + ev["sex"][1]
-        for s in (0, 1):
-            lpe = pe.log_probs(pe.eta({"age": ya, "sex": np.full(n, s)})) + ev["edu"][1]
-            logw[:, t, s, :] = base[:, None] + lps[:, [s]] + lpe
-    w = np.exp(logw - logw.max(axis=(1, 2, 3), keepdims=True))
-    w /= w.sum(axis=(1, 2, 3), keepdims=True)
-    p_se = w.sum(axis=1)
+    p_se, mid, w = exact_mixed_joint(preps, ev, n, lambda y: pa.loglik(leaf_a, None, np.full(n, y)))
     wy = w.sum(axis=(2, 3))
     m1, m2 = (wy * mid).sum(1), (wy * mid**2).sum(1)
     reps = 150
