@@ -48,7 +48,9 @@ wide 64.6k: Newton mode of marital_status      --                   24.5 CPU-s  
 (7 levels, 936 coefficients)                                                             to 2e-12)
 wide 4k rows: DA-MI fit + 5 copies             130.7 CPU-s          137.9 CPU-s          not re-run (HMC
                                                                                          unchanged)
-wide 64.6k rows: DA-MI fit + 5 copies          not finished         not finished         not finished / not run
+wide 64.6k rows: DA-MI fit + 5 copies          not finished         not finished         not finished: stopped
+                                                                                         after 1,007 CPU-s
+                                                                                         (load 1.5-3)
 =============================================  ===================  ===================  ======================
 
 Where the time went (cProfile with a CPU clock; py-spy on the wide runs): Adult DA-MI spent ~5 CPU-s
