@@ -156,6 +156,7 @@ def evaluate_release(
     pmse_variables: Sequence[str] | None = None,
     battery: Battery | None = None,
     max_table_s_pmse: float = DEFAULT_MAX_TABLE_S_PMSE,
+    spec: Any = None,
 ) -> dict[str, float]:
     """Utility and risk of one release (M copies); see the module docstring.
 
@@ -187,6 +188,9 @@ def evaluate_release(
         columns, or on ``pmse_variables`` when given (the full model costs ~10x more on Adult).
     max_table_s_pmse : float
         The table-feasibility bound (``table_feasible``).
+    spec : ReleaseSpec, dict or path, optional
+        The analyses are fitted with the spec's column kinds (:func:`synthmi.spec.spec_frames`), as
+        ``synthmi analyse`` fits them on a release: a numeric code declared categorical is a factor.
 
     Returns
     -------
@@ -202,7 +206,8 @@ def evaluate_release(
     out: dict[str, float] = {"M": float(len(copies))}
     overlaps, stds = [], []
     for a in analyses:
-        f = analyse(a.formula, family=a.family, original=original, synthetic=copies, rule=rule).to_frame()
+        # with the spec's kinds, as 'synthmi analyse' fits it (a code declared categorical is a factor there)
+        f = analyse(a.formula, family=a.family, original=original, synthetic=copies, rule=rule, spec=spec).to_frame()
         # terms not estimable from a copy (a level absent from it) are left out, as in analyse's means
         keep = [t for t in f.index if t != "Intercept" and bool(f.loc[t].get("estimable", True))]
         f = f.loc[keep]

@@ -202,7 +202,7 @@ def frontier(
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
               rule=rule, pmse_copies=pmse_copies, pmse_variables=pmse_variables, battery=bat,
-              max_table_s_pmse=max_table_s_pmse)
+              max_table_s_pmse=max_table_s_pmse, spec=fit_spec)
     rows = []
     fitted: dict[str, Any] = {}
     for st in settings:
@@ -511,7 +511,7 @@ def validate_spec(
                 subgroups = risk_subgroups(original, qi, k0, subgroup_tolerance).labels
             row = evaluate_release(original, syn, analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target,
                                    subgroups=subgroups, rule=None, battery=battery,
-                                   max_table_s_pmse=max_table_s_pmse)
+                                   max_table_s_pmse=max_table_s_pmse, spec=spec)
             for name, measure in (holdout_measures or {}).items():
                 row[name] = measure(original, held[qi + keep], syn.copies, None, s)
         row["seed"] = s
@@ -1037,8 +1037,9 @@ def tune(
         from ..evaluation.subgroups import risk_subgroups
 
         subgroups = risk_subgroups(df, qi, k0, subgroup_tolerance).labels
+    # the analyses with the fitted spec's kinds, as 'synthmi analyse' fits them on the release
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
-              rule="partial", battery=bat, max_table_s_pmse=max_table_s_pmse)
+              rule="partial", battery=bat, max_table_s_pmse=max_table_s_pmse, spec=fit_kw.get("spec"))
     reference = None
     if any(isinstance(t, ReferenceTarget) for t in targets):
         # "at CART's risk": CART's figures over replicate seeds, then each such target holds its mean and spread
