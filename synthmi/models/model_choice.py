@@ -115,6 +115,7 @@ import pandas as pd
 
 from ..errors import InputError, SynthmiError
 from ..evaluation.pmse import utility_tables
+from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE
 from ..kinds import model_kind
 from .conditional import _METHOD_KINDS, METHODS, parse_models, predictors_from_matrix, resolve_visit_sequence
 from .masking import NormalMasking, make_masking
@@ -456,8 +457,16 @@ def choose_models(synth: Any, df: pd.DataFrame, spec: Any, fit_params: Mapping[s
             progress(f"models='auto': column '{c}' -> {pick['candidate']} (one-way S_pMSE "
                      f"{pick['one_way_s_pmse']:.2f}, worst table {pick['worst_table']} {pick['worst_s_pmse']:.2f}"
                      + ("" if within else "; no candidate within Monte Carlo error of the best on every table") + ")")
+        # the best of the candidates may still wreck a table: said, as tune would call it infeasible
+        above = pick["worst_s_pmse"] > DEFAULT_MAX_TABLE_S_PMSE
+        if above:
+            warnings.warn(f"models='auto': no candidate reproduces the tables of column '{c}': the chosen "
+                          f"{pick['candidate']} has worst table {pick['worst_table']} S_pMSE {pick['worst_s_pmse']:.1f}"
+                          f" > {DEFAULT_MAX_TABLE_S_PMSE:g} (what tune calls infeasible). Check the copies with "
+                          "'synthmi utility --tables 1,2'; a mask on the column limits the candidates (no cart, "
+                          "no transform under a normal mask).", RuntimeWarning, stacklevel=2)
         columns[c] = {"chosen": pick["candidate"], "model": pick["model"], "within_band": bool(within),
-                      "best_per_table": best, "candidates": rows_out}
+                      "above_table_bound": bool(above), "best_per_table": best, "candidates": rows_out}
     models = {c: chosen[c] for c in order if c in chosen}
     return ModelChoice(models=models, columns=columns, given=[c for c in order if c not in columns],
                        check_rows=len(check), rows=n, fits=fits)

@@ -191,3 +191,17 @@ def test_later_users_and_point_masses_by_hand():
     assert _point_masses(None, x[1:]) == []  # 4 in 99 rows (4.04%) is not
     assert _point_masses((-1, 2), x) == [-1.0, 2.0]  # declared in the spec: used as declared
     assert _point_masses(None, np.r_[np.zeros(50), np.ones(30), np.full(20, 2.0)]) == []  # no value model left
+
+
+def test_a_choice_above_the_table_bound_is_said(auto, monkeypatch):
+    """When even the best candidate wrecks a table (worst S_pMSE above battery's bound 10, what tune calls
+    infeasible), the choice warns and records it (new-user trial: a masked age chosen at 18.7 without a word).
+    Only the normal candidate offered for the log-normal column: its one-way S_pMSE is > 20 (test above)."""
+    import synthmi.models.model_choice as mc
+
+    monkeypatch.setattr(mc, "CANDIDATES", tuple(c for c in mc.CANDIDATES if c.name in ("normal", "logit")))
+    with pytest.warns(RuntimeWarning, match=r"no candidate reproduces the tables of column 'inc'.*> 10"):
+        s = RubinSynthesizer(models={"inc": "auto", "gain": {"method": "normal", "semicont": [0.0]}},
+                             progressbar=False).fit(_frame(), quasi_identifiers=["inc", "gain", "x"], keep=["z"])
+    assert s.model_choice_.columns["inc"]["above_table_bound"]
+    assert not auto.model_choice_.columns["gain"]["above_table_bound"]
