@@ -116,7 +116,7 @@ import pandas as pd
 from ..errors import InputError, SynthmiError
 from ..evaluation.pmse import utility_tables
 from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE
-from ..kinds import model_kind
+from ..kinds import MODEL_KINDS, model_kind
 from .conditional import _METHOD_KINDS, METHODS, parse_models, predictors_from_matrix, resolve_visit_sequence
 from .masking import NormalMasking, make_masking
 
@@ -186,8 +186,8 @@ CANDIDATES: tuple[Candidate, ...] = (
     Candidate("ordered", "ordered", ("ordinal",)),
     Candidate("multinomial", "multinomial", ("nominal", "ordinal")),
     # a tree with a likelihood: valid for masked columns and as a predictor under the joint predictive
-    Candidate("tree", "tree", ("continuous", "binary", "nominal", "ordinal")),
-    Candidate("cart", "cart", ("continuous", "binary", "nominal", "ordinal"), likelihood=False),
+    Candidate("tree", "tree", MODEL_KINDS),
+    Candidate("cart", "cart", MODEL_KINDS, likelihood=False),
 )
 
 
