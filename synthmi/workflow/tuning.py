@@ -444,11 +444,20 @@ def _measure_candidate(masks: dict[str, Any], mm: int, reps: int, pmse_copies: i
         for r in range(reps):
             s._pool_start = pool_start + r * mm
             syn = s.sample(mm, random_state=copy_seed + r, allow_unmodified=True)  # measured, not released
-            row = evaluate_release(st["df"], syn.copies, pmse_copies=pmse_copies, **st["ev"])
-            for name, measure in st.get("holdout_measures", {}).items():
-                row[name] = measure(st["df"], st["holdout"], syn.copies, None, copy_seed + r)
-            rows.append(row)
+            rows.append(_measured(st["df"], syn.copies, {**st["ev"], "pmse_copies": pmse_copies}, st.get("holdout"),
+                                  st.get("holdout_measures"), copy_seed + r))
     return rows
+
+
+def _measured(original: pd.DataFrame, release: Any, ev: Mapping[str, Any], holdout: pd.DataFrame | None,
+              holdout_measures: Mapping[str, Callable[..., float]] | None, seed: int) -> dict[str, Any]:
+    """One release's figures: :func:`~synthmi.evaluation.frontier.evaluate_release` with ``ev``, and
+    each holdout measure (the attacks that need non-members) against ``holdout``."""
+    row = evaluate_release(original, release, **ev)
+    copies = list(getattr(release, "copies", release))
+    for name, measure in (holdout_measures or {}).items():
+        row[name] = measure(original, holdout, copies, None, seed)
+    return row
 
 
 def validate_spec(
@@ -509,11 +518,9 @@ def validate_spec(
                 from ..evaluation.subgroups import risk_subgroups
 
                 subgroups = risk_subgroups(original, qi, k0, subgroup_tolerance).labels
-            row = evaluate_release(original, syn, analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target,
-                                   subgroups=subgroups, rule=None, battery=battery,
-                                   max_table_s_pmse=max_table_s_pmse, spec=spec)
-            for name, measure in (holdout_measures or {}).items():
-                row[name] = measure(original, held[qi + keep], syn.copies, None, s)
+            ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target,
+                      subgroups=subgroups, rule=None, battery=battery, max_table_s_pmse=max_table_s_pmse, spec=spec)
+            row = _measured(original, syn, ev, None if held is None else held[qi + keep], holdout_measures, s)
         row["seed"] = s
         rows.append(row)
     return rows
@@ -616,9 +623,7 @@ def reference_figures(data: pd.DataFrame, spec: Any, params: Mapping[str, Any] |
         rows = []
         for s in seeds:
             syn = synth.sample(int(m), random_state=int(s), allow_unmodified=True)  # measured, not released
-            row = evaluate_release(data, syn.copies, **ev)
-            for name, measure in (holdout_measures or {}).items():
-                row[name] = measure(data, holdout, syn.copies, None, int(s))
+            row = _measured(data, syn.copies, ev, holdout, holdout_measures, int(s))
             row["seed"] = int(s)
             rows.append(row)
     return pd.DataFrame(rows)
