@@ -1,10 +1,13 @@
-"""The exact joint predictive of the mixed three-column DA-MI fixtures (age continuous and masked, sex
-binary, edu three levels), by a midpoint rule over age: shared by the parametric and the tree tests."""
+"""DA-MI joint-predictive test fixtures shared by the parametric and the tree tests: three dependent
+categorical QIs, and the exact joint predictive of the mixed three-column fixtures (age continuous and
+masked, sex binary, edu three levels) by a midpoint rule over age."""
 from __future__ import annotations
 
 from typing import Callable
 
 import numpy as np
+import pandas as pd
+from scipy.special import expit
 
 
 def exact_mixed_joint(preps, ev, n: int, log_age: Callable[[float], np.ndarray], points: int = 1601):
@@ -29,3 +32,18 @@ def exact_mixed_joint(preps, ev, n: int, log_age: Callable[[float], np.ndarray],
     w = np.exp(logw - logw.max(axis=(1, 2, 3), keepdims=True))
     w /= w.sum(axis=(1, 2, 3), keepdims=True)
     return w.sum(axis=1), mid, w
+
+
+def dependent_frame(n: int = 300, seed: int = 0) -> pd.DataFrame:
+    """Three strongly dependent categorical QIs (binary a, 3-level ordinal b, binary c) given z."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n)
+    a = (rng.random(n) < expit(0.8 * z)).astype(int)
+    b = np.digitize(1.5 * a + 0.5 * z + rng.logistic(size=n), [0.3, 1.6])
+    c = (rng.random(n) < expit(-1.5 + 1.4 * b - 1.0 * a)).astype(int)
+    return pd.DataFrame({
+        "z": z,
+        "a": pd.Categorical.from_codes(a, ["a0", "a1"]),
+        "b": pd.Categorical.from_codes(b, ["lo", "mid", "hi"], ordered=True),
+        "c": pd.Categorical.from_codes(c, ["c0", "c1"]),
+    })

@@ -5,29 +5,15 @@ import pytest
 from scipy import stats
 from scipy.special import expit
 
+from _joint_exact import dependent_frame
 from synthmi.models import DAMISynthesizer
 from synthmi.models.predictive import Prepared, enumerate_probs, gibbs_draw, sequential_draw
 
 MASKS = {"a": {"alpha": 2.0}, "b": {"p": 0.7}, "c": {"alpha": 1.5}}
 
 
-def _dependent_frame(n=300, seed=0):
-    """Three strongly dependent categorical QIs (binary a, 3-level ordinal b, binary c) given z."""
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=n)
-    a = (rng.random(n) < expit(0.8 * z)).astype(int)
-    b = np.digitize(1.5 * a + 0.5 * z + rng.logistic(size=n), [0.3, 1.6])
-    c = (rng.random(n) < expit(-1.5 + 1.4 * b - 1.0 * a)).astype(int)
-    return pd.DataFrame({
-        "z": z,
-        "a": pd.Categorical.from_codes(a, ["a0", "a1"]),
-        "b": pd.Categorical.from_codes(b, ["lo", "mid", "hi"], ordered=True),
-        "c": pd.Categorical.from_codes(c, ["c0", "c1"]),
-    })
-
-
 def _setup(seed=0):
-    df = _dependent_frame(seed=seed)
+    df = dependent_frame(seed=seed)
     syn = DAMISynthesizer(masks=MASKS, w_tilde="reuse", random_state=1, progressbar=False).fit(
         df, quasi_identifiers=["a", "b", "c"], keep=["z"])
     theta = syn._posterior_draws(1, np.random.default_rng(2))
@@ -92,7 +78,7 @@ def test_hand_computed_joint_for_one_record():
 
 
 def test_schemes_and_reduction_to_sequential():
-    df = _dependent_frame(n=200)
+    df = dependent_frame(n=200)
     enum = DAMISynthesizer(masks=MASKS, progressbar=False).fit(df, quasi_identifiers=["a", "b", "c"], keep=["z"])
     assert enum.sample(1, random_state=1).metadata()["structure"]["predictive_scheme"]["scheme"] == "exact enumeration"
     gibbs = DAMISynthesizer(masks=MASKS, max_enumeration=4, n_sweeps=2, progressbar=False).fit(

@@ -12,7 +12,7 @@ from synthmi.models import CartSynthesizer, DAMISynthesizer, RubinSynthesizer
 from synthmi.models.conditional import parse_models
 from synthmi.models.predictive import Prepared, can_enumerate, enumerate_probs, gibbs_draw, sequential_draw
 from synthmi.models.tree import PRIOR_MASS, TreePosterior, nrd0
-from _joint_exact import exact_mixed_joint
+from _joint_exact import dependent_frame, exact_mixed_joint
 
 
 class _Stump:
@@ -99,19 +99,24 @@ def _bounded_leaves():
     return TreePosterior(_Stump(), leaf, y, 0, 1.0, 20.0)
 
 
+def _bounded_draw(seed: int):
+    """(posterior, one posterior draw, its rng, a 40,000-cell grid on the bounds and its midpoints)."""
+    post = _bounded_leaves()
+    rng = np.random.default_rng(seed)
+    theta = post.draw(1, rng)[0]
+    grid = np.linspace(post.lo, post.hi, 40001)
+    return post, theta, rng, grid, 0.5 * (grid[1:] + grid[:-1])
+
+
 def test_unmasked_draw_is_the_density_and_picks_each_component_with_its_weight(monkeypatch):
     """Without a mask, draws of p(y | leaf, theta) against the CDF of ``log_density`` by quadrature
     (Kolmogorov-Smirnov), and the picked components' frequencies against each component's mass on the
     bounds, :math:`\int_l^u w_d \phi_h(y - y_d) / M_d\, dy = w_d` (by quadrature, not by hand)."""
     import synthmi.models.tree as tree_mod
 
-    post = _bounded_leaves()
+    post, theta, rng, grid, mid = _bounded_draw(4)
     lo, hi = post.lo, post.hi
-    rng = np.random.default_rng(4)
-    theta = post.draw(1, rng)[0]
     n = 20000
-    grid = np.linspace(lo, hi, 40001)
-    mid = 0.5 * (grid[1:] + grid[:-1])
     for pos in (0, 1):
         draws = post.draw_latent(theta, np.full(n, pos), None, rng)
         dens = np.exp(post.log_density(theta, np.full(mid.size, pos), mid))
@@ -162,13 +167,9 @@ def test_masked_draw_and_evidence_with_donors_at_the_latent_bound(monkeypatch):
     and ``log_evidence`` is the log of the quadrature integral of p(y | leaf, theta) phi_v(w_bar - y)."""
     import synthmi.models.tree as tree_mod
 
-    post = _bounded_leaves()
+    post, theta, rng, grid, mid = _bounded_draw(6)
     lo, hi = post.lo, post.hi
-    rng = np.random.default_rng(6)
-    theta = post.draw(1, rng)[0]
     n = 20000
-    grid = np.linspace(lo, hi, 40001)
-    mid = 0.5 * (grid[1:] + grid[:-1])
     cases = ((0, 2.0, 1.0), (0, 1.2, 0.3), (1, 19.8, 0.5))
 
     def ks(model, pos, w_bar, v):
@@ -250,21 +251,10 @@ def test_gibbs_with_tree_conditionals_matches_the_exact_mixed_joint_and_sequenti
     assert stats.chi2.sf(t_age, n) < 1e-6, t_age
 
 
-def _categorical_frame(n=300, seed=0):
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=n)
-    a = (rng.random(n) < expit(0.8 * z)).astype(int)
-    b = np.digitize(1.5 * a + 0.5 * z + rng.logistic(size=n), [0.3, 1.6])
-    c = (rng.random(n) < expit(-1.5 + 1.4 * b - 1.0 * a)).astype(int)
-    return pd.DataFrame({"z": z, "a": pd.Categorical.from_codes(a, ["a0", "a1"]),
-                         "b": pd.Categorical.from_codes(b, ["lo", "mid", "hi"], ordered=True),
-                         "c": pd.Categorical.from_codes(c, ["c0", "c1"])})
-
-
 def _categorical_setup():
     syn = DAMISynthesizer(masks={"a": {"alpha": 2.0}, "b": {"p": 0.7}, "c": {"alpha": 1.5}},
                           models={"a": "tree", "c": "tree"}, w_tilde="reuse", random_state=1,
-                          progressbar=False).fit(_categorical_frame(), quasi_identifiers=["a", "b", "c"], keep=["z"])
+                          progressbar=False).fit(dependent_frame(), quasi_identifiers=["a", "b", "c"], keep=["z"])
     theta = syn._posterior_draws(1, np.random.default_rng(2))
     preps = [Prepared(cond, theta[j][0]) for j, cond in enumerate(syn.conditionals_)]
     return syn, preps, syn._evidence(np.random.default_rng(3))
