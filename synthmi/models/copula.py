@@ -187,6 +187,7 @@ and methods. JASA 103(482), 790-796.
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -501,6 +502,44 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
     return ll, g, h
 
 
+@functools.cache
+def _mnp_rejection_round():
+    """One round of :func:`mnp_draw_latents`' rejection sampler, compiled (built on first use, like
+    :func:`synthmi.models.truncation._kernel`, whose scipy routines it calls: not cacheable on disk).
+
+    ``step(c, el, others, u1, nz, lu, cand, ok)``: :math:`D \sim N(0, 2)` truncated to ``D < c``
+    by the truncated-normal kernel on the uniforms ``u1`` (the draws of ``truncated_normal(0,
+    sqrt 2, -inf, c)``), :math:`u = \eta_l + V`, :math:`V = -D/2 + \sqrt{1/2}\, n`, accepted when
+    ``lu`` (log uniform) :math:`< \sum_j \log\Phi(u - \eta_j)` over the other competitors
+    (``others``, -inf where excluded: log Phi(inf) = 0). The same operations as the NumPy round
+    it replaced (summed in another order: round-off)."""
+    from .truncation import _kernel, _scipy_scalar
+
+    tn = _kernel()
+    c_log_ndtr = _scipy_scalar("__pyx_fuse_1log_ndtr")
+    sqrt2 = float(np.sqrt(2.0))
+    sqrt_half = float(np.sqrt(0.5))
+
+    @numba.njit(cache=False)
+    def step(c, el, others, u1, nz, lu, cand, ok):  # pragma: no cover - compiled
+        k = c.size
+        dd = np.empty(k)
+        tn(np.zeros(k), np.full(k, sqrt2), np.full(k, -np.inf), c, u1, dd)
+        for i in range(k):
+            x = el[i] + (-0.5 * dd[i] + sqrt_half * nz[i])
+            acc = 0.0
+            for j in range(others.shape[1]):
+                acc += c_log_ndtr(x - others[i, j])
+            cand[i] = x
+            ok[i] = lu[i] < acc
+
+    # compiled here, for the argument types of mnp_draw_latents (a caller about to fork chains
+    # builds it once for all of them)
+    step(np.zeros(1), np.zeros(1), np.zeros((1, 2)), np.full(1, 0.5), np.zeros(1), np.zeros(1), np.empty(1),
+         np.empty(1, dtype=np.bool_))
+    return step
+
+
 def mnp_draw_latents(eta: np.ndarray, level: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     r"""Exact draw of the latent differences :math:`z = u_{1..d} - u_0` given the levels.
 
@@ -531,14 +570,21 @@ def mnp_draw_latents(eta: np.ndarray, level: np.ndarray, rng: np.random.Generato
         others[idx, jstar] = -np.inf
         ul = np.empty(obs.size)
         pending = idx
+        step = _mnp_rejection_round()
         for _ in range(200):
             if pending.size == 0:
                 break
-            dd = truncated_normal(np.zeros(pending.size), np.sqrt(2.0), np.full(pending.size, -np.inf), c[pending], rng)
-            v = -0.5 * dd + np.sqrt(0.5) * rng.standard_normal(pending.size)
-            cand = el[pending] + v
-            logacc = log_ndtr(cand[:, None] - others[pending]).sum(axis=1)
-            ok = np.log(rng.random(pending.size)) < logacc
+            # the uniforms of the truncated D, the normals of V, the acceptance uniforms: drawn in
+            # the order the NumPy form of this round drew them (the same stream), then one compiled
+            # pass (the NumPy round cost ~0.2 ms of temporaries, some 20 rounds a call: issue 28)
+            k = pending.size
+            u1 = rng.random(k)
+            nz = rng.standard_normal(k)
+            lu = np.log(rng.random(k))
+            cand = np.empty(k)
+            ok = np.empty(k, dtype=np.bool_)
+            step(np.ascontiguousarray(c[pending]), np.ascontiguousarray(el[pending]), others[pending], u1, nz, lu,
+                 cand, ok)
             ul[pending[ok]] = cand[ok]
             pending = pending[~ok]
         if pending.size:
@@ -556,7 +602,7 @@ def mnp_draw_latents(eta: np.ndarray, level: np.ndarray, rng: np.random.Generato
             k = np.array([np.searchsorted(cdf[i], r[i]) for i in range(pending.size)])
             ul[pending] = u_grid[np.arange(pending.size), np.minimum(k, grid.size - 1)]
         hi = np.broadcast_to(ul[:, None], f.shape)
-        uo = truncated_normal(f, 1.0, np.full(f.shape, -np.inf), hi, rng)
+        uo = truncated_normal(f, 1.0, np.full(f.shape, -np.inf), hi, rng, compiled=True)
         uo[idx, lv] = ul
         u[obs] = uo
     return u[:, 1:] - u[:, :1]
@@ -1057,7 +1103,7 @@ class CopulaGibbs:
                 zmax, zmin = ri.extremes(z[:, j])
                 lo = np.where(lev > 0, zmax[np.maximum(lev - 1, 0)], -np.inf)
                 hi = np.where(lev < mg.n_levels - 1, zmin[np.minimum(lev + 1, mg.n_levels - 1)], np.inf)
-                z[block, j] = truncated_normal(cm, sd, lo, hi, rng)
+                z[block, j] = truncated_normal(cm, sd, lo, hi, rng, compiled=True)
                 E[block, j] = z[block, j] - mu[j]
             miss = ri.missing
             if miss.size:
@@ -1161,7 +1207,7 @@ class CopulaGibbs:
         if eta.shape[1] == 1:
             lo = np.where(level == 1, 0.0, -np.inf)
             hi = np.where(level == 1, np.inf, 0.0)
-            return truncated_normal(eta[:, 0], np.sqrt(2.0), lo, hi, rng)[:, None]
+            return truncated_normal(eta[:, 0], np.sqrt(2.0), lo, hi, rng, compiled=True)[:, None]
         return mnp_draw_latents(eta, level, rng)
 
     def update_parameters(self, st: CopulaState, rng: np.random.Generator) -> None:
@@ -2402,7 +2448,8 @@ class GaussianCopulaImputer(ParamsMixin):
         workers = min(self.n_jobs, self.chains)
         # compile the truncated-normal kernel (not cacheable on disk) here, once, so that the forked
         # chains and everything after them share it, and so that the budget is checked after it
-        truncated_normal(np.zeros(1), 1.0, -1.0, 1.0, np.random.default_rng(0))
+        truncated_normal(np.zeros(1), 1.0, -1.0, 1.0, np.random.default_rng(0), compiled=True)
+        _mnp_rejection_round()
         # ... and load the ESS routine the pilot calls (its first call imports ArviZ: 2.5 s quiet,
         # 7-11 s at load ~7, measured): otherwise the pilot's step, run between two iterations,
         # holds the progress lines back for that long (issue 28 follow-up, flaky progress test)

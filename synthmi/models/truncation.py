@@ -109,7 +109,8 @@ def _kernel():
     return kernel
 
 
-def truncated_normal(mu: Any, sd: Any, lo: Any, hi: Any, rng: np.random.Generator) -> np.ndarray:
+def truncated_normal(mu: Any, sd: Any, lo: Any, hi: Any, rng: np.random.Generator,
+                     compiled: bool | None = None) -> np.ndarray:
     r"""Vectorised exact draws from :math:`N(\mu, sd^2)` truncated to ``[lo, hi]``.
 
     Parameters
@@ -119,6 +120,11 @@ def truncated_normal(mu: Any, sd: Any, lo: Any, hi: Any, rng: np.random.Generato
         bounds allowed).
     rng : numpy Generator
         One uniform per draw is used.
+    compiled : bool, optional
+        Use the compiled kernel whatever the size (the same bits as the NumPy form):
+        for a sampler calling this thousands of times per fit, where the NumPy form's
+        temporaries cost more than the one compilation (the copula's Gibbs sampler:
+        issue 28). Default: by size (``_NUMPY_MAX``).
     """
     mu = np.asarray(mu, dtype=float)
     shape = np.broadcast_shapes(mu.shape, np.shape(sd), np.shape(lo), np.shape(hi))
@@ -127,7 +133,7 @@ def truncated_normal(mu: Any, sd: Any, lo: Any, hi: Any, rng: np.random.Generato
     flat = [np.require(np.broadcast_to(np.asarray(v, dtype=float), shape).ravel(), float, ["C", "W"])
             for v in (mu, sd, lo, hi)]
     u = rng.random(shape)
-    if u.size <= _NUMPY_MAX:
+    if not compiled and u.size <= _NUMPY_MAX:
         # below this size the NumPy form costs less than compiling the kernel (~0.7 CPU-s, paid by
         # every process: it cannot be cached on disk) and gives the same bits (tests/models/test_support.py)
         return _truncated_normal_numpy(*flat, u.ravel()).reshape(shape)
