@@ -368,15 +368,17 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
     ll = np.zeros(n)
     g = np.zeros((n, d))
     h = np.zeros((n, d, d)) if want >= 2 else np.zeros((0, d, d))
-    full = np.zeros(L)
-    dl = np.zeros(L)
+    # the d competitors of the chosen level, compactly: delta_j = eta_l - eta_j and the level j (a
+    # branch-free inner loop; the same terms in the same order as over all L levels skipping l)
+    dl = np.zeros(d)
+    cj = np.zeros(d, dtype=np.int64)
     a = np.zeros(K)
     sk = np.zeros(K)
-    pf = np.zeros((K, L))  # Phi at the node (fast path) or log Phi (underflow path)
+    pf = np.zeros((K, d))  # Phi at the node (fast path) or log Phi (underflow path)
     fast = np.zeros(K, dtype=np.bool_)
-    mk = np.zeros((K, L))
-    G = np.zeros(L)
-    M = np.zeros((L, L))
+    mk = np.zeros((K, d))
+    G = np.zeros(d)
+    M = np.zeros((d, d))
     Hf = np.zeros((L, L))
     base = np.zeros(K)
     for k in range(K):
@@ -386,11 +388,13 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
         lv = level[i]
         if lv < 0:
             continue
-        for j in range(d):
-            full[j + 1] = eta[i, j]
-        el = full[lv]
+        el = 0.0 if lv == 0 else eta[i, lv - 1]
+        c = 0
         for j in range(L):
-            dl[j] = el - full[j]
+            if j != lv:
+                dl[c] = el - (0.0 if j == 0 else eta[i, j - 1])
+                cj[c] = j
+                c += 1
         # centre and scale: Newton on log f(s) = log phi(s) + sum_j log Phi(s + dl_j) from s = 0;
         # gradient -s + sum_j m_j, minus the second derivative 1 + sum_j m_j (x_j + m_j)
         s = 0.0
@@ -398,12 +402,11 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
         for _ in range(_MNP_NEWTON):
             gs = -s
             hs = 1.0
-            for j in range(L):
-                if j != lv:
-                    x = s + dl[j]
-                    p, m = _ndtr_mills(x)
-                    gs += m
-                    hs += m * (x + m)
+            for j in range(d):
+                x = s + dl[j]
+                p, m = _ndtr_mills(x)
+                gs += m
+                hs += m * (x + m)
             s += gs / hs
         sig = 1.0 / math.sqrt(hs)
         lsig = math.log(sig)
@@ -413,22 +416,20 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
             sk[k] = sv
             acc = base[k] + lsig - 0.5 * sv * sv - 0.9189385332046727
             prod = 1.0
-            for j in range(L):
-                if j != lv:
-                    x = sv + dl[j]
-                    p = 0.5 * math.erfc(-x * 0.7071067811865476) if x > -37.0 else 0.0
-                    pf[k, j] = p
-                    prod *= p
+            for j in range(d):
+                x = sv + dl[j]
+                p = 0.5 * math.erfc(-x * 0.7071067811865476) if x > -37.0 else 0.0
+                pf[k, j] = p
+                prod *= p
             if prod > 1e-280:
                 fast[k] = True
                 acc += math.log(prod)
             else:  # a factor far in its lower tail: sum the logs, each from the stable log Phi
                 fast[k] = False
-                for j in range(L):
-                    if j != lv:
-                        v = _log_ndtr_scalar(sv + dl[j])
-                        pf[k, j] = v
-                        acc += v
+                for j in range(d):
+                    v = _log_ndtr_scalar(sv + dl[j])
+                    pf[k, j] = v
+                    acc += v
             a[k] = acc
             if acc > amax:
                 amax = acc
@@ -440,62 +441,57 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
         if want == 0:
             continue
         # G_j = d log P / d delta_j, delta_j = eta_l - eta_j: E_r[m_kj], m = phi / Phi (Mills ratio)
-        for j in range(L):
-            G[j] = 0.0
-            if j != lv:
-                for k in range(K):
-                    x = sk[k] + dl[j]
-                    if fast[k]:
-                        m = math.exp(-0.5 * x * x - 0.9189385332046727) / pf[k, j]
-                    else:
-                        m = math.exp(-0.5 * x * x - 0.9189385332046727 - pf[k, j])
-                    mk[k, j] = m
-                    G[j] += a[k] * m
-                G[j] /= tot
-        # d / d eta_t = sum_j G_j (1[t = l] - 1[t = j])
         sg = 0.0
-        for j in range(L):
-            if j != lv:
-                sg += G[j]
-        for t in range(1, L):
-            g[i, t - 1] = (sg if t == lv else 0.0) - (G[t] if t != lv else 0.0)
+        for j in range(d):
+            gj = 0.0
+            for k in range(K):
+                x = sk[k] + dl[j]
+                if fast[k]:
+                    m = math.exp(-0.5 * x * x - 0.9189385332046727) / pf[k, j]
+                else:
+                    m = math.exp(-0.5 * x * x - 0.9189385332046727 - pf[k, j])
+                mk[k, j] = m
+                gj += a[k] * m
+            G[j] = gj / tot
+            sg += G[j]
+        # d / d eta_t = sum_j G_j (1[t = l] - 1[t = j])
+        for j in range(d):
+            if cj[j] > 0:
+                g[i, cj[j] - 1] = -G[j]
+        if lv > 0:
+            g[i, lv - 1] = sg
         if want < 2:
             continue
         # d2 log P / d delta_j d delta_j' = E_r[m_j m_j'] (j != j'), E_r[-x_j m_j] (j = j'), minus G_j G_j'
-        for j in range(L):
-            for jj in range(L):
+        for j in range(d):
+            for jj in range(d):
                 M[j, jj] = 0.0
         for k in range(K):
             rk = a[k] / tot
-            for j in range(L):
-                if j == lv:
-                    continue
+            for j in range(d):
                 x = sk[k] + dl[j]
                 M[j, j] -= rk * x * mk[k, j]
-                for jj in range(j + 1, L):
-                    if jj != lv:
-                        M[j, jj] += rk * mk[k, j] * mk[k, jj]
-        for j in range(L):
-            for jj in range(j + 1, L):
+                for jj in range(j + 1, d):
+                    M[j, jj] += rk * mk[k, j] * mk[k, jj]
+        for j in range(d):
+            for jj in range(j + 1, d):
                 M[jj, j] = M[j, jj]
-        for j in range(L):
-            for jj in range(L):
+        for j in range(d):
+            for jj in range(d):
                 M[j, jj] -= G[j] * G[jj]
         # H_eta = D^T M D with D_{j t} = 1[t = l] - 1[t = j] (rows j != l)
         for t in range(L):
             for u in range(L):
                 Hf[t, u] = 0.0
-        for j in range(L):
-            if j == lv:
-                continue
-            for jj in range(L):
-                if jj == lv:
-                    continue
+        for j in range(d):
+            tj = cj[j]
+            for jj in range(d):
+                tjj = cj[jj]
                 v = M[j, jj]
                 Hf[lv, lv] += v
-                Hf[lv, jj] -= v
-                Hf[j, lv] -= v
-                Hf[j, jj] += v
+                Hf[lv, tjj] -= v
+                Hf[tj, lv] -= v
+                Hf[tj, tjj] += v
         for t in range(d):
             for u in range(d):
                 h[i, t, u] = Hf[t + 1, u + 1]
