@@ -86,13 +86,18 @@ def trajectory_check(path: Path) -> dict:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", type=Path, help="a checkout of the original code (the directory holding synthmi/)")
+    ap.add_argument("--after", type=Path, default=ROOT, help="the changed code (default: this working tree)")
     ap.add_argument("--versions", nargs="+", default=["before", "after"], choices=["before", "after"])
     ap.add_argument("--files", nargs="+", default=["nhanes", "agency", "fair", "adult"])
     ap.add_argument("--n-iter", type=int, default=150)
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args(argv)
     res = json.loads(OUT.read_text()) if OUT.exists() else {"files": {}}
-    paths = {"before": a.before, "after": ROOT}
+    for v, pth in (("before", a.before), ("after", a.after)):
+        if v in a.versions and pth is not None:
+            rev = subprocess.run(["git", "-C", str(pth), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+            res.setdefault("code", {})[v] = rev or str(pth)
+    paths = {"before": a.before, "after": a.after}
     for name in a.files:
         for v in a.versions:
             if paths[v] is None:
@@ -108,7 +113,7 @@ def main(argv=None) -> None:
             OUT.parent.mkdir(exist_ok=True)
             OUT.write_text(json.dumps(res, indent=1))
     if "after" in a.versions:
-        res["trajectory"] = trajectory_check(ROOT)
+        res["trajectory"] = trajectory_check(a.after)
         print("trajectory:", res["trajectory"])
     res["loadavg"] = os.getloadavg()[0]
     OUT.write_text(json.dumps(res, indent=1))
