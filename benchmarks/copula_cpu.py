@@ -95,7 +95,10 @@ def main(argv=None) -> None:
     res = json.loads(OUT.read_text()) if OUT.exists() else {"files": {}}
     for v, pth in (("before", a.before), ("after", a.after)):
         if v in a.versions and pth is not None:
-            rev = subprocess.run(["git", "-C", str(pth), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+            # a snapshot (git archive) holds its commit in REV; a checkout answers git
+            rev_file = Path(pth) / "REV"
+            rev = rev_file.read_text().strip() if rev_file.exists() else subprocess.run(
+                ["git", "-C", str(pth), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
             res.setdefault("code", {})[v] = rev or str(pth)
     paths = {"before": a.before, "after": a.after}
     for name in a.files:
