@@ -44,3 +44,37 @@ def test_same_seed_same_trajectory_as_the_original_kernels(config):
     assert new["accepted"] == r["accepted"]
     diff = mod.compare([r], [new])[config]
     assert diff <= 1e-8, diff
+
+
+def test_compiled_rejection_round_is_the_numpy_round():
+    """One round of mnp_draw_latents' rejection sampler, compiled, against the NumPy round it replaced
+    (truncated_normal of D, then V, the candidate and its log acceptance), on the same uniforms and
+    normals: bounds c from the far lower tail (c / sqrt 2 < -37.5: the log-space inversion) to beyond
+    _FAR, competitors near and far. Candidates equal to round-off (the log acceptance is summed in
+    another order; 1e-12 relative), acceptance decisions equal."""
+    import numpy as np
+    from scipy.special import log_ndtr
+
+    from synthmi.models.copula import _mnp_rejection_round, truncated_normal
+
+    rng = np.random.default_rng(5)
+    k = 4000
+    c = np.concatenate([rng.normal(0, 3, k - 400), rng.uniform(-80, -50, 200), rng.uniform(12, 30, 200)])
+    el = rng.normal(0, 2, k)
+    others = rng.normal(-1, 3, (k, 4))
+    others[:, 0] = -np.inf  # excluded entries (the chosen level and the strongest competitor)
+    others[::3, 2] = -np.inf
+    u1, nz, lu = rng.random(k), rng.standard_normal(k), np.log(rng.random(k))
+
+    class Fixed:  # hands truncated_normal the uniforms u1
+        def random(self, shape):
+            return u1.reshape(shape)
+
+    dd = truncated_normal(np.zeros(k), np.sqrt(2.0), np.full(k, -np.inf), c, Fixed())
+    cand_ref = el + (-0.5 * dd + np.sqrt(0.5) * nz)
+    ok_ref = lu < log_ndtr(cand_ref[:, None] - others).sum(axis=1)
+    cand, ok = np.empty(k), np.empty(k, dtype=np.bool_)
+    _mnp_rejection_round()(c, el, others, u1, nz, lu, cand, ok)
+    assert np.array_equal(cand, cand_ref)
+    assert np.array_equal(ok, ok_ref)
+    assert 0.05 < ok.mean() < 0.95  # both decisions exercised
