@@ -78,3 +78,24 @@ def test_compiled_rejection_round_is_the_numpy_round():
     assert np.array_equal(cand, cand_ref)
     assert np.array_equal(ok, ok_ref)
     assert 0.05 < ok.mean() < 0.95  # both decisions exercised
+
+
+def test_triangular_solve_without_checks_is_scipys():
+    """_tri_solve (the leapfrog's triangular solves without scipy's argument checks) gives
+    scipy.linalg.solve_triangular's bits for a C-ordered lower factor, its F-ordered transpose and a
+    1 x 1 factor, raises on a singular one, and passes non-finite values through (scipy raises)."""
+    import numpy as np
+    from scipy.linalg import solve_triangular
+
+    from synthmi.models.copula import _tri_solve
+
+    rng = np.random.default_rng(2)
+    for n in (1, 4, 23):
+        A = rng.normal(size=(n, n))
+        L = np.linalg.cholesky(A @ A.T + n * np.eye(n))
+        v = rng.normal(size=n)
+        assert np.array_equal(_tri_solve(L, v, lower=True), solve_triangular(L, v, lower=True))
+        assert np.array_equal(_tri_solve(L.T, v, lower=False), solve_triangular(L.T, v, lower=False))
+    with pytest.raises(np.linalg.LinAlgError):
+        _tri_solve(np.zeros((2, 2)), np.ones(2), lower=True)
+    assert np.isnan(_tri_solve(np.eye(2), np.array([np.nan, 1.0]), lower=True)[0])
