@@ -2469,10 +2469,13 @@ class GaussianCopulaImputer(ParamsMixin):
             def say(msg):
                 print(msg, file=sys.stderr, flush=True)
         workers = min(self.n_jobs, self.chains)
-        # compile the truncated-normal kernel (not cacheable on disk) here, once, so that the forked
-        # chains and everything after them share it, and so that the budget is checked after it
+        # compile the truncated-normal kernel and the latent draw's rejection round (not cacheable on
+        # disk) here, once, so that the forked chains and everything after them share them, and so
+        # that the budget is checked after it; load the quadrature kernel (cached on disk: 0.15 s, but
+        # ~5 s to compile when the cache is cold, which forked chains would each pay)
         truncated_normal(np.zeros(1), 1.0, -1.0, 1.0, np.random.default_rng(0), compiled=True)
         _mnp_rejection_round()
+        mnp_log_likelihood(np.zeros((1, 1)), np.zeros(1, dtype=np.int64))
         # ... and load the ESS routine the pilot calls (its first call imports ArviZ: 2.5 s quiet,
         # 7-11 s at load ~7, measured): otherwise the pilot's step, run between two iterations,
         # holds the progress lines back for that long (issue 28 follow-up, flaky progress test)
