@@ -61,10 +61,12 @@ SEED = 28
 
 def child(name: str, n_iter: int, repeats: int) -> dict:
     """In a fresh process: warm-up fit, then ``repeats`` timed fits of ``n_iter`` iterations."""
+    # synthmi first, from the path given: copula_files puts this repository's root first on sys.path
+    import synthmi
+    from synthmi.models.risk_targeted import RiskTargetedSynthesizer
+
     sys.path.insert(0, str(HERE))
     from copula_files import FILES
-
-    from synthmi.models.risk_targeted import RiskTargetedSynthesizer
 
     df, qi, fit_kw = FILES[name]()
     keep = [c for c in df.columns if c not in qi]
@@ -81,6 +83,7 @@ def child(name: str, n_iter: int, repeats: int) -> dict:
     warm, s = fit(20)
     times = [fit(n_iter)[0] for _ in range(repeats)]
     return {"rows": len(df), "columns": df.shape[1], "copula_columns": s.copula_.q_,
+            "synthmi": str(Path(synthmi.__file__).parent),
             "warmup_cpu_seconds": round(warm, 2), "cpu_seconds": [round(t, 3) for t in times],
             "cpu_per_iteration": statistics.median(times) / n_iter,
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
@@ -91,7 +94,10 @@ def run(path: Path, name: str, n_iter: int, repeats: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(path), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     code = (f"import sys, json; sys.path.insert(0, {str(HERE)!r}); import copula_cpu; "
             f"print(json.dumps(copula_cpu.child({name!r}, {n_iter}, {repeats})))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    # run from the code's directory: ``python -c`` puts the working directory first on sys.path, so
+    # from anywhere else a synthmi/ there would be imported instead of the one asked for
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=str(path))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
