@@ -20,18 +20,18 @@ versions can be run at different times) and prints a table. Run it with
     python benchmarks/copula_cpu.py --before /tmp/orig --versions before after --files nhanes agency fair adult
 
 Results (``results/copula_cpu.json``; 150 iterations, burn-in 75, 1 chain, median of 3 fits after a
-warm-up; before = main at 1540012, after = the kernels of branch h28cpu; the machine shared at load
-2-9, the after runs at the higher load, so their CPU seconds are if anything inflated; fair re-run
-before and after back to back: 25.2 / 24.7 ms):
+warm-up; before = main at 1540012, after = branch h28cpu at 858d79a's kernels (snapshot e9a6d6a);
+each file's two versions run back to back at load 6-8 on the shared 2 cores; the child reports the
+synthmi it imported):
 
-=======  =============  =======  ===========  ===========  =======  ============
+=======  =============  =======  ============  ===========  =======  ============
 file     rows x cols    latents  before ms/it  after ms/it  speedup  peak RSS MB
-=======  =============  =======  ===========  ===========  =======  ============
-nhanes   5,265 x 10     17       88.2         77.3         1.14     360 / 368
-agency   1,000 x 10     25       75.2         64.0         1.18     351 / 354
-fair     3,000 x 8      12       25.2         24.7         1.02     386 / 386
-adult    2,000 x 7      12       69.1         64.2         1.08     357 / 352
-=======  =============  =======  ===========  ===========  =======  ============
+=======  =============  =======  ============  ===========  =======  ============
+nhanes   5,265 x 10     17       88.6          77.7         1.14     361 / 377
+agency   1,000 x 10     25       72.0          63.8         1.13     351 / 354
+fair     3,000 x 8      12       27.4          24.3         1.13     385 / 386
+adult    2,000 x 7      12       71.0          63.0         1.13     349 / 352
+=======  =============  =======  ============  ===========  =======  ============
 
 Trajectory: identical draws (largest relative difference 0.0 in the three configurations). The
 target of 1.5x is not reached: what remains is the multinomial-probit quadrature
