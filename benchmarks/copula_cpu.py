@@ -20,7 +20,7 @@ versions can be run at different times) and prints a table. Run it with
     python benchmarks/copula_cpu.py --before /tmp/orig --versions before after --files nhanes agency fair adult
 
 Results (``results/copula_cpu.json``; 150 iterations, burn-in 75, 1 chain, median of 3 fits after a
-warm-up; before = main at 1540012, after = branch h28cpu at 858d79a's kernels (snapshot e9a6d6a);
+warm-up; before = main at 1540012, after = branch h28cpu at e9a6d6a (the kernels as committed);
 each file's two versions run back to back at load 6-8 on the shared 2 cores; the child reports the
 synthmi it imported):
 
