@@ -121,3 +121,21 @@ def test_split_t_scales_are_one_for_a_normal_posterior():
     s_plus, s_minus = split_t_proposal(model, mode, cov, 10.0).scales
     # log posterior cubic term at 3 sd of a 20,000-record logit: a few per cent
     np.testing.assert_allclose(np.r_[s_plus, s_minus], 1.0, atol=0.05)
+
+
+@pytest.mark.parametrize(
+    "r_hat, ess, factor",
+    [
+        (1.013, 500.0, 1.2 * 1.3),  # R-hat excess 0.013 / 0.01, ESS enough: 1.56x, not 2x
+        (1.005, 300.0, 1.2 * 400 / 300),  # ESS shortfall only: 1.6x
+        (1.005, 390.0, 1.25),  # a small shortfall still grows by at least 1/4
+        (1.013, 200.0, 2.0),  # both: the larger, capped at 2 (2.4 asked by the ESS)
+        (1.05, 1000.0, 2.0),  # a large R-hat excess: capped at 2
+        (float("nan"), 500.0, 2.0),  # no finite diagnostics: double
+        (1.005, float("nan"), 2.0),
+    ],
+)
+def test_extension_factor_hand_values(r_hat, ess, factor):
+    from synthmi.models.glm import _extension_factor
+
+    assert _extension_factor(r_hat, ess, 400.0) == pytest.approx(factor)
