@@ -49,6 +49,7 @@ from scipy import linalg
 from scipy.special import expit, log_ndtr
 
 from .._numeric import SplitGram
+from .._validate import param_error
 from ..diagnostics import summarize_draws
 from ..errors import InputError
 
@@ -491,8 +492,9 @@ def independence_mh(
     Measured on Adult's sex model (17 coefficients; 2 chains of 1,000 kept draws
     extended by the stopping rule below; seeds 0-11): acceptance 0.57 against
     0.49, the stopping rule met by the first 2 x 1,000 in 11 of 12 runs against
-    0 of 12, and 2,246 against 6,293 proposals scored on average, for the Laplace t. Either way the chain's stationary law is the
-    exact posterior (the proposal only sets the efficiency).
+    0 of 12, and 2,246 against 6,293 proposals scored on average, for the
+    Laplace t. Either way the chain's stationary law is the exact posterior
+    (the proposal only sets the efficiency).
 
     The t tails keep the importance ratio :math:`\pi/q` bounded in
     the tails, which makes the chain uniformly ergodic (Mengersen & Tweedie
@@ -510,7 +512,7 @@ def independence_mh(
     mode, cov = model.mode() if mode_cov is None else mode_cov
     d = mode.size
     if proposal not in ("split", "laplace"):
-        raise InputError(f"The 'proposal' parameter of independence_mh must be 'split' or 'laplace'. Got {proposal!r} instead.")
+        raise param_error("proposal", "independence_mh", "'split' or 'laplace'", proposal)
     if nu is None:
         nu = 10.0 if proposal == "split" else 15.0
     if proposal == "split":
@@ -587,7 +589,8 @@ def split_t_proposal(model: Any, mode: np.ndarray, cov: np.ndarray, nu: float):
     than its curvature says is covered by the proposal, which keeps the
     importance ratio small; measured on Adult's sex model along principal axes,
     a single probe at 1.5 left minimum bulk ESS 81-400 over 6 seeds of 2 x 2,000
-    draws, the maximum over 1, 2, 3 gave 1,053). A normal posterior gives :math:`s_i^\pm = 1`. Costs
+    draws, the maximum over 1, 2, 3 gave 1,053). A normal posterior gives
+    :math:`s_i^\pm = 1`. Costs
     ``2 * len(SPLIT_PROBES) * d`` log posterior evaluations, made once.
 
     Geweke splits along the principal axes of :math:`(-H)^{-1}`; any square root
@@ -595,8 +598,8 @@ def split_t_proposal(model: Any, mode: np.ndarray, cov: np.ndarray, nu: float):
     they are continuous in the covariance: eigenvectors of nearly equal
     eigenvalues turn freely under a rounding-level change (the in-memory and the
     partitioned fits' covariances differ by 1e-12, and the principal-axis side
-    scales then differed by up to 1.1, so the same seed gave other copies). Measured on Adult's sex, race and
-    education models (2 x 1,000 draws, 12 seeds): no first-run failures in 11, 11,
+    scales then differed by up to 1.1, so the same seed gave other copies).
+    Measured on Adult's sex, race and education models (2 x 1,000 draws, 12 seeds): no first-run failures in 11, 11,
     11 of 12 with Cholesky columns against 10, 12, 12 with principal axes.
     """
     d = mode.size

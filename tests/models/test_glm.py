@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from synthmi.errors import InputError
+from synthmi.errors import ParameterError
 from synthmi.models.glm import (
     CategoricalModel,
     group_rows,
@@ -106,7 +106,7 @@ def test_split_t_proposal_is_more_efficient_than_the_laplace_t_on_a_skewed_poste
 
 def test_independence_mh_rejects_an_unknown_proposal():
     model = _separated_model()
-    with pytest.raises(InputError, match="'proposal' parameter of independence_mh"):
+    with pytest.raises(ParameterError, match="'proposal' parameter of independence_mh must be"):
         independence_mh(model, 10, np.random.default_rng(0), proposal="normal")
 
 
