@@ -47,8 +47,8 @@ wide 64.6k x 20: utility, 5 copies             not run (~5 x 48 s)  179 CPU-s (p
                                                                                          7e-13 of the 20% split)
 wide 64.6k: Newton mode of marital_status      --                   24.5 CPU-s           8.3-8.5 CPU-s (mode equal
 (7 levels, 936 coefficients)                                                             to 2e-12)               not re-run
-wide 4k rows: DA-MI fit + 5 copies             130.7 CPU-s          137.9 CPU-s          not re-run (HMC         WIDE4K
-                                                                                         unchanged)
+wide 4k rows: DA-MI fit + 5 copies             130.7 CPU-s          137.9 CPU-s          not re-run (HMC         128.6 CPU-s (load
+                                                                                         unchanged)              5.3-6.9; HMC unchanged)
 wide 64.6k rows: DA-MI fit + 5 copies          not finished         not finished         not finished: stopped   not re-run
                                                                                          after 1,007 CPU-s
                                                                                          (load 1.5-3)
@@ -101,7 +101,8 @@ timed run above pays make_synthesizer's imports of every method's modules (Numba
 DA-MI then finds done: against CART run again after DA-MI (0.82 CPU-s) DA-MI is 4.94x. The rest of
 DA-MI's 4.05 CPU-s: ~2.9 in log posteriors (1.3 of them the ordered education model's two softplus
 terms per middle cell), 0.8 in the predictive's 5 Gibbs sweeps per copy, 0.3 in the release's
-unmodified-share check. The wide 4k DA-MI (WIDE4K) gains nothing: its time is the HMC of marital status.
+unmodified-share check. The wide 4k DA-MI took 128.6 CPU-s against 137.9 (AFTER): within what two runs of it differ by (130.7
+BEFORE), its time being the whitened HMC of marital status, which this round does not change.
 """
 from __future__ import annotations
 
