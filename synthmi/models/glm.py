@@ -49,6 +49,7 @@ from scipy import linalg
 from scipy.special import expit, log_ndtr
 
 from .._numeric import SplitGram
+from .._validate import param_error
 from ..diagnostics import summarize_draws
 from ..errors import InputError
 
@@ -469,23 +470,40 @@ def independence_mh(
     rng: np.random.Generator,
     chains: int = 2,
     burn: int = 100,
-    nu: float = 15.0,
+    nu: float | None = None,
     scale: float = 1.0,
     min_ess: float = 400.0,
     max_doublings: int = 3,
     warn: bool = True,
     mode_cov: tuple[np.ndarray, np.ndarray] | None = None,
+    proposal: str = "split",
 ) -> IMHResult:
-    r"""Independence MH with a :math:`t_\nu(\hat\theta, \mathrm{scale}^2 (-H)^{-1})` proposal.
+    r"""Independence MH with a split-t (default) or a Laplace t proposal.
 
-    The t tails (``nu`` = 15) keep the importance ratio :math:`\pi/q` bounded in
+    ``proposal="laplace"``: :math:`t_\nu(\hat\theta, \mathrm{scale}^2 (-H)^{-1})`
+    (``nu`` = 15 by default). ``proposal="split"``: Geweke's (1989,
+    Econometrica 57:1317-1339) multivariate split-t, the same t
+    (``nu`` = 10 by default) with a scale of its own on each side of each
+    axis (a column of the Cholesky factor of :math:`(-H)^{-1}`), read off the log
+    posterior along that half-axis (:func:`split_t_proposal`): a posterior with a near-separated
+    coefficient (Adult's sex given the rest: a long tail on one side of one
+    axis, a cliff on both sides of another) is matched where the Laplace fit is
+    not, and the importance ratio :math:`\pi/q` stays small along the axes.
+    Measured on Adult's sex model (17 coefficients; 2 chains of 1,000 kept draws
+    extended by the stopping rule below; seeds 0-11): acceptance 0.57 against
+    0.49, the stopping rule met by the first 2 x 1,000 in 11 of 12 runs against
+    0 of 12, and 2,246 against 6,293 proposals scored on average, for the
+    Laplace t. Either way the chain's stationary law is the exact posterior
+    (the proposal only sets the efficiency).
+
+    The t tails keep the importance ratio :math:`\pi/q` bounded in
     the tails, which makes the chain uniformly ergodic (Mengersen & Tweedie
     1996, Ann. Statist. 24:101-121); the exact Newton Hessian makes the scale
     right without inflation (inflating by 1.2 in 17 dimensions halves the
     acceptance rate). When the posterior is far from normal (quasi-separation)
     the kept length is extended, up to ``max_doublings`` times, until
-    split-R-hat <= 1.01 and bulk ESS >= ``min_ess`` (doubled while R-hat
-    fails, else grown by 1.2 x the ESS shortfall, between 1.25x and 2x); a
+    split-R-hat <= 1.01 and bulk ESS >= ``min_ess`` (grown by 1.2 x the ESS
+    shortfall or the R-hat excess, between 1.25x and 2x: :func:`_extension_factor`); a
     warning remains if not. An extension each chain with fresh proposals from where it stopped
     (the proposals already scored are kept), as a longer run would have
     gone; the run length is thus chosen from the chain's own diagnostics, the
@@ -493,7 +511,22 @@ def independence_mh(
     """
     mode, cov = model.mode() if mode_cov is None else mode_cov
     d = mode.size
-    L = linalg.cholesky(cov * scale**2, lower=True)
+    if proposal not in ("split", "laplace"):
+        raise param_error("proposal", "independence_mh", "'split' or 'laplace'", proposal)
+    if nu is None:
+        nu = 10.0 if proposal == "split" else 15.0
+    if proposal == "split":
+        prop_draw = split_t_proposal(model, mode, cov * scale**2, nu)
+    else:
+        L = linalg.cholesky(cov * scale**2, lower=True)
+
+        def prop_draw(rng, total):
+            z = rng.standard_normal((total, d))
+            g = rng.chisquare(nu, size=total) / nu
+            delta = (z @ L.T) / np.sqrt(g)[:, None]
+            # log q up to a constant: -(nu + d)/2 log(1 + delta' Sigma^{-1} delta / nu)
+            sol = linalg.solve_triangular(L, delta.T, lower=True)
+            return mode[None, :] + delta, -0.5 * (nu + d) * np.log1p((sol**2).sum(axis=0) / nu)
     # per chain: proposals, their log importance weights and the log uniforms of the accept steps;
     # a doubling extends every chain with new proposals (the chain continues where it stopped,
     # exactly as a longer run from the start would) instead of drawing all of them again
@@ -503,13 +536,7 @@ def independence_mh(
     for attempt in range(max_doublings + 1):
         add = burn + n_keep - P.shape[1]
         total = chains * add
-        z = rng.standard_normal((total, d))
-        g = rng.chisquare(nu, size=total) / nu
-        delta = (z @ L.T) / np.sqrt(g)[:, None]
-        prop = mode[None, :] + delta
-        # log q up to a constant: -(nu + d)/2 log(1 + delta' Sigma^{-1} delta / nu)
-        sol = linalg.solve_triangular(L, delta.T, lower=True)
-        log_q = -0.5 * (nu + d) * np.log1p((sol**2).sum(axis=0) / nu)
+        prop, log_q = prop_draw(rng, total)
         log_w = model.log_post(prop) - log_q
         log_u = np.log(rng.random(total))
         P = np.concatenate([P, prop.reshape(chains, add, d)], axis=1)
@@ -519,14 +546,7 @@ def independence_mh(
         r_hat, ess = summarize_draws(draws)
         if (r_hat <= 1.01 and ess >= min_ess) or attempt == max_doublings:
             break
-        # chains that disagree (or no finite ESS) double; chains that agree but fall short of the ESS
-        # target grow by what the shortfall asks for (at least 1/4, at most double), as whitened_hmc
-        # does: Adult's sex given the rest (acceptance 0.5, ESS ~350 at 2 x 2,000) then takes about
-        # 2 x 2,740 draws instead of 2 x 4,000, for the same stopping rule
-        if r_hat > 1.01 or not np.isfinite(ess) or ess <= 0:
-            n_keep *= 2
-        else:
-            n_keep = int(np.ceil(n_keep * min(2.0, max(1.25, 1.2 * min_ess / ess))))
+        n_keep = int(np.ceil(n_keep * _extension_factor(r_hat, ess, min_ess)))
     total = chains * P.shape[1]
     acceptance = accepted / max(1, chains * (burn + n_keep - 1))
     if warn and r_hat > 1.01:
@@ -537,7 +557,114 @@ def independence_mh(
             stacklevel=2,
         )
     return IMHResult(draws=draws, acceptance=float(acceptance), r_hat=float(r_hat), ess_bulk=float(ess),
-                     info={"mode": mode, "cov": cov, "n_proposals": total, "doublings": attempt})
+                     info={"mode": mode, "cov": cov, "n_proposals": total, "doublings": attempt,
+                           "proposal": proposal, "nu": nu})
+
+
+#: distances (in Laplace standard deviations) at which :func:`split_t_proposal` reads the log posterior
+SPLIT_PROBES = (1.0, 2.0, 3.0)
+#: bounds of a split-t side scale relative to the Laplace one (guards a probe that fell off a cliff
+#: or onto a plateau; they only bound the proposal, the MH correction keeps the target exact)
+SPLIT_SCALE_BOUNDS = (0.2, 5.0)
+
+
+def split_t_proposal(model: Any, mode: np.ndarray, cov: np.ndarray, nu: float):
+    r"""Geweke's (1989) multivariate split-t around the posterior mode: a sampler of (proposals, log q).
+
+    With :math:`(-H)^{-1} = L L^\top` (Cholesky) and :math:`t \sim t_\nu(0, I_d)`, a proposal is
+
+    .. math:: \theta = \hat\theta + L\, (s(t) \circ t),
+        \qquad s_i(t) = s_i^+ \text{ if } t_i > 0 \text{ else } s_i^-,
+
+    a continuous piecewise-linear bijection (Geweke 1989, Econometrica 57:1317-1339), so up to a constant
+
+    .. math:: \log q(\theta) = -\tfrac{\nu + d}{2} \log\left(1 + \tfrac{t^\top t}{\nu}\right)
+        - \sum_i \log s_i(t).
+
+    The side scales come from the log posterior :math:`f` along each half-axis
+    at :math:`\delta \in` :data:`SPLIT_PROBES` Laplace standard deviations:
+    :math:`s_i^\pm = \max_\delta \delta / \sqrt{2 (f(\hat\theta) - f(\hat\theta \pm \delta
+    L e_i))}`, the widest normal consistent with the probes
+    (the largest over several probes rather than one: a side whose tail is longer
+    than its curvature says is covered by the proposal, which keeps the
+    importance ratio small; measured on Adult's sex model along principal axes,
+    a single probe at 1.5 left minimum bulk ESS 81-400 over 6 seeds of 2 x 2,000
+    draws, the maximum over 1, 2, 3 gave 1,053). A normal posterior gives
+    :math:`s_i^\pm = 1`. Costs
+    ``2 * len(SPLIT_PROBES) * d`` log posterior evaluations, made once.
+
+    Geweke splits along the principal axes of :math:`(-H)^{-1}`; any square root
+    makes the same bijection, and the Cholesky factor's columns are used because
+    they are continuous in the covariance: eigenvectors of nearly equal
+    eigenvalues turn freely under a rounding-level change (the in-memory and the
+    partitioned fits' covariances differ by 1e-12, and the principal-axis side
+    scales then differed by up to 1.1, so the same seed gave other copies).
+    Measured on Adult's sex, race and education models (2 x 1,000 draws, 12 seeds): no first-run failures in 11, 11,
+    11 of 12 with Cholesky columns against 10, 12, 12 with principal axes.
+    """
+    d = mode.size
+    f0 = float(model.log_post(mode[None, :])[0])
+    # (d, d): row i is column i of the Cholesky factor (see the docstring on why not principal axes)
+    axes = linalg.cholesky(cov, lower=True).T
+    probes = np.asarray(SPLIT_PROBES, dtype=float)
+    # rows: probe k, side (+, -), axis i
+    pts = mode[None, None, None, :] + probes[:, None, None, None] * np.array([1.0, -1.0])[None, :, None, None] * axes[None, None]
+    f = model.log_post(pts.reshape(-1, d)).reshape(probes.size, 2, d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        drop = np.where(np.isfinite(f), f0 - f, np.inf)
+        s_k = probes[:, None, None] / np.sqrt(2.0 * np.maximum(drop, 0.0))
+    lo, hi = SPLIT_SCALE_BOUNDS
+    s = np.clip(np.nan_to_num(s_k.max(axis=0), nan=hi, posinf=hi), lo, hi)
+    s_plus, s_minus = s[0], s[1]
+
+    def draw(rng: np.random.Generator, total: int) -> tuple[np.ndarray, np.ndarray]:
+        z = rng.standard_normal((total, d))
+        g = rng.chisquare(nu, size=total) / nu
+        t = z / np.sqrt(g)[:, None]
+        side = np.where(t > 0, s_plus, s_minus)
+        theta = mode[None, :] + (t * side) @ axes
+        log_q = -0.5 * (nu + d) * np.log1p((t**2).sum(axis=1) / nu) - np.log(side).sum(axis=1)
+        return theta, log_q
+
+    draw.scales = (s_plus, s_minus)  # type: ignore[attr-defined]
+    draw.axes = axes  # type: ignore[attr-defined]
+    return draw
+
+
+def split_t_log_density(theta: np.ndarray, mode: np.ndarray, axes: np.ndarray, scales: tuple[np.ndarray, np.ndarray],
+                        nu: float) -> np.ndarray:
+    r"""The normalised log density of :func:`split_t_proposal`'s draws at (S, d) points ``theta`` (for tests and
+    checks): the t density of :math:`t = s(t)^{-1} \circ (\text{axes}^{-\top} (\theta - \hat\theta))` times
+    the Jacobian :math:`1 / (|\det \text{axes}| \prod_i s_i(t))`."""
+    from scipy.special import gammaln
+
+    theta = np.atleast_2d(theta)
+    d = mode.size
+    u = linalg.solve(axes.T, (theta - mode[None, :]).T).T  # theta - mode = u @ axes
+    side = np.where(u > 0, scales[0], scales[1])
+    t = u / side
+    const = gammaln((nu + d) / 2) - gammaln(nu / 2) - 0.5 * d * np.log(nu * np.pi)
+    logdet = np.linalg.slogdet(axes)[1]
+    return const - 0.5 * (nu + d) * np.log1p((t**2).sum(axis=1) / nu) - np.log(side).sum(axis=1) - logdet
+
+
+def _extension_factor(r_hat: float, ess: float, min_ess: float, r_hat_max: float = 1.01) -> float:
+    r"""How much longer a run that failed the stopping rule continues (between 1.25x and 2x).
+
+    No finite diagnostics: double. Otherwise the larger of what the ESS shortfall and the R-hat excess
+    ask for, each with a 1.2 margin: ESS grows in proportion to the run length, and split-R-hat's excess
+    :math:`\hat R - 1` falls about in inverse proportion to it (:math:`\hat R^2 - 1` is the between-chain
+    variance of the chain means over the within-chain variance, which falls as 1 / ESS; Vehtari et al.
+    2021, eqs. 3-4), so a run at R-hat 1.013 needs about 1.3x more, not 2x. Adult's sex given the rest
+    (issue 29 item 6) fails at 2 x 1,000 draws in some streams with R-hat 1.01-1.015 and ESS above 400.
+    The stopping rule itself (R-hat <= 1.01 and ESS >= ``min_ess``) is unchanged.
+    """
+    if not np.isfinite(r_hat) or not np.isfinite(ess) or ess <= 0:
+        return 2.0
+    want = 1.2 * min_ess / ess if ess < min_ess else 0.0
+    if r_hat > r_hat_max:
+        want = max(want, 1.2 * (r_hat - 1.0) / (r_hat_max - 1.0))
+    return min(2.0, max(1.25, want))
 
 
 def _imh_chains(prop, log_w, log_u, chains, burn, n_keep):
