@@ -7,6 +7,7 @@ import sys
 
 from ._common import (
     EXAMPLES_FMT,
+    categorical_kinds,
     add_common_flags,
     add_convergence_flags,
     add_sep_flag,
@@ -85,6 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--spec", default=None, help="release spec (roles, kinds, analyses); the chosen masks are added to it")
     p.add_argument("--qi", default=None, help="comma-separated quasi-identifiers to synthesize (default: the spec's)")
     p.add_argument("--keep", default=None, help="columns released unchanged (default as 'synthmi synthesize')")
+    p.add_argument("--categorical", action="append", metavar="COLUMNS",
+                   help="comma-separated numeric columns holding codes of categories, modelled as categories "
+                        "(as 'synthmi synthesize --categorical'; the spec written carries their kind)")
     p.add_argument("--analysis", action="append", default=None, metavar="FORMULA",
                    help="an analysis the release must support, e.g. 'income ~ age + sex' (repeatable; "
                         "default: the spec's analyses)")
@@ -92,6 +96,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-table-s-pmse", type=float, default=10.0,
                    help="table rule: a candidate whose worst one- or two-way S_pMSE exceeds this is infeasible "
                         "(default 10)")
+    p.add_argument("--max-table-ratio", type=float, default=2.0,
+                   help="with a MEASURE<=cart target, a candidate whose worst one-way (two-way) S_pMSE exceeds this "
+                        "many times CART's is infeasible too (default 2; 0: the --max-table-s-pmse bound alone)")
     p.add_argument("--target", action="append", required=True, metavar="MEASURE<=VALUE",
                    help="a risk target, e.g. expected_matches<=50 (repeatable; all must hold)")
     p.add_argument("--tol", action="append", metavar="COLUMN=VALUE", help="intruder's closeness on a continuous QI")
@@ -170,12 +177,62 @@ def not_tried_lines(settings: dict) -> list[str]:
     return out
 
 
+def infeasible_lines(info: dict | None) -> list[str]:
+    """Why no setting was feasible (``settings["infeasible"]`` of :func:`synthmi.workflow.tuning.tune`), as
+    lines for the terminal: the tables (names, S_pMSE, bound) that broke the table rule on the setting
+    closest to it, or the risk targets when no setting met them."""
+    if not info:
+        return []
+    if info.get("binding") == "table rule":
+        out = [f"{info['met_risk_targets']} of {info['settings_measured']} settings measured met the risk targets "
+               f"but not the table rule; the closest, {json.dumps(info['masks'], sort_keys=True)}, has"]
+        tables = info.get("tables") or []
+        out += [f"  {t['way']}-way table {t['table']}: S_pMSE {t['s_pmse']:.3g} (bound {t['cap']:.3g})"
+                for t in tables]
+        if not tables:
+            out += [f"  {k}: {v:.3g} (bound {info['caps'][k]:.3g}; mean over its search copies)"
+                    for k, v in (info.get("worst") or {}).items()]
+        out.append("(a model that fits that margin better, e.g. a tree or a transform in the spec's \"models\", or "
+                   "a higher --max-table-s-pmse / --max-table-ratio, may make a setting feasible)")
+        return out
+    if info.get("binding") == "risk targets":
+        return [f"none of the {info['settings_measured']} settings measured met the risk targets; the closest, "
+                f"{json.dumps(info['closest_masks'], sort_keys=True)}, has "
+                + ", ".join(f"{k} {v:.4g}" for k, v in info["risk"].items())]
+    return []
+
+
+def check_spec_models(spec, path: str) -> None:
+    """Refuse a ``--spec`` whose ``"models"`` entry DA-MI cannot use, naming the spec file (not an
+    option tune does not have): the entry's syntax (:func:`synthmi.models.conditional.parse_models`)
+    and each method against its column's kind in the spec."""
+    from collections.abc import Mapping
+
+    from ..errors import SynthmiError
+    from ..kinds import model_kind
+    from ..models.conditional import _METHOD_KINDS, parse_models
+
+    models = getattr(spec, "models", None)
+    if not isinstance(models, Mapping):
+        return  # none, or "auto" (checked by the spec itself)
+    lead = f"The '--spec' file '{path}' has a \"models\" entry tune cannot use: "
+    try:
+        parsed = parse_models(models, list(spec.quasi_identifiers), "DAMISynthesizer")
+    except SynthmiError as exc:
+        raise InputError(lead + exc.restated("spec's \"models\"" if exc.parameter == "models" else None)) from None
+    for c, v in parsed.items():
+        kind = model_kind(spec.columns[c].kind)  # an integer column is modelled as continuous
+        if v.method is not None and kind not in _METHOD_KINDS[v.method]:
+            raise InputError(lead + f"the method {v.method!r} of column '{c}' cannot model a {kind} column; it "
+                             f"models {list(_METHOD_KINDS[v.method])} columns.")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..data import load_dataset
     from ..diagnostics import DiagnosticsFailed
     from ..models import DAMISynthesizer
     from ..workflow.tuning import ReferenceTarget, parse_target, tune
-    from .synthesize import default_keep, parse_params
+    from .synthesize import _with_kinds, default_keep, parse_params
 
     # outputs first: a bad --out / --trace costs nothing
     out = check_output_file(args.out, "--out", args.overwrite)
@@ -214,9 +271,14 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
     if not args.max_table_s_pmse > 0:
         raise InputError(f"The '--max-table-s-pmse' option must be > 0. Got {args.max_table_s_pmse} instead.")
+    if not args.max_table_ratio >= 0:
+        raise InputError(f"The '--max-table-ratio' option must be >= 0 (0: no ratio rule). Got {args.max_table_ratio} "
+                         "instead.")
     grids = dict(continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
                  alpha_grid=_grid(args.alpha_grid, "alpha-grid"))
     spec, qi = spec_and_quasi_identifiers(args)
+    if spec is not None:
+        check_spec_models(spec, args.spec)
     if args.analysis:
         analyses = [(a, args.family) for a in args.analysis]
     elif spec is not None and spec.analyses:
@@ -247,6 +309,21 @@ def run(args: argparse.Namespace) -> int:
     if args.attribute_target and args.attribute_target not in df.columns:
         raise InputError(f"The '--attribute-target' option names '{args.attribute_target}', which is not a column "
                          "of the data.")
+    categorical = split_list(args.categorical)
+    if categorical:
+        # as synthesize --categorical: the columns' kind in the spec the fit takes (and tune writes)
+        from ..spec import ReleaseSpec
+
+        roles = (spec.quasi_identifiers + spec.keep) if spec is not None else qi + keep
+        outside = [c for c in categorical if c in df.columns and c not in roles]
+        if outside:
+            raise InputError(f"The '--categorical' option names columns that are not released (not in --qi or "
+                             f"--keep): {outside}.")
+        kinds = categorical_kinds(df[roles], categorical)
+        if spec is not None:
+            spec = _with_kinds(spec, df, kinds)
+        else:
+            spec, keep = ReleaseSpec.from_roles(df[roles], qi, keep, kinds), None
     released = (spec.quasi_identifiers + spec.keep) if spec is not None else qi + keep
     for formula, _ in analyses:
         check_formula(formula, released, "--analysis" if args.analysis else "--spec", "the release (--qi and --keep)")
@@ -259,7 +336,8 @@ def run(args: argparse.Namespace) -> int:
                    spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say,
                    holdout_share=args.holdout_share, max_table_s_pmse=args.max_table_s_pmse,
                    max_cycles=args.max_cycles, reference_params=cart_params,
-                   reference_replicates=args.reference_replicates, **grids)
+                   reference_replicates=args.reference_replicates, max_table_ratio=args.max_table_ratio or None,
+                   **grids)
     except DiagnosticsFailed as exc:
         raise exc.for_cli() from None
     step_line(args, "tune", f"search finished in {res.wall_seconds:.0f} s: "
@@ -280,9 +358,13 @@ def run(args: argparse.Namespace) -> int:
         trace_path.parent.mkdir(parents=True, exist_ok=True)
         trace_path.write_text(json_dumps(record, indent=2, sort_keys=True))
     if not res.feasible:
-        print(f"No setting met {', '.join(map(str, res.targets))} with every table S_pMSE <= "
-              f"{args.max_table_s_pmse:g}; no spec was written"
+        caps = res.settings.get("table_caps") or {}
+        print(f"No setting met {', '.join(map(str, res.targets))} with every table S_pMSE within its bound ("
+              + "; ".join(f"{k.replace('worst_', '').replace('_s_pmse', '').replace('_', '-')} <= {v:.3g}"
+                          for k, v in caps.items()) + "); no spec was written"
               + (f" (the search is in {trace_path})." if trace_path is not None else "."))
+        for line in infeasible_lines(res.settings.get("infeasible")):
+            print(line)
         return 2
     # the validated figures (fresh copies) are reported; the confirmed ones chose the masks
     c = res.validated or res.confirmed

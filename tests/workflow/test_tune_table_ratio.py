@@ -1,0 +1,53 @@
+"""tune's table rule relative to CART (issue 29 must-show: "the tuned release's worst one-way S_pMSE
+within 2x CART's"): with a ``MEASURE<=cart`` target a candidate whose worst one-way (two-way) S_pMSE
+is above twice CART's is infeasible, whatever its overlap and risk."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_frontier import _small
+
+from synthmi.workflow.tuning import table_caps, table_violations
+
+
+def test_table_caps_by_hand():
+    ref = {"worst_one_way_s_pmse": 1.2, "worst_two_way_s_pmse": 1.7}
+    # min(10, 2 x 1.2) = 2.4 and min(10, 2 x 1.7) = 3.4
+    assert table_caps(10.0, 2.0, ref) == pytest.approx({"worst_one_way_s_pmse": 2.4, "worst_two_way_s_pmse": 3.4})
+    # the absolute bound wins when CART's own tables are poor: min(10, 2 x 6) = 10
+    assert table_caps(10.0, 2.0, {"worst_one_way_s_pmse": 6.0}) == {"worst_one_way_s_pmse": 10.0,
+                                                                    "worst_two_way_s_pmse": 10.0}
+    # no ratio, or no reference figure: the absolute bound alone
+    assert table_caps(10.0, None, ref) == {"worst_one_way_s_pmse": 10.0, "worst_two_way_s_pmse": 10.0}
+    assert table_caps(5.0, 2.0, {"worst_one_way_s_pmse": np.nan}) == {"worst_one_way_s_pmse": 5.0,
+                                                                      "worst_two_way_s_pmse": 5.0}
+    caps = {"worst_one_way_s_pmse": 2.4, "worst_two_way_s_pmse": 3.4}
+    assert table_violations({"worst_one_way_s_pmse": 2.5, "worst_two_way_s_pmse": 3.4}, caps) == {
+        "worst_one_way_s_pmse": 2.5}
+    assert table_violations({"worst_one_way_s_pmse": 2.4, "worst_two_way_s_pmse": np.nan}, caps) == {}
+
+
+def test_tune_applies_twice_cart_worst_table_as_its_rule():
+    from synthmi.workflow.tuning import tune
+
+    df = _small(300)
+    res = tune(df, ["age", "sex", "edu"], ["hours", "y"], ["y ~ age + sex + edu"], ["expected_matches<=cart"],
+               continuous_grid=[(1, 4.0), (1, 1.0)], alpha_grid=[2.0], m_search=2, m=2, replicates=2,
+               n_confirm=1, tolerance={"age": 1}, base_params={"random_state": 1}, reference_replicates=2,
+               max_cycles=1)
+    ref = res.settings["reference"]["mean"]
+    caps = res.settings["table_caps"]
+    assert res.settings["max_table_ratio"] == 2.0
+    for k in ("worst_one_way_s_pmse", "worst_two_way_s_pmse"):
+        assert caps[k] == pytest.approx(min(10.0, 2.0 * ref[k]))
+    tr = res.trace
+    for _, r in tr.iterrows():
+        within = r["worst_one_way_s_pmse"] <= caps["worst_one_way_s_pmse"] and \
+            r["worst_two_way_s_pmse"] <= caps["worst_two_way_s_pmse"]
+        assert bool(r["table_ok"]) == within
+        assert bool(r["feasible"]) == (within and bool(r["meets_targets"]))
+    if res.feasible:
+        # the chosen setting met the relative rule where it was chosen (confirmation copies)
+        assert res.confirmed["worst_one_way_s_pmse"] <= caps["worst_one_way_s_pmse"]
+    else:
+        assert res.settings["infeasible"]["binding"] in ("table rule", "risk targets")
