@@ -51,3 +51,16 @@ def test_tune_applies_twice_cart_worst_table_as_its_rule():
         assert res.confirmed["worst_one_way_s_pmse"] <= caps["worst_one_way_s_pmse"]
     else:
         assert res.settings["infeasible"]["binding"] in ("table rule", "risk targets")
+
+
+def test_tune_passes_on_the_fits_misfit_warning():
+    # a skewed continuous QI: its normal model cannot keep the margin (the fit warns); tune used to
+    # silence every warning of its fit, so a new user saw only that no setting met the table rule
+    from synthmi.workflow.tuning import tune
+
+    df = _small(300)
+    df["age"] = np.round(18 + np.random.default_rng(3).exponential(6.0, len(df)))
+    with pytest.warns(UserWarning, match="tune: The normal model of column 'age' does not fit its distribution"):
+        tune(df, ["age", "sex"], ["hours", "y"], ["y ~ age + sex"], ["expected_matches<=1000"],
+             continuous_grid=[(1, 4.0)], alpha_grid=[2.0], m_search=2, m=2, replicates=1, n_confirm=1,
+             tolerance={"age": 1}, base_params={"random_state": 1}, max_cycles=0)
