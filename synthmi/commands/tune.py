@@ -7,6 +7,8 @@ import sys
 
 from ._common import (
     EXAMPLES_FMT,
+    add_attack_flags,
+    attack_options,
     categorical_kinds,
     add_common_flags,
     add_convergence_flags,
@@ -104,6 +106,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--tol", action="append", metavar="COLUMN=VALUE", help="intruder's closeness on a continuous QI")
     p.add_argument("--attribute-target", default=None, help="sensitive column for disco / attribute risk targets")
     p.add_argument("--k0", type=int, default=None, help="risk-subgroup k0 (for high_risk_mean_risk)")
+    add_attack_flags(p)
     p.add_argument("--m", type=int, default=5, help="copies per confirmation replicate (default 5)")
     p.add_argument("--replicates", type=int, default=3, help="confirmation replicates (default 3)")
     p.add_argument("--m-search", type=int, default=3, help="copies per search candidate (default 3)")
@@ -328,6 +331,14 @@ def run(args: argparse.Namespace) -> int:
     for formula, _ in analyses:
         check_formula(formula, released, "--analysis" if args.analysis else "--spec", "the release (--qi and --keep)")
     tol = parse_tolerances(args.tol)
+    # --secret / --link-aux as 'synthmi disclosure' reads them (its --target is tune's --attribute-target)
+    secrets, link_aux = attack_options(argparse.Namespace(secret=args.secret, link_aux=args.link_aux,
+                                                          target=None), released)
+    named = {t.measure for t in targets}
+    for flag, value, measure in (("--secret", args.secret, "inference"), ("--link-aux", link_aux, "linkability")):
+        if value and measure not in named:
+            raise InputError(f"The '{flag}' option sets the intruder of the {measure} target; no --target names "
+                             f"{measure}.")
     say = (lambda s: print(f"synthmi tune: {s}", file=sys.stderr, flush=True)) if progress_enabled(args) else None
     try:
         res = tune(df, None if spec is not None else qi, keep, analyses, targets, m_search=args.m_search, m=args.m,
@@ -337,6 +348,7 @@ def run(args: argparse.Namespace) -> int:
                    holdout_share=args.holdout_share, max_table_s_pmse=args.max_table_s_pmse,
                    max_cycles=args.max_cycles, reference_params=cart_params,
                    reference_replicates=args.reference_replicates, max_table_ratio=args.max_table_ratio or None,
+                   secrets=secrets if args.secret else None, link_aux=link_aux,
                    **grids)
     except DiagnosticsFailed as exc:
         raise exc.for_cli() from None

@@ -895,6 +895,33 @@ def _measure_tables(masks: Mapping[str, Any], mm: int, pool_start: int, copy_see
     return sorted(out, key=lambda t: -t["s_pmse"] / t["cap"])
 
 
+@dataclass(frozen=True)
+class AttackTarget:
+    """The ``inference`` or ``linkability`` target measured with the intruder's knowledge the user declared
+    (``tune --secret / --link-aux``, as ``synthmi disclosure`` takes them): anonymeter's risk
+    (Giomi et al. 2023; :func:`~synthmi.evaluation.attack_risks.review_attacks`) pooled over the copies,
+    the largest over the secrets for inference. Called as the measures of
+    :data:`synthmi.evaluation.targets.HOLDOUT_MEASURES` are."""
+
+    attack: str
+    quasi_identifiers: tuple[str, ...]
+    secrets: tuple[str, ...] | None = None
+    link_aux: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+
+    def __call__(self, train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame], spec: Any = None,
+                 random_state: Any = 0) -> float:
+        from ..evaluation.attack_risks import review_attacks, worst_inference
+
+        res = review_attacks(train, copies, holdout, quasi_identifiers=list(self.quasi_identifiers),
+                             secrets=list(self.secrets) if self.secrets else None,
+                             link_aux=(list(self.link_aux[0]), list(self.link_aux[1])) if self.link_aux else None,
+                             spec=spec, attacks=[self.attack], random_state=random_state)
+        if self.attack == "inference":
+            return float(worst_inference(res).risk)
+        (r,) = res.values()
+        return float(r.risk)
+
+
 def tune(
     data: pd.DataFrame,
     quasi_identifiers: Sequence[str] | None,
@@ -924,6 +951,8 @@ def tune(
     reference_params: Mapping[str, Any] | None = None,
     reference_replicates: int = REFERENCE_REPLICATES,
     max_table_ratio: float | None = DEFAULT_MAX_TABLE_RATIO,
+    secrets: Sequence[str] | None = None,
+    link_aux: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> TuneResult:
     """Masks for DA-MI that maximise the battery's mean CI overlap subject to risk ``targets``.
 
@@ -1021,6 +1050,10 @@ def tune(
         whose worst one-way (two-way) S_pMSE exceeds ``max_table_ratio`` times CART's mean worst
         one-way (two-way) S_pMSE over its replicate seeds is infeasible (:func:`table_caps`).
         None: the absolute bound alone.
+    secrets, link_aux : optional
+        What anonymeter's intruder assumes in the ``inference`` and ``linkability`` targets
+        (as ``synthmi disclosure --secret / --link-aux``): the secret columns, and the two
+        auxiliary column lists; default the targets' own (:mod:`synthmi.evaluation.targets`).
     spec : ReleaseSpec, optional
         Roles and kinds of the columns; the chosen masks are written into it.
     max_search_seconds : float, optional
@@ -1107,6 +1140,18 @@ def tune(
     for text in dict.fromkeys(str(w.message) for w in fit_warnings if _MISFIT in str(w.message)):
         warnings.warn(f"tune: {text}", UserWarning, stacklevel=2)
     qi, keep = list(base.quasi_identifiers_), list(base.keep_)
+    if secrets is not None or link_aux is not None:
+        used = {"inference": secrets is not None, "linkability": link_aux is not None}
+        unused = [opt for opt, name in (("secrets", "inference"), ("link_aux", "linkability"))
+                  if used[name] and name not in holdout_measures]
+        if unused:
+            raise InputError(f"The '{unused[0]}' parameter of tune is used by the "
+                             f"{'inference' if unused[0] == 'secrets' else 'linkability'} target only; no such "
+                             "target was given.")
+        for name in ("inference", "linkability"):
+            if name in holdout_measures and used[name]:
+                holdout_measures[name] = AttackTarget(name, tuple(qi), tuple(secrets) if secrets else None,
+                                                      (tuple(link_aux[0]), tuple(link_aux[1])) if link_aux else None)
     df = data[qi + keep]
     bat = _battery_of(battery, base.spec_, df, qi, keep, analyses)
     objective = "battery_ci_overlap" if bat is not None else "mean_ci_overlap"
@@ -1332,11 +1377,14 @@ def tune(
                   "holdout_share": holdout_share if holdout_measures else None,
                   "objective": objective, "battery": bat.to_dict() if bat is not None else None,
                   "max_table_s_pmse": max_table_s_pmse, "max_table_ratio": max_table_ratio,
-                  "table_caps": caps, "infeasible": jsonable(infeasible), "validation": jsonable(validation),
+                  "table_caps": caps, "infeasible": jsonable(infeasible),
+                  "secrets": list(secrets) if secrets else None,
+                  "link_aux": [list(link_aux[0]), list(link_aux[1])] if link_aux else None, "validation": jsonable(validation),
                   "reference": jsonable(reference)},
         spec=rel,
         validated={k: v for k, v in validated.items() if k != "levels"} if validated else None,
     )
 
 
-__all__ += ["pareto_front", "reference_points", "table_caps", "table_violations", "DEFAULT_MAX_TABLE_RATIO"]
+__all__ += ["pareto_front", "reference_points", "table_caps", "table_violations", "DEFAULT_MAX_TABLE_RATIO",
+            "AttackTarget"]

@@ -88,3 +88,19 @@ def test_tune_names_the_spec_when_its_models_cannot_be_used(tmp_path, capsys, mo
     assert rc == 1
     assert f"The '--spec' file '{tmp_path / 's.json'}' has a \"models\" entry tune cannot use: " in err
     assert message in err and "'--models'" not in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--secret", "hours"], "The '--secret' option sets the intruder of the inference target; no --target names "
+                            "inference."),
+    (["--link-aux", "age:sex", "--target", "inference<=0.5"], "The '--link-aux' option sets the intruder of the "
+                                                              "linkability target"),
+    (["--secret", "nope", "--target", "inference<=0.5"], "name columns not in the release: ['nope']"),
+    (["--link-aux", "age", "--target", "linkability<=0.5"], "The '--link-aux' option must be two column lists"),
+])
+def test_tune_attack_flags_are_checked(tmp_path, capsys, extra, message):
+    csv = _with_region(tmp_path, n=60)
+    rc = main(["tune", "--data", str(csv), "--qi", "age,sex", "--keep", "hours,y", "--analysis", "y ~ age",
+               "--target", "expected_matches<=10", *extra, "--out", str(tmp_path / "t.json"), "--quiet"])
+    assert rc == 1
+    assert message in capsys.readouterr().err

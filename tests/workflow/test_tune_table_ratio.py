@@ -64,3 +64,40 @@ def test_tune_passes_on_the_fits_misfit_warning():
         tune(df, ["age", "sex"], ["hours", "y"], ["y ~ age + sex"], ["expected_matches<=1000"],
              continuous_grid=[(1, 4.0)], alpha_grid=[2.0], m_search=2, m=2, replicates=1, n_confirm=1,
              tolerance={"age": 1}, base_params={"random_state": 1}, max_cycles=0)
+
+
+def test_tune_passes_secret_and_link_aux_to_its_attack_targets(monkeypatch):
+    # tune --secret / --link-aux: the inference and linkability targets attack with the intruder the user
+    # declared (as 'synthmi disclosure' does), on every candidate; the attack itself is faked (its own tests
+    # are anonymeter's), recording what it was asked
+    import types
+
+    import synthmi.evaluation.attack_risks as ar
+    from synthmi.workflow.tuning import tune
+
+    calls = []
+
+    def fake(original, synthetic, control, *, quasi_identifiers=None, secrets=None, link_aux=None, spec=None,
+             attacks=(), random_state=0):
+        calls.append({"qi": quasi_identifiers, "secrets": secrets, "link_aux": link_aux, "attacks": list(attacks),
+                      "n_control": len(control)})
+        key = "inference[hours]" if attacks == ["inference"] else "linkability"
+        return {key: types.SimpleNamespace(key=key, risk=0.01)}
+
+    monkeypatch.setattr(ar, "review_attacks", fake)
+    df = _small(200)
+    res = tune(df, ["age", "sex"], ["hours", "y"], ["y ~ age + sex"], ["inference<=0.5", "linkability<=0.5"],
+               continuous_grid=[(1, 4.0)], alpha_grid=[2.0], m_search=2, m=2, replicates=1, n_confirm=1,
+               tolerance={"age": 1}, base_params={"random_state": 1}, max_cycles=0, secrets=["hours"],
+               link_aux=(["age"], ["sex"]))
+    assert res.feasible and calls
+    inf = [c for c in calls if c["attacks"] == ["inference"]]
+    link = [c for c in calls if c["attacks"] == ["linkability"]]
+    assert inf and link and len(inf) == len(link)
+    assert all(c["secrets"] == ["hours"] and c["qi"] == ["age", "sex"] for c in inf)
+    assert all(c["link_aux"] == (["age"], ["sex"]) for c in link)
+    assert all(c["n_control"] == 40 for c in calls)  # the 20% holdout of 200 rows are the control set
+    assert res.settings["secrets"] == ["hours"] and res.settings["link_aux"] == [["age"], ["sex"]]
+    with pytest.raises(Exception, match="'secrets' parameter of tune is used by the inference target only"):
+        tune(df, ["age", "sex"], ["hours", "y"], ["y ~ age + sex"], ["linkability<=0.5"], secrets=["hours"],
+             continuous_grid=[(1, 4.0)], alpha_grid=[2.0], m_search=2, m=2, replicates=1)
