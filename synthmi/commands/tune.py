@@ -66,7 +66,11 @@ the --analysis models and a generic regression of each kept column on the QIs (q
 in numeric QIs, factors for categorical ones), original vs combined copies, partial rule.
 A candidate whose worst one-way or two-way table S_pMSE exceeds --max-table-s-pmse
 (default 10; S_pMSE is about 1 for copies from the fitted model, 2 for proper copies) is infeasible whatever
-its overlap: a mask must not buy overlap by wrecking a margin.
+its overlap: a mask must not buy overlap by wrecking a margin. With a MEASURE<=cart target so is
+one whose worst one-way (two-way) S_pMSE exceeds --max-table-ratio (default 2) times CART's. When no
+setting is feasible, the tables that broke the rule are named with their S_pMSE. --categorical,
+--secret and --link-aux as in 'synthmi synthesize' and 'synthmi disclosure' (the intruder of the
+inference and linkability targets).
 
 output: --out is a release spec (the --spec given, or one drafted from --qi/--keep
 without the data's levels or bounds) with the chosen masks; 'synthmi synthesize --spec'
