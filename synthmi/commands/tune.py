@@ -184,6 +184,10 @@ def not_tried_lines(settings: dict) -> list[str]:
     return out
 
 
+#: tables named on the terminal when no setting is feasible (worst first; --trace has them all)
+_SHOWN_TABLES = 8
+
+
 def infeasible_lines(info: dict | None) -> list[str]:
     """Why no setting was feasible (``settings["infeasible"]`` of :func:`synthmi.workflow.tuning.tune`), as
     lines for the terminal: the tables (names, S_pMSE, bound) that broke the table rule on the setting
@@ -192,10 +196,13 @@ def infeasible_lines(info: dict | None) -> list[str]:
         return []
     if info.get("binding") == "table rule":
         out = [f"{info['met_risk_targets']} of {info['settings_measured']} settings measured met the risk targets "
-               f"but not the table rule; the closest, {json.dumps(info['masks'], sort_keys=True)}, has"]
+               f"but not the table rule; the closest, "
+               f"{json.dumps(info['masks'], sort_keys=True) if info['masks'] else 'no masks at all'}, has"]
         tables = info.get("tables") or []
         out += [f"  {t['way']}-way table {t['table']}: S_pMSE {t['s_pmse']:.3g} (bound {t['cap']:.3g})"
-                for t in tables]
+                for t in tables[:_SHOWN_TABLES]]
+        if len(tables) > _SHOWN_TABLES:
+            out.append(f"  ... and {len(tables) - _SHOWN_TABLES} more tables above their bound (all in --trace)")
         if not tables:
             out += [f"  {k}: {v:.3g} (bound {info['caps'][k]:.3g}; mean over its search copies)"
                     for k, v in (info.get("worst") or {}).items()]
