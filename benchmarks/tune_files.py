@@ -111,7 +111,7 @@ def cli(args: list[str], log: Path) -> float:
     return (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
 
 
-def measure(csv: Path, copies: Path, cfg: dict, work: Path, log: Path) -> dict:
+def measure(csv: Path, copies: Path, cfg: dict, work: Path, log: Path, tol_items: list[str] | None = None) -> dict:
     """The figures of one release (a directory of copies) by the review commands."""
     u, h, d, k = (work / f"{copies.name}_{x}.json" for x in ("utility", "heldout", "declared", "disclosure"))
     cli(["utility", "--original", str(csv), "--synthetic", str(copies), "--tables", "1", "--seed", "0",
@@ -119,7 +119,7 @@ def measure(csv: Path, copies: Path, cfg: dict, work: Path, log: Path) -> dict:
     for (formula, family), out in ((cfg["held_out"], h), (cfg["declared"], d)):
         cli(["analyse", "--original", str(csv), "--synthetic", str(copies), "--formula", formula, "--family", family,
              "--out", str(out), "--overwrite", "--quiet"], log)
-    tol = [a for t in cfg["tol"] for a in ("--tol", t)]
+    tol = [a for t in (cfg["tol"] if tol_items is None else tol_items) for a in ("--tol", t)]
     cli(["disclosure", "--original", str(csv), "--synthetic", str(copies), "--qi", ",".join(cfg["qi"]), *tol,
          "--out", str(k), "--overwrite", "--quiet"], log)
     tabs = [t for t in json.loads(u.read_text())["utility_tables"]["tables"]
@@ -165,6 +165,7 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
               "--m", str(M), "--replicates", str(len(seeds)), "--reference-replicates", str(len(seeds)),
               "--seed", str(seeds[0]), "--jobs", "1", "--max-search-seconds", str(search_s), "--overwrite"]
     attempts = []
+    tol_items = None
     spec, trace = work / f"{name}_tuned.json", work / f"{name}_trace.json"
     cpu["tune"] = cli(["tune", *base, "--analysis", cfg["declared"][0], "--family", cfg["declared"][1], *common,
                        "--out", str(spec), "--trace", str(trace)], log)
@@ -175,21 +176,31 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
     info = (rec.get("search") or {}).get("infeasible") or {}
     broken = sorted({t["table"] for t in info.get("tables") or [] if t["way"] == 1} & set(cfg["qi"]))
     if not spec.exists() and broken:
-        # what tune's message suggests and a user then does: a spec ('synthmi spec') whose "models" give the
-        # named margins a tree (DA-MI's flexible conditional, maskable in the joint predictive), tuned again
+        # what tune's message suggests and a user then does: a named numeric QI with few distinct values
+        # (fair's bracketed age, its six schooling levels) declared categorical; a many-valued one given a
+        # tree (DA-MI's flexible conditional, maskable in the joint predictive) in the spec's "models"
+        few = [c for c in broken if c not in cfg["categorical"] and df[c].nunique() <= 10]
+        trees = [c for c in broken if c not in cfg["categorical"] and c not in few]
         draft = work / f"{name}_spec.json"
+        base = [*base[:-1], ",".join(cfg["categorical"] + few)]
         cli(["spec", *base, "--analysis", cfg["declared"][0], "--family", cfg["declared"][1], "--out", str(draft),
              "--overwrite", "--quiet"], log)
+        # a tolerance is for a continuous QI; a bracketed age declared categorical matches exactly, which
+        # for fair's brackets (4.5-5 years apart) is what age=1 meant
+        tol_items = [t for t in cfg["tol"] if t.split("=")[0] not in few]
+        common = [a for a in common if a not in ("--tol", *cfg["tol"])] + [x for t in tol_items for x in ("--tol", t)]
         d = json.loads(draft.read_text())
-        d["models"] = {c: "tree" for c in broken}
+        if trees:
+            d["models"] = {c: "tree" for c in trees}
         draft.write_text(json.dumps(d, indent=2))
         spec, trace = work / f"{name}_tuned_tree.json", work / f"{name}_trace_tree.json"
         cpu["tune"] += cli(["tune", "--data", str(csv), "--spec", str(draft), *common, "--out", str(spec),
                             "--trace", str(trace)], log)
         rec = json.loads(trace.read_text())
-        attempts.append({"how": f"tune --spec with \"models\": {json.dumps(d['models'])} (tune's hint followed)",
+        attempts.append({"how": f"tune --spec with --categorical {','.join(cfg['categorical'] + few)} and \"models\": "
+                                f"{json.dumps(d.get('models'))} (tune's hint followed)",
                          "masks": rec.get("masks"), "infeasible": (rec.get("search") or {}).get("infeasible")})
-        print(f"[{name}] tune with trees for {broken}: masks {rec.get('masks')} ({time.perf_counter() - t0:.0f} s)",
+        print(f"[{name}] tune with {few} categorical, trees for {trees}: masks {rec.get('masks')} ({time.perf_counter() - t0:.0f} s)",
               flush=True)
     tuned = []
     if spec.exists():
@@ -197,7 +208,7 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
             out = work / f"{name}_tuned_{s}"
             cpu["tuned"] += cli(["synthesize", "--data", str(csv), "--spec", str(spec), "--method", "dami", "--m", str(M),
                                  "--seed", str(s), "--out", str(out), "--overwrite", "--quiet"], log)
-            tuned.append({"seed": s, **measure(csv, out, cfg, work, log)})
+            tuned.append({"seed": s, **measure(csv, out, cfg, work, log, tol_items)})
     c, t = summarise(cart), (summarise(tuned) if tuned else None)
     checks = None
     if t is not None:
@@ -227,12 +238,15 @@ def main() -> None:
     ap.add_argument("--files", default="fair,anes96")
     ap.add_argument("--fair-rows", type=int, default=3000, help="fair's rows, subsampled (seeded) for the CPU budget")
     ap.add_argument("--replicates", type=int, default=3, help="seeds of CART and of the tuned release (>= 3)")
-    ap.add_argument("--max-search-seconds", type=float, default=420.0)
+    ap.add_argument("--max-search-seconds", type=float, default=300.0)
+    ap.add_argument("--merge", action="store_true", help="keep the recorded results of the files not run now")
     a = ap.parse_args()
     seeds = list(range(a.replicates))
     work = Path(tempfile.mkdtemp(prefix="tune_files_"))
     print(f"work dir {work}", flush=True)
     out = {}
+    if a.merge and (RESULTS / "tune_files.json").exists():
+        out = json.loads((RESULTS / "tune_files.json").read_text())["files"]  # the files not run now, as recorded
     for name in a.files.split(","):
         out[name] = run_file(name, FILES[name], a.fair_rows if name == "fair" else None, seeds, work,
                              a.max_search_seconds)

@@ -206,8 +206,10 @@ def infeasible_lines(info: dict | None) -> list[str]:
         if not tables:
             out += [f"  {k}: {v:.3g} (bound {info['caps'][k]:.3g}; mean over its search copies)"
                     for k, v in (info.get("worst") or {}).items()]
-        out.append("(a model that fits that margin better, e.g. a tree or a transform in the spec's \"models\", or "
-                   "a higher --max-table-s-pmse / --max-table-ratio, may make a setting feasible)")
+        out.append("(a model that fits those margins may make a setting feasible: a numeric QI with few distinct "
+                   "values, e.g. an age in brackets, declared categorical (--categorical); a many-valued one given "
+                   "a tree or a transform in the spec's \"models\"; or a higher --max-table-s-pmse / "
+                   "--max-table-ratio)")
         return out
     if info.get("binding") == "risk targets":
         return [f"none of the {info['settings_measured']} settings measured met the risk targets; the closest, "
