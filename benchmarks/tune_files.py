@@ -144,7 +144,8 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
-def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Path, search_s: float) -> dict:
+def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Path, search_s: float,
+             m_search: int = 3) -> dict:
     log = work / f"{name}.log"
     df = cfg["load"](rows)
     csv = work / f"{name}.csv"
@@ -163,7 +164,8 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
     tol = [a for t in cfg["tol"] for a in ("--tol", t)]
     common = [*tol, "--target", "expected_matches<=cart", "--target", "true_match_rate<=cart",
               "--m", str(M), "--replicates", str(len(seeds)), "--reference-replicates", str(len(seeds)),
-              "--seed", str(seeds[0]), "--jobs", "1", "--max-search-seconds", str(search_s), "--overwrite"]
+              "--seed", str(seeds[0]), "--jobs", "1", "--max-search-seconds", str(search_s), "--overwrite",
+              "--m-search", str(m_search)]
     attempts = []
     tol_items = None
     spec, trace = work / f"{name}_tuned.json", work / f"{name}_trace.json"
@@ -223,7 +225,7 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
     return {"rows": len(df), "rows_in_file": {"fair": 6366, "anes96": 944}[name], "qi": cfg["qi"],
             "keep": cfg["keep"], "categorical": cfg["categorical"], "declared": cfg["declared"],
             "held_out": cfg["held_out"], "tolerance": cfg["tol"], "seeds": seeds, "m": M,
-            "cart": c, "tuned": t, "checks": checks, "tune_attempts": attempts, "cart_per_seed": cart, "tuned_per_seed": tuned,
+            "cart": c, "tuned": t, "checks": checks, "tune_attempts": attempts, "m_search": m_search, "cart_per_seed": cart, "tuned_per_seed": tuned,
             "tune": {"masks": rec.get("masks"), "validated": {k: (rec.get("validated") or {}).get(k) for k in (
                 "mean_ci_overlap", "battery_ci_overlap", "worst_one_way_s_pmse", "worst_two_way_s_pmse",
                 "expected_matches", "true_match_rate")},
@@ -239,6 +241,8 @@ def main() -> None:
     ap.add_argument("--fair-rows", type=int, default=3000, help="fair's rows, subsampled (seeded) for the CPU budget")
     ap.add_argument("--replicates", type=int, default=3, help="seeds of CART and of the tuned release (>= 3)")
     ap.add_argument("--max-search-seconds", type=float, default=300.0)
+    ap.add_argument("--m-search", type=int, default=3,
+                    help="tune's copies per search candidate (its default 3; 5 = CART's reference footing)")
     ap.add_argument("--merge", action="store_true", help="keep the recorded results of the files not run now")
     a = ap.parse_args()
     seeds = list(range(a.replicates))
@@ -249,7 +253,7 @@ def main() -> None:
         out = json.loads((RESULTS / "tune_files.json").read_text())["files"]  # the files not run now, as recorded
     for name in a.files.split(","):
         out[name] = run_file(name, FILES[name], a.fair_rows if name == "fair" else None, seeds, work,
-                             a.max_search_seconds)
+                             a.max_search_seconds, a.m_search)
     rows = []
     for name, r in out.items():
         for rel in ("cart", "tuned"):
