@@ -40,6 +40,8 @@ def test_tune_applies_twice_cart_worst_table_as_its_rule():
     assert res.settings["max_table_ratio"] == 2.0
     for k in ("worst_one_way_s_pmse", "worst_two_way_s_pmse"):
         assert caps[k] == pytest.approx(min(10.0, 2.0 * ref[k]))
+    # m_search = m here: the search is on CART's footing, one bound for every stage
+    assert res.settings["table_caps_search"] is None
     tr = res.trace
     for _, r in tr.iterrows():
         within = r["worst_one_way_s_pmse"] <= caps["worst_one_way_s_pmse"] and \
@@ -101,3 +103,21 @@ def test_tune_passes_secret_and_link_aux_to_its_attack_targets(monkeypatch):
     with pytest.raises(Exception, match="'secrets' parameter of tune is used by the inference target only"):
         tune(df, ["age", "sex"], ["hours", "y"], ["y ~ age + sex"], ["linkability<=0.5"], secrets=["hours"],
              continuous_grid=[(1, 4.0)], alpha_grid=[2.0], m_search=2, m=2, replicates=1)
+
+
+def test_tune_search_bound_is_cart_on_the_search_footing():
+    # m_search < m: the worst table over fewer copies is larger for any release; the search's bound is CART's
+    # worst at m_search copies (same seeds), the confirmation's CART's at m copies
+    from synthmi.workflow.tuning import tune
+
+    df = _small(300)
+    res = tune(df, ["age", "sex", "edu"], ["hours", "y"], ["y ~ age + sex + edu"], ["expected_matches<=cart"],
+               continuous_grid=[(1, 4.0)], alpha_grid=[2.0], m_search=2, m=4, replicates=2, n_confirm=1,
+               tolerance={"age": 1}, base_params={"random_state": 1}, reference_replicates=2, max_cycles=0)
+    cs, c = res.settings["table_caps_search"], res.settings["table_caps"]
+    assert cs is not None and cs != c
+    tr = res.trace
+    for _, r in tr.iterrows():
+        bound = cs if r["stage"] == "search" else c
+        within = all(r[k] <= bound[k] for k in bound)
+        assert bool(r["table_ok"]) == within
