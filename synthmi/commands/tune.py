@@ -7,6 +7,9 @@ import sys
 
 from ._common import (
     EXAMPLES_FMT,
+    add_attack_flags,
+    attack_options,
+    categorical_kinds,
     add_common_flags,
     add_convergence_flags,
     add_sep_flag,
@@ -63,7 +66,11 @@ the --analysis models and a generic regression of each kept column on the QIs (q
 in numeric QIs, factors for categorical ones), original vs combined copies, partial rule.
 A candidate whose worst one-way or two-way table S_pMSE exceeds --max-table-s-pmse
 (default 10; S_pMSE is about 1 for copies from the fitted model, 2 for proper copies) is infeasible whatever
-its overlap: a mask must not buy overlap by wrecking a margin.
+its overlap: a mask must not buy overlap by wrecking a margin. With a MEASURE<=cart target so is
+one whose worst one-way (two-way) S_pMSE exceeds --max-table-ratio (default 2) times CART's. When no
+setting is feasible, the tables that broke the rule are named with their S_pMSE. --categorical,
+--secret and --link-aux as in 'synthmi synthesize' and 'synthmi disclosure' (the intruder of the
+inference and linkability targets).
 
 output: --out is a release spec (the --spec given, or one drafted from --qi/--keep
 without the data's levels or bounds) with the chosen masks; 'synthmi synthesize --spec'
@@ -85,6 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--spec", default=None, help="release spec (roles, kinds, analyses); the chosen masks are added to it")
     p.add_argument("--qi", default=None, help="comma-separated quasi-identifiers to synthesize (default: the spec's)")
     p.add_argument("--keep", default=None, help="columns released unchanged (default as 'synthmi synthesize')")
+    p.add_argument("--categorical", action="append", metavar="COLUMNS",
+                   help="comma-separated numeric columns holding codes of categories, modelled as categories "
+                        "(as 'synthmi synthesize --categorical'; the spec written carries their kind)")
     p.add_argument("--analysis", action="append", default=None, metavar="FORMULA",
                    help="an analysis the release must support, e.g. 'income ~ age + sex' (repeatable; "
                         "default: the spec's analyses)")
@@ -92,11 +102,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-table-s-pmse", type=float, default=10.0,
                    help="table rule: a candidate whose worst one- or two-way S_pMSE exceeds this is infeasible "
                         "(default 10)")
+    p.add_argument("--max-table-ratio", type=float, default=2.0,
+                   help="with a MEASURE<=cart target, a candidate whose worst one-way (two-way) S_pMSE exceeds this "
+                        "many times CART's is infeasible too (default 2; 0: the --max-table-s-pmse bound alone)")
     p.add_argument("--target", action="append", required=True, metavar="MEASURE<=VALUE",
                    help="a risk target, e.g. expected_matches<=50 (repeatable; all must hold)")
     p.add_argument("--tol", action="append", metavar="COLUMN=VALUE", help="intruder's closeness on a continuous QI")
     p.add_argument("--attribute-target", default=None, help="sensitive column for disco / attribute risk targets")
     p.add_argument("--k0", type=int, default=None, help="risk-subgroup k0 (for high_risk_mean_risk)")
+    add_attack_flags(p)
     p.add_argument("--m", type=int, default=5, help="copies per confirmation replicate (default 5)")
     p.add_argument("--replicates", type=int, default=3, help="confirmation replicates (default 3)")
     p.add_argument("--m-search", type=int, default=3, help="copies per search candidate (default 3)")
@@ -170,12 +184,71 @@ def not_tried_lines(settings: dict) -> list[str]:
     return out
 
 
+#: tables named on the terminal when no setting is feasible (worst first; --trace has them all)
+_SHOWN_TABLES = 8
+
+
+def infeasible_lines(info: dict | None) -> list[str]:
+    """Why no setting was feasible (``settings["infeasible"]`` of :func:`synthmi.workflow.tuning.tune`), as
+    lines for the terminal: the tables (names, S_pMSE, bound) that broke the table rule on the setting
+    closest to it, or the risk targets when no setting met them."""
+    if not info:
+        return []
+    if info.get("binding") == "table rule":
+        out = [f"{info['met_risk_targets']} of {info['settings_measured']} settings measured met the risk targets "
+               f"but not the table rule; the closest, "
+               f"{json.dumps(info['masks'], sort_keys=True) if info['masks'] else 'no masks at all'}, has"]
+        tables = info.get("tables") or []
+        out += [f"  {t['way']}-way table {t['table']}: S_pMSE {t['s_pmse']:.3g} (bound {t['cap']:.3g})"
+                for t in tables[:_SHOWN_TABLES]]
+        if len(tables) > _SHOWN_TABLES:
+            out.append(f"  ... and {len(tables) - _SHOWN_TABLES} more tables above their bound (all in --trace)")
+        if not tables:
+            out += [f"  {k}: {v:.3g} (bound {info['caps'][k]:.3g}; mean over its search copies)"
+                    for k, v in (info.get("worst") or {}).items()]
+        out.append("(a model that fits those margins may make a setting feasible: a numeric QI with few distinct "
+                   "values, e.g. an age in brackets, declared categorical (--categorical); a many-valued one given "
+                   "a tree or a transform in the spec's \"models\"; or a higher --max-table-s-pmse / "
+                   "--max-table-ratio)")
+        return out
+    if info.get("binding") == "risk targets":
+        return [f"none of the {info['settings_measured']} settings measured met the risk targets; the closest, "
+                f"{json.dumps(info['closest_masks'], sort_keys=True)}, has "
+                + ", ".join(f"{k} {v:.4g}" for k, v in info["risk"].items())]
+    return []
+
+
+def check_spec_models(spec, path: str) -> None:
+    """Refuse a ``--spec`` whose ``"models"`` entry DA-MI cannot use, naming the spec file (not an
+    option tune does not have): the entry's syntax (:func:`synthmi.models.conditional.parse_models`)
+    and each method against its column's kind in the spec."""
+    from collections.abc import Mapping
+
+    from ..errors import SynthmiError
+    from ..kinds import model_kind
+    from ..models.conditional import _METHOD_KINDS, parse_models
+
+    models = getattr(spec, "models", None)
+    if not isinstance(models, Mapping):
+        return  # none, or "auto" (checked by the spec itself)
+    lead = f"The '--spec' file '{path}' has a \"models\" entry tune cannot use: "
+    try:
+        parsed = parse_models(models, list(spec.quasi_identifiers), "DAMISynthesizer")
+    except SynthmiError as exc:
+        raise InputError(lead + exc.restated("spec's \"models\"" if exc.parameter == "models" else None)) from None
+    for c, v in parsed.items():
+        kind = model_kind(spec.columns[c].kind)  # an integer column is modelled as continuous
+        if v.method is not None and kind not in _METHOD_KINDS[v.method]:
+            raise InputError(lead + f"the method {v.method!r} of column '{c}' cannot model a {kind} column; it "
+                             f"models {list(_METHOD_KINDS[v.method])} columns.")
+
+
 def run(args: argparse.Namespace) -> int:
     from ..data import load_dataset
     from ..diagnostics import DiagnosticsFailed
     from ..models import DAMISynthesizer
     from ..workflow.tuning import ReferenceTarget, parse_target, tune
-    from .synthesize import default_keep, parse_params
+    from .synthesize import _with_kinds, default_keep, parse_params
 
     # outputs first: a bad --out / --trace costs nothing
     out = check_output_file(args.out, "--out", args.overwrite)
@@ -214,9 +287,14 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
     if not args.max_table_s_pmse > 0:
         raise InputError(f"The '--max-table-s-pmse' option must be > 0. Got {args.max_table_s_pmse} instead.")
+    if not args.max_table_ratio >= 0:
+        raise InputError(f"The '--max-table-ratio' option must be >= 0 (0: no ratio rule). Got {args.max_table_ratio} "
+                         "instead.")
     grids = dict(continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
                  alpha_grid=_grid(args.alpha_grid, "alpha-grid"))
     spec, qi = spec_and_quasi_identifiers(args)
+    if spec is not None:
+        check_spec_models(spec, args.spec)
     if args.analysis:
         analyses = [(a, args.family) for a in args.analysis]
     elif spec is not None and spec.analyses:
@@ -247,10 +325,33 @@ def run(args: argparse.Namespace) -> int:
     if args.attribute_target and args.attribute_target not in df.columns:
         raise InputError(f"The '--attribute-target' option names '{args.attribute_target}', which is not a column "
                          "of the data.")
+    categorical = split_list(args.categorical)
+    if categorical:
+        # as synthesize --categorical: the columns' kind in the spec the fit takes (and tune writes)
+        from ..spec import ReleaseSpec
+
+        roles = (spec.quasi_identifiers + spec.keep) if spec is not None else qi + keep
+        outside = [c for c in categorical if c in df.columns and c not in roles]
+        if outside:
+            raise InputError(f"The '--categorical' option names columns that are not released (not in --qi or "
+                             f"--keep): {outside}.")
+        kinds = categorical_kinds(df[roles], categorical)
+        if spec is not None:
+            spec = _with_kinds(spec, df, kinds)
+        else:
+            spec, keep = ReleaseSpec.from_roles(df[roles], qi, keep, kinds), None
     released = (spec.quasi_identifiers + spec.keep) if spec is not None else qi + keep
     for formula, _ in analyses:
         check_formula(formula, released, "--analysis" if args.analysis else "--spec", "the release (--qi and --keep)")
     tol = parse_tolerances(args.tol)
+    # --secret / --link-aux as 'synthmi disclosure' reads them (its --target is tune's --attribute-target)
+    secrets, link_aux = attack_options(argparse.Namespace(secret=args.secret, link_aux=args.link_aux,
+                                                          target=None), released)
+    named = {t.measure for t in targets}
+    for flag, value, measure in (("--secret", args.secret, "inference"), ("--link-aux", link_aux, "linkability")):
+        if value and measure not in named:
+            raise InputError(f"The '{flag}' option sets the intruder of the {measure} target; no --target names "
+                             f"{measure}.")
     say = (lambda s: print(f"synthmi tune: {s}", file=sys.stderr, flush=True)) if progress_enabled(args) else None
     try:
         res = tune(df, None if spec is not None else qi, keep, analyses, targets, m_search=args.m_search, m=args.m,
@@ -259,7 +360,9 @@ def run(args: argparse.Namespace) -> int:
                    spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say,
                    holdout_share=args.holdout_share, max_table_s_pmse=args.max_table_s_pmse,
                    max_cycles=args.max_cycles, reference_params=cart_params,
-                   reference_replicates=args.reference_replicates, **grids)
+                   reference_replicates=args.reference_replicates, max_table_ratio=args.max_table_ratio or None,
+                   secrets=secrets if args.secret else None, link_aux=link_aux,
+                   **grids)
     except DiagnosticsFailed as exc:
         raise exc.for_cli() from None
     step_line(args, "tune", f"search finished in {res.wall_seconds:.0f} s: "
@@ -280,9 +383,13 @@ def run(args: argparse.Namespace) -> int:
         trace_path.parent.mkdir(parents=True, exist_ok=True)
         trace_path.write_text(json_dumps(record, indent=2, sort_keys=True))
     if not res.feasible:
-        print(f"No setting met {', '.join(map(str, res.targets))} with every table S_pMSE <= "
-              f"{args.max_table_s_pmse:g}; no spec was written"
+        caps = res.settings.get("table_caps") or {}
+        print(f"No setting met {', '.join(map(str, res.targets))} with every table S_pMSE within its bound ("
+              + "; ".join(f"{k.replace('worst_', '').replace('_s_pmse', '').replace('_', '-')} <= {v:.3g}"
+                          for k, v in caps.items()) + "); no spec was written"
               + (f" (the search is in {trace_path})." if trace_path is not None else "."))
+        for line in infeasible_lines(res.settings.get("infeasible")):
+            print(line)
         return 2
     # the validated figures (fresh copies) are reported; the confirmed ones chose the masks
     c = res.validated or res.confirmed

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE, Battery, default_battery, table_feasible
+from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE, Battery, default_battery
 from ..evaluation.frontier import (
     HIGHER_IS_BETTER,
     Analysis,
@@ -796,6 +796,132 @@ def _not_tried(coords: list, unmaskable: Mapping[str, str], trace: list[dict[str
     }
 
 
+#: the fit's warnings tune passes on (the others speak of a release it does not make): a model's misfit
+#: (:meth:`synthmi.models.rubin.RubinSynthesizer._warn_normal_misfit`)
+_MISFIT = "does not fit its distribution"
+
+#: with a ``MEASURE<=cart`` target, a candidate's worst one-way (two-way) table S_pMSE may be at most
+#: this many times CART's (issue 29: "the tuned release's worst one-way S_pMSE within 2x CART's")
+DEFAULT_MAX_TABLE_RATIO = 2.0
+
+_TABLE_FIGURES = {"worst_one_way_s_pmse": "one-way", "worst_two_way_s_pmse": "two-way"}
+
+
+def table_caps(max_table_s_pmse: float, max_table_ratio: float | None,
+               reference: Mapping[str, float]) -> dict[str, float]:
+    r"""The table rule's bound per table order: the absolute bound, and with a reference release
+    ``max_table_ratio`` times its mean worst table S_pMSE of that order, whichever is lower:
+
+    .. math::
+
+        c_w = \min\bigl(c_{\max},\; \rho\, \overline{S}^{\,\mathrm{CART}}_{w}\bigr), \qquad w = 1, 2
+
+    (:math:`\rho` = ``max_table_ratio``; a reference figure that is missing or not finite leaves
+    :math:`c_{\max}`). Keys: ``worst_one_way_s_pmse``, ``worst_two_way_s_pmse``.
+    """
+    caps = {}
+    for k in _TABLE_FIGURES:
+        c = float(max_table_s_pmse)
+        ref = float(reference.get(k, np.nan))
+        if max_table_ratio is not None and np.isfinite(ref):
+            c = min(c, float(max_table_ratio) * ref)
+        caps[k] = c
+    return caps
+
+
+def table_violations(row: Mapping[str, Any], caps: Mapping[str, float]) -> dict[str, float]:
+    """The worst-table figures of ``row`` above their cap (:func:`table_caps`), figure -> value; empty
+    when the row meets the table rule (a missing figure is not a violation: no such table)."""
+    out = {}
+    for k, c in caps.items():
+        v = float(row.get(k, np.nan))
+        if np.isfinite(v) and v > c:
+            out[k] = v
+    return out
+
+
+def _infeasibility(trace: Sequence[Mapping[str, Any]], caps: Mapping[str, float],
+                   targets: Sequence[Target]) -> dict[str, Any]:
+    """Why no setting was feasible, from the search trace: how many settings met the risk targets and
+    failed the table rule, and the one of them closest to the rule (lowest worst table S_pMSE relative
+    to its cap); without one, the setting closest to the risk targets (lowest ``risk_ratio``)."""
+    rows = [r for r in trace if r["stage"] == "search"]
+    risk_ok = [r for r in rows if r["meets_targets"]]
+    out: dict[str, Any] = {"settings_measured": len(rows), "met_risk_targets": len(risk_ok),
+                           "caps": dict(caps), "masks": None}
+    if risk_ok:
+        def excess(r):
+            return max(float(r.get(k, np.nan)) / c if c > 0 and np.isfinite(float(r.get(k, np.nan))) else 0.0
+                       for k, c in caps.items())
+        best = min(risk_ok, key=excess)
+        out.update(binding="table rule", masks=json.loads(best["masks"]),
+                   worst={k: float(best[k]) for k in caps if k in best})
+    elif rows:
+        best = min(rows, key=lambda r: r["risk_ratio"])
+        out.update(binding="risk targets", closest_masks=json.loads(best["masks"]),
+                   risk={t.measure: float(best[t.measure]) for t in targets})
+    return out
+
+
+def _measure_tables(masks: Mapping[str, Any], mm: int, pool_start: int, copy_seed: int,
+                    caps: Mapping[str, float]) -> list[dict[str, Any]]:
+    """The one- and two-way tables of ``masks``'s search copies (the same pool entries and seed as
+    the search drew them) whose S_pMSE exceeds the cap of their order: ``{"table", "way",
+    "s_pmse", "cap"}``, worst first. Table names only, never a value of the data."""
+    from ..evaluation.pmse import unchanged_columns, utility_tables
+
+    st = _TUNE_STATE
+    bat = st["ev"]["battery"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = remask(st["base"], dict(masks) or None)
+        s._pool, s._pool_diagnostics = st["pool"], st["pool_diagnostics"]
+        s._posterior_draws = MethodType(_pooled_draws, s)
+        s._pool_start = pool_start
+        copies = s.sample(mm, random_state=copy_seed, allow_unmodified=True).copies
+    original = st["df"]
+    variables = [v for v in bat.variables if v in original.columns]
+    same = set(unchanged_columns(original, copies, variables))
+    tab = utility_tables(original, copies, variables=variables, ways=(1, 2), n_bins=bat.n_bins,
+                         spec=bat.spec).to_frame()
+    out = []
+    for _, r in tab.iterrows():
+        if set(str(r["variables"]).split(":")) <= same:
+            continue  # kept columns only: released unchanged
+        cap = caps["worst_one_way_s_pmse" if int(r["way"]) == 1 else "worst_two_way_s_pmse"]
+        if float(r["s_pmse"]) > cap:
+            out.append({"table": str(r["variables"]), "way": int(r["way"]), "s_pmse": float(r["s_pmse"]),
+                        "cap": float(cap)})
+    return sorted(out, key=lambda t: -t["s_pmse"] / t["cap"])
+
+
+@dataclass(frozen=True)
+class AttackTarget:
+    """The ``inference`` or ``linkability`` target measured with the intruder's knowledge the user declared
+    (``tune --secret / --link-aux``, as ``synthmi disclosure`` takes them): anonymeter's risk
+    (Giomi et al. 2023; :func:`~synthmi.evaluation.attack_risks.review_attacks`) pooled over the copies,
+    the largest over the secrets for inference. Called as the measures of
+    :data:`synthmi.evaluation.targets.HOLDOUT_MEASURES` are."""
+
+    attack: str
+    quasi_identifiers: tuple[str, ...]
+    secrets: tuple[str, ...] | None = None
+    link_aux: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+
+    def __call__(self, train: pd.DataFrame, holdout: pd.DataFrame, copies: list[pd.DataFrame], spec: Any = None,
+                 random_state: Any = 0) -> float:
+        from ..evaluation.attack_risks import review_attacks, worst_inference
+
+        res = review_attacks(train, copies, holdout, quasi_identifiers=list(self.quasi_identifiers),
+                             secrets=list(self.secrets) if self.secrets else None,
+                             link_aux=(list(self.link_aux[0]), list(self.link_aux[1])) if self.link_aux else None,
+                             spec=spec, attacks=[self.attack], random_state=random_state)
+        if self.attack == "inference":
+            return float(worst_inference(res).risk)
+        (r,) = res.values()
+        return float(r.risk)
+
+
 def tune(
     data: pd.DataFrame,
     quasi_identifiers: Sequence[str] | None,
@@ -824,6 +950,9 @@ def tune(
     max_cycles: int = 10,
     reference_params: Mapping[str, Any] | None = None,
     reference_replicates: int = REFERENCE_REPLICATES,
+    max_table_ratio: float | None = DEFAULT_MAX_TABLE_RATIO,
+    secrets: Sequence[str] | None = None,
+    link_aux: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> TuneResult:
     """Masks for DA-MI that maximise the battery's mean CI overlap subject to risk ``targets``.
 
@@ -916,6 +1045,15 @@ def tune(
         declared; False: the declared analyses only, no table rule).
     max_table_s_pmse : float, default 10
         The table rule's bound on the worst one- and two-way S_pMSE.
+    max_table_ratio : float or None, default 2
+        With a ``MEASURE<=cart`` target, the table rule is also relative to CART: a candidate
+        whose worst one-way (two-way) S_pMSE exceeds ``max_table_ratio`` times CART's mean worst
+        one-way (two-way) S_pMSE over its replicate seeds is infeasible (:func:`table_caps`).
+        None: the absolute bound alone.
+    secrets, link_aux : optional
+        What anonymeter's intruder assumes in the ``inference`` and ``linkability`` targets
+        (as ``synthmi disclosure --secret / --link-aux``): the secret columns, and the two
+        auxiliary column lists; default the targets' own (:mod:`synthmi.evaluation.targets`).
     spec : ReleaseSpec, optional
         Roles and kinds of the columns; the chosen masks are written into it.
     max_search_seconds : float, optional
@@ -980,6 +1118,9 @@ def tune(
             f"non-members of {', '.join(holdout_measures)}; fitting on the other {len(data)}")
     max_table_s_pmse = float(check_scalar(max_table_s_pmse, "max_table_s_pmse", "tune", lower=0.0,
                                           lower_inclusive=False))
+    if max_table_ratio is not None:
+        max_table_ratio = float(check_scalar(max_table_ratio, "max_table_ratio", "tune", lower=0.0,
+                                             lower_inclusive=False))
     params = dict(base_params or {})
     if "masks" in params:
         raise InputError("The 'base_params' of tune cannot set masks: tune chooses them.")
@@ -991,10 +1132,26 @@ def tune(
             from dataclasses import replace
 
             fit_kw["spec"] = replace(spec, masks=None)  # tune chooses the masks
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as fit_warnings:
+        warnings.simplefilter("always")
         base = DAMISynthesizer(**params).fit(data, **fit_kw)
+    # a model that cannot keep its column's margin is said once (silenced, a new user saw only that no
+    # setting met the table rule: anes96's income, Kolmogorov distance 0.06, one-way S_pMSE 6-20 unmasked)
+    for text in dict.fromkeys(str(w.message) for w in fit_warnings if _MISFIT in str(w.message)):
+        warnings.warn(f"tune: {text}", UserWarning, stacklevel=2)
     qi, keep = list(base.quasi_identifiers_), list(base.keep_)
+    if secrets is not None or link_aux is not None:
+        used = {"inference": secrets is not None, "linkability": link_aux is not None}
+        unused = [opt for opt, name in (("secrets", "inference"), ("link_aux", "linkability"))
+                  if used[name] and name not in holdout_measures]
+        if unused:
+            raise InputError(f"The '{unused[0]}' parameter of tune is used by the "
+                             f"{'inference' if unused[0] == 'secrets' else 'linkability'} target only; no such "
+                             "target was given.")
+        for name in ("inference", "linkability"):
+            if name in holdout_measures and used[name]:
+                holdout_measures[name] = AttackTarget(name, tuple(qi), tuple(secrets) if secrets else None,
+                                                      (tuple(link_aux[0]), tuple(link_aux[1])) if link_aux else None)
     df = data[qi + keep]
     bat = _battery_of(battery, base.spec_, df, qi, keep, analyses)
     objective = "battery_ci_overlap" if bat is not None else "mean_ci_overlap"
@@ -1009,6 +1166,10 @@ def tune(
                   for c in qi
                   if (kinds[c] == "continuous" and transforms.get(c) is not None)
                   or c in getattr(base, "parts_", {}) or c in getattr(base, "na_level_columns_", [])}
+    # a column the spec's "models" give to 'cart' has no likelihood to combine with a mask (DA-MI refuses it)
+    unmaskable.update({cond.column: "its model is 'cart' (no likelihood to combine with a mask)"
+                       for cond in getattr(base, "conditionals_", []) if cond.family == "cart"
+                       and cond.column in qi and cond.column not in unmaskable})
     if unmaskable:
         warnings.warn("tune leaves " + "; ".join(f"'{c}' unmasked: {why}" for c, why in unmaskable.items())
                       + " (DA-MI cannot combine them with a mask); the other quasi-identifiers are searched.",
@@ -1046,6 +1207,8 @@ def tune(
     ev = dict(analyses=analyses, quasi_identifiers=qi, tolerance=tolerance, target=target, subgroups=subgroups,
               rule="partial", battery=bat, max_table_s_pmse=max_table_s_pmse, spec=fit_kw.get("spec"))
     reference = None
+    caps = table_caps(max_table_s_pmse, None, {})
+    caps_search = None
     if any(isinstance(t, ReferenceTarget) for t in targets):
         # "at CART's risk": CART's figures over replicate seeds, then each such target holds its mean and spread
         from dataclasses import replace as _replace
@@ -1071,6 +1234,16 @@ def tune(
                      "mean": {c: float(ref[c].mean()) for c in dict.fromkeys(figs)},
                      "se": {c: float(ref[c].std(ddof=1) / np.sqrt(R)) if R > 1 else float("nan")
                             for c in dict.fromkeys(figs)}}
+        caps = table_caps(max_table_s_pmse, max_table_ratio, reference["mean"])
+        reference["table_caps"] = caps
+        if max_table_ratio is not None and int(m_search) != int(m):
+            # the search measures m_search copies: the worst of the tables' means over fewer copies is larger
+            # (each table's mean is noisier), so its bound is CART's worst on the same footing (m_search copies,
+            # the same seeds; tables only, no holdout): fair's religious table 2.32 at 3 copies vs 2.13 at 5
+            ref_s = reference_figures(df, _spec_on(base.spec_, qi, keep), reference_params, m_search, ref_seeds, ev)
+            caps_search = table_caps(max_table_s_pmse, max_table_ratio,
+                                     {k: float(ref_s[k].mean()) for k in _TABLE_FIGURES if k in ref_s})
+            reference["table_caps_search"] = caps_search
         say("CART (" + (json.dumps(reference["params"]) if reference["params"] else "default") + f", {R} seeds x {m} "
             "copies): " + "; ".join(f"{c} {reference['mean'][c]:.4g} +- {reference['se'][c]:.2g}"
                                     for c in dict.fromkeys(figs)))
@@ -1121,7 +1294,7 @@ def tune(
             row.update({f"{c}_se": float(rep[c].std(ddof=1) / np.sqrt(reps)) for c in rep.columns})
         meets = all(t.met(row) for t in targets)
         # the table rule on the mean over replicates (a wrecked margin is infeasible whatever its overlap)
-        table_ok = bat is None or table_feasible(row, max_table_s_pmse)
+        table_ok = bat is None or not table_violations(row, caps_search if stage == "search" and caps_search else caps)
         row.update(stage=stage, masks=json.dumps(masks, sort_keys=True), levels=list(x), meets_targets=meets,
                    table_ok=table_ok, objective=float(row[objective]), feasible=meets and table_ok,
                    seconds=time.perf_counter() - t_start)
@@ -1161,7 +1334,13 @@ def tune(
             if ok:
                 chosen = max(ok, key=lambda r: (r["objective"], -r["risk_ratio"]))
                 break
-        validated, validation = None, None
+        validated, validation, infeasible = None, None, None
+        if chosen is None and bat is not None:
+            infeasible = _infeasibility(trace, caps_search or caps, targets)
+            if infeasible.get("masks") is not None:
+                # which tables broke the rule, named, on the closest setting's own search copies
+                infeasible["tables"] = _measure_tables(infeasible["masks"], m_search, m * replicates,
+                                                       int(seed) + 2 * replicates, caps_search or caps)
         if chosen is not None:
             # (4) the chosen masks by the user's route (validate_spec: the written spec, refitted and
             # sampled with seeds seed + r, as synthesize --spec --seed does), measured as analyse does
@@ -1206,11 +1385,15 @@ def tune(
                   "diagnostics_check": jsonable(check), "base_params": jsonable(dict(base_params or {})),
                   "holdout_share": holdout_share if holdout_measures else None,
                   "objective": objective, "battery": bat.to_dict() if bat is not None else None,
-                  "max_table_s_pmse": max_table_s_pmse, "validation": jsonable(validation),
+                  "max_table_s_pmse": max_table_s_pmse, "max_table_ratio": max_table_ratio,
+                  "table_caps": caps, "table_caps_search": caps_search, "infeasible": jsonable(infeasible),
+                  "secrets": list(secrets) if secrets else None,
+                  "link_aux": [list(link_aux[0]), list(link_aux[1])] if link_aux else None, "validation": jsonable(validation),
                   "reference": jsonable(reference)},
         spec=rel,
         validated={k: v for k, v in validated.items() if k != "levels"} if validated else None,
     )
 
 
-__all__ += ["pareto_front", "reference_points"]
+__all__ += ["pareto_front", "reference_points", "table_caps", "table_violations", "DEFAULT_MAX_TABLE_RATIO",
+            "AttackTarget"]

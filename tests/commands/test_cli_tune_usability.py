@@ -1,0 +1,106 @@
+"""``synthmi tune`` as a new user meets it (issue 29 trial on statsmodels files): ``--categorical`` as in
+``synthesize``; when no setting is feasible, the tables that broke the table rule named with their
+S_pMSE; a spec's unusable ``"models"`` refused naming the spec file (tune has no ``--models``)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _frames import wage_frame
+from synthmi.cli import main
+
+SMALL = ["--continuous-grid", "1:5", "--alpha-grid", "2", "--m-search", "2", "--m", "2", "--replicates", "1",
+         "--n-confirm", "1", "--jobs", "1", "--seed", "3", "--quiet"]
+
+
+def _with_region(tmp_path, n=200, seed=6):
+    w = wage_frame(n, seed=seed)
+    w["region"] = np.random.default_rng(seed).integers(1, 4, len(w))  # codes 1..3 of a nominal region
+    w.to_csv(tmp_path / "w.csv", index=False)
+    return tmp_path / "w.csv"
+
+
+def test_tune_categorical_declares_the_kind_in_the_spec_it_writes(tmp_path, capsys):
+    csv = _with_region(tmp_path)
+    rc = main(["tune", "--data", str(csv), "--qi", "age,region", "--keep", "hours,y", "--categorical", "region",
+               "--analysis", "y ~ age + region", "--family", "logit", "--tol", "age=1",
+               "--target", "expected_matches<=1000", "--max-table-s-pmse", "1000", *SMALL,
+               "--out", str(tmp_path / "t.json"), "--trace", str(tmp_path / "trace.json")])
+    assert rc == 0, capsys.readouterr().err
+    spec = json.loads((tmp_path / "t.json").read_text())
+    # the codes are a nominal QI in the spec synthesize --spec reads (a number without --categorical)
+    assert spec["columns"]["region"]["kind"] == "nominal" and spec["columns"]["age"]["kind"] != "nominal"
+    # and the search masked it as a category (alpha), not with a normal mask
+    grid = json.loads((tmp_path / "trace.json").read_text())["search"]["not_tried"]["grid"]
+    assert grid["region"] == ["none", "alpha=2"]
+    capsys.readouterr()
+
+
+def test_tune_categorical_refuses_a_column_not_released(tmp_path, capsys):
+    csv = _with_region(tmp_path, n=60)
+    rc = main(["tune", "--data", str(csv), "--qi", "age,region", "--keep", "hours,y", "--categorical", "sex",
+               "--analysis", "y ~ age", "--target", "expected_matches<=10", "--out", str(tmp_path / "t.json")])
+    assert rc == 1
+    assert "'--categorical' option names columns that are not released (not in --qi or --keep): ['sex']" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_tune_names_the_tables_that_made_every_setting_infeasible(tmp_path, capsys):
+    # a bound no synthesized table meets: every setting meets the (loose) risk target and fails the rule
+    csv = _with_region(tmp_path)
+    rc = main(["tune", "--data", str(csv), "--qi", "age,sex", "--keep", "hours,y", "--analysis", "y ~ age + sex",
+               "--family", "logit", "--tol", "age=1", "--target", "expected_matches<=1000",
+               "--max-table-s-pmse", "0.001", *SMALL, "--out", str(tmp_path / "t.json"),
+               "--trace", str(tmp_path / "trace.json")])
+    out = capsys.readouterr().out
+    assert rc == 2 and not (tmp_path / "t.json").exists()
+    assert "one-way <= 0.001; two-way <= 0.001" in out
+    assert "4 of 4 settings measured met the risk targets but not the table rule" in out
+    info = json.loads((tmp_path / "trace.json").read_text())["search"]["infeasible"]
+    assert info["binding"] == "table rule" and info["tables"]
+    named = {t["table"] for t in info["tables"]}
+    assert {"age", "sex"} <= named  # the synthesized margins, by name
+    for t in info["tables"]:
+        assert t["s_pmse"] > t["cap"] == 0.001
+        assert f"{t['way']}-way table {t['table']}: S_pMSE {t['s_pmse']:.3g} (bound 0.001)" in out
+    # kept columns only (released unchanged) are never named
+    assert not named & {"hours", "y", "hours:y"}
+
+
+@pytest.mark.parametrize("models, message", [
+    ({"region": "normal"}, "the method 'normal' of column 'region' cannot model a nominal column"),
+    ({"age": "nonsense"}, "The method of column 'age' must be one of"),
+    ({"age": {"method": "tree", "min_leaf": 0}}, "The 'min_leaf' of column 'age' in the spec's \"models\" must be an integer"),
+])
+def test_tune_names_the_spec_when_its_models_cannot_be_used(tmp_path, capsys, models, message):
+    csv = _with_region(tmp_path, n=60)
+    assert main(["spec", "--data", str(csv), "--qi", "age,region", "--keep", "hours,y", "--categorical", "region",
+                 "--analysis", "y ~ age + region", "--family", "logit", "--out", str(tmp_path / "s.json"),
+                 "--quiet"]) == 0
+    d = json.loads((tmp_path / "s.json").read_text())
+    d["models"] = models
+    (tmp_path / "s.json").write_text(json.dumps(d))
+    rc = main(["tune", "--data", str(csv), "--spec", str(tmp_path / "s.json"), "--target", "expected_matches<=10",
+               "--out", str(tmp_path / "t.json"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert f"The '--spec' file '{tmp_path / 's.json'}' has a \"models\" entry tune cannot use: " in err
+    assert message in err and "'--models'" not in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--secret", "hours"], "The '--secret' option sets the intruder of the inference target; no --target names "
+                            "inference."),
+    (["--link-aux", "age:sex", "--target", "inference<=0.5"], "The '--link-aux' option sets the intruder of the "
+                                                              "linkability target"),
+    (["--secret", "nope", "--target", "inference<=0.5"], "name columns not in the release: ['nope']"),
+    (["--link-aux", "age", "--target", "linkability<=0.5"], "The '--link-aux' option must be two column lists"),
+])
+def test_tune_attack_flags_are_checked(tmp_path, capsys, extra, message):
+    csv = _with_region(tmp_path, n=60)
+    rc = main(["tune", "--data", str(csv), "--qi", "age,sex", "--keep", "hours,y", "--analysis", "y ~ age",
+               "--target", "expected_matches<=10", *extra, "--out", str(tmp_path / "t.json"), "--quiet"])
+    assert rc == 1
+    assert message in capsys.readouterr().err
