@@ -252,7 +252,7 @@ FILES = {"nhanes": nhanes, "adult": adult, "agency": agency, "anes96": anes96, "
 STRICT, LENIENT = (1.01, 400.0), (1.05, 100.0)
 
 
-def run_file(name: str, n_iter: int, params: dict) -> dict:
+def run_file(name: str, n_iter: int | str, params: dict) -> dict:
     from synthmi.models.risk_targeted import RiskTargetedSynthesizer
 
     df, qi, fit_kw = FILES[name]()
@@ -270,20 +270,25 @@ def run_file(name: str, n_iter: int, params: dict) -> dict:
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0 + (k1.children_user - k0.children_user) + (k1.children_system - k0.children_system)
     d = synth.copula_.diagnostics_
+    n_run, sampling = synth.copula_.n_iter_, synth.copula_.sampling_
     table = d["table"]
     slowest = min(table, key=lambda k: min(table[k]["ess_bulk"], table[k]["ess_tail"]))
     r, eb, et = d["max_r_hat"], d["min_ess_bulk"], d["min_ess_tail"]
     return {
         "file": name, "rows": len(df), "columns": df.shape[1], "qis": len(qi),
         "missing_cells": int(df.isna().sum().sum()), "copula_columns": synth.copula_.q_,
-        "n_iter": n_iter, "chains": synth.chains, "params": json.dumps(params, sort_keys=True),
+        # n_iter: the iterations each chain ran; n_iter_setting: as given ("auto": continued until the
+        # release check holds; segments and why it stopped recorded)
+        "n_iter": n_run, "n_iter_setting": str(n_iter), "segments": json.dumps(sampling["segments"]),
+        "stopped": sampling["stopped"], "n_shares": d.get("n_shares"), "slowest_share": d.get("slowest_share"),
+        "chains": synth.chains, "params": json.dumps(params, sort_keys=True),
         "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
         "max_r_hat": r, "min_ess_bulk": eb, "min_ess_tail": et, "slowest": slowest,
         "worst_r_hat": d["worst"],
         "ess_per_cpu_second": min(eb, et) / cpu,
         # the iterations the strict threshold needs if ESS grows in proportion to the kept draws
         # (burn-in half): n_iter * 400 / min(bulk, tail ESS), and the wall seconds it would take
-        "n_iter_needed": int(np.ceil(n_iter * max(1.0, STRICT[1] / min(eb, et)))),
+        "n_iter_needed": int(np.ceil(n_run * max(1.0, STRICT[1] / min(eb, et)))),
         "wall_needed_seconds": round(wall * max(1.0, STRICT[1] / min(eb, et)), 1),
         "passes_strict": bool(r <= STRICT[0] and eb >= STRICT[1] and et >= STRICT[1]),
         "passes_lenient": bool(r <= LENIENT[0] and eb >= LENIENT[1]),
@@ -345,7 +350,8 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--label", default="before")
     ap.add_argument("--files", default=",".join(FILES))
-    ap.add_argument("--n-iter", type=int, default=1000)
+    ap.add_argument("--n-iter", type=lambda v: v if v == "auto" else int(v), default=1000,
+                    help="iterations per chain, or 'auto' (label 'auto': continued until the release check holds)")
     ap.add_argument("--param", action="append", default=[], help="name=value passed to RiskTargetedSynthesizer")
     ap.add_argument("--sampler", action="append", default=[],
                     help="name=0|1: a CopulaGibbs switch (knot_moves, collapse_ranked) for this run")
@@ -370,11 +376,13 @@ def main(argv=None) -> None:
     runs = json.loads(js.read_text())["runs"] if js.exists() else []
     for name in a.files.split(","):
         row = {"label": a.label, **run_file(name, a.n_iter, params)}
-        print(f"{a.label} {name}: {row['rows']} x {row['columns']} ({row['qis']} QIs), n_iter={a.n_iter}: "
+        print(f"{a.label} {name}: {row['rows']} x {row['columns']} ({row['qis']} QIs), n_iter={a.n_iter} "
+              f"(ran {row['n_iter']}, segments {row['segments']}, {row['stopped']}): "
               f"R-hat {row['max_r_hat']:.3f}, bulk ESS {row['min_ess_bulk']:.0f}, tail ESS {row['min_ess_tail']:.0f} "
               f"(slowest {row['slowest']}); wall {row['wall_seconds']:.0f} s, CPU {row['cpu_seconds']:.0f} s, "
               f"{row['ess_per_cpu_second']:.2f} ESS/CPU s; load {row['loadavg_at_start']:.1f}", flush=True)
-        runs = [r for r in runs if not (r["label"] == a.label and r["file"] == name and r["n_iter"] == a.n_iter
+        runs = [r for r in runs if not (r["label"] == a.label and r["file"] == name
+                                        and str(r.get("n_iter_setting", r["n_iter"])) == str(a.n_iter)
                                         and r["params"] == row["params"])] + [row]
         js.write_text(json.dumps({"benchmark": "copula_files", "environment": environment(), "runs": runs},
                                  indent=2, default=float))

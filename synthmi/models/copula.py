@@ -1896,6 +1896,77 @@ def _share_monitor_spec(sampler: "CopulaGibbs") -> list[tuple[tuple[str, ...], s
     return out
 
 
+_SHARE_NODES, _SHARE_WEIGHTS = np.polynomial.hermite_e.hermegauss(8)
+# w_k / phi(x_k) (up to the constant sqrt(2 pi), which cancels in the normalisation): the rule
+# integrates f(c + x) dx as sum_k w_k f(c + x_k) / phi(x_k)
+_SHARE_W = _SHARE_WEIGHTS * np.exp(0.5 * _SHARE_NODES ** 2)
+
+
+@numba.njit(cache=True)
+def _level_probability_kernel(eta, nodes, weights):  # pragma: no cover - compiled
+    """Compiled body of :func:`_level_probabilities` (one pass per record and node)."""
+    n, d = eta.shape
+    L = d + 1
+    K = nodes.size
+    out = np.zeros((n, L))
+    full = np.zeros(L)
+    cdf = np.zeros(L)
+    pre = np.zeros(L + 1)
+    suf = np.zeros(L + 1)
+    for i in range(n):
+        c = 0.0
+        full[0] = 0.0
+        for j in range(d):
+            full[j + 1] = eta[i, j]
+            c = max(c, eta[i, j])
+        tot = 0.0
+        for k in range(K):
+            t = c + nodes[k]
+            wk = weights[k]
+            for j in range(L):
+                cdf[j] = 0.5 * math.erfc(-(t - full[j]) * 0.7071067811865476)
+            # products of the other levels' CDFs without dividing (a CDF may underflow to 0)
+            pre[0] = 1.0
+            for j in range(L):
+                pre[j + 1] = pre[j] * cdf[j]
+            suf[L] = 1.0
+            for j in range(L - 1, -1, -1):
+                suf[j] = suf[j + 1] * cdf[j]
+            for j in range(L):
+                x = t - full[j]
+                v = wk * math.exp(-0.5 * x * x) * 0.3989422804014327 * pre[j] * suf[j + 1]
+                out[i, j] += v
+                tot += v
+        if tot > 0.0:
+            for j in range(L):
+                out[i, j] /= tot
+    return out
+
+
+def _level_probabilities(eta: np.ndarray) -> np.ndarray:
+    r"""(n, L) :math:`\Pr(y_i = l \mid \eta_i)` of a multinomial probit with iid utilities, every
+    level at once, for the implied shares (:func:`_implied_shares`).
+
+    With :math:`F(t) = \prod_j \Phi(t - \eta_j)` (the CDF of the largest utility, :math:`\eta_0 = 0`),
+
+    .. math::
+
+        \Pr(y = l \mid \eta) = \int \phi(t - \eta_l) \prod_{j \ne l} \Phi(t - \eta_j)\, dt,
+
+    the formula of :func:`mnp_log_likelihood` with :math:`t = s + \eta_l`. One 8-point
+    Gauss-Hermite rule centred at :math:`\max_j \eta_j` (where the largest utility's density
+    sits) serves all L levels, so the CDFs are evaluated once per node (L evaluations per node
+    instead of :math:`L(L - 1)` plus the adaptive rule's Newton steps per level); the L values
+    are normalised to sum to one. Against the adaptive rule (:func:`mnp_log_likelihood`;
+    2,000 records, 3-8 levels, :math:`\eta` of sd 0.5-8) the largest error of a record's
+    probability was 1.6e-3 and of a share (their mean) 2.9e-5 (12 nodes: 2.3e-4 and 2.2e-6
+    at 1.5 x the cost): what is monitored is a function of the state within 3e-5 of the
+    share, at about a tenth of the adaptive rule's cost (L calls).
+    """
+    eta = np.ascontiguousarray(eta, dtype=float)
+    return _level_probability_kernel(eta, _SHARE_NODES, _SHARE_W)
+
+
 def _implied_shares(sampler: "CopulaGibbs", st: CopulaState) -> np.ndarray:
     r"""The implied level shares of ``st`` (:func:`_share_monitor_spec`'s order).
 
@@ -1905,9 +1976,9 @@ def _implied_shares(sampler: "CopulaGibbs", st: CopulaState) -> np.ndarray:
         s_{bl \mid b'k} = \frac{\sum_i 1\{y_{ib'} = k\} \Pr(y_{ib} = l \mid \eta_{ib})}{\sum_i 1\{y_{ib'} = k\}}
 
     with :math:`y_{ib'}` the completed level (observed, else the level of the latents).
-    One design and one probability matrix per block (:meth:`CopulaGibbs.level_log_probabilities`,
-    the likelihood's own kernel), the conditional sums as one product with the earlier blocks'
-    one-hot levels. A level no record holds (possible only for a level never observed, which
+    One design and one probability matrix per block (binary: :math:`\Phi(\eta / \sqrt 2)`, as
+    :meth:`CopulaGibbs.level_log_probabilities`; nominal: :func:`_level_probabilities`), the
+    conditional sums as one product with the earlier blocks' one-hot levels. A level no record holds (possible only for a level never observed, which
     is not modelled) would give 0 / 0: its share is set to 0 instead.
     """
     nb = len(sampler.blocks)
@@ -1921,9 +1992,11 @@ def _implied_shares(sampler: "CopulaGibbs", st: CopulaState) -> np.ndarray:
         onehot.append(H)
     out = []
     for b in range(nb):
-        p = np.exp(sampler.level_log_probabilities(b, F[:, :sampler.n_design[b]] @ st.coef[b]))
-        if p.shape[1] == 2:
-            p = p[:, 1:]
+        eta = F[:, :sampler.n_design[b]] @ st.coef[b]
+        if eta.shape[1] == 1:  # binary: closed form, level 1's probability
+            p = ndtr(eta / np.sqrt(2.0))
+        else:
+            p = _level_probabilities(eta)
         out.append(p.mean(axis=0))
         if b:
             H = np.hstack(onehot[:b])
