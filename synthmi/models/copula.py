@@ -2161,8 +2161,9 @@ def _run_forked(sampler, chains, workers, n_iter, burn, rngs, spec, cspec, pilot
 #: ``n_iter="auto"``: the first segment's iterations (burn-in and adaptation in its first half, as
 #: for ``n_iter=1000``), the cap on a chain's iterations in all (about 15 CPU-minutes a chain on the
 #: slowest file measured, nhanes; documented in GaussianCopulaImputer), and the growth of the kept
-#: draws per continuation: the ESS projection x 1.1, at least x 1.25, at most x 8 (a chain whose
-#: ESS is ~0 projects nothing usable: it is re-checked after at most 8 x its draws)
+#: draws per continuation: the ESS projection x 1.1, at least x 1.25, a segment at most x 8 (an early,
+#: tiny ESS projects poorly: the check is re-run after at most 8 x the draws; the budget is held to
+#: the full projection)
 AUTO_FIRST_SEGMENT = 1000
 AUTO_MAX_ITER = 40_000
 _AUTO_MARGIN = 1.1
@@ -2742,10 +2743,12 @@ class GaussianCopulaImputer(ParamsMixin):
         :math:`n`, so the threshold :math:`E^*` needs about :math:`n' = n \max(1.25, 1.1 E^* /
         \min(E_{bulk}, E_{tail}))` kept draws (+10 % margin, +25 % at least: R-hat may fail with
         the ESS met); the chains continue by :math:`n' - n` iterations, capped at
-        :data:`AUTO_MAX_ITER` in all. This is a sequential fixed-width stopping rule on the
+        :data:`AUTO_MAX_ITER` in all (then it stops). This is a sequential fixed-width stopping rule on the
         effective sample size (Gong & Flegal 2016, JCGS 25(3); Vats, Flegal & Jones 2019,
-        Biometrika 106(2)), the check re-run on all draws after every segment. The projected
-        seconds (wall seconds per iteration of a chain so far) must fit ``max_seconds``: if not,
+        Biometrika 106(2)), the check re-run on all draws after every segment; a segment adds at
+        most :data:`_AUTO_MAX_GROWTH` x the kept draws (a tiny early ESS projects poorly). The
+        projected seconds of :math:`n'` (wall seconds per iteration of a chain so far) must fit
+        ``max_seconds``: if not,
         :class:`~synthmi.diagnostics.SamplerBudgetExceeded` when the caller applies the check
         (``ess_target`` given), else the run stops there (released with the warning). Returns
         ``(reason, 0)`` to stop, ``(reason, iterations)`` to continue.
@@ -2765,8 +2768,10 @@ class GaussianCopulaImputer(ParamsMixin):
         kept = total - burn
         ess = min(eb, et)
         grow = max(_AUTO_MIN_GROWTH, _AUTO_MARGIN * e_req / ess) if np.isfinite(ess) and ess > 0 else _AUTO_MAX_GROWTH
-        need = burn + int(math.ceil(kept * min(grow, _AUTO_MAX_GROWTH)))
-        more = min(need, AUTO_MAX_ITER) - total
+        # the projection (held to the budget) and the next segment (at most _AUTO_MAX_GROWTH x the kept
+        # draws: an early, tiny ESS projects poorly, so the check is re-run before going further)
+        need = burn + int(math.ceil(kept * grow))
+        more = min(need, burn + int(math.ceil(kept * _AUTO_MAX_GROWTH)), AUTO_MAX_ITER) - total
         spi = monitor.seconds_per_iteration()
         rounds = monitor.rounds
         seconds = (time.monotonic() - monitor.start) + rounds * (need - total) * spi
