@@ -2644,6 +2644,9 @@ class GaussianCopulaImputer(ParamsMixin):
         # compile the truncated-normal kernel (not cacheable on disk) here, once, so that the forked
         # chains and everything after them share it, and so that the budget is checked after it
         truncated_normal(np.zeros(1), 1.0, -1.0, 1.0, np.random.default_rng(0))
+        # ... and the implied shares' kernel (a compile of seconds under load inside the pilot's first
+        # monitored iteration held the budget's clock check back: starved test 15.9 s of 12)
+        _level_probabilities(np.zeros((1, 2)))
         # ... and load the ESS routine the pilot calls (its first call imports ArviZ: 2.5 s quiet,
         # 7-11 s at load ~7, measured): otherwise the pilot's step, run between two iterations,
         # holds the progress lines back for that long (issue 28 follow-up, flaky progress test)
