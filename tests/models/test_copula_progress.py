@@ -383,7 +383,7 @@ def test_cli_default_n_iter_is_auto_and_recorded(tmp_path, capsys):
         rc = main(["synthesize", "--data", str(path), "--qi", "age,sex,race", "--keep", "bmi,outcome",
                    "--method", "risk-dami", "--mask", "age:K=3,sigma=2", *extra,
                    "--param", f"k0=30,tolerance=5,rhat_max={dg.LENIENT[0]},ess_min={dg.LENIENT[1]}",
-                   "--m", "1", "--seed", "3", "--out", str(out)])
+                   "--m", "2", "--seed", "3", "--out", str(out)])
         err = capsys.readouterr().err
         assert rc == 0, err
         d = json.loads((out / "metadata.json").read_text())["diagnostics"]
