@@ -279,8 +279,14 @@ def test_bad_input_errors():
     mis.loc[3, "b"] = np.nan
     with pytest.raises(ValueError, match="Column 'b' of 'df' has 1 missing values where none are allowed"):
         GaussianCopula(n_iter=10).fit(mis, complete=["b"])
-    with pytest.raises(ValueError, match="The 'n_iter' parameter of GaussianCopulaImputer must be >= 2"):
+    # n_iter is an integer >= 2 or 'auto' (issue 28: chains continued until the release check holds)
+    with pytest.raises(ValueError, match=r"The 'n_iter' parameter of GaussianCopulaImputer must be an integer in the "
+                                         r"range \[2, inf\) or one of 'auto'. Got 1 instead."):
         GaussianCopula(n_iter=1).fit(df)
+    with pytest.raises(ValueError, match=r"The 'n_iter' parameter of GaussianCopulaImputer .* Got 'atuo' instead."):
+        GaussianCopula(n_iter="atuo").fit(df)
+    with pytest.raises(ValueError, match=r"The 'burn' parameter of GaussianCopulaImputer .* <= 999"):
+        GaussianCopula(burn=1000).fit(df)  # auto: burn-in within the first segment of 1,000
     with pytest.raises(ValueError, match="call fit|Call 'fit'"):
         GaussianCopula().impute(2)
 
