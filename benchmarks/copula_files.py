@@ -297,7 +297,7 @@ def run_file(name: str, n_iter: int | str, params: dict) -> dict:
         # n_iter: the iterations each chain ran; n_iter_setting: as given ("auto": continued until the
         # release check holds; segments and why it stopped recorded)
         "n_iter": n_run, "n_iter_setting": str(n_iter), "segments": json.dumps(sampling["segments"]),
-        "stopped": sampling["stopped"], "n_shares": d.get("n_shares"), "slowest_share": d.get("slowest_share"),
+        "stopped": sampling["stopped"], "checks": json.dumps(sampling.get("checks", [])), "n_shares": d.get("n_shares"), "slowest_share": d.get("slowest_share"),
         "chains": synth.chains, "params": json.dumps(params, sort_keys=True),
         "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
         "max_r_hat": r, "min_ess_bulk": eb, "min_ess_tail": et, "slowest": slowest,

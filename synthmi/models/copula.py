@@ -2506,7 +2506,8 @@ class GaussianCopulaImputer(ParamsMixin):
         Iterations each chain ran (``n_iter``, or the total of ``"auto"``'s segments).
     sampling_ : dict
         ``n_iter`` as given, ``n_iter_run``, ``burn``, ``segments`` (iterations of
-        each) and ``stopped`` (why: converged, the budget, the cap, or a fixed n_iter).
+        each), ``stopped`` (why: converged, the budget, the cap, or a fixed n_iter) and
+        ``checks`` (``"auto"``: the release check's figures after each segment).
     """
 
     _parameter_constraints = {
@@ -2682,10 +2683,10 @@ class GaussianCopulaImputer(ParamsMixin):
             return out
 
         runs = segment(n_first, burn)
-        segments, stopped = [n_first], "fixed n_iter"
+        segments, stopped, checks = [n_first], "fixed n_iter", []
         while auto:
             stopped, more = self._auto_next(runs, segments, burn, r_req, e_req, ess_target, spec, cspec, sspec,
-                                            monitor)
+                                            monitor, checks)
             if more == 0:
                 break
             total = sum(segments)
@@ -2699,7 +2700,8 @@ class GaussianCopulaImputer(ParamsMixin):
         self.pilot_ = monitor.estimate
         self.n_iter_ = int(sum(segments))
         self.sampling_ = {"n_iter": "auto" if auto else int(self.n_iter), "n_iter_run": self.n_iter_,
-                          "burn": int(burn), "segments": [int(k) for k in segments], "stopped": stopped}
+                          "burn": int(burn), "segments": [int(k) for k in segments], "stopped": stopped,
+                          "checks": checks}
         corr = np.stack([r[0] for r in runs])  # (chains, draws, pairs)
         imp = np.stack([r[1] for r in runs])
         self.chain_states_ = [r[2] for r in runs]
@@ -2739,7 +2741,7 @@ class GaussianCopulaImputer(ParamsMixin):
             )
         return self
 
-    def _auto_next(self, runs, segments, burn, r_req, e_req, ess_target, spec, cspec, sspec, monitor):
+    def _auto_next(self, runs, segments, burn, r_req, e_req, ess_target, spec, cspec, sspec, monitor, checks):
         r"""``n_iter="auto"``: why to stop, or the iterations of the next continuation segment.
 
         The release check over every monitored quantity of all chains so far (burn-in fixed at the
@@ -2755,7 +2757,8 @@ class GaussianCopulaImputer(ParamsMixin):
         ``max_seconds``: if not,
         :class:`~synthmi.diagnostics.SamplerBudgetExceeded` when the caller applies the check
         (``ess_target`` given), else the run stops there (released with the warning). Returns
-        ``(reason, 0)`` to stop, ``(reason, iterations)`` to continue.
+        ``(reason, 0)`` to stop, ``(reason, iterations)`` to continue; each check's iterations, R-hat,
+        bulk and tail ESS and slowest row are appended to ``checks``.
         """
         d = _chain_diagnostics(np.stack([r[0] for r in runs]), np.stack([r[1] for r in runs]), self.margins_,
                                self.latent_names_, spec, np.sum([r[3] for r in runs], axis=0),
@@ -2764,6 +2767,8 @@ class GaussianCopulaImputer(ParamsMixin):
         if d["max_r_hat"] is None:
             return "nothing to diagnose", 0
         rh, eb, et = d["max_r_hat"], d["min_ess_bulk"], d["min_ess_tail"]
+        checks.append({"n_iter": int(total), "max_r_hat": rh, "min_ess_bulk": eb, "min_ess_tail": et,
+                       "worst": d["worst"]})
         if rh <= r_req and eb >= e_req and et >= e_req:
             return f"converged (R-hat {rh:.4f} <= {r_req:g}, bulk / tail ESS {eb:.0f} / {et:.0f} >= {e_req:g})", 0
         check = f"R-hat {rh:.4f}, bulk / tail ESS {eb:.0f} / {et:.0f} ({d['worst']}); wanted <= {r_req:g}, >= {e_req:g}"

@@ -312,6 +312,10 @@ def test_auto_continues_the_chains_until_the_check_holds():
     assert m.get_params()["n_iter"] == "auto" and s["n_iter"] == "auto"
     assert s["segments"][0] == 1000 and len(s["segments"]) >= 2 and s["burn"] == 500, s
     assert s["stopped"].startswith("converged"), s
+    # a check after every segment, at the iterations run so far; the last one passed
+    assert [c["n_iter"] for c in s["checks"]] == list(np.cumsum(s["segments"])), s
+    ok = [c["max_r_hat"] <= dg.RHAT_MAX and min(c["min_ess_bulk"], c["min_ess_tail"]) >= 1000 for c in s["checks"]]
+    assert ok == [False] * (len(ok) - 1) + [True], s
     d = m.diagnostics_
     assert d["max_r_hat"] <= dg.RHAT_MAX and d["min_ess_bulk"] >= 1000 and d["min_ess_tail"] >= 1000, d
     assert d["sampling"] == s and m.n_iter_ == sum(s["segments"]) == s["n_iter_run"]
