@@ -134,7 +134,8 @@ adult    2,585   1,000 + 1,168 + 417               1.0098  422        587       
 adult (99 implied shares monitored): the checks after each segment gave R-hat / bulk / tail ESS
 1.012 / 205 / 132 at 1,000 iterations, 1.0072 / 359 / 603 at 2,168 and 1.0098 / 422 / 587 at 2,585;
 the slowest quantity at the end is an implied share (relationship = Own-child among the Widowed,
-bulk ESS 422), i.e. the shares, not the coefficients, set the run's length there (issue 28 item 2).
+bulk ESS 422) and so is the largest R-hat (marital_status = Widowed among men, 1.0098, the case issue
+28 measured), i.e. the shares, not the coefficients, set the run's length there (issue 28 item 2).
 
 randhie converges (slowest lncoins, a ranked column) but at 1,010 CPU seconds, far from the 5-minute
 target: its slowest quantity's ESS did not grow in proportion to the draws (bulk ESS 150 at 1,000
