@@ -427,7 +427,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-seconds", default=None, metavar="S",
                    help="time budget of the fit for risk-dami (default 300; 'none': no budget): a pilot estimates the "
                         "iterations the convergence check needs and the command stops within the budget, with the "
-                        "estimate and what to change, when they do not fit in it")
+                        "estimate and what to change, when they do not fit in it. With risk-dami's default "
+                        "--param n_iter=auto the chains run 1,000 iterations, then continue until the check holds, "
+                        "within this budget (an integer n_iter runs exactly that many)")
     p.add_argument("--save-model", default=None, metavar="DIR",
                    help="also write the fitted model to DIR (a new directory; Synthesizer.save format, with a "
                         "manifest.json of SHA-256 digests), so that 'synthesize --model DIR' draws more copies "
@@ -1161,7 +1163,7 @@ def _draw(synth, args: argparse.Namespace, seed: int | None, saved: Path | None 
             # the override is the fit's (recorded in the model), never a new one at drawing time
             head = str(cli).split(" No copies were released.")[0]
             cli.args = (f"{head}. No copies were drawn from the model in '--model' {saved}, fitted without "
-                        "--accept-diagnostics: fit again (without --model) with more draws (--param n_iter=... or "
+                        "--accept-diagnostics: fit again (without --model) with more draws (--param n_iter=auto or n_iter=... or "
                         "--param draws=...), or with --accept-diagnostics to release unconverged copies, flagged.",)
         raise cli from None
     except UnmodifiedRelease as exc:

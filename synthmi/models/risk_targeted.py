@@ -119,7 +119,7 @@ import numpy as np
 import pandas as pd
 
 from ..diagnostics import ESS_MIN, RHAT_MAX
-from .._validate import Interval, check_columns_exist, check_no_missing, param_error
+from .._validate import Interval, Options, check_columns_exist, check_no_missing, param_error
 from .base import Synthesizer
 from .copula import (
     CopulaGibbs,
@@ -252,7 +252,11 @@ class RiskTargetedSynthesizer(Synthesizer):
         Columns declared complete: a missing value in one is an error.
     n_iter, burn, thin, prior_df
         Gibbs settings of :class:`~synthmi.models.copula.GaussianCopulaImputer`;
-        ``thin`` also separates the states used for successive copies.
+        ``thin`` also separates the states used for successive copies. ``n_iter``
+        defaults to ``"auto"``: the chains run 1,000 iterations, then continue from
+        their end states until the release check (``rhat_max``, ``ess_min``) holds,
+        within ``max_seconds`` (stopped early, nothing released, when the ESS rate
+        projects beyond it); an integer runs exactly that many (issue 28).
     n_sweeps : int, default 10
         Gibbs sweeps over each synthetic record's latent vector.
     random_state : int, Generator or None, default 0
@@ -316,7 +320,7 @@ class RiskTargetedSynthesizer(Synthesizer):
         "tolerance": [None, "object"],
         "r": [None, Interval("int", 1, None)],
         "complete": [None, "columns"],
-        "n_iter": [Interval("int", 2, None)],
+        "n_iter": [Interval("int", 2, None), Options("auto")],
         "burn": [None, Interval("int", 0, None)],
         "thin": [Interval("int", 1, None)],
         "n_sweeps": [Interval("int", 1, None)],
@@ -348,7 +352,7 @@ class RiskTargetedSynthesizer(Synthesizer):
         tolerance: Any = None,
         r: int | None = None,
         complete: Sequence[str] | None = None,
-        n_iter: int = 1000,
+        n_iter: int | str = "auto",
         burn: int | None = None,
         thin: int = 5,
         n_sweeps: int = 10,

@@ -279,8 +279,14 @@ def test_bad_input_errors():
     mis.loc[3, "b"] = np.nan
     with pytest.raises(ValueError, match="Column 'b' of 'df' has 1 missing values where none are allowed"):
         GaussianCopula(n_iter=10).fit(mis, complete=["b"])
-    with pytest.raises(ValueError, match="The 'n_iter' parameter of GaussianCopulaImputer must be >= 2"):
+    # n_iter is an integer >= 2 or 'auto' (issue 28: chains continued until the release check holds)
+    with pytest.raises(ValueError, match=r"The 'n_iter' parameter of GaussianCopulaImputer must be an integer in the "
+                                         r"range \[2, inf\) or one of 'auto'. Got 1 instead."):
         GaussianCopula(n_iter=1).fit(df)
+    with pytest.raises(ValueError, match=r"The 'n_iter' parameter of GaussianCopulaImputer .* Got 'atuo' instead."):
+        GaussianCopula(n_iter="atuo").fit(df)
+    with pytest.raises(ValueError, match=r"The 'burn' parameter of GaussianCopulaImputer .* <= 999"):
+        GaussianCopula(burn=1000).fit(df)  # auto: burn-in within the first segment of 1,000
     with pytest.raises(ValueError, match="call fit|Call 'fit'"):
         GaussianCopula().impute(2)
 
@@ -924,3 +930,55 @@ def test_missing_level_move_keeps_the_posterior(collapse_levels, monkeypatch):
     assert np.all(np.abs(sd / ref_sd - 1) <= 0.1), (sd, ref_sd)
 
 
+
+
+def test_implied_level_shares_by_hand():
+    """The implied level shares the release check monitors (issue 28 item 2), by hand:
+
+    * all levels' probabilities at once (_level_probabilities, one 8-point rule for every level) equal
+      the adaptive rule of mnp_log_likelihood within 2e-3 per record (documented bound 1.6e-3 over
+      3-8 levels and eta of sd 0.5-8), sum to one, and give the symmetric values exactly: 1/L at
+      eta = 0, and 1/2 for two levels at eta = 0; with two levels Pr(y = 1) = Phi(eta / sqrt 2);
+    * the shares of a state: each block's mean probability per level (binary: level 1 only), and within
+      each level of each earlier block, computed here record by record with the exact likelihood and
+      the completed levels, agree within 1e-4 (documented share error 3e-5), in _share_monitor_spec's
+      order, whose labels name columns and levels."""
+    from synthmi.models.copula import (CopulaGibbs, _encode, _implied_shares, _level_probabilities,
+                                       _share_monitor_spec, mnp_log_likelihood)
+    from synthmi.schema import Schema
+
+    rng = np.random.default_rng(3)
+    for d, sd in [(1, 2.0), (2, 1.0), (4, 3.0), (6, 0.5)]:
+        eta = rng.normal(size=(300, d)) * sd
+        p = _level_probabilities(eta)
+        ex = np.column_stack([np.exp(mnp_log_likelihood(eta, np.full(300, lv))) for lv in range(d + 1)])
+        assert np.abs(p - ex).max() < 2e-3
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(_level_probabilities(np.zeros((2, 3))), 0.25, rtol=1e-12)
+    eta1 = np.array([[0.0], [1.0], [-2.5]])
+    np.testing.assert_allclose(_level_probabilities(eta1)[:, 1], ndtr(eta1[:, 0] / np.sqrt(2.0)), atol=2e-3)
+    assert _level_probabilities(eta1)[0, 1] == pytest.approx(0.5, abs=1e-12)
+
+    n = 60
+    df = pd.DataFrame({"x": rng.normal(size=n), "b": pd.Categorical(rng.choice(["no", "yes"], n)),
+                       "a": pd.Categorical(rng.choice(["p", "q", "r"], n))})
+    df.loc[:9, "a"] = np.nan  # completed levels enter the conditional shares
+    margins = _encode(df, Schema.infer(df))
+    g = CopulaGibbs(margins, sum(len(m.cols) for m in margins))
+    st = g.initial_state()
+    st.coef = [rng.normal(size=c.shape) for c in st.coef]
+    g.implied(st)
+    st.z[:10, g.blocks[1][0]] = rng.normal(size=(10, 2))  # the missing levels' latents
+    spec = _share_monitor_spec(g)
+    assert [lab for _, _, lab in spec] == [
+        "share b=yes", "share a=p", "share a=q", "share a=r",
+        "share a=p | b=no", "share a=q | b=no", "share a=r | b=no",
+        "share a=p | b=yes", "share a=q | b=yes", "share a=r | b=yes"]
+    assert [key for _, key, _ in spec] == ["share b"] + ["share a"] * 3 + ["share a | b"] * 6
+    F = g.design(st)
+    lb = g.block_level(st, 0)
+    pb = ndtr((F[:, :g.n_design[0]] @ st.coef[0])[:, 0] / np.sqrt(2.0))
+    eta_a = F[:, :g.n_design[1]] @ st.coef[1]
+    pa = np.column_stack([np.exp(mnp_log_likelihood(eta_a, np.full(n, lv))) for lv in range(3)])
+    ref = [pb.mean(), *pa.mean(axis=0), *pa[lb == 0].mean(axis=0), *pa[lb == 1].mean(axis=0)]
+    np.testing.assert_allclose(_implied_shares(g, st), ref, atol=1e-4)
