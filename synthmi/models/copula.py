@@ -518,7 +518,7 @@ def _mnp_kernel(eta, level, nodes, logw, want):  # pragma: no cover - compiled
 
 @functools.cache
 def _mnp_rejection_round():
-    """One round of :func:`mnp_draw_latents`' rejection sampler, compiled (built on first use, like
+    r"""One round of :func:`mnp_draw_latents`' rejection sampler, compiled (built on first use, like
     :func:`synthmi.models.truncation._kernel`, whose scipy routines it calls: not cacheable on disk).
 
     ``step(c, el, others, u1, nz, lu, cand, ok)``: :math:`D \sim N(0, 2)` truncated to ``D < c``
