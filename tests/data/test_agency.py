@@ -485,7 +485,7 @@ def test_copula_messages_name_risk_dami_and_its_options():
         GaussianCopulaImputer(n_iter=4, prior_df=1).fit(df)
     # 40 iterations cannot give 400 effective draws: the warning says how to run longer from the command line
     with pytest.warns(RuntimeWarning, match=r"^The copula of method 'risk-dami' \(GaussianCopulaImputer\): worst "
-                      r"R-hat .*--param n_iter=N --param chains=C"):
+                      r"R-hat .*--param n_iter=N or n_iter=auto with a larger --max-seconds, --param chains=C"):
         GaussianCopulaImputer(n_iter=40, chains=2, random_state=1).fit(df[["a", "b"]])
 
 

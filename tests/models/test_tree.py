@@ -109,7 +109,7 @@ def _bounded_draw(seed: int):
 
 
 def test_unmasked_draw_is_the_density_and_picks_each_component_with_its_weight(monkeypatch):
-    """Without a mask, draws of p(y | leaf, theta) against the CDF of ``log_density`` by quadrature
+    r"""Without a mask, draws of p(y | leaf, theta) against the CDF of ``log_density`` by quadrature
     (Kolmogorov-Smirnov), and the picked components' frequencies against each component's mass on the
     bounds, :math:`\int_l^u w_d \phi_h(y - y_d) / M_d\, dy = w_d` (by quadrature, not by hand)."""
     import synthmi.models.tree as tree_mod
