@@ -141,8 +141,13 @@ randhie converges (slowest lncoins, a ranked column) but at 1,010 CPU seconds, f
 target: its slowest quantity's ESS did not grow in proportion to the draws (bulk ESS 150 at 1,000
 iterations, about 185 at 9,670 as the last projection implies: a slow component the short runs did
 not resolve), so each projection undershot and the chains were continued six times. That is the
-sampler's mixing of the ranked block (open), not the stopping rule. fair, agency and nhanes were not
-measured with 'auto' in this round (the shared machine ran at load 5-9).
+sampler's mixing of the ranked block (open), not the stopping rule. agency and nhanes were not
+measured with 'auto' in this round (the shared machine ran at load 5-9). fair with 'auto' and the
+chains in parallel (``--param n_jobs=2``, as the command line runs them) on the quiet machine (load
+0.6-2, nothing else running) had not converged after 20 minutes wall (stopped by hand, no row
+written): against the 5-minute target it fails by more than 4x, as its 'after' row (slowest bulk
+ESS 43 at 1,000 iterations) projects. NHANES' 20 copies with 'auto' (``nhanes_risk_budget.py``,
+the NHANES table's masks): 175 s wall, 2,880 iterations a chain, R-hat 1.010, ESS 1,542 / 1,709.
 
 On anes96 every segment after the second was the minimum +25 % of the kept draws, i.e. the smallest
 ESS was already >= 352 (1.1 x 400 / 1.25) and R-hat, whose 1.01 is within the estimator's own noise at

@@ -2359,6 +2359,12 @@ class _ChainMonitor:
                          for w in range(min(self.workers, self.chains)))
         return (time.monotonic() - self.chains_start) / max(per_worker, 1)
 
+    def _speed_advice(self) -> str:
+        """What makes the chains faster, for the budget's stop messages: parallel processes when
+        they run in turn, else a smaller frame."""
+        return (f"chains in parallel (--param n_jobs={self.chains})" if self.workers < self.chains
+                else "fewer rows or columns")
+
     def stop_continuation(self, n_iter: int, need: int, seconds: float, check: str) -> None:
         """Raise :class:`~synthmi.diagnostics.SamplerBudgetExceeded`: ``n_iter="auto"`` projects
         ``need`` iterations a chain (``seconds`` from the budget's start) for the release check,
@@ -2370,8 +2376,7 @@ class _ChainMonitor:
         e = dict(self.estimate or {})
         e.update({"n_iter_done": int(n_iter), "n_iter_needed": int(need), "seconds_needed": float(seconds),
                   "seconds_per_iteration": spi, "ess_target": self.ess_target})
-        par = (f"chains in parallel (--param n_jobs={self.chains})" if self.workers < self.chains
-               else "fewer rows or columns")
+        par = self._speed_advice()
         msg = (f"The sampler of {self.owner} was stopped after {elapsed:.1f} s of its max_seconds="
                f"{self.max_seconds:g} s budget: with n_iter='auto', after {n_iter} iterations per chain the release "
                f"check fails ({check}); at the ESS per draw measured so far it needs about n_iter={need} "
@@ -2467,8 +2472,7 @@ class _ChainMonitor:
         planned = ("" if e["seconds_planned"] is None or "would take" in reason
                    else f"; n_iter={self.n_iter} takes about {e['seconds_planned']:.0f} s")
         budget = "" if s_sugg is None or not np.isfinite(s_sugg) else f" and max_seconds={math.ceil(1.2 * s_sugg)}"
-        par = (f"chains in parallel (--param n_jobs={self.chains})" if self.workers < self.chains
-               else "fewer rows or columns")
+        par = self._speed_advice()
         msg = (f"The sampler of {self.owner} was stopped after {elapsed:.1f} s of its max_seconds={self.max_seconds:g} s "
                f"budget: {reason}. Estimate from {e['pilot_iterations']} iterations per chain "
                f"({e['seconds_per_iteration']:.3f} s per iteration of a chain, {self.chains} chains, "
