@@ -89,7 +89,7 @@ from .analysis import analyse
 from .pmse import pmse, unchanged_columns, utility_tables
 
 __all__ = ["Battery", "BatteryResult", "default_battery", "generic_analyses", "measure_battery",
-           "evaluate_battery", "table_feasible", "DEFAULT_MAX_TABLE_S_PMSE", "BATTERY_FIGURES"]
+           "evaluate_battery", "table_feasible", "table_violations", "DEFAULT_MAX_TABLE_S_PMSE", "BATTERY_FIGURES"]
 
 #: A release whose worst one-way or two-way table S_pMSE exceeds this is "far above 1":
 #: infeasible for ``tune`` whatever its overlap. Why 10: for proper posterior-predictive copies
@@ -267,14 +267,23 @@ def measure_battery(original: pd.DataFrame, copies: Any, battery: Battery, rule:
     return out
 
 
+def table_violations(row: Mapping[str, Any], caps: Mapping[str, float]) -> dict[str, float]:
+    """The worst-table figures of ``row`` above their cap (``caps``: figure -> bound, e.g.
+    ``worst_one_way_s_pmse``), figure -> value; empty when the row meets the table rule (a missing
+    figure is not a violation: no such table)."""
+    out = {}
+    for k, c in caps.items():
+        v = float(row.get(k, np.nan))
+        if np.isfinite(v) and v > c:
+            out[k] = v
+    return out
+
+
 def table_feasible(row: Mapping[str, Any], max_table_s_pmse: float = DEFAULT_MAX_TABLE_S_PMSE) -> bool:
     """Whether a release's worst one-way and two-way table S_pMSE are at most ``max_table_s_pmse``
     (the feasibility rule of ``tune``; a missing figure is not a violation: no such table)."""
-    for k in ("worst_one_way_s_pmse", "worst_two_way_s_pmse"):
-        v = float(row.get(k, np.nan))
-        if np.isfinite(v) and v > max_table_s_pmse:
-            return False
-    return True
+    return not table_violations(row, dict.fromkeys(("worst_one_way_s_pmse", "worst_two_way_s_pmse"),
+                                                   float(max_table_s_pmse)))
 
 
 @dataclass

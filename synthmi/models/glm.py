@@ -504,7 +504,7 @@ def independence_mh(
     the kept length is extended, up to ``max_doublings`` times, until
     split-R-hat <= 1.01 and bulk ESS >= ``min_ess`` (grown by 1.2 x the ESS
     shortfall or the R-hat excess, between 1.25x and 2x: :func:`_extension_factor`); a
-    warning remains if not. An extension each chain with fresh proposals from where it stopped
+    warning remains if not. An extension extends each chain with fresh proposals from where it stopped
     (the proposals already scored are kept), as a longer run would have
     gone; the run length is thus chosen from the chain's own diagnostics, the
     usual run-until-converged practice.

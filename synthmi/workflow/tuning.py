@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE, Battery, default_battery
+from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE, Battery, default_battery, table_violations
 from ..evaluation.frontier import (
     HIGHER_IS_BETTER,
     Analysis,
@@ -827,17 +827,6 @@ def table_caps(max_table_s_pmse: float, max_table_ratio: float | None,
             c = min(c, float(max_table_ratio) * ref)
         caps[k] = c
     return caps
-
-
-def table_violations(row: Mapping[str, Any], caps: Mapping[str, float]) -> dict[str, float]:
-    """The worst-table figures of ``row`` above their cap (:func:`table_caps`), figure -> value; empty
-    when the row meets the table rule (a missing figure is not a violation: no such table)."""
-    out = {}
-    for k, c in caps.items():
-        v = float(row.get(k, np.nan))
-        if np.isfinite(v) and v > c:
-            out[k] = v
-    return out
 
 
 def _infeasibility(trace: Sequence[Mapping[str, Any]], caps: Mapping[str, float],
