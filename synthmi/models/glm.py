@@ -40,8 +40,10 @@ written in PyMC (the specification, sampled by NUTS) live in
 """
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -63,6 +65,119 @@ def _softplus(x: np.ndarray) -> np.ndarray:
 
 def _log_sigmoid(x: np.ndarray) -> np.ndarray:
     return -_softplus(-x)
+
+
+# coefficients of the compiled softplus sum (:func:`_softplus_sum_kernel`)
+_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10  # fdlibm's split of log 2
+_EXP_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(14))  # 1/k!, k = 0..13
+_ATANH_SERIES = tuple(1.0 / (2 * k + 1) for k in range(17))  # 1/(2k+1), k = 0..16
+_SOFTPLUS_BLOCK = 512
+
+
+@cache
+def _softplus_sum_kernel():
+    r"""The compiled weighted softplus sum of :meth:`CategoricalModel.log_post`, built on first use.
+
+    ``kernel(E, W, cut, start, out)`` sets, for each row s of ``E`` (S, T),
+
+    .. math:: \mathrm{out}_s = \sum_b \sum_{t = \mathrm{start}_b}^{\mathrm{start}_{b+1} - 1}
+        W_t \, \mathrm{softplus}(\mathrm{cut}_{s b} - E_{s t}),
+        \qquad \mathrm{softplus}(a) = \max(a, 0) + \log(1 + e^{-|a|}),
+
+    with NaN for a non-finite argument (the caller maps it to a log posterior of minus infinity).
+    Why: the log posteriors of the independence-MH samplers were ~60% of DA-MI's time on Adult
+    (issue 29 item 6), nearly all of it NumPy's ``exp`` and ``log1p`` (scalar libm calls on AVX2
+    machines, ~13 ns an element). Here both are polynomials the compiler vectorises:
+    :math:`e^x = 2^k e^r` (Cody & Waite reduction, :math:`|r| \le \log 2 / 2`, Taylor series to
+    degree 13: truncation below :math:`4 \cdot 10^{-18}` relative) and
+    :math:`\log(1 + y) = 2\,\mathrm{atanh}(u)`, :math:`u = y / (2 + y) \le 1/3` (series to
+    :math:`u^{33}`: truncation below :math:`2 \cdot 10^{-17}`). Accuracy measured against 80-bit
+    long double on 300,000 arguments in [-750, 750]: at most 3 ulp (NumPy: 1 ulp), so a log
+    posterior (a sum of ~20,000 such terms) agrees with the NumPy form to the rounding of the sum
+    itself (``tests/models/test_glm_softplus.py``); ~4.8 against ~13 ns an element. Arguments at or below -707
+    (softplus < 1e-307) give exactly 0 to the logarithm's term.
+    Cached on disk (pure arithmetic); Numba is imported only here.
+    """
+    import numba
+
+    c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 = _EXP_TAYLOR[2:]
+    a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16 = _ATANH_SERIES[1:]
+    ln2_hi, ln2_lo, log2e, blk = _LN2_HI, _LN2_LO, 1.0 / math.log(2.0), _SOFTPLUS_BLOCK
+
+    # error_model="numpy": no ZeroDivisionError branch (it kept the division loop scalar);
+    # reassoc lets the sum be vectorised (the order of a sum's rounding, nothing else)
+    @numba.njit(cache=True, fastmath={"reassoc", "contract"}, boundscheck=False, error_model="numpy")
+    def kernel(E, W, cut, start, out):  # pragma: no cover - compiled
+        pv = np.empty(blk)
+        bits = np.empty(blk, dtype=np.int64)
+        two = bits.view(np.float64)  # 2^k from its bits (no scalar bit cast in Numba)
+        av = np.empty(blk)
+        for s in range(E.shape[0]):
+            acc = 0.0
+            for b in range(start.size - 1):
+                cb = cut[s, b]
+                for t0 in range(start[b], start[b + 1], blk):
+                    n = min(blk, start[b + 1] - t0)
+                    for i in range(n):
+                        a = cb - E[s, t0 + i]
+                        av[i] = a
+                        x = -abs(a)
+                        x = x if x > -707.0 else -707.0
+                        k = np.floor(x * log2e + 0.5)
+                        r = (x - k * ln2_hi) - k * ln2_lo
+                        p = c13
+                        p = p * r + c12
+                        p = p * r + c11
+                        p = p * r + c10
+                        p = p * r + c9
+                        p = p * r + c8
+                        p = p * r + c7
+                        p = p * r + c6
+                        p = p * r + c5
+                        p = p * r + c4
+                        p = p * r + c3
+                        p = p * r + c2
+                        p = p * r + 1.0
+                        p = p * r + 1.0
+                        pv[i] = p if x > -707.0 else 0.0
+                        bits[i] = (np.int64(k) + 1023) << 52
+                    for i in range(n):
+                        y = pv[i] * two[i]  # e^{-|a|}, in [0, 1]
+                        u = y / (2.0 + y)
+                        u2 = u * u
+                        q = a16
+                        q = q * u2 + a15
+                        q = q * u2 + a14
+                        q = q * u2 + a13
+                        q = q * u2 + a12
+                        q = q * u2 + a11
+                        q = q * u2 + a10
+                        q = q * u2 + a9
+                        q = q * u2 + a8
+                        q = q * u2 + a7
+                        q = q * u2 + a6
+                        q = q * u2 + a5
+                        q = q * u2 + a4
+                        q = q * u2 + a3
+                        q = q * u2 + a2
+                        q = q * u2 + a1
+                        q = q * u2 + 1.0
+                        a = av[i]
+                        pos = a if a > 0.0 else 0.0
+                        # (a - a): NaN for a non-finite a, which the select above would hide
+                        acc += W[t0 + i] * (pos + 2.0 * u * q) + (a - a)
+            out[s] = acc
+
+    return kernel
+
+
+def softplus_sum(E: np.ndarray, W: np.ndarray, cut: np.ndarray, start: np.ndarray) -> np.ndarray:
+    r""":math:`\sum_b \sum_{t \in b} W_t\, \mathrm{softplus}(\mathrm{cut}_{sb} - E_{st})` for each row s of ``E``
+    (S, T), the blocks b of columns given by the offsets ``start`` (:func:`_softplus_sum_kernel`)."""
+    out = np.empty(E.shape[0])
+    args = [np.require(v, t, ["C"]) for v, t in ((E, float), (W, float), (cut, float), (start, np.int64))]
+    _softplus_sum_kernel()(*args, out)
+    return out
 
 
 def _lex_groups(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -147,6 +262,14 @@ class CategoricalModel:
             # total count of each middle category (the category-only term of the ordered logit)
             mk = np.arange(1, self.C - 1)
             self._mid_counts = (mk, np.array([self.Y[:, j].sum() for j in mk], dtype=float))
+        if self.family == "ologit":
+            # log posterior in the form of :meth:`_ordered_logit_loglik`: the (group g, cutpoint j) pairs
+            # with a_gj = kappa_j - eta_g in some cell's likelihood, weighted by Y_gj + Y_g,j+1, blocked by j
+            W = self.Y[:, :-1] + self.Y[:, 1:]  # (G, C-1)
+            j_idx, g_idx = np.nonzero(W.T)  # j-major, g ascending within j
+            self._pairs = (g_idx, W[g_idx, j_idx], np.searchsorted(j_idx, np.arange(self.C)))
+            # the part linear in a: sum over cells of categories k <= C-2 of Y_gk a_gk
+            self._lin = (-self.xtmul(self.Y[:, :-1].sum(axis=1)), self.Y[:, :-1].sum(axis=0))
 
     @property
     def xty(self) -> np.ndarray:
@@ -234,10 +357,13 @@ class CategoricalModel:
             pr = self.unpack(th)
             with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
                 if self.family == "logit" and self.C == 2:
-                    # one softplus per cell instead of two log-sigmoids
-                    eta = self.xmul(th.T).T
-                    ll = eta @ self.Y[:, 1] - _softplus(eta) @ self.Y.sum(axis=1)
-                elif self.family in ("ologit", "oprobit"):
+                    # sum_g Y_g1 eta_g - n_g softplus(eta_g): the linear part is theta' X'Y_1; the
+                    # softplus sum compiled (:func:`softplus_sum`, a = 0 - (-eta), negation exact)
+                    E = -th @ self.X.T if self._Xs is None else self.xmul(-th.T).T  # (S, G), C-ordered when dense
+                    ll = th @ self.xty[:, 0] - softplus_sum(E, self.n_, np.zeros((th.shape[0], 1)), np.array([0, self.G]))
+                elif self.family == "ologit":
+                    ll = self._ordered_logit_loglik(pr)
+                elif self.family == "oprobit":
                     ll = self._ordered_loglik(pr)
                 elif self.family == "logit":
                     ll = logit_logp_grad(self, th, grad=False)[0] + 0.5 * (th**2).sum(axis=1) / self.prior_sd**2
@@ -252,6 +378,39 @@ class CategoricalModel:
             val = ll + lprior
             out[s0 : s0 + chunk] = np.where(np.isfinite(val), val, -np.inf)
         return out
+
+    def _ordered_logit_loglik(self, pr: dict[str, np.ndarray]) -> np.ndarray:
+        r"""The ordered logit's log-likelihood, shape (S,): :meth:`_ordered_loglik`'s sum regrouped.
+
+        With :math:`a_{gj} = \kappa_j - \eta_g` and :math:`\log F(a) = a - \mathrm{softplus}(a)`,
+        :math:`\log(1 - F(a)) = -\mathrm{softplus}(a)` and, for a middle category k,
+        :math:`\log(F(a_k) - F(a_{k-1})) = \log(1 - e^{\kappa_{k-1} - \kappa_k}) -
+        \mathrm{softplus}(a_{k-1}) - \mathrm{softplus}(a_k) + a_k` (see :meth:`_ordered_loglik`), so
+
+        .. math:: \ell = \sum_{g, k \le C-2} Y_{gk} a_{gk}
+            + \sum_{k=1}^{C-2} N_k \log(1 - e^{\kappa_{k-1} - \kappa_k})
+            - \sum_{g, j} (Y_{gj} + Y_{g,j+1})\, \mathrm{softplus}(a_{gj}),
+
+        the first sum linear in :math:`(\beta, \kappa)` (computed from :math:`X^\top Y`, once), the
+        last one softplus per (group, cutpoint) pair with a non-zero weight, compiled
+        (:func:`softplus_sum`): on Adult's education model 26,994 pairs against the 31,307 softplus
+        terms of the cell-wise form.
+        """
+        beta, cut = pr["beta"], pr["cutpoints"]
+        g, w, start = self._pairs
+        E = self.xmul(beta.T)[g].T if self._Xs is not None else beta @ self._pair_design().T
+        ll = beta @ self._lin[0] + cut @ self._lin[1] - softplus_sum(E, w, cut, start)
+        mk, cnt = self._mid_counts
+        if mk.size:
+            gap = np.log(-np.expm1(cut[:, :-1] - cut[:, 1:]))  # (S, C-2)
+            ll = ll + gap[:, mk - 1] @ cnt
+        return ll
+
+    def _pair_design(self) -> np.ndarray:
+        """The design rows of :attr:`_pairs` (X[g] for each pair), built on first use."""
+        if getattr(self, "_Xp", None) is None:
+            self._Xp = np.ascontiguousarray(self.X[self._pairs[0]])
+        return self._Xp
 
     def _ordered_loglik(self, pr: dict[str, np.ndarray]) -> np.ndarray:
         """Batched cumulative-model log-likelihood over the non-zero cells only, shape (S,)."""
