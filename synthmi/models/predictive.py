@@ -209,7 +209,7 @@ def log_prob_of(family: str, eta: np.ndarray, x: np.ndarray, cut: np.ndarray | N
             # s = e for x = 1 and -e for x = 0 (a product by +-1 is exact, and branch-free
             # unlike np.where on a random pattern); log sigmoid(s) = -softplus(-s)
             s = eta[:, 0] * (2.0 * x - 1.0)
-            return -(np.log1p(np.exp(-np.abs(s))) + np.maximum(-s, 0.0))
+            return -_softplus(-s)
         full = np.concatenate([np.zeros((eta.shape[0], 1)), eta], axis=1)
         mx = full.max(axis=1)
         lse = mx + np.log(np.exp(full - mx[:, None]).sum(axis=1))

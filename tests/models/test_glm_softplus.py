@@ -9,7 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import synthmi.models.glm as glm
 from synthmi.models.glm import CategoricalModel, _softplus, group_rows, independence_mh, softplus_sum
+
+
+def _numpy_softplus(x: np.ndarray) -> np.ndarray:
+    """The NumPy form the compiled softplus replaced."""
+    return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0)
 
 
 def _softplus_long(x: np.ndarray) -> np.ndarray:
@@ -35,8 +41,7 @@ def test_softplus_sum_is_accurate_to_a_few_ulp_element_by_element():
 
 
 def test_softplus_sum_blocks_weights_and_non_finite_arguments():
-    """Weighted sum over blocks of columns with one offset per (row, block), against NumPy's softplus; a
-    NaN or infinite argument makes the row's sum NaN (the log posterior maps it to -inf)."""
+    """Weighted sum over blocks of columns with one offset per (row, block), against NumPy's softplus."""
     rng = np.random.default_rng(1)
     S, T = 7, 3001
     E = rng.normal(0, 6, (S, T))
@@ -44,12 +49,34 @@ def test_softplus_sum_blocks_weights_and_non_finite_arguments():
     start = np.array([0, 1000, 1001, 2500, T])  # blocks of 1000, 1, 1499 and 501 columns (not multiples of 512)
     cut = rng.normal(0, 2, (S, 4))
     cols = np.repeat(np.arange(4), np.diff(start))
-    ref = (_softplus(cut[:, cols] - E) * W).sum(axis=1)
+    ref = (_numpy_softplus(cut[:, cols] - E) * W).sum(axis=1)
     # the sum of 3,001 terms of size ~5: its own rounding is ~1e-12 relative at most
     np.testing.assert_allclose(softplus_sum(E, W, cut, start), ref, rtol=1e-13)
+    # non-finite arguments as NumPy's form: NaN stays NaN, softplus(+inf) = inf, softplus(-inf) = 0
     bad = np.repeat(E[:1], 3, axis=0)
-    bad[0, 17], bad[1, 2000], bad[2, 2999] = np.nan, np.inf, -np.inf
-    assert np.isnan(softplus_sum(bad, W, cut[:3], start)).all()
+    bad[0, 17], bad[1, 2000], bad[2, 2999] = np.nan, -np.inf, np.inf  # arguments cut - E: nan, +inf, -inf
+    out = softplus_sum(bad, W, cut[:1].repeat(3, axis=0), start)
+    assert np.isnan(out[0]) and out[1] == np.inf
+    keep = np.arange(T) != 2999
+    a2 = cut[0, cols] - bad[2]
+    assert out[2] == pytest.approx((_numpy_softplus(a2) * W)[keep].sum(), rel=1e-13)
+
+
+def test_elementwise_softplus_matches_numpy_form():
+    """The compiled element-wise softplus (Gibbs sweeps, log_probs) against NumPy's
+    log1p(exp(-|x|)) + max(x, 0): within 4 ulp (each is within 3 and 1 of the exact value), the same
+    non-finite values, any shape and memory order, a 0-d input giving a scalar."""
+    rng = np.random.default_rng(2)
+    x = np.asfortranarray(rng.normal(0, 8, (300, 7)))
+    ref = _numpy_softplus(x)
+    out = _softplus(x)
+    assert out.shape == x.shape
+    assert (np.abs(out - ref) <= 4 * np.spacing(ref)).all()
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -800.0, 800.0])
+    out = _softplus(special)
+    np.testing.assert_array_equal(out[[0, 1, 2, 4, 5]], [np.nan, np.inf, 0.0, 0.0, 800.0])
+    assert abs(out[3] - np.log(2.0)) <= 4 * np.spacing(np.log(2.0))
+    assert np.ndim(_softplus(np.float64(0.0))) == 0 and _softplus(np.zeros((0, 3))).shape == (0, 3)
 
 
 def _design(rng: np.random.Generator, n: int, C: int) -> tuple[np.ndarray, np.ndarray]:
@@ -58,23 +85,25 @@ def _design(rng: np.random.Generator, n: int, C: int) -> tuple[np.ndarray, np.nd
     return group_rows(X, rng.integers(0, C, n), C)
 
 
-def _numpy_log_post(m: CategoricalModel, theta: np.ndarray) -> np.ndarray:
+def _numpy_log_post(m: CategoricalModel, theta: np.ndarray, monkeypatch) -> np.ndarray:
     """The log posterior as computed before the compiled sum: softplus in NumPy, ordered models cell by cell."""
+    monkeypatch.setattr(glm, "_softplus", _numpy_softplus)  # what _log_sigmoid (the cell-wise form) calls
     pr = m.unpack(theta)
     with np.errstate(all="ignore"):
         if m.family == "logit":
             eta = theta @ m.X.T
-            ll = eta @ m.Y[:, 1] - _softplus(eta) @ m.Y.sum(axis=1)
+            ll = eta @ m.Y[:, 1] - _numpy_softplus(eta) @ m.Y.sum(axis=1)
         else:
             ll = m._ordered_loglik(pr)
         lp = ll - 0.5 * (pr["beta"].reshape(theta.shape[0], -1) ** 2).sum(axis=1) / m.prior_sd**2
         if "cutpoints" in pr:
             lp = lp - 0.5 * (pr["cutpoints"] ** 2).sum(axis=1) / m.prior_sd**2 + theta[:, m.p + 1:].sum(axis=1)
+    monkeypatch.undo()
     return lp
 
 
 @pytest.mark.parametrize("family, C", [("logit", 2), ("ologit", 2), ("ologit", 3), ("ologit", 5)])
-def test_log_post_equals_the_numpy_form(family, C):
+def test_log_post_equals_the_numpy_form(family, C, monkeypatch):
     """Binary and ordered logit log posteriors (2,000-odd distinct rows, 5,000 records) at 300 parameter
     sets around the mode and far from it: equal to the NumPy form to 1e-13 relative (each is a sum of
     ~5,000 rounded terms of size <= ~10 against a total of ~5,000, so both carry ~1e-13 of rounding), and
@@ -84,7 +113,7 @@ def test_log_post_equals_the_numpy_form(family, C):
     m = CategoricalModel(family, Xg, Y)
     mode, _ = m.mode()
     th = mode + rng.normal(size=(300, mode.size)) * np.repeat([0.05, 1.0, 5.0], 100)[:, None]
-    np.testing.assert_allclose(m.log_post(th), _numpy_log_post(m, th), rtol=1e-13)
+    np.testing.assert_allclose(m.log_post(th), _numpy_log_post(m, th, monkeypatch), rtol=1e-13)
     bad = np.repeat(mode[None], 2, axis=0)
     bad[0, 0], bad[1, 1] = np.nan, np.inf
     np.testing.assert_array_equal(m.log_post(bad), [-np.inf, -np.inf])
