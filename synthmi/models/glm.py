@@ -74,6 +74,7 @@ def _log_sigmoid(x: np.ndarray) -> np.ndarray:
 
 # coefficients of the compiled softplus (:func:`_softplus_kernels`)
 _LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10  # fdlibm's split of log 2
+_LOG2E = 1.0 / math.log(2.0)
 _EXP_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(14))  # 1/k!, k = 0..13
 _ATANH_SERIES = tuple(1.0 / (2 * k + 1) for k in range(17))  # 1/(2k+1), k = 0..16
 
@@ -107,97 +108,102 @@ def _softplus_kernels():
     """
     import numba
 
-    c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13 = _EXP_TAYLOR[2:]
-    a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16 = _ATANH_SERIES[1:]
-    ln2_hi, ln2_lo, log2e = _LN2_HI, _LN2_LO, 1.0 / math.log(2.0)
     # error_model="numpy": no ZeroDivisionError branch (it kept the division loop scalar);
     # reassoc lets a sum be vectorised (the order of its rounding, nothing else)
     opts = dict(fastmath={"reassoc", "contract"}, boundscheck=False, error_model="numpy")
+    # the helpers are module globals, not closure cells: Numba's disk cache keys a function on its
+    # closure's pickle, which for a compiled function differs in every process (always a miss)
+    g = globals()
+    g["_exp_parts_nb"] = numba.njit(inline="always", **opts)(_exp_parts)
+    g["_softplus_of_nb"] = numba.njit(inline="always", **opts)(_softplus_of)
+    return numba.njit(cache=True, **opts)(_sum_kernel), numba.njit(cache=True, **opts)(_map_kernel)
 
-    @numba.njit(inline="always", **opts)
-    def exp_parts(a):  # pragma: no cover - compiled
-        """e^{-|a|} = p * 2^k: (p, k + 1023 shifted into a double's exponent bits)."""
-        x = -abs(a)
-        x = x if x > -707.0 else -707.0
-        k = np.floor(x * log2e + 0.5)
-        r = (x - k * ln2_hi) - k * ln2_lo
-        p = c13
-        p = p * r + c12
-        p = p * r + c11
-        p = p * r + c10
-        p = p * r + c9
-        p = p * r + c8
-        p = p * r + c7
-        p = p * r + c6
-        p = p * r + c5
-        p = p * r + c4
-        p = p * r + c3
-        p = p * r + c2
-        p = p * r + 1.0
-        p = p * r + 1.0
-        return (p if x > -707.0 else 0.0), (np.int64(k) + 1023) << 52
 
-    @numba.njit(inline="always", **opts)
-    def softplus_of(a, y):  # pragma: no cover - compiled
-        """max(a, 0) + log1p(y), y = e^{-|a|} in [0, 1]."""
-        u = y / (2.0 + y)
-        u2 = u * u
-        q = a16
-        q = q * u2 + a15
-        q = q * u2 + a14
-        q = q * u2 + a13
-        q = q * u2 + a12
-        q = q * u2 + a11
-        q = q * u2 + a10
-        q = q * u2 + a9
-        q = q * u2 + a8
-        q = q * u2 + a7
-        q = q * u2 + a6
-        q = q * u2 + a5
-        q = q * u2 + a4
-        q = q * u2 + a3
-        q = q * u2 + a2
-        q = q * u2 + a1
-        q = q * u2 + 1.0
-        # NaN kept (the comparison is false for it); the logarithm's term is 0 for a non-finite a
-        pos = a if not (a <= 0.0) else 0.0
-        return pos + 2.0 * u * q
+# The bodies compiled by :func:`_softplus_kernels` (plain Python here; the polynomial coefficients
+# are module constants, which Numba folds in)
+def _exp_parts(a):  # pragma: no cover - compiled
+    """e^{-|a|} = p * 2^k: (p, k + 1023 shifted into a double's exponent bits)."""
+    x = -abs(a)
+    x = x if x > -707.0 else -707.0
+    k = np.floor(x * _LOG2E + 0.5)
+    r = (x - k * _LN2_HI) - k * _LN2_LO
+    c = _EXP_TAYLOR
+    p = c[13]
+    p = p * r + c[12]
+    p = p * r + c[11]
+    p = p * r + c[10]
+    p = p * r + c[9]
+    p = p * r + c[8]
+    p = p * r + c[7]
+    p = p * r + c[6]
+    p = p * r + c[5]
+    p = p * r + c[4]
+    p = p * r + c[3]
+    p = p * r + c[2]
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return (p if x > -707.0 else 0.0), (np.int64(k) + 1023) << 52
 
-    @numba.njit(cache=True, **opts)
-    def sum_kernel(E, W, cut, start, out):  # pragma: no cover - compiled
-        # 2^k from its bits (no scalar bit cast in Numba): written and read back in the same iteration,
-        # which the compiler still vectorises (measured 4.3 against 5.3 ns an element with a second loop)
-        bits = np.empty(E.shape[1], dtype=np.int64)
-        two = bits.view(np.float64)
-        for s in range(E.shape[0]):
-            acc = 0.0
-            for b in range(start.size - 1):
-                cb = cut[s, b]
-                # views indexed from 0: the compiler then knows the indices are not negative (no
-                # wraparound test), which it needs to vectorise the loop
-                e, w = E[s, start[b]:start[b + 1]], W[start[b]:start[b + 1]]
-                for i in range(e.size):
-                    a = cb - e[i]
-                    p, bits[i] = exp_parts(a)
-                    acc += w[i] * softplus_of(a, p * two[i])
-            out[s] = acc
 
-    @numba.njit(cache=True, **opts)
-    def map_kernel(a, out):  # pragma: no cover - compiled
-        # blocks of 512 through work arrays of the kernel's own: with the stores to ``out`` (which may
-        # alias the bits' view, for all the compiler knows) in the same loop it stayed scalar (13
-        # against 6 ns an element)
-        pv = np.empty(512)
-        bits = np.empty(512, dtype=np.int64)
-        two = bits.view(np.float64)
-        for t0 in range(0, a.size, 512):
-            n = min(512, a.size - t0)
-            for i in range(n):
-                pv[i], bits[i] = exp_parts(a[t0 + i])
-            for i in range(n):
-                out[t0 + i] = softplus_of(a[t0 + i], pv[i] * two[i])
+def _softplus_of(a, y):  # pragma: no cover - compiled
+    """max(a, 0) + log1p(y), y = e^{-|a|} in [0, 1]."""
+    u = y / (2.0 + y)
+    u2 = u * u
+    c = _ATANH_SERIES
+    q = c[16]
+    q = q * u2 + c[15]
+    q = q * u2 + c[14]
+    q = q * u2 + c[13]
+    q = q * u2 + c[12]
+    q = q * u2 + c[11]
+    q = q * u2 + c[10]
+    q = q * u2 + c[9]
+    q = q * u2 + c[8]
+    q = q * u2 + c[7]
+    q = q * u2 + c[6]
+    q = q * u2 + c[5]
+    q = q * u2 + c[4]
+    q = q * u2 + c[3]
+    q = q * u2 + c[2]
+    q = q * u2 + c[1]
+    q = q * u2 + 1.0
+    # NaN kept (the comparison is false for it); the logarithm's term is 0 for a non-finite a
+    pos = a if not (a <= 0.0) else 0.0
+    return pos + 2.0 * u * q
 
-    return sum_kernel, map_kernel
+
+def _sum_kernel(E, W, cut, start, out):  # pragma: no cover - compiled
+    # 2^k from its bits (no scalar bit cast in Numba): written and read back in the same iteration,
+    # which the compiler still vectorises (measured 4.1 against 5.3 ns an element with a second loop)
+    bits = np.empty(E.shape[1], dtype=np.int64)
+    two = bits.view(np.float64)
+    for s in range(E.shape[0]):
+        acc = 0.0
+        for b in range(start.size - 1):
+            cb = cut[s, b]
+            # views indexed from 0: the compiler then knows the indices are not negative (no
+            # wraparound test), which it needs to vectorise the loop
+            e, w = E[s, start[b]:start[b + 1]], W[start[b]:start[b + 1]]
+            for i in range(e.size):
+                a = cb - e[i]
+                p, bits[i] = _exp_parts_nb(a)  # noqa: F821 - set by _softplus_kernels
+                acc += w[i] * _softplus_of_nb(a, p * two[i])  # noqa: F821
+        out[s] = acc
+
+
+def _map_kernel(a, out):  # pragma: no cover - compiled
+    # blocks of 512 through work arrays of the kernel's own: with the stores to ``out`` (which may
+    # alias the bits' view, for all the compiler knows) in the same loop it stayed scalar (13
+    # against 6 ns an element)
+    pv = np.empty(512)
+    bits = np.empty(512, dtype=np.int64)
+    two = bits.view(np.float64)
+    for t0 in range(0, a.size, 512):
+        n = min(512, a.size - t0)
+        for i in range(n):
+            pv[i], bits[i] = _exp_parts_nb(a[t0 + i])  # noqa: F821
+        for i in range(n):
+            out[t0 + i] = _softplus_of_nb(a[t0 + i], pv[i] * two[i])  # noqa: F821
 
 
 def softplus_sum(E: np.ndarray, W: np.ndarray, cut: np.ndarray, start: np.ndarray) -> np.ndarray:
