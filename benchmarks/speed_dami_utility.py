@@ -106,14 +106,15 @@ BEFORE), its time being the whitened HMC of marital status, which this round doe
 
 Round H29SPEED (``--tag h29speed_softplus``, medians of 3, load 9.4-10.4): CART 1.53 CPU-s (warm 0.80);
 DA-MI 2.19 CPU-s run after CART (2.65x warm CART, 1.46x CART), 1.93 CPU-s warm (run again in the same
-process: **2.43x warm CART**, wall 2.06x). Before it, on a quiet machine (``h29speed_base``, load 0.1-0.3;
+process: **2.43x warm CART**, wall 2.06x; re-run as ``h29speed_final`` at load 14: 2.04 against 0.82, 2.52x;
+first run 2.76x). Before it, on a quiet machine (``h29speed_base``, load 0.1-0.3;
 commit 89db0b6): CART 1.45 (warm 0.76), DA-MI 3.60 CPU-s (4.77x warm CART). The softplus of the samplers'
 log posteriors (2.1 of DA-MI's 4.1 CPU-s under cProfile) is now a compiled kernel
 (``glm.softplus_sum``: exp and log1p as polynomials that Numba vectorises, <= 3 ulp; 0.57-0.75 CPU-s), and
 the ordered logit is summed over (group, cutpoint) pairs (26,994 terms against 31,307); the predictive's
 element-wise softplus is compiled too (``glm._softplus``). The five copies are bit for bit those of commit
 89db0b6 (same R-hat, ESS and acceptance per model). One-time costs of DA-MI in a process: Numba's start-up
-and loading the cached kernels (0.26 CPU-s here, the median gap between the first and the warm run; ~0.7
+and loading the cached kernels (0.26 CPU-s here, the median gap between the first and the warm run; ~0.9
 in a process that has not imported Numba) and, once per installation, compiling them (~1.5 CPU-s; cached
 on disk next to the module). Wide 4k (``h29speed_softplus_wide4k``, load 10-14): 135.3 CPU-s, within the
 spread of earlier runs (128.6-137.9): its time is the whitened HMC of the nominal QIs (multinomial logits,

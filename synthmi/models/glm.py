@@ -403,7 +403,8 @@ class CategoricalModel:
                     # sum_g Y_g1 eta_g - n_g softplus(eta_g): the linear part is theta' X'Y_1; the
                     # softplus sum compiled (:func:`softplus_sum`, a = 0 - (-eta), negation exact)
                     E = -th @ self.X.T if self._Xs is None else self.xmul(-th.T).T  # (S, G), C-ordered when dense
-                    ll = th @ self.xty[:, 0] - softplus_sum(E, self.n_, np.zeros((th.shape[0], 1)), np.array([0, self.G]))
+                    zero = np.zeros((th.shape[0], 1))
+                    ll = th @ self.xty[:, 0] - softplus_sum(E, self.n_, zero, np.array([0, self.G]))
                 elif self.family == "ologit":
                     ll = self._ordered_logit_loglik(pr)
                 elif self.family == "oprobit":

@@ -119,6 +119,22 @@ def test_log_post_equals_the_numpy_form(family, C, monkeypatch):
     np.testing.assert_array_equal(m.log_post(bad), [-np.inf, -np.inf])
 
 
+@pytest.mark.parametrize("family, C", [("logit", 2), ("ologit", 4)])
+def test_log_post_equals_the_numpy_form_on_a_sparse_design(family, C, monkeypatch):
+    """A dummy-coded 40-level predictor (density ~0.07, > 50,000 entries): the model keeps a sparse copy
+    of its design and the log posterior takes the sparse products; same check as above."""
+    rng = np.random.default_rng(7)
+    n = 4000
+    lev = rng.integers(0, 40, n)
+    X = np.column_stack([rng.normal(size=n).round(2), np.eye(40)[lev]])
+    Xg, Y = group_rows(X, rng.integers(0, C, n), C)
+    m = CategoricalModel(family, Xg, Y)
+    assert m._Xs is not None
+    mode, _ = m.mode()
+    th = mode + rng.normal(size=(100, mode.size)) * 0.3
+    np.testing.assert_allclose(m.log_post(th), _numpy_log_post(m, th, monkeypatch), rtol=1e-13)
+
+
 def test_ordered_logit_pairs_cover_every_cell_once():
     """Hand case: 3 categories, two groups. Group 0 has records in categories 0 and 1 (pairs (0, kappa_0)
     weighted 1 + 2 = 3 and (0, kappa_1) weighted 2), group 1 only in category 2 (pair (1, kappa_1),
