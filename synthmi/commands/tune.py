@@ -206,10 +206,9 @@ def infeasible_lines(info: dict | None) -> list[str]:
         if not tables:
             out += [f"  {k}: {v:.3g} (bound {info['caps'][k]:.3g}; mean over its search copies)"
                     for k, v in (info.get("worst") or {}).items()]
-        out.append("(a model that fits those margins may make a setting feasible: a numeric QI with few distinct "
-                   "values, e.g. an age in brackets, declared categorical (--categorical); a many-valued one given "
-                   "a tree or a transform in the spec's \"models\"; or a higher --max-table-s-pmse / "
-                   "--max-table-ratio)")
+        out.append("(a model that fits those margins may make a setting feasible: a tree or a transform for the "
+                   "named numeric QIs in the spec's \"models\" (a tree draws a QI with few distinct values, e.g. an "
+                   "age in brackets, from its donors' values); or a higher --max-table-s-pmse / --max-table-ratio)")
         return out
     if info.get("binding") == "risk targets":
         return [f"none of the {info['settings_measured']} settings measured met the risk targets; the closest, "
