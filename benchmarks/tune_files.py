@@ -18,7 +18,7 @@ as a CSV in a temporary directory:
    baseline is CART's default.
    If no setting is feasible and tune names one-way tables that broke its table rule, the
    user's next step is what its message suggests: a spec (``synthmi spec``) whose ``"models"``
-   give those columns a tree, tuned again (``tune --spec``); both attempts are recorded. A
+   give those QIs (numeric or categorical) a tree, tuned again (``tune --spec``); both attempts are recorded. A
    few-valued numeric QI (fair's bracketed age, its six schooling levels) gets the tree's discrete
    leaves (:mod:`synthmi.models.tree`). If that is still infeasible under tune's default table rule
    (every one- and two-way table within ``--max-table-ratio`` 2 x CART's; stricter than the
@@ -234,7 +234,8 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
         # what tune's message suggests and a user then does: the named numeric QIs given a tree (DA-MI's
         # flexible conditional, maskable in the joint predictive) in the spec's "models"; a few-valued one
         # (fair's bracketed age, its six schooling levels) gets the tree's discrete leaves (models/tree.py)
-        trees = [c for c in broken if c not in cfg["categorical"]]
+        # every QI whose one-way table broke (a categorical one too: e.g. Adult's ordered education)
+        trees = list(broken)
         draft = work / f"{name}_spec.json"
         cli(["spec", *base, "--analysis", cfg["declared"][0], "--family", cfg["declared"][1], "--out", str(draft),
              "--overwrite", "--quiet"], log)

@@ -618,8 +618,8 @@ class RubinSynthesizer(Synthesizer):
                 f"between the data and the model): its copies will not keep the distribution's shape{below}, nor "
                 f"the share of a range that other columns (a skip pattern) depend on. --transform {c}=rank "
                 f"(transforms={{'{c}': 'rank'}}) keeps its distribution; log or log1p suit positive skewed "
-                f"values, --semicont {c}=0 a point mass such as zeros, and method 'cart' any shape (method 'tree', "
-                f"which DA-MI can mask, when the column takes many values: its kernel spreads a few-valued one).",
+                f"values, --semicont {c}=0 a point mass such as zeros, and method 'cart' any shape (method 'tree' "
+                f"too, which DA-MI can mask; a few-valued column is drawn from its donors' values).",
                 UserWarning, stacklevel=4)
 
     def _rule_of(self, c: str) -> tuple | None:
