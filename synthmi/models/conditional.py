@@ -628,6 +628,9 @@ class Conditional:
             d["min_leaf"] = int(self.min_leaf)
         if self.smoothing is not None:
             d["smoothing"] = float(self.smoothing)
+        if self.family == "tree" and getattr(self.fast, "discrete", False):
+            # a few-valued column (synthmi.models.tree): drawn from its donors' values, no kernel
+            d["leaves"] = "discrete"
         if self.rule is not None:
             d["rule"] = {"column": self.rule[0], "fitted_on": "rows the rule leaves free",
                          "fixed_elsewhere": None if self.rule[2] is None else str(self.rule[2])}

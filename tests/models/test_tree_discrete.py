@@ -147,6 +147,7 @@ def test_few_valued_column_keeps_its_margin():
         df, quasi_identifiers=["age", "sex", "edu"], keep=["z"])
     copies = list(syn.sample(5, random_state=0).copies)
     assert all(np.isin(c["age"], BRACKETS).all() for c in copies)
+    assert syn.conditionals_[0].to_dict()["leaves"] == "discrete"  # recorded in the release's structure
     # proper copies from a correct model: 5-copy mean of a one-way S_pMSE on d = 4 df has mean 2 and sd
     # sqrt(8 / (M d)) = 0.63 (models/model_choice.py); 6 is 6 sd above it
     assert _one_way(df, copies, "age") < 6.0
