@@ -165,3 +165,52 @@ def test_auto_picks_a_margin_keeping_model_for_a_masked_few_valued_column():
     assert set(got) == {"normal", "tree"} and info["chosen"] == "tree"
     # proper copies: the check's 2-copy mean on d = 4 df has sd sqrt(8 / 8) = 1 around 2: 6 is 4 sd above
     assert got["tree"]["one_way_s_pmse"] < 6.0 < got["normal"]["one_way_s_pmse"]
+
+
+@pytest.mark.slow
+def test_gibbs_with_a_later_discrete_tree_needs_the_record_move():
+    """sex: a masked logit; age: a masked few-valued tree of sex, a later model whose leaves hold
+    different brackets (sex moves the leaf). Its likelihood is a mass, 0 in a leaf without the current
+    age, so single-site updates of sex are rejected there and the sweeps are reducible: the record
+    move makes them exact (without it, i.e. the move made for categorical trees only, this test fails).
+    Enumerated over (sex, age value) per record:
+
+        p(s, y | z, W) ∝ p(s | z) p(W_s | s) p_tree(y | s, z) N(w_bar; y, v).
+    """
+    rng = np.random.default_rng(11)
+    n = 300
+    z = rng.normal(size=n)
+    sex = (rng.random(n) < expit(0.8 * z)).astype(int)
+    # women in the lower brackets, men in the upper ones (overlapping at 27 and 32)
+    age = np.where(sex == 1, BRACKETS[rng.integers(2, 6, n)], BRACKETS[rng.integers(0, 4, n)])
+    df = pd.DataFrame({"z": z, "sex": pd.Categorical.from_codes(sex, ["f", "m"]), "age": age})
+    syn = DAMISynthesizer(masks={"sex": {"alpha": 1.0}, "age": {"K": 1, "sigma_e": 6.0}},
+                          models={"sex": "logit", "age": "tree"}, visit_sequence=["sex", "age"], w_tilde="reuse",
+                          random_state=1, progressbar=False).fit(df, quasi_identifiers=["sex", "age"], keep=["z"])
+    conds = syn.conditionals_
+    assert [c.column for c in conds] == ["sex", "age"] and conds[1].fast.discrete and needs_record_move(conds)
+    theta = syn._posterior_draws(1, np.random.default_rng(2))
+    preps = [Prepared(cd, theta[j][0]) for j, cd in enumerate(conds)]
+    ev = syn._evidence(np.random.default_rng(3))
+    w_bar, v = ev["age"][1], ev["age"][2]
+    logw = np.full((n, 2, BRACKETS.size), -np.inf)
+    for s in (0, 1):
+        for t, y in enumerate(BRACKETS):
+            vals = {"sex": np.full(n, s, dtype=np.int64), "age": np.full(n, y)}
+            ps, pa = preps
+            logw[:, s, t] = (ps.loglik(ps.eta(vals), vals["sex"], None) + ev["sex"][1][:, s]
+                             + pa.loglik(pa.eta(vals), None, vals["age"]) - 0.5 * (w_bar - y) ** 2 / v)
+    prob = np.exp(logw - logw.max(axis=(1, 2), keepdims=True))
+    prob /= prob.sum(axis=(1, 2), keepdims=True)
+    p_male = prob[:, 1].sum(axis=1)
+    reps = 150
+
+    def t_sex(draw, rng):
+        m = sum(draw(rng)["sex"] for _ in range(reps)) / reps
+        keep = (p_male > 0) & (p_male < 1)
+        # per-record share of men over 150 draws against the exact probability: chi-square on the records
+        return stats.chi2.sf(float(((m - p_male)[keep] ** 2 / (p_male * (1 - p_male) / reps)[keep]).sum()),
+                             int(keep.sum()))
+
+    # p < 1e-3 with probability 1e-3 under the exact joint
+    assert t_sex(lambda r: gibbs_draw(conds, preps, ev, r, n_sweeps=10)[0], np.random.default_rng(5)) > 1e-3
