@@ -302,7 +302,8 @@ class TreePosterior:
             yield rows, self.leaf_start[leaf[rows]][:, None] + np.arange(kk)[None, :]
 
     def log_density(self, theta: Mapping[str, np.ndarray], leaf: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """log p(y | leaf, theta) of a continuous response at latent values ``y`` (module docstring)."""
+        """log p(y | leaf, theta) of a continuous response at latent values ``y`` (module docstring);
+        with discrete leaves a log mass (the weight of the leaf's donors at ``y``; -inf off them)."""
         logw = theta["logw"] - self.log_mass
         out = np.empty(leaf.shape[0])
         y = np.asarray(y, dtype=float)
