@@ -916,6 +916,11 @@ def run(args: argparse.Namespace) -> int:
     _check_copies_combinable(args, cls, params)
 
     spec, qi = spec_and_quasi_identifiers(args)
+    if spec is not None and "models" in _param_names(cls) and "models" not in params:
+        # the spec's "models" are used: judged as tune --spec judges them, naming the file (not --models)
+        from ..models.conditional import check_spec_models
+
+        check_spec_models(spec, args.spec, cls.__name__)
     if args.method == "dami" and not params.get("masks") and not (spec is not None and spec.masks):
         # (a spec's masks, e.g. written by 'synthmi tune', are used when --mask is not given)
         print("synthmi synthesize: warning: --method dami without --mask gives the same copies as --method rubin; "

@@ -206,10 +206,9 @@ def infeasible_lines(info: dict | None) -> list[str]:
         if not tables:
             out += [f"  {k}: {v:.3g} (bound {info['caps'][k]:.3g}; mean over its search copies)"
                     for k, v in (info.get("worst") or {}).items()]
-        out.append("(a model that fits those margins may make a setting feasible: a numeric QI with few distinct "
-                   "values, e.g. an age in brackets, declared categorical (--categorical); a many-valued one given "
-                   "a tree or a transform in the spec's \"models\"; or a higher --max-table-s-pmse / "
-                   "--max-table-ratio)")
+        out.append("(a model that fits those margins may make a setting feasible: a tree or a transform for the "
+                   "named numeric QIs in the spec's \"models\" (a tree draws a QI with few distinct values, e.g. an "
+                   "age in brackets, from its donors' values); or a higher --max-table-s-pmse / --max-table-ratio)")
         return out
     if info.get("binding") == "risk targets":
         return [f"none of the {info['settings_measured']} settings measured met the risk targets; the closest, "
@@ -218,35 +217,11 @@ def infeasible_lines(info: dict | None) -> list[str]:
     return []
 
 
-def check_spec_models(spec, path: str) -> None:
-    """Refuse a ``--spec`` whose ``"models"`` entry DA-MI cannot use, naming the spec file (not an
-    option tune does not have): the entry's syntax (:func:`synthmi.models.conditional.parse_models`)
-    and each method against its column's kind in the spec."""
-    from collections.abc import Mapping
-
-    from ..errors import SynthmiError
-    from ..kinds import model_kind
-    from ..models.conditional import _METHOD_KINDS, parse_models
-
-    models = getattr(spec, "models", None)
-    if not isinstance(models, Mapping):
-        return  # none, or "auto" (checked by the spec itself)
-    lead = f"The '--spec' file '{path}' has a \"models\" entry tune cannot use: "
-    try:
-        parsed = parse_models(models, list(spec.quasi_identifiers), "DAMISynthesizer")
-    except SynthmiError as exc:
-        raise InputError(lead + exc.restated("spec's \"models\"" if exc.parameter == "models" else None)) from None
-    for c, v in parsed.items():
-        kind = model_kind(spec.columns[c].kind)  # an integer column is modelled as continuous
-        if v.method is not None and kind not in _METHOD_KINDS[v.method]:
-            raise InputError(lead + f"the method {v.method!r} of column '{c}' cannot model a {kind} column; it "
-                             f"models {list(_METHOD_KINDS[v.method])} columns.")
-
-
 def run(args: argparse.Namespace) -> int:
     from ..data import load_dataset
     from ..diagnostics import DiagnosticsFailed
     from ..models import DAMISynthesizer
+    from ..models.conditional import check_spec_models
     from ..workflow.tuning import ReferenceTarget, parse_target, tune
     from .synthesize import _with_kinds, default_keep, parse_params
 
@@ -294,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
                  alpha_grid=_grid(args.alpha_grid, "alpha-grid"))
     spec, qi = spec_and_quasi_identifiers(args)
     if spec is not None:
-        check_spec_models(spec, args.spec)
+        check_spec_models(spec, args.spec)  # one check and message with synthesize --spec
     if args.analysis:
         analyses = [(a, args.family) for a in args.analysis]
     elif spec is not None and spec.analyses:

@@ -80,6 +80,7 @@ __all__ = [
     "METHODS",
     "VariableSpec",
     "parse_models",
+    "check_spec_models",
     "resolve_visit_sequence",
     "predictors_from_matrix",
     "per_variable_setting",
@@ -207,6 +208,33 @@ def parse_models(models: Any, qi: Sequence[str], owner: str) -> dict[str, Variab
         out[col] = VariableSpec(method=method, formula=formula, predictors=preds, group=group, transform=transform,
                                 semicont=semicont, min_leaf=min_leaf, smoothing=smoothing)
     return out
+
+
+def check_spec_models(spec: Any, path: str, owner: str = "DAMISynthesizer") -> None:
+    """Refuse a spec file whose ``"models"`` entry the sequential synthesizers cannot use, naming the
+    file and its key (the one check of ``synthmi tune --spec`` and ``synthmi synthesize --spec``).
+
+    Checks the entry's syntax (:func:`parse_models`) and each method against its column's kind in
+    the spec (an integer column is modelled as continuous). ``"auto"`` (the whole entry or a
+    column's) is judged by the spec itself and by the choice it asks for.
+    """
+    from ..errors import SynthmiError
+    from ..kinds import model_kind
+
+    models = getattr(spec, "models", None)
+    if not isinstance(models, Mapping):
+        return  # none, or "auto" (checked by the spec itself)
+    lead = f"The '--spec' file '{path}' has a \"models\" entry that cannot be used: "
+    given = {c: v for c, v in models.items() if not (isinstance(v, str) and v == "auto")}
+    try:
+        parsed = parse_models(given, list(spec.quasi_identifiers), owner)
+    except SynthmiError as exc:
+        raise InputError(lead + exc.restated("spec's \"models\"" if exc.parameter == "models" else None)) from None
+    for c, v in parsed.items():
+        kind = model_kind(spec.columns[c].kind)
+        if v.method is not None and kind not in _METHOD_KINDS[v.method]:
+            raise InputError(lead + f"the method {v.method!r} of column '{c}' cannot model a {kind} column; it "
+                             f"models {list(_METHOD_KINDS[v.method])} columns.")
 
 
 def per_variable_setting(specs: Mapping[str, VariableSpec], key: str, given: Mapping[str, Any] | None,
@@ -600,6 +628,9 @@ class Conditional:
             d["min_leaf"] = int(self.min_leaf)
         if self.smoothing is not None:
             d["smoothing"] = float(self.smoothing)
+        if self.family == "tree" and getattr(self.fast, "discrete", False):
+            # a few-valued column (synthmi.models.tree): drawn from its donors' values, no kernel
+            d["leaves"] = "discrete"
         if self.rule is not None:
             d["rule"] = {"column": self.rule[0], "fitted_on": "rows the rule leaves free",
                          "fixed_elsewhere": None if self.rule[2] is None else str(self.rule[2])}

@@ -53,7 +53,9 @@ continuous one gets the independence MH step above with its own exact
 proposal, the kernel mixture of the leaf times the normal mask (a mixture of
 normals with reweighted components), so it enters enumeration and the Gibbs
 sweeps on the same footing as the parametric families, as a masked column
-and as a predictor. As a later model a categorical tree needs one more
+and as a predictor (a few-valued continuous tree's leaves are point masses on the donors' values: the
+proposal is the leaf's masses reweighted by the mask, and as a later model it is treated as a
+categorical tree is for the record move below). As a later model a categorical tree needs one more
 move: its leaves (Bayesian bootstrap, prior mass 0) give probability 0 to the
 levels absent from a leaf, so single-site updates cannot move an earlier
 :math:`X_j` into a leaf where the later column's current level is absent, and
@@ -507,12 +509,14 @@ def gibbs_draw(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str
 
 
 def needs_record_move(conds: Sequence) -> bool:
-    """Whether the sweeps need the whole-record MH step: a categorical tree with an earlier
-    quasi-identifier among its predictors (module docstring), and no two-part column."""
+    """Whether the sweeps need the whole-record MH step: a categorical tree, or a continuous one with
+    discrete leaves (:mod:`synthmi.models.tree`: its likelihood is a mass, 0 in a leaf without the
+    current value), with an earlier quasi-identifier among its predictors (module docstring), and no
+    two-part column."""
     if any(cd.part is not None for cd in conds):
         return False
     deps = dependents(conds)
-    return any(conds[k].family == "tree" and not is_continuous(conds[k])
+    return any(conds[k].family == "tree" and (not is_continuous(conds[k]) or getattr(conds[k].fast, "discrete", False))
                for j, ks in enumerate(deps) if conds[j].family not in ("cart", "fixed") for k in ks)
 
 

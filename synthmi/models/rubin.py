@@ -618,8 +618,8 @@ class RubinSynthesizer(Synthesizer):
                 f"between the data and the model): its copies will not keep the distribution's shape{below}, nor "
                 f"the share of a range that other columns (a skip pattern) depend on. --transform {c}=rank "
                 f"(transforms={{'{c}': 'rank'}}) keeps its distribution; log or log1p suit positive skewed "
-                f"values, --semicont {c}=0 a point mass such as zeros, and method 'cart' any shape (method 'tree', "
-                f"which DA-MI can mask, when the column takes many values: its kernel spreads a few-valued one).",
+                f"values, --semicont {c}=0 a point mass such as zeros, and method 'cart' any shape (method 'tree' "
+                f"too, which DA-MI can mask; a few-valued column is drawn from its donors' values).",
                 UserWarning, stacklevel=4)
 
     def _rule_of(self, c: str) -> tuple | None:
@@ -1170,7 +1170,7 @@ def _model_scale(cond: Conditional, y: np.ndarray) -> np.ndarray:
 
 def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5, smoothing: float = 1.0):
     """The tree model of :mod:`synthmi.models.tree`: ``_fit_cart``'s partition, conjugate leaves."""
-    from .tree import TreePosterior
+    from .tree import TreePosterior, few_valued
 
     continuous = cond.kind == "continuous"
     tree, _ = _fit_cart(D, y, continuous, min_leaf)
@@ -1180,8 +1180,10 @@ def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5
     lo, hi = cond.latent_bounds()
     # the grid's step is on the modelling scale unless a transform changes the scale
     grid = None if cond.support is None or cond.transform else cond.support.grid
+    # a few-valued column (heaped, bracketed) keeps its donors' values: no kernel (models/tree.py)
     return TreePosterior(tree, leaf, _model_scale(cond, np.asarray(y, dtype=float)), 0, lo, hi,
-                         smoothing=smoothing, grid_step=None if grid is None else float(grid[1]))
+                         smoothing=smoothing, grid_step=None if grid is None else float(grid[1]),
+                         discrete=few_valued(y))
 
 
 def _in_span(Z: np.ndarray, X: np.ndarray, tol: float = 1e-8) -> bool:

@@ -74,7 +74,11 @@ def test_tune_names_the_tables_that_made_every_setting_infeasible(tmp_path, caps
     ({"age": "nonsense"}, "The method of column 'age' must be one of"),
     ({"age": {"method": "tree", "min_leaf": 0}}, "The 'min_leaf' of column 'age' in the spec's \"models\" must be an integer"),
 ])
-def test_tune_names_the_spec_when_its_models_cannot_be_used(tmp_path, capsys, models, message):
+@pytest.mark.parametrize("command", ["tune", "synthesize"])
+def test_tune_and_synthesize_name_the_spec_when_its_models_cannot_be_used(tmp_path, capsys, models, message,
+                                                                          command):
+    """One check (synthmi.models.conditional.check_spec_models) and one message for both commands:
+    the spec file and its "models" key, never the '--models' option the user did not give."""
     csv = _with_region(tmp_path, n=60)
     assert main(["spec", "--data", str(csv), "--qi", "age,region", "--keep", "hours,y", "--categorical", "region",
                  "--analysis", "y ~ age + region", "--family", "logit", "--out", str(tmp_path / "s.json"),
@@ -82,12 +86,14 @@ def test_tune_names_the_spec_when_its_models_cannot_be_used(tmp_path, capsys, mo
     d = json.loads((tmp_path / "s.json").read_text())
     d["models"] = models
     (tmp_path / "s.json").write_text(json.dumps(d))
-    rc = main(["tune", "--data", str(csv), "--spec", str(tmp_path / "s.json"), "--target", "expected_matches<=10",
-               "--out", str(tmp_path / "t.json"), "--quiet"])
+    tail = (["--target", "expected_matches<=10", "--out", str(tmp_path / "t.json")] if command == "tune" else
+            ["--method", "dami", "--m", "2", "--out", str(tmp_path / "out")])
+    rc = main([command, "--data", str(csv), "--spec", str(tmp_path / "s.json"), *tail, "--quiet"])
     err = capsys.readouterr().err
     assert rc == 1
-    assert f"The '--spec' file '{tmp_path / 's.json'}' has a \"models\" entry tune cannot use: " in err
+    assert f"The '--spec' file '{tmp_path / 's.json'}' has a \"models\" entry that cannot be used: " in err
     assert message in err and "'--models'" not in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "t.json").exists()
 
 
 @pytest.mark.parametrize("extra, message", [
