@@ -116,3 +116,23 @@ def test_default_sweeps_reach_the_joint_with_a_discrete_tree_after_a_categorical
     syn, conds, preps, ev, prob = _setup()
     _, t_sex, df_sex = _gibbs_against_enumeration(conds, preps, ev, prob, n_sweeps=int(syn.n_sweeps))
     assert stats.chi2.sf(t_sex, df_sex) > 1e-3, (t_sex, df_sex)
+
+
+def test_pair_weights_of_a_discrete_tree_are_the_enumerated_joint():
+    """sex and age are all the quasi-identifiers, so the pair update's table over (sex, age bracket) is the
+    joint predictive of each record itself: after normalising, its log weights must equal the hand
+    enumeration of _setup (p(s) p(W_s | s) p_tree(y | leaf(s)) N(w_bar; y, v)) to rounding, from any
+    state of the record (here the sequential draw)."""
+    from synthmi.models.predictive import _pair_weights, dependents, sequential_draw
+
+    _, conds, preps, ev, prob = _setup()
+    np.testing.assert_array_equal(preps[1].support, BRACKETS)  # all six brackets are donors' values
+    values, latent, etas = sequential_draw(conds, preps, ev, np.random.default_rng(5))
+    lw, _, _, xs = _pair_weights(0, 1, conds, preps, ev, dependents(conds), values, latent, etas)
+    np.testing.assert_array_equal(xs, BRACKETS)
+    with np.errstate(invalid="ignore"):
+        got = np.exp(lw - lw.max(axis=1, keepdims=True))
+    got /= got.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(got, prob, rtol=1e-10, atol=1e-14)
+    # the leaves exclude brackets (zero weight) on both sexes, the reason the pair move is needed
+    assert (prob[:, :len(BRACKETS)] == 0).any() and (prob[:, len(BRACKETS):] == 0).any()
