@@ -55,15 +55,17 @@ normals with reweighted components), so it enters enumeration and the Gibbs
 sweeps on the same footing as the parametric families, as a masked column
 and as a predictor (a few-valued continuous tree's leaves are point masses on the donors' values: the
 proposal is the leaf's masses reweighted by the mask, and as a later model it is treated as a
-categorical tree is for the record move below). As a later model a categorical tree needs one more
-move: its leaves (Bayesian bootstrap, prior mass 0) give probability 0 to the
+categorical tree over its support values, for the pair and record moves below). As a later model a
+categorical tree needs one more move: its leaves (Bayesian bootstrap, prior mass 0) give probability 0 to the
 levels absent from a leaf, so single-site updates cannot move an earlier
 :math:`X_j` into a leaf where the later column's current level is absent, and
 the sweeps are reducible (they stayed at the sequential start). Two exact
 moves restore the joint predictive. A categorical :math:`X_j` is updated
 together with each later categorical tree :math:`X_k` of it, by enumerating the
 pairs :math:`(x_j, x_k)` (``_pair_update``, the other later models' likelihoods
-included). And whenever a categorical tree has an earlier quasi-identifier
+included; a discrete-leaf tree's pairs are :math:`x_j` and its support values, its
+normal mask's :math:`\phi_v(\bar W - x_k)` in place of the categorical mask's table).
+And whenever a categorical (or discrete-leaf) tree has an earlier quasi-identifier
 among its predictors, each sweep begins with a whole-record independence
 Metropolis-Hastings step (Tierney 1994) whose proposal :math:`x'` is the
 sequential draw,

@@ -136,3 +136,27 @@ def test_pair_weights_of_a_discrete_tree_are_the_enumerated_joint():
     np.testing.assert_allclose(got, prob, rtol=1e-10, atol=1e-14)
     # the leaves exclude brackets (zero weight) on both sexes, the reason the pair move is needed
     assert (prob[:, :len(BRACKETS)] == 0).any() and (prob[:, len(BRACKETS):] == 0).any()
+
+
+def test_a_tree_posterior_pickled_before_discrete_leaves_loads_as_a_kernel_tree():
+    """A TreePosterior pickled before the discrete leaves has no 'discrete' attribute: it unpickles as
+    the kernel tree it was (the class default), and its density is the kernel mixture's."""
+    import pickle
+
+    from sklearn.tree import DecisionTreeRegressor
+
+    from synthmi.models.tree import TreePosterior
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 1))
+    y = x[:, 0] + rng.normal(size=200)  # 200 distinct values: kernel leaves
+    tree = DecisionTreeRegressor(min_samples_leaf=20, random_state=0).fit(x, y)
+    post = TreePosterior(tree, tree.apply(x), y, 0)
+    theta = post.draw(1, rng)[0]
+    leaf = np.searchsorted(post.ids, tree.apply(x))
+    before = post.log_density(theta, leaf, y)
+    del post.__dict__["discrete"]  # the state an old pickle holds
+    old = pickle.loads(pickle.dumps(post))
+    assert "discrete" not in old.__dict__ and old.discrete is False
+    np.testing.assert_array_equal(old.log_density(theta, leaf, y), before)
+    assert np.isfinite(before).all()
