@@ -767,18 +767,23 @@ def _pair_weights(j: int, k: int, conds: Sequence, preps: Sequence, evidence: Ma
         if mask_k is not None:
             lpk = lpk + mask_k
         vals_j = {**values, cj: xj}
+        # a touched model's predictor given x_j, and the likelihood of one that x_k does not reach: once per level
+        e_j = {m: preps[m].lin.replace(etas[conds[m].column], values, cj, xj) if m in deps[j]
+               else etas[conds[m].column] for m in touched}
+        ll_j = {m: preps[m].loglik(e_j[m], values[conds[m].column], latent.get(conds[m].column))
+                for m in touched if m not in deps[k]}
         for lk in range(Ck):
             xk = np.full(n_rows, lk, dtype=np.int64) if xs is None else np.full(n_rows, xs[lk])
             w = lpj[:, lj] + lpk[:, lk]
             for m in touched:
                 cm = conds[m].column
-                e = etas[cm]
-                if m in deps[j]:
-                    e = preps[m].lin.replace(e, values, cj, xj)
                 if m in deps[k]:
-                    e = preps[m].lin.replace(e, vals_j, ck, xk)
+                    e = preps[m].lin.replace(e_j[m], vals_j, ck, xk)
+                    ll = preps[m].loglik(e, values[cm], latent.get(cm))
+                else:
+                    e, ll = e_j[m], ll_j[m]
                 eta_m[m].append(e)
-                w = w + preps[m].loglik(e, values[cm], latent.get(cm))
+                w = w + ll
             lw[:, lj * Ck + lk] = w
     return lw, eta_k, eta_m, xs
 
