@@ -709,9 +709,9 @@ def _pair_update(j: int, k: int, conds: Sequence, preps: Sequence, evidence: Map
     nor :math:`x_k` cancel); it is 0 off the support, where :math:`\pi_{\ell v} = 0` for every leaf,
     so the enumeration covers the pair's whole conditional. With :math:`x_k` mapped to its raw value
     (the value the later models and the mask see; a masked column has no transform and its
-    donors lie on its grid, so it is :math:`v`), the latent of :math:`X_k` is :math:`v`. Summing
-    over :math:`v` gives :math:`X_j`'s marginal weight :math:`p(c \mid \cdot)\, p(\tilde W_j \mid c)\,
-    Z_k(\ell(\text{pred}_k(c)))\cdots`, with :math:`Z_k` the leaf's evidence
+    donors lie on its grid, so it is :math:`v`), the latent of :math:`X_k` is :math:`v`. Without
+    other later models, summing over :math:`v` gives :math:`X_j`'s marginal weight
+    :math:`p(c \mid \cdot)\, p(\tilde W_j \mid c)\, Z_k(\ell(\text{pred}_k(c)))`, with :math:`Z_k` the leaf's evidence
     :math:`\sum_d w_d\, \phi_{v_e}(\bar W_k - y_d)` of the tree's
     :meth:`~synthmi.models.tree.TreePosterior.log_evidence`, so a record moves between leaves that
     hold different values in one update, as it does for a categorical tree.
