@@ -37,7 +37,9 @@ Dibben 2016, J. Stat. Softw. 74(11)). This module holds what one factor is:
 ``smoothing``
     A factor (> 0, default 1) on the kernel bandwidth of a continuous ``tree``
     model (:mod:`synthmi.models.tree`): smaller keeps the donors' values (and
-    their relations) closer, larger copies less of them.
+    their relations) closer, larger copies less of them. A few-valued column
+    (at most ``FEW_VALUES`` = 20 distinct values) has discrete leaves, no
+    kernel, and ignores it (its copies hold the donors' values already).
 ``transform`` / ``semicont``
     Per-variable settings of a continuous column: its modelling scale
     (``"log"``, ``"log1p"``, ``"rank"``; the same as ``transforms={column: t}``

@@ -55,15 +55,17 @@ normals with reweighted components), so it enters enumeration and the Gibbs
 sweeps on the same footing as the parametric families, as a masked column
 and as a predictor (a few-valued continuous tree's leaves are point masses on the donors' values: the
 proposal is the leaf's masses reweighted by the mask, and as a later model it is treated as a
-categorical tree is for the record move below). As a later model a categorical tree needs one more
-move: its leaves (Bayesian bootstrap, prior mass 0) give probability 0 to the
+categorical tree over its support values, for the pair and record moves below). As a later model a
+categorical tree needs one more move: its leaves (Bayesian bootstrap, prior mass 0) give probability 0 to the
 levels absent from a leaf, so single-site updates cannot move an earlier
 :math:`X_j` into a leaf where the later column's current level is absent, and
 the sweeps are reducible (they stayed at the sequential start). Two exact
 moves restore the joint predictive. A categorical :math:`X_j` is updated
 together with each later categorical tree :math:`X_k` of it, by enumerating the
 pairs :math:`(x_j, x_k)` (``_pair_update``, the other later models' likelihoods
-included). And whenever a categorical tree has an earlier quasi-identifier
+included; a discrete-leaf tree's pairs are :math:`x_j` and its support values, its
+normal mask's :math:`\phi_v(\bar W - x_k)` in place of the categorical mask's table).
+And whenever a categorical (or discrete-leaf) tree has an earlier quasi-identifier
 among its predictors, each sweep begins with a whole-record independence
 Metropolis-Hastings step (Tierney 1994) whose proposal :math:`x'` is the
 sequential draw,
@@ -139,6 +141,9 @@ class Prepared:
             self.lin = TreeLeaves(cond.design, post.tree, post.ids)
             if self.continuous:
                 self.lo, self.hi = cond.latent_bounds()
+            #: a continuous tree with discrete leaves: its leaves are categorical over these values
+            self.support = np.unique(post.value) if is_discrete_tree(cond) else None
+            self._table = None
             return
         offset = None
         if cond.group_codes is not None:
@@ -153,7 +158,10 @@ class Prepared:
         return self.lin.eta(values)
 
     def log_probs(self, eta: np.ndarray) -> np.ndarray:
+        """(n, C) log-probabilities of the levels; for a discrete-leaf tree, of its ``support`` values."""
         if self.cond.family == "tree":
+            if self.support is not None:
+                return self.value_table()[eta]
             return self.theta["logp"][eta]
         if self.cond.family == "ologit" and eta.ndim == 1:
             return ordered_logit_table(eta, self.cut)
@@ -181,6 +189,19 @@ class Prepared:
             return self.free(out)
         return self.free(log_prob_of(self.cond.family, eta, np.asarray(x, dtype=np.int64), self.cut))
 
+    def value_table(self) -> np.ndarray:
+        r"""A discrete-leaf tree's leaves as a table over its support :math:`v_1 < \dots < v_V` (the
+        distinct donor values): :math:`\log \pi_{\ell v} = \log w_{\ell d}` for the component
+        :math:`d` of leaf :math:`\ell` with :math:`y_d = v`, :math:`-\infty` when the leaf has no
+        donor at :math:`v` (:mod:`synthmi.models.tree`), so that the leaf is a categorical
+        distribution over the support, as a categorical tree's over its levels."""
+        if self._table is None:
+            post = self.cond.fast
+            table = np.full((post.leaf_k.size, self.support.size), -np.inf)
+            table[post.comp_leaf, np.searchsorted(self.support, post.value)] = self.theta["logw"]
+            self._table = table
+        return self._table
+
     def draw_latent(self, eta: np.ndarray, ev: Any, rng: np.random.Generator) -> np.ndarray:
         """A continuous column's latent from its own model times its normal mask's evidence (exact)."""
         if self.cond.family == "tree":
@@ -199,6 +220,11 @@ class Prepared:
 def is_continuous(cond) -> bool:
     """Whether a model's value is drawn through a latent continuous value (normal, continuous tree)."""
     return cond.family == "normal" or (cond.family == "tree" and cond.n_categories == 0)
+
+
+def is_discrete_tree(cond) -> bool:
+    """Whether a model is a continuous tree with discrete leaves (a few-valued column, :mod:`synthmi.models.tree`)."""
+    return cond.family == "tree" and cond.n_categories == 0 and getattr(cond.fast, "discrete", False)
 
 
 def log_prob_of(family: str, eta: np.ndarray, x: np.ndarray, cut: np.ndarray | None = None) -> np.ndarray:
@@ -516,7 +542,7 @@ def needs_record_move(conds: Sequence) -> bool:
     if any(cd.part is not None for cd in conds):
         return False
     deps = dependents(conds)
-    return any(conds[k].family == "tree" and (not is_continuous(conds[k]) or getattr(conds[k].fast, "discrete", False))
+    return any(conds[k].family == "tree" and (not is_continuous(conds[k]) or is_discrete_tree(conds[k]))
                for j, ks in enumerate(deps) if conds[j].family not in ("cart", "fixed") for k in ks)
 
 
@@ -649,13 +675,16 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
 
 
 def _pairs_with(cond) -> bool:
-    """A later model updated in a block with a categorical predictor: a categorical tree (no rule)."""
-    return cond.family == "tree" and not is_continuous(cond) and cond.rule is None and cond.part is None
+    """A later model updated in a block with a categorical predictor: a categorical tree, or a continuous
+    one with discrete leaves (categorical over its support values), without a rule or a part."""
+    return (cond.family == "tree" and (not is_continuous(cond) or is_discrete_tree(cond))
+            and cond.rule is None and cond.part is None)
 
 
 def _pair_update(j: int, k: int, conds: Sequence, preps: Sequence, evidence: Mapping[str, Any],
                  deps: list[list[int]], values: dict, latent: dict, etas: dict, rng: np.random.Generator) -> None:
-    r"""Exact block Gibbs update of a categorical :math:`X_j` with a later categorical tree :math:`X_k`:
+    r"""Exact block Gibbs update of a categorical :math:`X_j` with a later tree :math:`X_k` (categorical,
+    or continuous with discrete leaves):
 
     .. math:: p(x_j, x_k \mid \cdot) \propto p(x_j \mid \text{pred}_j)\, p(\tilde W_j \mid x_j)\,
         \pi_{\ell(\text{pred}_k(x_j)), x_k}\, p(\tilde W_k \mid x_k)
@@ -663,38 +692,35 @@ def _pair_update(j: int, k: int, conds: Sequence, preps: Sequence, evidence: Map
 
     enumerated over the :math:`C_j C_k` pairs (module docstring: the tree's zero leaf
     probabilities would otherwise hold :math:`X_j` where :math:`x_k` is possible).
+
+    A discrete-leaf tree (:mod:`synthmi.models.tree`) enters the same enumeration with its support
+    :math:`v_1 < \dots < v_V` (the distinct donor values, :math:`V \le` ``FEW_VALUES``) in place of
+    the levels. Its likelihood is the mass :math:`p(x_k = v \mid \text{pred}_k, \theta) =
+    \sum_{d \in \ell} w_{\ell d}\, 1[y_d = v] = \pi_{\ell v}` (:meth:`Prepared.value_table`;
+    the donors with one value are one component) and its normal mask :math:`p(\bar W_k \mid x_k = v)
+    = \phi_{v_e}(\bar W_k - v)` (:math:`v_e = \sigma_e^2/K`), so the joint predictive
+    (eq. 3) restricted to the pair, the other quasi-identifiers held, is
+
+    .. math:: p(x_j = c, x_k = v \mid \cdot) \propto p(c \mid \text{pred}_j)\, p(\tilde W_j \mid c)\,
+        \pi_{\ell(\text{pred}_k(c)), v}\, \phi_{v_e}(\bar W_k - v)
+        \prod_{m \ne k} p(x_m \mid \text{pred}_m(c, v)),
+
+    the weight given to pair :math:`(c, v)` (the factors of eq. 3 that involve neither :math:`x_j`
+    nor :math:`x_k` cancel); it is 0 off the support, where :math:`\pi_{\ell v} = 0` for every leaf,
+    so the enumeration covers the pair's whole conditional. With :math:`x_k` mapped to its raw value
+    (the value the later models and the mask see; a masked column has no transform and its
+    donors lie on its grid, so it is :math:`v`), the latent of :math:`X_k` is :math:`v`. Without
+    other later models, summing over :math:`v` gives :math:`X_j`'s marginal weight
+    :math:`p(c \mid \cdot)\, p(\tilde W_j \mid c)\, Z_k(\ell(\text{pred}_k(c)))`, with :math:`Z_k` the leaf's evidence
+    :math:`\sum_d w_d\, \phi_{v_e}(\bar W_k - y_d)` of the tree's
+    :meth:`~synthmi.models.tree.TreePosterior.log_evidence`, so a record moves between leaves that
+    hold different values in one update, as it does for a categorical tree.
+    ``tests/models/test_tree_discrete_record.py`` checks these weights against the enumerated joint.
     """
     cj, ck = conds[j].column, conds[k].column
     n_rows = values[cj].shape[0]
-    Cj, Ck = conds[j].n_categories, conds[k].n_categories
-    touched = sorted(m for m in set(deps[j]) | set(deps[k]) if m != k and conds[m].family not in ("cart", "fixed"))
-    ev_j, ev_k = evidence.get(cj), evidence.get(ck)
-    lpj = preps[j].log_probs(etas[cj])
-    if ev_j is not None:
-        lpj = lpj + ev_j[1]
-    lw = np.empty((n_rows, Cj * Ck))
-    eta_k, eta_m = [], {m: [] for m in touched}
-    for lj in range(Cj):
-        xj = np.full(n_rows, lj, dtype=np.int64)
-        e_k = preps[k].lin.replace(etas[ck], values, cj, xj)
-        eta_k.append(e_k)
-        lpk = preps[k].log_probs(e_k)
-        if ev_k is not None:
-            lpk = lpk + ev_k[1]
-        vals_j = {**values, cj: xj}
-        for lk in range(Ck):
-            xk = np.full(n_rows, lk, dtype=np.int64)
-            w = lpj[:, lj] + lpk[:, lk]
-            for m in touched:
-                cm = conds[m].column
-                e = etas[cm]
-                if m in deps[j]:
-                    e = preps[m].lin.replace(e, values, cj, xj)
-                if m in deps[k]:
-                    e = preps[m].lin.replace(e, vals_j, ck, xk)
-                eta_m[m].append(e)
-                w = w + preps[m].loglik(e, values[cm], latent.get(cm))
-            lw[:, lj * Ck + lk] = w
+    lw, eta_k, eta_m, xs = _pair_weights(j, k, conds, preps, evidence, deps, values, latent, etas)
+    Ck = lw.shape[1] // conds[j].n_categories
     idx = draw_categorical(lw, rng)
     rows = np.arange(n_rows)
     new_j = idx // Ck
@@ -702,7 +728,64 @@ def _pair_update(j: int, k: int, conds: Sequence, preps: Sequence, evidence: Map
     for m, lst in eta_m.items():
         etas[conds[m].column] = np.stack(lst)[idx, rows]
     values[cj] = conds[j].fix(new_j)
-    values[ck] = idx % Ck
+    if xs is None:
+        values[ck] = idx % Ck
+    else:
+        values[ck] = xs[idx % Ck]
+        latent[ck] = preps[k].support[idx % Ck]
+
+
+def _pair_weights(j: int, k: int, conds: Sequence, preps: Sequence, evidence: Mapping[str, Any],
+                  deps: list[list[int]], values: Mapping, latent: Mapping, etas: Mapping):
+    """The log weights (n, C_j C_k) of :func:`_pair_update`'s pairs (index ``l_j * C_k + l_k``), the
+    candidate leaves of X_k per level of X_j, the touched later models' candidate predictors per pair, and
+    the raw values of a discrete-leaf tree's support (None for a categorical tree)."""
+    cj, ck = conds[j].column, conds[k].column
+    n_rows = values[cj].shape[0]
+    support = getattr(preps[k], "support", None)
+    # a discrete-leaf tree: its support values (raw scale: what the later models and the mask see)
+    xs = None if support is None else conds[k].to_raw(support)
+    Cj = conds[j].n_categories
+    Ck = conds[k].n_categories if xs is None else xs.size
+    touched = sorted(m for m in set(deps[j]) | set(deps[k]) if m != k and conds[m].family not in ("cart", "fixed"))
+    ev_j, ev_k = evidence.get(cj), evidence.get(ck)
+    lpj = preps[j].log_probs(etas[cj])
+    if ev_j is not None:
+        lpj = lpj + ev_j[1]
+    mask_k = None
+    if ev_k is not None:
+        # a categorical mask's table, or a normal mask's log phi_v(w_bar - v) per support value
+        # (its normalising constant is the same for every pair)
+        mask_k = ev_k[1] if xs is None else -0.5 * (ev_k[1][:, None] - xs[None, :]) ** 2 / float(ev_k[2])
+    lw = np.empty((n_rows, Cj * Ck))
+    eta_k, eta_m = [], {m: [] for m in touched}
+    for lj in range(Cj):
+        xj = np.full(n_rows, lj, dtype=np.int64)
+        e_k = preps[k].lin.replace(etas[ck], values, cj, xj)
+        eta_k.append(e_k)
+        lpk = preps[k].log_probs(e_k)
+        if mask_k is not None:
+            lpk = lpk + mask_k
+        vals_j = {**values, cj: xj}
+        # a touched model's predictor given x_j, and the likelihood of one that x_k does not reach: once per level
+        e_j = {m: preps[m].lin.replace(etas[conds[m].column], values, cj, xj) if m in deps[j]
+               else etas[conds[m].column] for m in touched}
+        ll_j = {m: preps[m].loglik(e_j[m], values[conds[m].column], latent.get(conds[m].column))
+                for m in touched if m not in deps[k]}
+        for lk in range(Ck):
+            xk = np.full(n_rows, lk, dtype=np.int64) if xs is None else np.full(n_rows, xs[lk])
+            w = lpj[:, lj] + lpk[:, lk]
+            for m in touched:
+                cm = conds[m].column
+                if m in deps[k]:
+                    e = preps[m].lin.replace(e_j[m], vals_j, ck, xk)
+                    ll = preps[m].loglik(e, values[cm], latent.get(cm))
+                else:
+                    e, ll = e_j[m], ll_j[m]
+                eta_m[m].append(e)
+                w = w + ll
+            lw[:, lj * Ck + lk] = w
+    return lw, eta_k, eta_m, xs
 
 
 def _binary_update(p, c, ev_odds, later, conds, preps, values, latent, etas, own, own_ll, rng) -> None:

@@ -96,8 +96,10 @@ Few-valued continuous response (discrete leaves)
     leaf's values, and the log evidence is :math:`\log \sum_d w_d\,
     \phi_v(\bar W - y_d)`. As a later model its likelihood is a mass that is 0 in
     a leaf without the current value, as a categorical tree's, so the sweeps
-    make the whole-record move for it too (:mod:`synthmi.models.predictive`).
-    ``smoothing`` does not apply (there is no kernel to scale).
+    make the pair move (a categorical predictor and the tree's support values
+    enumerated together) and the whole-record move for it too
+    (:mod:`synthmi.models.predictive`). ``smoothing`` does not apply (there is
+    no kernel to scale).
 
 With a normal mask :math:`\bar W \mid x \sim N(x, v)` the product of one
 component and the mask is again normal:
@@ -213,6 +215,9 @@ class TreePosterior:
     discrete : a continuous response drawn from its donors' values without a kernel (a few-valued
         column, :func:`few_valued`; module docstring); ``smoothing`` and ``grid_step`` are then unused
     """
+
+    #: a TreePosterior pickled before discrete leaves existed has no instance attribute: it has kernels
+    discrete = False
 
     def __init__(self, tree: Any, leaf: np.ndarray, y: np.ndarray, n_categories: int,
                  lo: float = -np.inf, hi: float = np.inf, prior_mass: float | None = None,
