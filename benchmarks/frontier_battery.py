@@ -299,33 +299,52 @@ def compare(reps: pd.DataFrame, n_select: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _short(setting: str) -> str:
+    """A CART setting's label on the figure: leaf size, s(moothed), p(roper)."""
+    leaf = setting.split(";")[0].replace("min leaf ", "")
+    return leaf + ("s" if "smoothed" in setting else "") + ("p" if "proper" in setting else "")
+
+
 def figure(points: pd.DataFrame, path: Path) -> Path:
-    """Risk (expected matches) vs battery overlap per file: CART's frontier and DA-MI's points, 1 SE bars."""
+    """Risk (top: expected matches, bottom: true-match rate) vs battery overlap per file: CART's settings
+    (labelled by leaf size, s = smoothed, p = proper; the line joins its non-dominated ones) and DA-MI's
+    points per model family, +/- 1 MC SE."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     files = list(dict.fromkeys(points["file"]))
-    fig, axes = plt.subplots(1, max(len(files), 1), figsize=(4.6 * max(len(files), 1), 4.2), squeeze=False)
+    n = max(len(files), 1)
+    fig, axes = plt.subplots(2, n, figsize=(4.4 * n, 7.6), squeeze=False)
     style = {"cart": ("k", "s"), "dami (glm)": ("tab:blue", "o"), "dami (auto)": ("tab:orange", "^"),
              "dami (tree)": ("tab:green", "D")}
-    for ax, name in zip(axes[0], files):
+    for j, name in enumerate(files):
         p = points[points["file"] == name]
-        for meth, q in p.groupby("method", sort=False):
-            col, mk = style.get(meth, ("tab:gray", "x"))
-            q = q.sort_values("expected_matches")
-            ax.errorbar(q["expected_matches"], q["battery_ci_overlap"], xerr=q["expected_matches_se"],
-                        yerr=q["battery_ci_overlap_se"], fmt=mk + ("-" if meth == "cart" else ""), color=col,
-                        ms=4, lw=0.8, capsize=2, label=meth, alpha=0.85)
-        ax.set_xlabel("expected correct matches")
-        ax.set_ylabel("battery mean CI overlap")
-        ax.set_title(f"{name} ({int(p['rows'].iloc[0])} rows, {int(p['replicates'].max())} seeds, M={M})", fontsize=9)
-        ax.grid(alpha=0.3)
+        for i, risk in enumerate(RISKS):
+            ax = axes[i][j]
+            for meth, q in p.groupby("method", sort=False):
+                col, mk = style.get(meth, ("tab:gray", "x"))
+                ax.errorbar(q[risk], q["battery_ci_overlap"], xerr=q[f"{risk}_se"], yerr=q["battery_ci_overlap_se"],
+                            fmt=mk, color=col, ms=4, lw=0.8, capsize=2, label=meth, alpha=0.85)
+                if meth == "cart":
+                    for _, r in q.iterrows():
+                        ax.annotate(_short(r["setting"]), (r[risk], r["battery_ci_overlap"]), fontsize=7,
+                                    xytext=(3, -9), textcoords="offset points")
+                    # CART's frontier: settings no other CART setting beats on overlap at no higher risk
+                    front = q[[not ((q[risk] <= r[risk]) & (q["battery_ci_overlap"] > r["battery_ci_overlap"])).any()
+                               for _, r in q.iterrows()]].sort_values(risk)
+                    ax.plot(front[risk], front["battery_ci_overlap"], "-", color=col, lw=0.8)
+            ax.set_xlabel(risk.replace("_", " "))
+            ax.set_ylabel("battery mean CI overlap")
+            if i == 0:
+                ax.set_title(f"{name} ({int(p['rows'].iloc[0])} rows, {int(p['replicates'].max())} seeds, M={M})",
+                             fontsize=9)
+            ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
