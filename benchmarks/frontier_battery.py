@@ -34,7 +34,10 @@ smallest also with density smoothing of the continuous QIs
 categorical ones, each grid holding "unmasked"; default ``--continuous-grid 0:1,1:10`` x
 ``--alpha-grid 0,0.5,1``), for each conditional-model family of ``--families``: ``models="auto"`` (per-column choice by posterior predictive
 checks, :mod:`synthmi.models.model_choice`) and the tree conditional for every QI
-(``models={q: "tree"}``, :mod:`synthmi.models.tree`); ``glm`` (DA-MI's default main-effects GLMs,
+(``models={q: "tree"}``, :mod:`synthmi.models.tree`); ``tree20``, the tree conditional with
+leaves of at least 20 rows (how DA-MI reaches the risk of CART's coarser settings: masks only add
+information, so an unmasked DA-MI is the lowest risk of its family; run where the CPU allowed, the
+CSVs say where); ``glm`` (DA-MI's default main-effects GLMs,
 ``models=None``) is offered but not in the default run: ``frontier_adult_full.csv`` already measures
 it losing to CART (issue 29's table) and the shared machine's CPU did not stretch to it. Masks act only in the predictive, so each
 family is fitted once and remasked (:func:`synthmi.workflow.tuning.remask`).
@@ -143,14 +146,17 @@ def groups(spec, cfg: dict, leaves, cgrid, agrid, families) -> dict[str, list[Se
     out["cart"] = cart
     dami = default_settings(kinds, ("dami",), continuous_grid=cgrid, alpha_grid=agrid)
     for fam in families:
-        models = {"glm": None, "auto": "auto", "tree": {q: "tree" for q in cfg["qi"]}}[fam]
+        models = {"glm": None, "auto": "auto", "tree": {q: "tree" for q in cfg["qi"]},
+                  # coarser leaves: how DA-MI reaches the risk of CART's coarse settings (masks only add risk)
+                  "tree20": {q: {"method": "tree", "min_leaf": 20} for q in cfg["qi"]}}[fam]
         sts = []
         for s in dami:
             p = dict(s.params)
             if models is not None:
                 p["models"] = models
-            sts.append(Setting(f"dami ({fam})", s.label, p))
-        out[f"dami ({fam})"] = sts
+            label = "tree, leaf 20" if fam == "tree20" else fam
+            sts.append(Setting(f"dami ({label})", s.label, p))
+        out[f"dami ({label})"] = sts
     return out
 
 
@@ -280,7 +286,7 @@ def compare(reps: pd.DataFrame, n_select: int) -> pd.DataFrame:
                         "selection_effect": d["battery_ci_overlap"] - dr["battery_ci_overlap"]})
             why = []
             if not diff >= MARGIN:
-                why.append(f"overlap +{diff:.3f} < {MARGIN}")
+                why.append(f"overlap {diff:+.3f} < +{MARGIN}")
             for k in TABLES:
                 if dr[k] > cr[k]:
                     why.append(f"{k.replace('worst_', '').replace('_s_pmse', '')} S_pMSE {dr[k]:.3g} > CART {cr[k]:.3g}")
@@ -318,7 +324,7 @@ def figure(points: pd.DataFrame, path: Path) -> Path:
     n = max(len(files), 1)
     fig, axes = plt.subplots(2, n, figsize=(4.4 * n, 7.6), squeeze=False)
     style = {"cart": ("k", "s"), "dami (glm)": ("tab:blue", "o"), "dami (auto)": ("tab:orange", "^"),
-             "dami (tree)": ("tab:green", "D")}
+             "dami (tree)": ("tab:green", "D"), "dami (tree, leaf 20)": ("tab:purple", "v")}
     for j, name in enumerate(files):
         p = points[points["file"] == name]
         for i, risk in enumerate(RISKS):

@@ -69,7 +69,7 @@ def test_verdict_names_what_fails():
     c = compare(reps, n_select=3).set_index("cart_setting")
     v = c.loc["min leaf 5"]
     assert not bool(v["table_feasible_on_selection"])
-    assert v["verdict"].startswith("fail: overlap +0.020 < 0.03") and "two_way S_pMSE 9 > CART 2" in v["verdict"]
+    assert v["verdict"].startswith("fail: overlap +0.020 < +0.03") and "two_way S_pMSE 9 > CART 2" in v["verdict"]
     # CART's own best at leaf 5's risk is the coarser leaf (same rule as for DA-MI)
     assert v["cart_best_setting"] == "min leaf 200"
     assert v["overlap_diff_vs_cart_best"] == pytest.approx(0.82 - 0.85)
