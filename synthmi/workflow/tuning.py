@@ -65,9 +65,19 @@ class Setting:
     label: str
     params: dict[str, Any] = field(default_factory=dict)
 
-    def fit_key(self) -> str:
-        """Settings with the same key share one fit (masks act only in the predictive)."""
-        p = {k: v for k, v in self.params.items() if not (_base_method(self.method) in _MASKED and k == "masks")}
+    def fit_key(self, spec_models: Any = None) -> str:
+        """Settings with the same key share one fit (masks act only in the predictive).
+
+        Not when the models are chosen by posterior predictive checks (``models="auto"`` in the
+        params, or in ``spec_models``, the spec's, when the params give none): the checks draw
+        copies with the masks and a masked column's candidates depend on its mask
+        (:mod:`synthmi.models.model_choice`), so each mask setting is fitted on its own.
+        """
+        from ..models.model_choice import wants_auto
+
+        masked = _base_method(self.method) in _MASKED
+        chosen = masked and wants_auto(self.params["models"] if self.params.get("models") is not None else spec_models)
+        p = {k: v for k, v in self.params.items() if not (masked and k == "masks" and not chosen)}
         return self.method + json.dumps(p, sort_keys=True, default=str)
 
 
@@ -207,7 +217,7 @@ def frontier(
     fitted: dict[str, Any] = {}
     for st in settings:
         t0 = time.perf_counter()
-        key = st.fit_key()
+        key = st.fit_key(None if fit_spec is None else fit_spec.models)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             base_m = _base_method(st.method)
