@@ -183,25 +183,37 @@ def ess_tail(draws: Any) -> np.ndarray:
     return _batched(_tail_ess_rows, _as_chains(draws))
 
 
+def rhat_ess(draws: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(:func:`rhat`, :func:`ess_bulk`, :func:`ess_tail`) of each parameter of (chains, n, k) draws
+    (two or more chains), the same figures, the rank normalisation the first two share computed once."""
+    x = _as_chains(draws)
+    if x.shape[0] < 2:
+        return rhat(x), ess_bulk(x), ess_tail(x)
+    out = _batched(_rhat_ess_rows, x, 3)
+    return out[0], out[1], out[2]
+
+
 #: parameters diagnosed together (the FFT of (parameters, 2 x chains, 2 x draws) stays a few MB)
 _BATCH_VALUES = 2_000_000
 
 
-def _batched(fn: Any, x: np.ndarray) -> np.ndarray:
+def _batched(fn: Any, x: np.ndarray, n_out: int = 0) -> np.ndarray:
     """``fn`` of (parameters, chains, draws) blocks of ``x`` (chains, draws, parameters), a few
-    parameters at a time; NaN for chains shorter than 4 draws, where none of the figures is defined,
-    and for a parameter with a NaN draw."""
+    parameters at a time (``n_out`` > 0: ``fn`` returns that many figures per parameter, (n_out, k));
+    NaN for chains shorter than 4 draws, where none of the figures is defined, and for a parameter
+    with a NaN draw."""
     k = x.shape[2]
+    shape = (n_out, k) if n_out else (k,)
     if x.shape[1] < 4 or k == 0:
-        return np.full(k, np.nan)
+        return np.full(shape, np.nan)
     y = np.ascontiguousarray(np.moveaxis(x, 2, 0))
     step = max(1, _BATCH_VALUES // max(1, 4 * y.shape[1] * y.shape[2]))
-    out = np.empty(k)
+    out = np.empty(shape)
     with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
         for a in range(0, k, step):
-            out[a : a + step] = fn(y[a : a + step])
-    out[np.isnan(y).any(axis=(1, 2))] = np.nan
+            out[..., a : a + step] = fn(y[a : a + step])
+    out[..., np.isnan(y).any(axis=(1, 2))] = np.nan
     return out
 
 
@@ -218,13 +230,33 @@ def _split(y: np.ndarray) -> np.ndarray:
     return np.concatenate((y[:, :, :half], y[:, :, y.shape[2] - half :]), axis=1)
 
 
+def _average_ranks(a: np.ndarray) -> np.ndarray:
+    """1-based ranks of each row of (k, m) ``a``, ties given their average rank: ``scipy.stats.rankdata(a,
+    method="average", axis=1)``, the same numbers (a run of ties at sorted positions s..e gets
+    (s + e + 2) / 2, exact in floating point), with an unstable sort (ties are averaged, so their order
+    does not matter): 2.7x faster on 370 x 12,810 continuous draws, the check's main cost."""
+    k, m = a.shape
+    order = np.argsort(a, axis=1)
+    srt = np.take_along_axis(a, order, axis=1)
+    first = np.ones((k, m), dtype=bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    last = np.ones((k, m), dtype=bool)
+    last[:, :-1] = first[:, 1:]
+    idx = np.arange(m)
+    start = np.maximum.accumulate(np.where(first, idx, 0), axis=1)
+    end = np.minimum.accumulate(np.where(last, idx, m - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty((k, m))
+    np.put_along_axis(ranks, order, (start + end + 2) / 2.0, axis=1)
+    return ranks
+
+
 def _z_scale(y: np.ndarray) -> np.ndarray:
     """Normal scores of the pooled average ranks of each parameter, Blom's offset 3/8 (Vehtari et al.
     2021, eq. 14)."""
-    from scipy import special, stats
+    from scipy import special
 
     flat = y.reshape(y.shape[0], -1)
-    r = stats.rankdata(flat, method="average", axis=1)
+    r = _average_ranks(flat)
     return special.ndtri((r - 0.375) / (flat.shape[1] - 0.75 + 1)).reshape(y.shape)
 
 
@@ -236,13 +268,20 @@ def _split_rhat(y: np.ndarray) -> np.ndarray:
     return np.sqrt((b / w + n - 1) / n)
 
 
-def _rank_rhat_rows(y: np.ndarray) -> np.ndarray:
-    """max(bulk, folded) rank-normalised split R-hat of each parameter of (k, chains, n)."""
+def _rank_rhat_rows(y: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
+    """max(bulk, folded) rank-normalised split R-hat of each parameter of (k, chains, n); ``z``: the
+    split chains' normal scores, when already computed."""
     if y.shape[1] < 2:
         return np.full(y.shape[0], np.nan)
     s = _split(y)
     med = np.median(s.reshape(s.shape[0], -1), axis=1)[:, None, None]
-    return np.maximum(_split_rhat(_z_scale(s)), _split_rhat(_z_scale(np.abs(s - med))))
+    return np.maximum(_split_rhat(_z_scale(s) if z is None else z), _split_rhat(_z_scale(np.abs(s - med))))
+
+
+def _rhat_ess_rows(y: np.ndarray) -> np.ndarray:
+    """(3, k): rank R-hat, bulk and tail ESS of each parameter of (k, chains >= 2, n)."""
+    z = _z_scale(_split(y))
+    return np.stack([_rank_rhat_rows(y, z), _ess_rows(z), _tail_ess_rows(y)])
 
 
 def _bulk_ess_rows(y: np.ndarray) -> np.ndarray:
@@ -320,6 +359,40 @@ def _geyer_ess(acov_mean: np.ndarray, mean_var: float, var_plus: float, n: int, 
     tau = -1.0 + 2.0 * np.sum(rho[: max_t + 1]) + np.sum(rho[max_t + 1 : max_t + 2])
     tau = max(tau, 1 / np.log10(size))
     return float("nan") if np.isnan(rho).any() else float(size / tau)
+
+
+def extension_factor(r_hat: float, ess: float, ess_min: float = ESS_MIN, rhat_max: float = RHAT_MAX, *,
+                     margin: float = 1.2, least: float = 1.25, most: float = 2.0,
+                     unknown: float | None = None) -> float:
+    r"""How many times its draws so far a run that failed the release check should reach: the growth
+    rule of every sampler that runs until the check holds (``glm.independence_mh``'s extensions,
+    ``GaussianCopulaImputer(n_iter="auto")``'s segments).
+
+    ESS grows in proportion to the draws, and the R-hat excess shrinks in inverse proportion to
+    them: with :math:`M` (split) chains the squared split R-hat is about :math:`1 + M / \mathrm{ESS}`
+    (the one-to-one relation of Vats & Knudson 2021, "Revisiting the Gelman-Rubin diagnostic",
+    *Statistical Science* 36(4), for chains that have mixed; Vehtari et al. 2021, eqs. 3-4: :math:`\hat R^2 - 1` is the chain means' between-chain
+    variance over the within-chain variance, which falls as :math:`1 / \mathrm{ESS}`), so
+    :math:`\hat R - 1 \approx M / (2\,\mathrm{ESS})`. A run at :math:`(\hat R, E)` therefore needs about
+
+    .. math::
+
+        g = \min\Bigl(g_{max}, \max\Bigl(g_{min},\; c\,\frac{E^*}{E}\,1\{E < E^*\},\;
+            c\,\frac{\hat R - 1}{\hat R^* - 1}\,1\{\hat R > \hat R^*\}\Bigr)\Bigr)
+
+    times its draws, with margin :math:`c` (``margin``), thresholds :math:`E^*` (``ess_min``) and
+    :math:`\hat R^*` (``rhat_max``), at least :math:`g_{min}` (``least``: a run that just fails still
+    grows by a quarter) and at most :math:`g_{max}` (``most``; ``numpy.inf`` for an uncapped projection).
+    Without finite figures (or a non-positive ESS) it is ``unknown`` (default ``most``). The check
+    itself is not changed: the worst R-hat over many quantities scatters around this projection
+    (it is the maximum of many noisy ratios), so the run is checked again after the growth.
+    """
+    if not (np.isfinite(r_hat) and np.isfinite(ess) and ess > 0):
+        return float(most if unknown is None else unknown)
+    want = margin * ess_min / ess if ess < ess_min else 0.0
+    if r_hat > rhat_max:
+        want = max(want, margin * (r_hat - 1.0) / (rhat_max - 1.0))
+    return float(min(most, max(least, want)))
 
 
 def summarize_draws(draws: Any) -> tuple[float, float]:
