@@ -49,6 +49,36 @@ def _cpu(t) -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def _phase(w0: float, c0, w1: float, c1) -> dict:
+    """Wall seconds and CPU seconds (this process; and its reaped child processes) between two clocks."""
+    return {"wall_seconds": w1 - w0, "cpu_seconds": (c1.user + c1.system) - (c0.user + c0.system),
+            "children_cpu_seconds": (c1.children_user + c1.children_system) - (c0.children_user + c0.children_system)}
+
+
+def breakdown(fit: dict, sample: dict, timing: dict) -> dict:
+    """Where the run's time went (issue 28, wall time of n_iter='auto'): the copula's phases
+    (``GaussianCopulaImputer.timing_``: setup, the chains' segments, the release checks between them,
+    the end), the rest of the synthesizer's fit (masks, the copula's frame), and the 20 copies; the
+    chains' CPU split into the sampler's steps and the monitored quantities; and the wall seconds
+    outside the chains (what is not sampling, serial while the chains wait)."""
+    copula = timing["total_wall_seconds"]
+    return {
+        "copula_setup": timing["setup"], "copula_segments": timing["segments"], "copula_checks": timing["checks"],
+        "copula_finish": timing["finish"],
+        "copula_wall_seconds": copula,
+        "segments_wall_seconds": timing["segments_wall_seconds"],
+        "checks_wall_seconds": timing["checks_wall_seconds"],
+        "checks_cpu_seconds": float(sum(c["cpu_seconds"] for c in timing["checks"])),
+        "chains_cpu_seconds": timing["chains_cpu_seconds"],
+        "chains_step_cpu_seconds": timing["step_cpu_seconds"],
+        "chains_monitor_cpu_seconds": timing["monitor_cpu_seconds"],
+        "fit_outside_copula_wall_seconds": fit["wall_seconds"] - copula,
+        "sample": sample,
+        # not sampling: everything but the chains' segments (setup, checks, end, the rest of the fit, the copies)
+        "outside_chains_wall_seconds": fit["wall_seconds"] - timing["segments_wall_seconds"] + sample["wall_seconds"],
+    }
+
+
 def one_run(df, n_iter: int, seed: int) -> dict:
     from synthmi.models import RiskTargetedSynthesizer
     from synthmi.models.copula import _ess_rhat
@@ -61,8 +91,10 @@ def one_run(df, n_iter: int, seed: int) -> dict:
         s = RiskTargetedSynthesizer(masks=MASKS, k0=K0, tolerance=TOL, r=4, n_iter=n_iter, chains=2, n_jobs=2,
                                     random_state=seed, accept_diagnostics=True, max_seconds=None).fit(df, quasi_identifiers=QI, keep=Z)
         t_fit = time.perf_counter() - t0
+        c_fit = os.times()
         syn = s.sample(5, random_state=seed + 1)
     wall = time.perf_counter() - t0
+    c_end = os.times()
     cop = s.copula_
     d = cop.diagnostics_
     q = cop.q_
@@ -83,7 +115,8 @@ def one_run(df, n_iter: int, seed: int) -> dict:
                             and wall <= 120),
         # n_iter='auto': the iterations each chain ran, the segments and why the run stopped
         "n_iter_run": int(cop.n_iter_), "sampling": cop.sampling_ if hasattr(cop, "sampling_") else None,
-        "loadavg_at_start": list(load),
+        "loadavg_at_start": list(load), "loadavg_at_end": list(os.getloadavg()),
+        "breakdown": breakdown(_phase(0.0, c0, t_fit, c_fit), _phase(t_fit, c_fit, wall, c_end), cop.timing_),
     }
 
 
@@ -108,6 +141,13 @@ def main() -> None:
         runs.append(r)
         print(f"run {k}: {r['wall_seconds']:.1f} s (fit {r['fit_seconds']:.1f}), {r['n_iter_run']} iterations a chain, "
               f"max R-hat {r['max_r_hat']:.3f}, min bulk / tail ESS {r['min_ess_bulk']:.0f} / {r['min_ess_tail']:.0f}; worst {r['worst_correlations'][0]}; load {r['loadavg_at_start']}")
+        b = r["breakdown"]
+        print(f"  chains' CPU {b['chains_cpu_seconds']:.1f} s (steps {b['chains_step_cpu_seconds']:.1f}, monitored quantities "
+              f"{b['chains_monitor_cpu_seconds']:.1f}); wall: segments {b['segments_wall_seconds']:.1f}, checks "
+              f"{b['checks_wall_seconds']:.1f} ({b['checks_cpu_seconds']:.1f} CPU), copula setup "
+              f"{b['copula_setup']['wall_seconds']:.1f}, finish {b['copula_finish']['wall_seconds']:.1f}, rest of the fit "
+              f"{b['fit_outside_copula_wall_seconds']:.1f}, copies {b['sample']['wall_seconds']:.1f}; outside the chains "
+              f"{b['outside_chains_wall_seconds']:.1f} s")
     med = statistics.median(r["wall_seconds"] for r in runs)
     out = {
         "n_iter": a.n_iter, "chains": 2, "n_jobs": 2, "m": 5, "r": 4, "n_rows": len(df), "qi": QI, "keep": Z,
