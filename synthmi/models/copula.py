@@ -2057,11 +2057,13 @@ def _implied_shares(sampler: "CopulaGibbs", st: CopulaState) -> np.ndarray:
     nb = len(sampler.blocks)
     if not nb:
         return np.empty(0)
-    F = sampler.design(st)
+    # each block's completed levels once (the design and the one-hot conditions both use them)
+    levels = [sampler.block_level(st, b) for b in range(nb)]
+    F = sampler.design(st, levels=levels)
     onehot = []
     for b in range(nb):
         H = np.zeros((sampler.n, sampler.block_margins[b].n_levels))
-        H[np.arange(sampler.n), sampler.block_level(st, b)] = 1.0
+        H[np.arange(sampler.n), levels[b]] = 1.0
         onehot.append(H)
     out = []
     for b in range(nb):
@@ -2542,8 +2544,9 @@ class GaussianCopulaImputer(ParamsMixin):
         :data:`~synthmi.diagnostics.RHAT_MAX` / :data:`~synthmi.diagnostics.ESS_MIN`)
         fails, every chain continues from its end state (same generator stream, its
         tuning frozen at the end of the burn-in: the adaptation ends with it, so the
-        continuation is a plain Markov chain) by the iterations its ESS rate so far
-        projects (:meth:`_auto_next`; Gong & Flegal 2016, Vats, Flegal & Jones 2019),
+        continuation is a plain Markov chain) by the iterations its ESS rate and R-hat excess so far
+        project (:meth:`_auto_next`, the toolkit's one growth rule
+        :func:`~synthmi.diagnostics.extension_factor`; Gong & Flegal 2016, Vats, Flegal & Jones 2019),
         until the check passes, the projection no longer fits ``max_seconds``, or a
         chain reaches :data:`AUTO_MAX_ITER` (40,000) iterations. ``n_iter_`` and
         ``sampling_`` (also ``diagnostics_["sampling"]``) record the segments, the
