@@ -42,9 +42,10 @@ quantities at once, the last check's figures reused by the fit), the copula's se
 519 / 498), not 2,880: the shared growth rule (margin 1.2 where the former copula rule had 1.1)
 sized the first continuation from tail ESS 226 as 2.12x the kept draws, and the worst R-hat there
 was 1.0068, while the former rule's check at 1,474 had found 1.0105. The worst R-hat of ~200
-quantities scatters by +-0.004 between nearby lengths, so where a run stops is partly chance: one
-seed shows what the schedule did, not its average (the lead's quiet re-run and more seeds say
-more). Chains' CPU 181.8 s (158.7 in steps, 23.1 monitored quantities): on 2 quiet cores ~91 s of
+quantities scatters by +-0.004 between nearby lengths, so where a run stops is partly chance
+(``auto_schedule_replay.py`` on this seed: 1.0073 / 1.0077 at 1,400 / 1,600 iterations, then 1.010-1.013
+from 1,800 to 2,800; on seed 11 the former rule stops at 1,310 and the shared one at 1,384): one seed
+shows what the schedule did, not its average. Chains' CPU 181.8 s (158.7 in steps, 23.1 monitored quantities): on 2 quiet cores ~91 s of
 chains + ~9 s outside them.
 """
 from __future__ import annotations
