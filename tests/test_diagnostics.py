@@ -57,6 +57,101 @@ def test_figures_are_arviz_rank_rhat_and_bulk_ess():
     assert rhat(one)[0] == pytest.approx(float(az.rhat(one[0].reshape(2, 200), method="rank")), abs=1e-12)
 
 
+@pytest.mark.slow
+def test_tail_ess_is_arviz_and_many_parameters_at_once_are_each_on_its_own(monkeypatch):
+    """ess_tail is arviz.ess(method="tail") (the quantiles by R's type 7, as ArviZ's mquantiles) on
+    the shapes the samplers give: ties (rounded draws, held draws), a rare indicator, a constant, a
+    chain that never moved, odd lengths, 1-4 chains; and all three figures of many parameters at once
+    (issue 28: the copula checks ~370 quantities a segment) equal those of each parameter alone and
+    those of small batches (the FFT batching), bit for bit."""
+    import arviz as az
+
+    from synthmi import diagnostics as dg
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 401, 7))
+    x[..., 1] = 0.1 * np.cumsum(x[..., 1], axis=1)
+    x[..., 2] = 3.0
+    x[0, :, 3] = 1.0
+    x[..., 4] = np.round(x[..., 4])
+    x[..., 5] = np.repeat(rng.normal(size=(2, 101)), 4, axis=1)[:, :401]
+    x[..., 6] = (rng.random(size=(2, 401)) < 0.03).astype(float)
+    shapes = [x, 0.05 * np.cumsum(rng.normal(size=(4, 251, 2)), axis=1), rng.normal(size=(3, 7, 2)),
+              rng.normal(size=(1, 300, 2))]
+    for y in shapes:
+        for k in range(y.shape[2]):
+            want = float(az.ess(y[:, :, k], method="tail"))
+            assert ess_tail(y)[k] == pytest.approx(want, rel=1e-12), (y.shape, k)
+    for y in shapes:
+        whole = [f(y) for f in (rhat, ess_bulk, ess_tail)]
+        alone = [np.concatenate([f(y[:, :, k : k + 1]) for k in range(y.shape[2])]) for f in (rhat, ess_bulk, ess_tail)]
+        monkeypatch.setattr(dg, "_BATCH_VALUES", 1)  # one parameter per FFT
+        small = [f(y) for f in (rhat, ess_bulk, ess_tail)]
+        monkeypatch.undo()
+        for a, b, c in zip(whole, alone, small):
+            np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(a, c)
+    # the three at once (the copula's check) are the three, bit for bit; the ranks are SciPy's
+    from scipy import stats
+
+    for y in shapes[:3]:
+        for a, b in zip(dg.rhat_ess(y), (rhat(y), ess_bulk(y), ess_tail(y))):
+            np.testing.assert_array_equal(a, b)
+        flat = np.moveaxis(y, 2, 0).reshape(y.shape[2], -1)
+        np.testing.assert_array_equal(dg._average_ranks(flat), stats.rankdata(flat, method="average", axis=1))
+    # a NaN draw: that parameter has no figure, the others keep theirs
+    z = x[:, :, :2].copy()
+    z[1, 5, 0] = np.nan
+    for f in (rhat, ess_bulk, ess_tail):
+        v = f(z)
+        assert np.isnan(v[0]) and v[1] == f(x[:, :, 1:2])[0]
+
+
+@pytest.mark.parametrize(
+    "r_hat, ess, kw, factor",
+    [
+        # glm.independence_mh's extensions (the defaults: margin 1.2, 1.25x-2x)
+        (1.013, 500.0, {}, 1.2 * 1.3),  # R-hat excess 0.013 / 0.01, ESS enough: 1.56x, not 2x
+        (1.005, 300.0, {}, 1.2 * 400 / 300),  # ESS shortfall only: 1.6x
+        (1.005, 390.0, {}, 1.25),  # a small shortfall still grows by at least 1/4
+        (1.013, 200.0, {}, 2.0),  # both: the larger, capped at 2 (2.4 asked by the ESS)
+        (1.05, 1000.0, {}, 2.0),  # a large R-hat excess: capped at 2
+        (float("nan"), 500.0, {}, 2.0),  # no finite figures: the most
+        (1.005, float("nan"), {}, 2.0),
+        (1.005, 0.0, {}, 2.0),
+        # the copula's n_iter="auto" projection: uncapped, 8x when the figures are not finite
+        (1.019, 1100.0, {"most": np.inf, "unknown": 8.0}, 1.2 * 1.9),  # agency's R-hat 1.019: 2.28x
+        (1.0146, 250.0, {"most": np.inf, "unknown": 8.0}, 1.2 * 400 / 250),  # NHANES' first check: ESS binds
+        (1.2, 20.0, {"most": np.inf, "unknown": 8.0}, 24.0),  # far off: 24x (the budget is held to it)
+        (float("nan"), 20.0, {"most": np.inf, "unknown": 8.0}, 8.0),
+        # other thresholds (the lenient set): the same rule on them
+        (1.06, 90.0, {"rhat_max": 1.05, "ess_min": 100.0}, 1.2 * 0.06 / 0.05),
+    ],
+)
+def test_extension_factor_by_hand(r_hat, ess, kw, factor):
+    """The toolkit's one growth rule (glm's extensions, the copula's segments): the larger of
+    margin x ESS shortfall and margin x R-hat excess ratio, between least and most; a run that passes
+    both thresholds is not extended by this rule (the caller stops) but would get the least growth."""
+    from synthmi.diagnostics import extension_factor
+
+    assert extension_factor(r_hat, ess, kw.pop("ess_min", 400.0), kw.pop("rhat_max", 1.01), **kw) == pytest.approx(factor)
+
+
+def test_extension_factor_projects_the_r_hat_excess_of_mixed_chains():
+    """Behaviour behind the rule's R-hat term: for chains that have mixed (iid, ESS = draws) the split
+    R-hat excess shrinks as 1 / draws, its mean and its 99th percentile over many quantities alike
+    (the worst of many noisy ratios), so a run failing at n draws with excess e reaches the threshold
+    at about n e / (R* - 1) draws. 1,000 quantities at 2 x 250 and 2 x 2,000 draws: (R-hat - 1) x draws
+    is the same within 20 % (over seeds 0-5 the ratio was 0.97-1.10, sd ~0.05: 4 sd of room)."""
+    rng = np.random.default_rng(11)
+    scaled = []
+    for n in (250, 2000):
+        e = (rhat(rng.normal(size=(2, n, 1000))) - 1.0) * (2 * n)
+        scaled.append((np.mean(e), np.quantile(e, 0.99)))
+    (m0, q0), (m1, q1) = scaled
+    assert m1 / m0 == pytest.approx(1.0, abs=0.2) and q1 / q0 == pytest.approx(1.0, abs=0.2), scaled
+
+
 def test_figures_on_chains_of_known_behaviour():
     rng = np.random.default_rng(1)
     n, rho = 20000, 0.8

@@ -2057,11 +2057,13 @@ def _implied_shares(sampler: "CopulaGibbs", st: CopulaState) -> np.ndarray:
     nb = len(sampler.blocks)
     if not nb:
         return np.empty(0)
-    F = sampler.design(st)
+    # each block's completed levels once (the design and the one-hot conditions both use them)
+    levels = [sampler.block_level(st, b) for b in range(nb)]
+    F = sampler.design(st, levels=levels)
     onehot = []
     for b in range(nb):
         H = np.zeros((sampler.n, sampler.block_margins[b].n_levels))
-        H[np.arange(sampler.n), sampler.block_level(st, b)] = 1.0
+        H[np.arange(sampler.n), levels[b]] = 1.0
         onehot.append(H)
     out = []
     for b in range(nb):
@@ -2104,7 +2106,9 @@ def _restore_tuning(sampler: "CopulaGibbs", tuning: tuple[np.ndarray, list, list
 def _run_chain(sampler: "CopulaGibbs", n_iter: int, burn: int, rng: np.random.Generator, spec, cspec=(),
                report=None, pilot: tuple[int, float] | None = None, shares: bool = False, start=None):
     """One chain: correlation, imputed-cell summary, block-coefficient and implied-share draws after
-    burn-in, the end state, the collapsed moves' counts, the frozen tuning and the generator's state.
+    burn-in, the end state, the collapsed moves' counts, the frozen tuning, the generator's state and
+    the chain's CPU seconds (``cpu_seconds``, of which ``monitor_cpu_seconds`` computing the monitored
+    quantities; for :attr:`GaussianCopulaImputer.timing_`).
 
     ``report(kind, payload)``, when given, is called with ``("iteration", t)``
     after every iteration and, when ``pilot = (iterations, deadline)``, once with
@@ -2137,12 +2141,16 @@ def _run_chain(sampler: "CopulaGibbs", n_iter: int, burn: int, rng: np.random.Ge
     pil = (np.empty((min(pilot[0], n_iter), corr.shape[1] + imp.shape[1] + coefs.shape[1] + n_sh))
            if pilot else None)
     t1 = None
+    cpu0 = time.process_time()
+    cpu_mon = 0.0
     for t in range(n_iter):
         sampler.step(st, rng)
         if t == 0:
             t1 = time.monotonic()
         if t >= burn or pil is not None:
+            m0 = time.process_time()
             c, i, k, s_ = _monitored(st, iu, spec, cspec, sampler, shares)
+            cpu_mon += time.process_time() - m0
             if t >= burn:
                 corr[t - burn], imp[t - burn], coefs[t - burn], sh[t - burn] = c, i, k, s_
             if pil is not None:
@@ -2155,7 +2163,8 @@ def _run_chain(sampler: "CopulaGibbs", n_iter: int, burn: int, rng: np.random.Ge
     acc = sampler.collapsed_counts.copy()
     if start is None:
         sampler.stop_adaptation()
-    return corr, imp, st, acc, coefs, sampler.hmc_tuning(), sh, rng.bit_generator.state
+    cpu = {"cpu_seconds": time.process_time() - cpu0, "monitor_cpu_seconds": cpu_mon, "iterations": n_iter}
+    return corr, imp, st, acc, coefs, sampler.hmc_tuning(), sh, rng.bit_generator.state, cpu
 
 
 def _chain_worker(sampler, chain_ids, n_iter, burn, rngs, spec, cspec, pilot, queue, shares=False,
@@ -2233,14 +2242,12 @@ def _run_forked(sampler, chains, workers, n_iter, burn, rngs, spec, cspec, pilot
 
 #: ``n_iter="auto"``: the first segment's iterations (burn-in and adaptation in its first half, as
 #: for ``n_iter=1000``), the cap on a chain's iterations in all (about 15 CPU-minutes a chain on the
-#: slowest file measured, nhanes; documented in GaussianCopulaImputer), and the growth of the kept
-#: draws per continuation: the ESS projection x 1.1, at least x 1.25, a segment at most x 8 (an early,
-#: tiny ESS projects poorly: the check is re-run after at most 8 x the draws; the budget is held to
-#: the full projection)
+#: slowest file measured, nhanes; documented in GaussianCopulaImputer), and the most a segment may
+#: multiply the kept draws by (an early, tiny ESS projects poorly: the check is re-run after at most
+#: 8 x the draws; the budget is held to the full projection). The growth itself is the toolkit's one
+#: rule, :func:`synthmi.diagnostics.extension_factor` (its default margin 1.2 and least growth 1.25)
 AUTO_FIRST_SEGMENT = 1000
 AUTO_MAX_ITER = 40_000
-_AUTO_MARGIN = 1.1
-_AUTO_MIN_GROWTH = 1.25
 _AUTO_MAX_GROWTH = 8.0
 
 
@@ -2482,6 +2489,45 @@ class _ChainMonitor:
         raise SamplerBudgetExceeded(msg, estimate=e)
 
 
+class _PhaseClock:
+    """Wall and CPU seconds between two laps: this process's CPU, and that of the child processes
+    it has waited for (the forked chains, counted once they are joined)."""
+
+    def __init__(self):
+        self._last = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float, float]:
+        import os
+
+        t = os.times()
+        return time.perf_counter(), t.user + t.system, t.children_user + t.children_system
+
+    def lap(self) -> dict[str, float]:
+        now = self._now()
+        w, c, k = (a - b for a, b in zip(now, self._last))
+        self._last = now
+        return {"wall_seconds": w, "cpu_seconds": c, "children_cpu_seconds": k}
+
+
+def _timing_summary(t: dict[str, Any]) -> dict[str, Any]:
+    """:attr:`GaussianCopulaImputer.timing_` from the laps of a fit: per phase wall and CPU seconds,
+    the chains' CPU split into the sampler's steps and the monitored quantities, and the wall seconds
+    the chains did not cover (setup, checks between segments, the end)."""
+    seg = t["segments"]
+    chains_cpu = float(sum(sum(s["chains_cpu_seconds"]) for s in seg))
+    mon_cpu = float(sum(sum(s["monitor_cpu_seconds"]) for s in seg))
+    seg_wall = float(sum(s["wall_seconds"] for s in seg))
+    checks_wall = float(sum(c["wall_seconds"] for c in t["checks"]))
+    total = t["setup"]["wall_seconds"] + seg_wall + checks_wall + t["finish"]["wall_seconds"]
+    return {
+        "setup": t["setup"], "segments": seg, "checks": t["checks"], "finish": t["finish"],
+        "total_wall_seconds": total, "segments_wall_seconds": seg_wall, "checks_wall_seconds": checks_wall,
+        "chains_cpu_seconds": chains_cpu, "step_cpu_seconds": chains_cpu - mon_cpu, "monitor_cpu_seconds": mon_cpu,
+        "outside_chains_wall_seconds": total - seg_wall,
+    }
+
+
 class GaussianCopulaImputer(ParamsMixin):
     r"""Bayesian Gaussian copula imputation model for mixed data (Hoff 2007).
 
@@ -2498,8 +2544,9 @@ class GaussianCopulaImputer(ParamsMixin):
         :data:`~synthmi.diagnostics.RHAT_MAX` / :data:`~synthmi.diagnostics.ESS_MIN`)
         fails, every chain continues from its end state (same generator stream, its
         tuning frozen at the end of the burn-in: the adaptation ends with it, so the
-        continuation is a plain Markov chain) by the iterations its ESS rate so far
-        projects (:meth:`_auto_next`; Gong & Flegal 2016, Vats, Flegal & Jones 2019),
+        continuation is a plain Markov chain) by the iterations its ESS rate and R-hat excess so far
+        project (:meth:`_auto_next`, the toolkit's one growth rule
+        :func:`~synthmi.diagnostics.extension_factor`; Gong & Flegal 2016, Vats, Flegal & Jones 2019),
         until the check passes, the projection no longer fits ``max_seconds``, or a
         chain reaches :data:`AUTO_MAX_ITER` (40,000) iterations. ``n_iter_`` and
         ``sampling_`` (also ``diagnostics_["sampling"]``) record the segments, the
@@ -2584,6 +2631,14 @@ class GaussianCopulaImputer(ParamsMixin):
         ``n_iter`` as given, ``n_iter_run``, ``burn``, ``segments`` (iterations of
         each), ``stopped`` (why: converged, the budget, the cap, or a fixed n_iter) and
         ``checks`` (``"auto"``: the release check's figures after each segment).
+    timing_ : dict
+        Where the fit's time went (wall and CPU seconds; ``children_cpu_seconds`` is the
+        forked chains'): ``setup`` (encoding, kernels), each of ``segments`` (with its
+        chains' own CPU seconds and the share spent computing the monitored quantities),
+        each of ``checks`` (the release check between segments, chains waiting),
+        ``finish`` (draws assembled, final diagnostics), and the totals
+        (``step_cpu_seconds``, ``monitor_cpu_seconds``, ``outside_chains_wall_seconds``).
+        Timings only: never compared, never part of a release.
     """
 
     _parameter_constraints = {
@@ -2678,6 +2733,7 @@ class GaussianCopulaImputer(ParamsMixin):
             own start; default the start of this call).
         """
         budget_start = time.monotonic() if budget_start is None else budget_start
+        clock = _PhaseClock()
         self._validate_params()
         check_dataframe(df, "df", min_rows=3)
         check_not_degenerate(df, list(df.columns), "df")
@@ -2728,9 +2784,10 @@ class GaussianCopulaImputer(ParamsMixin):
         # ... and the implied shares' kernel (a compile of seconds under load inside the pilot's first
         # monitored iteration held the budget's clock check back: starved test 15.9 s of 12)
         _level_probabilities(np.zeros((1, 2)))
-        # ... and load the ESS routine the pilot calls (its first call imports ArviZ: 2.5 s quiet,
-        # 7-11 s at load ~7, measured): otherwise the pilot's step, run between two iterations,
-        # holds the progress lines back for that long (issue 28 follow-up, flaky progress test)
+        # ... and load the ESS routine the pilot calls (its first call imported ArviZ: 2.5 s quiet,
+        # 7-11 s at load ~7, measured; now NumPy, its SciPy modules still load on the first call):
+        # otherwise the pilot's step, run between two iterations, holds the progress lines back
+        # (issue 28 follow-up, flaky progress test)
         from .. import diagnostics as _dg
 
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -2762,18 +2819,31 @@ class GaussianCopulaImputer(ParamsMixin):
                                       None if starts is None else starts[c]))
             return out
 
-        runs = segment(n_first, burn)
+        timing: dict[str, Any] = {"setup": clock.lap(), "segments": [], "checks": []}
+
+        def timed_segment(n: int, b: int, starts=None, pilot=True) -> list:
+            out = segment(n, b, starts, pilot)
+            lap = clock.lap()
+            lap.update(iterations=int(n), chains_cpu_seconds=[r[8]["cpu_seconds"] for r in out],
+                       monitor_cpu_seconds=[r[8]["monitor_cpu_seconds"] for r in out])
+            timing["segments"].append(lap)
+            return out
+
+        runs = timed_segment(n_first, burn)
         segments, stopped, checks = [n_first], "fixed n_iter", []
+        last: dict[str, Any] = {}  # the last check's diagnostics: the fit's (the draws it stopped on)
         while auto:
+            last.clear()
             stopped, more = self._auto_next(runs, segments, burn, r_req, e_req, ess_target, spec, cspec, sspec,
-                                            monitor, checks)
+                                            monitor, checks, last)
+            timing["checks"].append(clock.lap())
             if more == 0:
                 break
             total = sum(segments)
             monitor.continue_to(total + more)
-            nxt = segment(more, 0, {c: (r[2], r[5]) for c, r in enumerate(runs)}, pilot=False)
+            nxt = timed_segment(more, 0, {c: (r[2], r[5]) for c, r in enumerate(runs)}, pilot=False)
             runs = [(np.concatenate([a[0], b_[0]]), np.concatenate([a[1], b_[1]]), b_[2], a[3] + b_[3],
-                     np.concatenate([a[4], b_[4]]), b_[5], np.concatenate([a[6], b_[6]]), b_[7])
+                     np.concatenate([a[4], b_[4]]), b_[5], np.concatenate([a[6], b_[6]]), b_[7], b_[8])
                     for a, b_ in zip(runs, nxt)]
             segments.append(more)
         monitor.finish()
@@ -2802,9 +2872,11 @@ class GaussianCopulaImputer(ParamsMixin):
         self.coefficient_labels_ = [_coef_label(self.sampler_, b, row, t) for _, b, row, t in cspec]
         # the continuation (impute / states / nests) moves with the chains' pooled tuning
         self.sampler_.set_hmc_tuning([r[5] for r in runs])
-        self.diagnostics_ = _chain_diagnostics(corr, imp, self.margins_, self.latent_names_, spec, acc, coefs, cspec,
-                                               np.stack([r[6] for r in runs]), sspec)
+        self.diagnostics_ = last.get("d") or _chain_diagnostics(corr, imp, self.margins_, self.latent_names_, spec,
+                                                                acc, coefs, cspec, np.stack([r[6] for r in runs]), sspec)
         self.diagnostics_["sampling"] = dict(self.sampling_)
+        timing["finish"] = clock.lap()
+        self.timing_ = _timing_summary(timing)
         d = self.diagnostics_
         if d["max_r_hat"] is not None and (not d["max_r_hat"] <= r_req or not d["min_ess_bulk"] >= e_req
                                            or not d["min_ess_tail"] >= e_req):
@@ -2821,14 +2893,17 @@ class GaussianCopulaImputer(ParamsMixin):
             )
         return self
 
-    def _auto_next(self, runs, segments, burn, r_req, e_req, ess_target, spec, cspec, sspec, monitor, checks):
+    def _auto_next(self, runs, segments, burn, r_req, e_req, ess_target, spec, cspec, sspec, monitor, checks,
+                   last=None):
         r"""``n_iter="auto"``: why to stop, or the iterations of the next continuation segment.
 
         The release check over every monitored quantity of all chains so far (burn-in fixed at the
         first segment's). When it fails, bulk and tail ESS grow about linearly in the kept draws
-        :math:`n`, so the threshold :math:`E^*` needs about :math:`n' = n \max(1.25, 1.1 E^* /
-        \min(E_{bulk}, E_{tail}))` kept draws (+10 % margin, +25 % at least: R-hat may fail with
-        the ESS met); the chains continue by :math:`n' - n` iterations, capped at
+        :math:`n` and the R-hat excess shrinks about as :math:`1 / n`, so the check needs about
+        :math:`n' = g n` kept draws, :math:`g` the toolkit's growth rule
+        (:func:`~synthmi.diagnostics.extension_factor`, uncapped: :math:`g = \max(1.25, 1.2 E^* /
+        \min(E_{bulk}, E_{tail}), 1.2 (\hat R - 1) / (\hat R^* - 1))`, each term where its
+        threshold fails); the chains continue by :math:`n' - n` iterations, capped at
         :data:`AUTO_MAX_ITER` in all (then it stops). This is a sequential fixed-width stopping rule on the
         effective sample size (Gong & Flegal 2016, JCGS 25(3); Vats, Flegal & Jones 2019,
         Biometrika 106(2)), the check re-run on all draws after every segment; a segment adds at
@@ -2838,11 +2913,16 @@ class GaussianCopulaImputer(ParamsMixin):
         :class:`~synthmi.diagnostics.SamplerBudgetExceeded` when the caller applies the check
         (``ess_target`` given), else the run stops there (released with the warning). Returns
         ``(reason, 0)`` to stop, ``(reason, iterations)`` to continue; each check's iterations, R-hat,
-        bulk and tail ESS and slowest row are appended to ``checks``.
+        bulk and tail ESS and slowest row are appended to ``checks``; ``last["d"]`` (when given) is set
+        to the check's diagnostics, which are the fit's when it stops here (the same draws).
         """
+        from .. import diagnostics as dg
+
         d = _chain_diagnostics(np.stack([r[0] for r in runs]), np.stack([r[1] for r in runs]), self.margins_,
                                self.latent_names_, spec, np.sum([r[3] for r in runs], axis=0),
                                np.stack([r[4] for r in runs]), cspec, np.stack([r[6] for r in runs]), sspec)
+        if last is not None:
+            last["d"] = d
         total = sum(segments)
         if d["max_r_hat"] is None:
             return "nothing to diagnose", 0
@@ -2855,8 +2935,8 @@ class GaussianCopulaImputer(ParamsMixin):
         if total >= AUTO_MAX_ITER:
             return f"cap: n_iter={AUTO_MAX_ITER} reached ({check})", 0
         kept = total - burn
-        ess = min(eb, et)
-        grow = max(_AUTO_MIN_GROWTH, _AUTO_MARGIN * e_req / ess) if np.isfinite(ess) and ess > 0 else _AUTO_MAX_GROWTH
+        # the projection is uncapped (the budget is held to it); no finite figure: the largest segment
+        grow = dg.extension_factor(rh, min(eb, et), e_req, r_req, most=np.inf, unknown=_AUTO_MAX_GROWTH)
         # the projection (held to the budget) and the next segment (at most _AUTO_MAX_GROWTH x the kept
         # draws: an early, tiny ESS projects poorly, so the check is re-run before going further)
         need = burn + int(math.ceil(kept * grow))
@@ -2917,7 +2997,7 @@ def _ess_rhat(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if x.shape[2] == 0:
         e = np.empty(0)
         return e, e, e
-    return dg.rhat(x), dg.ess_bulk(x), dg.ess_tail(x)
+    return dg.rhat_ess(x)
 
 
 def _chain_diagnostics(corr, imp, margins, names, spec, acc, coefs=None, cspec=(), shares=None,

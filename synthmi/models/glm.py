@@ -58,7 +58,7 @@ from scipy.special import expit, log_ndtr
 
 from .._numeric import SplitGram
 from .._validate import param_error
-from ..diagnostics import summarize_draws
+from ..diagnostics import extension_factor, summarize_draws
 from ..errors import InputError
 
 FAMILIES = ("logit", "probit", "ologit", "oprobit")
@@ -851,23 +851,10 @@ def split_t_log_density(theta: np.ndarray, mode: np.ndarray, axes: np.ndarray, s
     return const - 0.5 * (nu + d) * np.log1p((t**2).sum(axis=1) / nu) - np.log(side).sum(axis=1) - logdet
 
 
-def _extension_factor(r_hat: float, ess: float, min_ess: float, r_hat_max: float = 1.01) -> float:
-    r"""How much longer a run that failed the stopping rule continues (between 1.25x and 2x).
-
-    No finite diagnostics: double. Otherwise the larger of what the ESS shortfall and the R-hat excess
-    ask for, each with a 1.2 margin: ESS grows in proportion to the run length, and split-R-hat's excess
-    :math:`\hat R - 1` falls about in inverse proportion to it (:math:`\hat R^2 - 1` is the between-chain
-    variance of the chain means over the within-chain variance, which falls as 1 / ESS; Vehtari et al.
-    2021, eqs. 3-4), so a run at R-hat 1.013 needs about 1.3x more, not 2x. Adult's sex given the rest
-    (issue 29 item 6) fails at 2 x 1,000 draws in some streams with R-hat 1.01-1.015 and ESS above 400.
-    The stopping rule itself (R-hat <= 1.01 and ESS >= ``min_ess``) is unchanged.
-    """
-    if not np.isfinite(r_hat) or not np.isfinite(ess) or ess <= 0:
-        return 2.0
-    want = 1.2 * min_ess / ess if ess < min_ess else 0.0
-    if r_hat > r_hat_max:
-        want = max(want, 1.2 * (r_hat - 1.0) / (r_hat_max - 1.0))
-    return min(2.0, max(1.25, want))
+#: how much longer a run that failed the stopping rule continues: the toolkit's one growth rule
+#: (margin 1.2 on the ESS shortfall and the R-hat excess, between 1.25x and 2x; issue 29 item 6,
+#: shared with the copula's n_iter="auto" in issue 28)
+_extension_factor = extension_factor
 
 
 def _imh_chains(prop, log_w, log_u, chains, burn, n_keep):

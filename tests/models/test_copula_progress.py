@@ -394,3 +394,24 @@ def test_cli_default_n_iter_is_auto_and_recorded(tmp_path, capsys):
         assert d["sampling"]["n_iter"] == "auto" and d["sampling"]["segments"][0] == 1000, d["sampling"]
         assert d["sampling"]["stopped"].startswith("converged (R-hat"), d["sampling"]
         assert d["n_shares"] > 0 and d["slowest_share"].startswith("share ")
+
+
+@pytest.mark.filterwarnings("ignore:The copula of method:RuntimeWarning")
+def test_timing_records_where_the_fit_went():
+    """timing_ (issue 28, wall time of n_iter='auto'): one lap per segment with its chains' own CPU
+    split into steps and monitored quantities, none for checks with a fixed n_iter, and totals that
+    add up (the wall outside the chains is everything but the segments)."""
+    from synthmi.models.copula import GaussianCopulaImputer
+
+    m = GaussianCopulaImputer(n_iter=40, max_seconds=None).fit(_sim(150)[["age", "sex", "bmi"]])
+    t = m.timing_
+    assert len(t["segments"]) == 1 and t["checks"] == [], t
+    seg = t["segments"][0]
+    assert seg["iterations"] == 40 and len(seg["chains_cpu_seconds"]) == 2
+    assert all(0 < mc < c for mc, c in zip(seg["monitor_cpu_seconds"], seg["chains_cpu_seconds"])), seg
+    assert t["chains_cpu_seconds"] == pytest.approx(sum(seg["chains_cpu_seconds"]))
+    assert t["step_cpu_seconds"] + t["monitor_cpu_seconds"] == pytest.approx(t["chains_cpu_seconds"])
+    parts = [t["setup"], seg, t["finish"]]
+    assert t["total_wall_seconds"] == pytest.approx(sum(p["wall_seconds"] for p in parts))
+    assert t["outside_chains_wall_seconds"] == pytest.approx(t["total_wall_seconds"] - seg["wall_seconds"])
+    assert all(p["wall_seconds"] >= 0 and p["cpu_seconds"] >= 0 for p in parts)
