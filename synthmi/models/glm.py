@@ -1034,9 +1034,8 @@ def whitened_hmc(
         r_hat, ess = summarize_draws(draws)
         if (r_hat <= 1.01 and ess >= min_ess) or attempt == max_doublings:
             break
-        # the chains continue: extend by what the ESS shortfall asks for (at least 1/4, at most double)
-        grow = 1.25 if not np.isfinite(ess) or ess <= 0 else min(2.0, max(1.25, 1.2 * min_ess / ess))
-        n_keep = int(np.ceil(n_keep * grow))
+        # the chains continue by the shared growth rule (ESS shortfall or R-hat excess, 1.25x to 2x)
+        n_keep = int(np.ceil(n_keep * extension_factor(r_hat, ess, min_ess, unknown=1.25)))
     return IMHResult(
         draws=draws, acceptance=accepted / max(total, 1), r_hat=float(r_hat), ess_bulk=float(ess),
         info={"mode": mode, "cov": cov, "step_size": eps_final, "n_leapfrog": n_steps, "warmup": warmup,
