@@ -227,6 +227,12 @@ def is_discrete_tree(cond) -> bool:
     return cond.family == "tree" and cond.n_categories == 0 and getattr(cond.fast, "discrete", False)
 
 
+def is_mass_tree(cond) -> bool:
+    """Whether a model is a tree whose likelihood is a probability mass, 0 in a leaf without the current
+    value: a categorical tree, or a continuous one with discrete leaves (the pair and record moves)."""
+    return cond.family == "tree" and (not is_continuous(cond) or is_discrete_tree(cond))
+
+
 def log_prob_of(family: str, eta: np.ndarray, x: np.ndarray, cut: np.ndarray | None = None) -> np.ndarray:
     """log P(y = x_i) per record, computing only the observed category (the Gibbs sweeps' hot path).
 
@@ -542,8 +548,8 @@ def needs_record_move(conds: Sequence) -> bool:
     if any(cd.part is not None for cd in conds):
         return False
     deps = dependents(conds)
-    return any(conds[k].family == "tree" and (not is_continuous(conds[k]) or is_discrete_tree(conds[k]))
-               for j, ks in enumerate(deps) if conds[j].family not in ("cart", "fixed") for k in ks)
+    return any(is_mass_tree(conds[k]) for j, ks in enumerate(deps) if conds[j].family not in ("cart", "fixed")
+               for k in ks)
 
 
 def log_record_ratio(conds: Sequence, preps: Sequence[Prepared], evidence: Mapping[str, Any], values: Mapping,
@@ -677,8 +683,7 @@ def _sweeps(conds, preps, evidence, rng, n_sweeps, values, latent, etas, accepte
 def _pairs_with(cond) -> bool:
     """A later model updated in a block with a categorical predictor: a categorical tree, or a continuous
     one with discrete leaves (categorical over its support values), without a rule or a part."""
-    return (cond.family == "tree" and (not is_continuous(cond) or is_discrete_tree(cond))
-            and cond.rule is None and cond.part is None)
+    return is_mass_tree(cond) and cond.rule is None and cond.part is None
 
 
 def _pair_update(j: int, k: int, conds: Sequence, preps: Sequence, evidence: Mapping[str, Any],
