@@ -121,8 +121,10 @@ class DAMISynthesizer(RubinSynthesizer):
         Largest product of numbers of levels for which all-categorical
         quasi-identifiers are drawn by exact enumeration instead of Gibbs.
     order, transforms, binary_link, ordinal_link, sampler, chains, draws, tune, prior_sd, progressbar, models, visit_sequence, predictor_matrix, bounds, grid,
-        accept_diagnostics, rhat_max, ess_min, n_jobs
-        As in :class:`~synthmi.models.rubin.RubinSynthesizer`.
+        accept_diagnostics, rhat_max, ess_min, n_jobs, proper
+        As in :class:`~synthmi.models.rubin.RubinSynthesizer`. With ``proper=False`` the
+        masks enter the joint predictive exactly as with posterior draws, through the
+        plug-in leaves (:meth:`synthmi.models.tree.TreePosterior.plug_in`).
     """
 
     method = "dami"
@@ -165,12 +167,13 @@ class DAMISynthesizer(RubinSynthesizer):
         rhat_max: float = RHAT_MAX,
         ess_min: float = ESS_MIN,
         n_jobs: int = 1,
+        proper: bool = True,
     ):
         super().__init__(
             order=order, transforms=transforms, binary_link=binary_link, ordinal_link=ordinal_link,
             sampler=sampler, chains=chains, draws=draws, tune=tune, prior_sd=prior_sd, progressbar=progressbar,
             models=models, visit_sequence=visit_sequence, predictor_matrix=predictor_matrix, bounds=bounds, grid=grid,
-            accept_diagnostics=accept_diagnostics, rhat_max=rhat_max, ess_min=ess_min, n_jobs=n_jobs,
+            accept_diagnostics=accept_diagnostics, rhat_max=rhat_max, ess_min=ess_min, n_jobs=n_jobs, proper=proper,
         )
         self.masks = masks
         self.w_tilde = w_tilde

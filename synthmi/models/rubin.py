@@ -177,6 +177,18 @@ class RubinSynthesizer(Synthesizer):
         process at a time (the columns' posteriors are independent given the
         data; :mod:`synthmi.models.column_posterior`); -1 uses every core. The
         draws are identical for every value.
+    proper : bool, default True
+        ``True``: each copy draws its own parameters from the posterior (proper MI,
+        the module docstring). ``False``: every copy uses one plug-in value, the
+        posterior mean of the ``tree`` conditionals' leaves (each leaf's empirical
+        donor distribution, :meth:`synthmi.models.tree.TreePosterior.plug_in`), as
+        synthpop's ``proper = FALSE`` samples a leaf's donors; the copies then vary by
+        the predictive draw only (expected table S_pMSE 1 instead of 2,
+        :mod:`synthmi.evaluation.battery`). Only for releases whose every
+        quasi-identifier is modelled by ``"tree"`` or ``"cart"`` (or fixed by a
+        structural rule): the parametric models have no plug-in here, and
+        ``models="auto"`` is refused with it. Recorded in the release's
+        ``structure["proper"]``.
 
     Notes
     -----
@@ -211,6 +223,7 @@ class RubinSynthesizer(Synthesizer):
         "rhat_max": [Interval("real", 1.0, None, closed="neither")],
         "ess_min": [Interval("real", 0.0, None)],
         "n_jobs": [Interval("int", None, None)],
+        "proper": ["boolean"],
     }
 
     def __init__(
@@ -234,6 +247,7 @@ class RubinSynthesizer(Synthesizer):
         rhat_max: float = RHAT_MAX,
         ess_min: float = ESS_MIN,
         n_jobs: int = 1,
+        proper: bool = True,
     ):
         self.order = order
         self.transforms = transforms
@@ -254,6 +268,7 @@ class RubinSynthesizer(Synthesizer):
         self.rhat_max = rhat_max
         self.ess_min = ess_min
         self.n_jobs = n_jobs
+        self.proper = proper
 
     # ---- parameters --------------------------------------------------------
     def _needs_records_to_sample(self) -> bool:
@@ -399,6 +414,12 @@ class RubinSynthesizer(Synthesizer):
         self._chosen_models = None
         self.__dict__.pop("model_choice_", None)
         if wants_auto(self.models if self.models is not None else spec.models):
+            if not getattr(self, "proper", True):
+                raise ParameterError(
+                    f"The 'proper' parameter of {type(self).__name__} can be False only with the 'tree' and 'cart' "
+                    "methods (plug-in leaves), and models='auto' chooses among parametric models too. Got "
+                    "proper=False with models='auto' instead; give the models (e.g. {column: 'tree'}).",
+                    parameter="proper")
             choice = choose_models(self, df, spec, fit_params, progress=self._progress)
             self.model_choice_ = choice
             self._chosen_models = choice.models
@@ -572,7 +593,19 @@ class RubinSynthesizer(Synthesizer):
                 Xg, Yg = group_rows(D, y, v.n_levels)
                 cond.fast = CategoricalModel(fam, Xg, Yg, prior_sd=float(self.prior_sd))
             self.conditionals_.append(cond)
+        self._check_plug_in()
         self._fit_extra(X, Z)
+
+    def _check_plug_in(self) -> None:
+        """``proper=False`` needs a plug-in for every conditional: trees, cart donors, fixed columns."""
+        if getattr(self, "proper", True):
+            return
+        bad = {c.column: c.method or c.family for c in self.conditionals_ if c.family not in ("tree", "cart", "fixed")}
+        if bad:
+            raise ParameterError(
+                f"The 'proper' parameter of {type(self).__name__} can be False only when every quasi-identifier is "
+                f"modelled by 'tree' or 'cart' (plug-in leaves; synthpop's proper = FALSE); the parametric models "
+                f"have no plug-in here. Got proper=False with {bad} instead.", parameter="proper")
 
     def _warn_normal_misfit(self, c: str, D: np.ndarray, y: np.ndarray, post: NormalRegressionPosterior,
                             support: Support | None) -> None:
@@ -678,7 +711,15 @@ class RubinSynthesizer(Synthesizer):
 
     # ---- posterior draws ------------------------------------------------------
     def _posterior_draws(self, m: int, rng: np.random.Generator) -> list[list[dict[str, np.ndarray] | None]]:
-        """For each conditional, ``m`` independent posterior parameter sets (``None`` for cart)."""
+        """For each conditional, ``m`` independent posterior parameter sets (``None`` for cart);
+        with ``proper=False``, ``m`` copies of the plug-in (the posterior mean of the tree's leaves)."""
+        if not getattr(self, "proper", True):
+            self._check_plug_in()  # a partitioned fit builds its conditionals elsewhere
+            self.posterior_cpu_seconds_ = {c.column: None for c in self.conditionals_}
+            self.diagnostics_ = {"sampler": "plug-in", "max_r_hat": None, "min_ess_bulk": None, "columns": {
+                c.column: {"family": c.family, "method": "plug-in leaves (posterior mean; proper=False)"
+                           if c.family == "tree" else "no parameters"} for c in self.conditionals_}}
+            return [c.fast.plug_in(m) if c.family == "tree" else [None] * m for c in self.conditionals_]
         if self.sampler == "nuts":
             from .pymc_specs import sample_conditionals
 
@@ -781,6 +822,8 @@ class RubinSynthesizer(Synthesizer):
             "models": {c.column: c.to_dict() for c in self.conditionals_},
             # bounds used for the continuous quasi-identifiers; source "observed" discloses min and max
             "support": {c: s.to_dict() for c, s in getattr(self, "supports_", {}).items()},
+            # False: one plug-in parameter value shared by the copies (synthpop's proper = FALSE)
+            "proper": bool(getattr(self, "proper", True)),
             # models="auto": what was chosen and the figures that chose it
             **({"model_choice": self.model_choice_.to_dict()} if getattr(self, "model_choice_", None) else {}),
         }

@@ -117,6 +117,16 @@ truncated normal). A categorical mask multiplies the finite table
 enumeration of :mod:`synthmi.models.predictive` use these pieces as they use
 the parametric families' (the leaf plays the role of the linear predictor).
 
+Plug-in (``proper=False`` of :class:`~synthmi.models.rubin.RubinSynthesizer` and
+:class:`~synthmi.models.dami.DAMISynthesizer`, synthpop's ``proper = FALSE``): instead of one
+posterior draw per copy, every copy uses the posterior mean :meth:`TreePosterior.plug_in`, the
+leaf's empirical donor distribution (:math:`n_{\ell c}/n_\ell`; :math:`1/n_\ell` per donor). The
+mask enters the joint predictive through the same pieces with these fixed weights. With masks
+that carry no information the predictive of a categorical or discrete-leaf column is then
+exactly synthpop's ``cart`` on the same partition (a uniform donor of the leaf;
+``tests/models/test_tree_plug_in.py``), and a kernel column's is CART's donor plus the kernel
+(:math:`c \to 0` recovers the donor's value).
+
 Sweeps: the Gibbs sweeps start from the sequential draw, which weights each
 leaf by its own column's mask only and is biased (the caution of issue 29),
 and a categorical tree that is a later model needs the pair and whole-record
@@ -297,6 +307,32 @@ class TreePosterior:
                 with np.errstate(divide="ignore"):
                     out.append({"logw": np.log(g) - np.log(tot[self.comp_leaf])})
         return out
+
+    def plug_in(self, m: int) -> list[dict[str, np.ndarray]]:
+        r"""``m`` copies of the posterior mean of the leaves' parameters (the plug-in, ``proper=False``).
+
+        .. math:: \hat\pi_{\ell c} = E[\pi_{\ell c} \mid D] = \frac{\alpha_{\ell c}}{\sum_{c'} \alpha_{\ell c'}}
+            = \frac{n_{\ell c}}{n_\ell} \ (a = 0), \qquad
+            \hat w_{\ell d} = E[w_{\ell d} \mid D] = \frac{k_{\ell d}}{n_\ell},
+
+        the Dirichlet means (Gelman et al. 2013, BDA3, Sec. 3.4; :math:`k_{\ell d}` the donors of
+        component :math:`d`, i.e. :math:`1/n_\ell` per donor): the leaf's empirical donor
+        distribution, which is what synthpop's ``cart`` samples from without ``proper``
+        (Nowok, Raab & Dibben 2016, ``syn.cart``). The copies then share one :math:`\theta`
+        and differ by the predictive draw only (improper synthesis: expected table S_pMSE 1,
+        :mod:`synthmi.evaluation.battery`). Nothing is random: no generator is used. The arrays
+        are read-only, shared by the ``m`` entries.
+        """
+        if not self.continuous:
+            with np.errstate(divide="ignore"):
+                arr = np.log(self.alpha) - np.log(self.alpha.sum(axis=1, keepdims=True))
+            key = "logp"
+        else:
+            tot = np.bincount(self.comp_leaf, weights=self.weight_count)
+            arr = np.log(self.weight_count) - np.log(tot[self.comp_leaf])
+            key = "logw"
+        arr.setflags(write=False)
+        return [{key: arr} for _ in range(int(m))]
 
     # ---- predictive pieces ------------------------------------------------------
     def _groups(self, leaf: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
