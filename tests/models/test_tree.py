@@ -202,20 +202,24 @@ def _mixed_frame(n=200, seed=7):
 
 
 @pytest.mark.slow
-def test_gibbs_with_tree_conditionals_matches_the_exact_mixed_joint_and_sequential_does_not():
+@pytest.mark.parametrize("proper", [True, False])
+def test_gibbs_with_tree_conditionals_matches_the_exact_mixed_joint_and_sequential_does_not(proper):
     """age: a masked continuous tree; sex: a masked probit of age (a tree column as a predictor of a
     parametric model); edu: a masked categorical tree of age and sex (a parametric column as a
     predictor of a tree). The exact joint integrates age on a 1,600-point midpoint rule:
 
         p(y, s, e | z, W) ∝ p_tree(y | z) N(w_bar; y, v) p(s | y) p(W_s | s) p_tree(e | y, s) p(W_e | e).
+
+    With plug-in leaves (``proper=False``: trees only, so sex is a tree of age too) the same check.
     """
     df = _mixed_frame()
     syn = DAMISynthesizer(masks={"age": {"K": 1, "sigma_e": 6.0}, "sex": {"alpha": 2.0}, "edu": {"p": 0.6}},
-                          models={"age": "tree", "sex": "probit", "edu": "tree"}, grid=None, w_tilde="reuse",
-                          random_state=1, progressbar=False).fit(df, quasi_identifiers=["age", "sex", "edu"],
-                                                                 keep=["z"])
+                          models={"age": "tree", "sex": "probit" if proper else "tree", "edu": "tree"}, grid=None,
+                          w_tilde="reuse", random_state=1, proper=proper,
+                          progressbar=False).fit(df, quasi_identifiers=["age", "sex", "edu"], keep=["z"])
     conds = syn.conditionals_
-    assert [c.family for c in conds] == ["tree", "probit", "tree"] and conds[2].predictors == ["age", "sex"]
+    assert [c.family for c in conds] == ["tree", "probit" if proper else "tree", "tree"]
+    assert conds[2].predictors == ["age", "sex"]
     theta = syn._posterior_draws(1, np.random.default_rng(2))
     preps = [Prepared(cond, theta[j][0]) for j, cond in enumerate(conds)]
     ev = syn._evidence(np.random.default_rng(3))
@@ -251,19 +255,27 @@ def test_gibbs_with_tree_conditionals_matches_the_exact_mixed_joint_and_sequenti
     assert stats.chi2.sf(t_age, n) < 1e-6, t_age
 
 
-def _categorical_setup():
+def _categorical_setup(proper=True):
+    """b: an ordered logit (proper) or, with plug-in leaves (proper=False, trees only), a tree."""
     syn = DAMISynthesizer(masks={"a": {"alpha": 2.0}, "b": {"p": 0.7}, "c": {"alpha": 1.5}},
-                          models={"a": "tree", "c": "tree"}, w_tilde="reuse", random_state=1,
+                          models={"a": "tree", "c": "tree", **({} if proper else {"b": "tree"})}, w_tilde="reuse",
+                          random_state=1, proper=proper,
                           progressbar=False).fit(dependent_frame(), quasi_identifiers=["a", "b", "c"], keep=["z"])
     theta = syn._posterior_draws(1, np.random.default_rng(2))
+    if not proper:
+        # the plug-in: each leaf's donor frequencies (tests/models/test_tree_plug_in.py)
+        for cond, sets in zip(syn.conditionals_, theta):
+            np.testing.assert_array_equal(sets[0]["logp"], cond.fast.plug_in(1)[0]["logp"])
     preps = [Prepared(cond, theta[j][0]) for j, cond in enumerate(syn.conditionals_)]
     return syn, preps, syn._evidence(np.random.default_rng(3))
 
 
-def test_enumeration_with_tree_conditionals_by_hand():
-    syn, preps, ev = _categorical_setup()
+@pytest.mark.parametrize("proper", [True, False])
+def test_enumeration_with_tree_conditionals_by_hand(proper):
+    syn, preps, ev = _categorical_setup(proper)
     conds = syn.conditionals_
-    assert [c.family for c in conds] == ["tree", "ologit", "tree"] and can_enumerate(conds, 10_000)
+    assert [c.family for c in conds] == ["tree", "ologit" if proper else "tree", "tree"]
+    assert can_enumerate(conds, 10_000)
     combos, logp = enumerate_probs(conds, preps, ev, 300)
     i = 17
     pa, pb, pc = preps
@@ -279,8 +291,9 @@ def test_enumeration_with_tree_conditionals_by_hand():
 
 
 @pytest.mark.slow
-def test_gibbs_with_categorical_trees_reaches_the_enumerated_joint():
-    syn, preps, ev = _categorical_setup()
+@pytest.mark.parametrize("proper", [True, False])
+def test_gibbs_with_categorical_trees_reaches_the_enumerated_joint(proper):
+    syn, preps, ev = _categorical_setup(proper)
     conds = syn.conditionals_
     combos, logp = enumerate_probs(conds, preps, ev, 300)
     probs = np.exp(logp)
