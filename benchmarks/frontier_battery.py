@@ -170,15 +170,25 @@ def groups(spec, cfg: dict, leaves, cgrid, agrid, families) -> dict[str, list[Se
     out["cart"] = cart
     dami = default_settings(kinds, ("dami",), continuous_grid=cgrid, alpha_grid=agrid)
     for fam in families:
+        # "<family>_improper": the same models with proper=False (plug-in leaves, synthpop's proper = FALSE)
+        base, improper = (fam[: -len("_improper")], True) if fam.endswith("_improper") else (fam, False)
         models = {"glm": None, "auto": "auto", "tree": {q: "tree" for q in cfg["qi"]},
                   # coarser leaves: how DA-MI reaches the risk of CART's coarse settings (masks only add risk)
-                  "tree20": {q: {"method": "tree", "min_leaf": 20} for q in cfg["qi"]}}[fam]
+                  "tree20": {q: {"method": "tree", "min_leaf": 20} for q in cfg["qi"]},
+                  # "u": the continuous QIs' kernels at 1/1000 of their bandwidth (the donors' values, as CART's)
+                  "treeu": {q: {"method": "tree", **({} if q in cfg["categorical"] else {"smoothing": 1e-3})}
+                            for q in cfg["qi"]},
+                  "tree20u": {q: {"method": "tree", "min_leaf": 20,
+                                  **({} if q in cfg["categorical"] else {"smoothing": 1e-3})} for q in cfg["qi"]}}[base]
+        label = {"tree20": "tree, leaf 20", "treeu": "tree, unsmoothed",
+                 "tree20u": "tree, leaf 20, unsmoothed"}.get(base, base) + (", improper" if improper else "")
         sts = []
         for s in dami:
             p = dict(s.params)
             if models is not None:
                 p["models"] = models
-            label = "tree, leaf 20" if fam == "tree20" else fam
+            if improper:
+                p["proper"] = False
             sts.append(Setting(f"dami ({label})", s.label, p))
         out[f"dami ({label})"] = sts
     return out
@@ -266,9 +276,12 @@ def _paired(reps: pd.DataFrame, a: tuple, b: tuple, fig: str = "battery_ci_overl
     return float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d))), len(d)
 
 
-def compare(reps: pd.DataFrame, n_select: int) -> pd.DataFrame:
+def compare(reps: pd.DataFrame, n_select: int, dami_only: str | None = None) -> pd.DataFrame:
     """Per file and CART setting: the best DA-MI (and CART) setting at its risk, chosen on the
-    selection seeds, judged on the report seeds (module docstring)."""
+    selection seeds, judged on the report seeds (module docstring). ``dami_only``: a substring the
+    DA-MI methods considered must hold (``"improper"``: the plug-in families only)."""
+    if dami_only is not None:
+        reps = reps[(reps["method"] == "cart") | reps["method"].str.contains(dami_only, regex=False)]
     rows = []
     for name, rf in reps.groupby("file", sort=False):
         sel = rf[rf["replicate"] < n_select]
@@ -348,7 +361,10 @@ def figure(points: pd.DataFrame, path: Path) -> Path:
     n = max(len(files), 1)
     fig, axes = plt.subplots(2, n, figsize=(4.4 * n, 7.6), squeeze=False)
     style = {"cart": ("k", "s"), "dami (glm)": ("tab:blue", "o"), "dami (auto)": ("tab:orange", "^"),
-             "dami (tree)": ("tab:green", "D"), "dami (tree, leaf 20)": ("tab:purple", "v")}
+             "dami (tree)": ("tab:green", "D"), "dami (tree, leaf 20)": ("tab:purple", "v"),
+             "dami (tree, improper)": ("tab:red", "P"), "dami (tree, leaf 20, improper)": ("tab:brown", "X"),
+             "dami (tree, unsmoothed, improper)": ("tab:pink", "*"),
+             "dami (tree, leaf 20, unsmoothed, improper)": ("tab:olive", "h")}
     for j, name in enumerate(files):
         p = points[points["file"] == name]
         for i, risk in enumerate(RISKS):
@@ -385,19 +401,28 @@ def analyse(n_select: int, meta: dict | None = None) -> pd.DataFrame:
     points.to_csv(RESULTS / f"{NAME}.csv", index=False, float_format="%.6g")
     comp = compare(reps, n_select)
     comp.to_csv(RESULTS / f"{NAME}_comparison.csv", index=False, float_format="%.6g")
+    # improper DA-MI (plug-in leaves, proper=False) against CART's settings, improper ones among them
+    comp_imp = None
+    if reps["method"].str.contains("improper", regex=False).any():
+        comp_imp = compare(reps, n_select, dami_only="improper")
+        comp_imp.to_csv(RESULTS / f"{NAME}_comparison_improper.csv", index=False, float_format="%.6g")
     figure(points, RESULTS / f"{NAME}.png")
     runs = reps.groupby(["file", "group"], sort=False).agg(
         wall_seconds=("group_wall_seconds", "first"), load_start=("load_start", "first"),
         load_end=("load_end", "first"), rows=("rows", "first"), seeds=("replicate", "nunique")).reset_index()
     write_json(NAME, {"m": M, "margin": MARGIN, "select_seeds": n_select, "row_seed": ROW_SEED,
                       "groups_run": runs.to_dict("records"), "points": points.to_dict("records"),
-                      "comparison": comp.to_dict("records"), **(meta or {})})
+                      "comparison": comp.to_dict("records"),
+                      "comparison_improper": None if comp_imp is None else comp_imp.to_dict("records"), **(meta or {})})
     show = ["file", "cart_setting", "cart_battery_ci_overlap", "dami_method", "dami_setting", "dami_battery_ci_overlap",
             "overlap_diff", "overlap_diff_se", "overlap_diff_vs_cart_best", "selection_effect", "verdict"]
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 70):
         print(points[["file", "method", "setting", "battery_ci_overlap", "battery_ci_overlap_se", *TABLES, *RISKS]]
               .to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         print(comp[[c for c in show if c in comp]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+        if comp_imp is not None:
+            print("improper DA-MI only:")
+            print(comp_imp[[c for c in show if c in comp_imp]].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return comp
 
 
