@@ -40,7 +40,16 @@ information, so an unmasked DA-MI is the lowest risk of its family; run where th
 CSVs say where); ``glm`` (DA-MI's default main-effects GLMs,
 ``models=None``) is offered but not in the default run: ``frontier_adult_full.csv`` already measures
 it losing to CART (issue 29's table) and the shared machine's CPU did not stretch to it. Masks act only in the predictive, so each
-family is fitted once and remasked (:func:`synthmi.workflow.tuning.remask`).
+family is fitted once and remasked (:func:`synthmi.workflow.tuning.remask`). Improper DA-MI
+(``<family>_improper``, e.g. ``tree_improper``, ``tree20_improper``): the same models with
+``proper=False``, every copy drawn with the plug-in leaves (the posterior mean: each leaf's empirical
+donor distribution, :meth:`synthmi.models.tree.TreePosterior.plug_in`), as CART's default draws a
+leaf's donors; ``treeu`` / ``tree20u``: the tree (leaves >= 5 / >= 20) with the continuous QIs'
+kernels at 1/1000 of their bandwidth (``smoothing=1e-3``: the donors' values, as CART's; few-valued
+columns have no kernel anyway). ``frontier_battery_comparison_improper.csv`` repeats the comparison
+with the improper DA-MI families only. Every release, CART proper or not and DA-MI proper or not, is
+combined by the same rule, Reiter's (2003) partial-synthesis rule :math:`T = b_M/M + \bar v_M`
+(``frontier(..., rule="partial")``).
 
 Selection, and its effect
 -------------------------
@@ -89,6 +98,48 @@ worst one-way S_pMSE fell from 48-55 to 1.6-2.8, the kernel had moved values off
 With a continuous mask and alpha > 0 together a fair setting x 6 seeds took ~300 s against ~15 s
 (the pair moves of the discrete-leaf trees enumerate levels x values for every record). CART's coarse leaves reach risks no DA-MI setting reached (Adult,
 NHANES, fair at leaf >= 50; NHANES's true-match rate of 0 at most settings).
+
+Improper DA-MI (``proper=False``; run 27 Nov 2026 18:00-18:35, load 3-11, same seeds and files, CART
+rows reused): anes96 ``tree_improper``, ``tree20_improper``, ``treeu_improper``, ``tree20u_improper``
+(6 settings each); fair ``tree_improper``, ``tree20_improper``; NHANES ``tree_improper``,
+``tree20_improper``, ``tree20u_improper``; Adult ``tree_improper``, ``tree20u_improper`` (the last
+three files with ``--alpha-grid 0,0.5``: 4 settings each; fair's QIs are few-valued or categorical,
+so its ``treeu`` is its ``tree``). Per CART setting, improper DA-MI only
+(``frontier_battery_comparison_improper.csv``; report seeds 3-5, paired SE):
+
+file, CART setting: CART's overlap, worst one-/two-way S_pMSE, expected matches / true-match rate;
+the improper DA-MI setting chosen (its figures); overlap difference +- paired SE; verdict.
+
+* anes96, leaf 5: 0.776, 1.12/1.68, 7.45/4.7e-3; tree20 K=1 s=10 a=0.5 (0.866, 1.34/1.91,
+  2.92/1.8e-3); +0.090 +- 0.018; fail (tables)
+* anes96, leaf 5 smoothed: 0.832, 1.21/2.06, 1.68/1.2e-3; tree20u a=0.5 (0.828, 1.09/1.87,
+  1.70/9.9e-4); -0.004 +- 0.013; fail
+* anes96, leaf 20: 0.792, 1.10/2.01, 1.12/7.1e-4; tree20 unmasked (0.848, 1.81/2.08, 1.12/6.4e-4);
+  +0.056 +- 0.031; fail (one-way table); leaf 50 (0.723, 1.01/2.50): the same, +0.124 +- 0.039, fail
+* anes96, leaf 5 proper: 0.810, 2.29/2.52, 7.58/5.0e-3; tree20 K=1 s=10 a=0.5; +0.056 +- 0.029; pass
+* fair, leaf 5: 0.867, 1.05/1.61, 11.3/5.6e-4; tree20 unmasked (0.843, 1.22/2.20, 4.70/2.0e-4);
+  -0.024 +- 0.008; fail. Leaf 20: -0.011 +- 0.009; leaf 5 proper: +0.004 +- 0.009; both fail
+* NHANES, leaf 5: 0.839, 0.85/1.48, 13.4/4.7e-5; tree K=1 s=10 (0.849, 1.77/1.87, 13.2/3.2e-5);
+  +0.010 +- 0.014; fail. Leaf 20: tree20u unmasked +0.002 +- 0.028; fail
+* Adult, leaf 5: 0.877, 1.21/1.31, 8.72/1.9e-4; tree unmasked (0.832, 1.52/1.57, 6.26/6.7e-5);
+  -0.045 +- 0.019; fail. Leaf 5 smoothed (0.822, 2.05/2.29): +0.010 +- 0.015; fail
+
+(CART's coarser settings not listed have no improper DA-MI setting at their risk.) What the plug-in
+does: it takes the parameter draw out of the copies, so the tables fall to CART's level, as designed: on fair (every QI few-valued or categorical: the unmasked
+plug-in tree is CART's predictive on the synthesizer's design) the unmasked improper tree has CART
+leaf 5's risk and tables (11.15 vs 11.27 matches, true-match rate 6.1e-4 vs 6.0e-4, tables 1.24/1.58
+vs 1.20/1.58, all seeds; the proper tree 2.28/2.28) and its overlap (0.863 vs 0.869); Adult's unmasked
+tree 2.49/2.62 -> 1.33/1.60 (CART leaf 5: 1.55/1.63). What it does not do: raise the overlap above
+CART's. The only strict pass is against CART's proper setting on anes96, which anes96's own CART
+frontier dominates (leaf 5 smoothed: 0.828 at 2.1 matches). At anes96's CART leaf 5 (improper) DA-MI
+gains +0.09 at less than half the risk but its tables are above CART's; a setting the selection seeds
+did not pick (tree20u K=1 s=10 a=1, post hoc, so not a pass) reads +0.085 +- 0.014 on the report seeds
+at 5.6 vs 7.45 matches with tables 0.99/1.70 vs 1.12/1.68 (two-way 0.02 above CART's, MC SE ~0.05).
+The unsmoothed unmasked leaf-5 tree on anes96 has CART leaf 5's risk (7.63 vs 7.69 matches, 4.98e-3
+vs 5.01e-3) but one-way 1.60 vs 1.14: the reduction to CART is exact on one partition
+(``tests/models/test_tree_plug_in.py``), and the synthesizer's design (treatment dummies, standardised
+numbers) grows other trees than CartSynthesizer's (codes, one-hot). Masks without kernels add risk
+fast (anes96 ``treeu`` improper with K=1, sigma_e=10: 15.9-26.8 matches against 7.6 unmasked).
 
 Run (niced, in the background; ``--files`` in the order wanted):
 ``nice -n 10 python benchmarks/frontier_battery.py --files adult,anes96,nhanes,fair``.
@@ -387,7 +438,12 @@ def figure(points: pd.DataFrame, path: Path) -> Path:
                 ax.set_title(f"{name} ({int(p['rows'].iloc[0])} rows, {int(p['replicates'].max())} seeds, M={M})",
                              fontsize=9)
             ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    # one legend for every method drawn on any file (not only the first file's)
+    seen: dict = {}
+    for ax in axes.ravel():
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    axes[0][0].legend(list(seen.values()), list(seen), fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
