@@ -418,7 +418,9 @@ class RubinSynthesizer(Synthesizer):
                 raise ParameterError(
                     f"The 'proper' parameter of {type(self).__name__} can be False only with the 'tree' and 'cart' "
                     "methods (plug-in leaves), and models='auto' chooses among parametric models too. Got "
-                    "proper=False with models='auto' instead; give the models (e.g. {column: 'tree'}).",
+                    "proper=False with models='auto' instead. Give every quasi-identifier a 'tree' (or 'cart') model, "
+                    "e.g. models={column: 'tree'} (on the command line: the spec's \"models\", without --models auto), "
+                    "or keep proper=True.",
                     parameter="proper")
             choice = choose_models(self, df, spec, fit_params, progress=self._progress)
             self.model_choice_ = choice
@@ -605,7 +607,9 @@ class RubinSynthesizer(Synthesizer):
             raise ParameterError(
                 f"The 'proper' parameter of {type(self).__name__} can be False only when every quasi-identifier is "
                 f"modelled by 'tree' or 'cart' (plug-in leaves; synthpop's proper = FALSE); the parametric models "
-                f"have no plug-in here. Got proper=False with {bad} instead.", parameter="proper")
+                f"have no plug-in here. Got proper=False with {bad} instead. Give these columns 'tree' (or 'cart', "
+                f"unmasked) models, e.g. models={dict.fromkeys(bad, 'tree')} (on the command line: the spec's "
+                f"\"models\"), or keep proper=True.", parameter="proper")
 
     def _warn_normal_misfit(self, c: str, D: np.ndarray, y: np.ndarray, post: NormalRegressionPosterior,
                             support: Support | None) -> None:

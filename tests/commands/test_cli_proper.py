@@ -1,0 +1,73 @@
+"""Improper (plug-in) DA-MI / Rubin MI from the command line, as a new user reaches it: the spec's
+``models`` give every quasi-identifier a tree and ``--param proper=false`` (the route every other
+synthesizer parameter takes) turns the plug-in on; the release records it, the same seed gives the
+same files, the input file is untouched, and ``utility`` / ``report`` read the copies. A refusal
+names the columns and says where a command-line user gives the models (the spec's "models")."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _frames import wage_frame
+from synthmi.cli import main
+
+
+def _spec(tmp_path, capsys, models: dict | None) -> tuple[str, str]:
+    data = tmp_path / "w.csv"
+    wage_frame(300, seed=3).to_csv(data, index=False)
+    assert main(["spec", "--data", str(data), "--qi", "hours,sex,edu", "--keep", "age,y",
+                 "--analysis", "hours ~ age", "--family", "gaussian",
+                 "--out", str(tmp_path / "s.json"), "--quiet"]) == 0
+    spec = json.loads((tmp_path / "s.json").read_text())
+    if models is not None:
+        spec["models"] = models
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    capsys.readouterr()
+    return str(data), str(tmp_path / "s.json")
+
+
+def test_param_proper_false_gives_a_recorded_reproducible_plug_in_release(tmp_path, capsys):
+    data, spec = _spec(tmp_path, capsys, {"hours": "tree", "sex": "tree", "edu": "tree"})
+    before = (tmp_path / "w.csv").read_bytes()
+    args = ["synthesize", "--data", data, "--spec", spec, "--method", "dami", "--mask", "sex:p=0.8",
+            "--mask", "hours:K=1,sigma=5", "--param", "proper=false", "--m", "2", "--seed", "4", "--quiet"]
+    for out in ("o1", "o2"):
+        rc = main(args + ["--out", str(tmp_path / out)])
+        assert rc == 0, capsys.readouterr().err
+    for i in (1, 2):  # same seed -> identical files
+        assert (tmp_path / "o1" / f"copy_0{i}.csv").read_bytes() == (tmp_path / "o2" / f"copy_0{i}.csv").read_bytes()
+    assert (tmp_path / "w.csv").read_bytes() == before
+    meta = json.loads((tmp_path / "o1" / "metadata.json").read_text())
+    assert meta["params"]["proper"] is False and meta["structure"]["proper"] is False
+    assert meta["diagnostics"]["sampler"] == "plug-in"
+    assert main(["utility", "--original", data, "--synthetic", str(tmp_path / "o1"), "--spec", spec,
+                 "--seed", "1", "--out", str(tmp_path / "u.json"), "--quiet"]) == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "u.json").read_text())
+    assert main(["report", "--original", data, "--synthetic", f"improper={tmp_path / 'o1'}", "--spec", spec,
+                 "--out", str(tmp_path / "r.html"), "--quiet"]) == 0, capsys.readouterr().err
+    assert '&quot;proper&quot;: false' in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize("models, named", [
+    (None, "'hours': 'normal'"),                       # the spec names no models: the defaults are parametric
+    ({"hours": "tree", "sex": "logit", "edu": "tree"}, "'sex': 'logit'"),
+])
+def test_refusal_names_the_columns_and_the_spec_route(tmp_path, capsys, models, named):
+    data, spec = _spec(tmp_path, capsys, models)
+    rc = main(["synthesize", "--data", data, "--spec", spec, "--method", "rubin", "--param", "proper=false",
+               "--m", "2", "--seed", "4", "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc != 0 and not (tmp_path / "o").exists()
+    assert "The 'proper' parameter of method 'rubin' can be False only" in err and named in err
+    # what to do, in the user's terms: which columns need a tree, where the models go, or the other setting
+    assert "'sex': 'tree'" in err and "the spec's \"models\"" in err and "keep proper=True" in err
+
+
+def test_models_auto_refusal_says_where_the_models_go(tmp_path, capsys):
+    data, spec = _spec(tmp_path, capsys, None)
+    rc = main(["synthesize", "--data", data, "--spec", spec, "--method", "rubin", "--models", "auto",
+               "--param", "proper=false", "--m", "2", "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc != 0 and not (tmp_path / "o").exists()
+    assert "models='auto'" in err and "the spec's \"models\", without --models auto" in err
