@@ -76,6 +76,10 @@ EXAMPLES = """examples:
       --mask age:K=3,sigma=5 --mask sex:alpha=2 --mask race:p=0.8 --mask education:alpha=2 --out syn/
   # synthpop-style CART, proper (bootstrap) synthesis
   synthmi synthesize --data adult --qi age,sex,race,education --method cart --param proper=true --out syn_cart/
+  # improper DA-MI (synthpop's proper = FALSE): every copy uses the posterior mean of tree leaves;
+  # the spec's "models" must give every quasi-identifier "tree" (or "cart"), e.g. {"age": "tree", ...}
+  synthmi synthesize --data survey.csv --spec spec.json --method dami --mask sex:p=0.8 \\
+      --param proper=false --m 5 --seed 1 --out syn_improper/
   # risk-targeted DA-MI: weaker masking (more protection) for high-risk records
   synthmi synthesize --data nhanes --qi age,gender,race_ethnicity,education,marital_status \\
       --keep bmi,diabetes --method risk-dami --m 5 \\

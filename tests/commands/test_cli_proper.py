@@ -71,3 +71,20 @@ def test_models_auto_refusal_says_where_the_models_go(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc != 0 and not (tmp_path / "o").exists()
     assert "models='auto'" in err and "the spec's \"models\", without --models auto" in err
+
+
+def test_synthesize_help_shows_the_improper_example_and_it_parses(capsys):
+    import re
+    import shlex
+
+    from synthmi.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        main(["synthesize", "--help"])
+    out = capsys.readouterr().out
+    lines = out.split("# improper DA-MI", 1)[1].splitlines()[1:]
+    lines = [ln.strip() for ln in lines[:next(i for i, ln in enumerate(lines[1:], 1) if ln.strip().startswith("#"))]]
+    command = re.sub(r"\\\s+", " ", " ".join(ln for ln in lines if not ln.startswith("#")))  # continued lines
+    assert command.startswith("synthmi synthesize") and "--param proper=false" in command
+    args = build_parser().parse_args(shlex.split(command)[1:])
+    assert args.param == ["proper=false"] and args.method == "dami" and args.spec == "spec.json"
