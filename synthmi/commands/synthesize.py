@@ -1417,6 +1417,12 @@ def _run_dask(args: argparse.Namespace, cls: type, params: dict, qi: list[str], 
         # silently released copies without the weight column and without the rules
         raise InputError(f"The '{given[0]}' option is not available with --engine dask (the partition-wise fit has no "
                          "survey weights, point masses or structural rules); synthesize in memory (--engine pandas).")
+    if args.spec:
+        # the partition-wise fit reads no spec: its roles, kinds, models and masks were dropped
+        # silently, and its excluded columns released as kept (a nominal code modelled as normal)
+        raise InputError("The '--spec' option is not available with --engine dask (the partition-wise fit does not "
+                         "read a spec's roles, kinds, models or masks); give --qi, --keep and --mask, or synthesize "
+                         "in memory (--engine pandas).")
     if out.exists() and any(out.iterdir()):
         raise InputError(f"The '--out' directory '{out}' is not empty; --engine dask writes into a new or empty directory.")
     source = str(args.data)

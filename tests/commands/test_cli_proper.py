@@ -88,3 +88,22 @@ def test_synthesize_help_shows_the_improper_example_and_it_parses(capsys):
     assert command.startswith("synthmi synthesize") and "--param proper=false" in command
     args = build_parser().parse_args(shlex.split(command)[1:])
     assert args.param == ["proper=false"] and args.method == "dami" and args.spec == "spec.json"
+
+
+def test_engine_dask_refuses_a_spec_instead_of_dropping_it(tmp_path, capsys):
+    """Found trying proper=False on a Parquet file: the Dask path dropped the spec silently (its tree
+    models, so the plug-in refusal asked for trees the spec already gave; its kinds; its roles, so an
+    excluded column was released). Fail closed, naming the option."""
+    pytest.importorskip("dask.dataframe")
+    data, spec = _spec(tmp_path, capsys, {"hours": "tree", "sex": "tree", "edu": "tree"})
+    s = json.loads((tmp_path / "s.json").read_text())
+    s["columns"]["y"]["role"] = "excluded"
+    (tmp_path / "s.json").write_text(json.dumps(s))
+    import pandas as pd
+
+    pd.read_csv(data).to_parquet(tmp_path / "w.parquet", index=False)
+    rc = main(["synthesize", "--data", str(tmp_path / "w.parquet"), "--engine", "dask", "--spec", spec,
+               "--method", "rubin", "--m", "2", "--seed", "4", "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc != 0 and not (tmp_path / "o").exists(), err
+    assert "The '--spec' option is not available with --engine dask" in err and "--engine pandas" in err
