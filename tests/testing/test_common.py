@@ -37,6 +37,14 @@ CASES = {
         lambda: DAMISynthesizer(masks={"x": {"K": 2, "sigma_e": 3.0}}, random_state=1, draws=500, progressbar=False),
         None,
     ),
+    # proper=False (synthpop's proper = FALSE): the plug-in leaves of all-tree models, no posterior sampled
+    "rubin-improper": (lambda: RubinSynthesizer(models={"x": "tree", "c": "tree"}, proper=False, progressbar=False),
+                       None),
+    "dami-improper": (
+        lambda: DAMISynthesizer(masks={"x": {"K": 1, "sigma_e": 1.0}, "c": {"p": 0.8}},
+                                models={"x": "tree", "c": "tree"}, proper=False, random_state=1, progressbar=False),
+        None,
+    ),
     "risk-dami": (
         # a deliberately short chain (the battery is about the contract): accepted
         lambda: RiskTargetedSynthesizer(masks={"x": {"K": 1, "sigma_e": 3.0}}, n_iter=40, random_state=2,
