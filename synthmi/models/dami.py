@@ -234,7 +234,9 @@ class DAMISynthesizer(RubinSynthesizer):
         if carts:
             raise ColumnError(
                 f"Columns {carts} are masked but synthesized by 'cart', which has no likelihood to combine with the "
-                "masking evidence; give them a parametric method in 'models'."
+                "masking evidence; give them " + ("'tree' or a parametric method in 'models'." if self.proper else
+                                                  "'tree' in 'models' (with proper=False the parametric methods "
+                                                  "have no plug-in).")
             )
         if self.predictive == "joint" and any(not mk.is_null for mk in self.masks_.values()):
             check_joint(self.conditionals_)
