@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import RESULTS, write_json  # noqa: E402
+from _bench import RESULTS, environment, write_json  # noqa: E402
 
 M = 5
 
@@ -204,8 +204,9 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
-def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Path, search_s: float,
-             m_search: int = 3, relax: float | None = None, skip_default: bool = False) -> dict:
+def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Path, search_s: float | None,
+             m_search: int = 3, relax: float | None = None, skip_default: bool = False,
+             search_points: int | None = None) -> dict:
     log = work / f"{name}.log"
     df = cfg["load"](rows)
     csv = work / f"{name}.csv"
@@ -224,8 +225,10 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
     tol = [a for t in cfg["tol"] for a in ("--tol", t)]
     common = [*tol, "--target", "expected_matches<=cart", "--target", "true_match_rate<=cart",
               "--m", str(M), "--replicates", str(len(seeds)), "--reference-replicates", str(len(seeds)),
-              "--seed", str(seeds[0]), "--jobs", "1", "--max-search-seconds", str(search_s), "--overwrite",
-              "--m-search", str(m_search)]
+              "--seed", str(seeds[0]), "--jobs", "1", "--overwrite", "--m-search", str(m_search),
+              # the search's budget in settings measured (the same search on any machine); seconds only if asked
+              *(["--max-search-points", str(search_points)] if search_points is not None else []),
+              *(["--max-search-seconds", str(search_s)] if search_s is not None else [])]
     attempts = []
     tol_items = None
     spec, trace = work / f"{name}_tuned.json", work / f"{name}_trace.json"
@@ -312,6 +315,10 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
                 "expected_matches", "true_match_rate")},
                 "reference": search.get("reference"), "table_caps": search.get("table_caps"),
                 "infeasible": search.get("infeasible"), "search_points": search.get("search_points"),
+                "max_search_points": search.get("max_search_points"),
+                "max_search_seconds": search.get("max_search_seconds"),
+                "search_stopped_by": search.get("search_stopped_by"),
+                "coordinate_search": search.get("coordinate_search"),
                 "not_tried": search.get("not_tried"), "wall_seconds": rec.get("wall_seconds")},
             "cpu_seconds": cpu, "wall_seconds": time.perf_counter() - t0}
 
@@ -323,7 +330,10 @@ def main() -> None:
     ap.add_argument("--adult-rows", type=int, default=5000,
                     help="Adult's rows, subsampled (seeded) for the CPU budget (all 48,842 do not fit)")
     ap.add_argument("--replicates", type=int, default=3, help="seeds of CART and of the tuned release (>= 3)")
-    ap.add_argument("--max-search-seconds", type=float, default=300.0)
+    ap.add_argument("--max-search-seconds", type=float, default=None,
+                    help="tune's wall budget (default none: what it reaches depends on the machine's load)")
+    ap.add_argument("--max-search-points", type=int, default=60,
+                    help="tune's search budget in mask settings measured (default 60; the same search on any machine)")
     ap.add_argument("--m-search", type=int, default=3,
                     help="tune's copies per search candidate (its default 3; 5 = CART's reference footing)")
     ap.add_argument("--relax-table-ratio", type=float, default=None,
@@ -335,14 +345,20 @@ def main() -> None:
     seeds = list(range(a.replicates))
     work = Path(tempfile.mkdtemp(prefix="tune_files_"))
     print(f"work dir {work}", flush=True)
-    out = {}
-    if a.merge and (RESULTS / "tune_files.json").exists():
-        out = json.loads((RESULTS / "tune_files.json").read_text())["files"]  # the files not run now, as recorded
+    new = {}
     for name in [f for f in a.files.split(",") if f]:  # --files "" --merge: rewrite the table only
         rows = {"fair": a.fair_rows, "adult": a.adult_rows}.get(name)
-        out[name] = run_file(name, FILES[name], rows, seeds, work,
+        env = environment()  # the load at this file's start
+        new[name] = run_file(name, FILES[name], rows, seeds, work,
                              a.max_search_seconds, a.m_search, a.relax_table_ratio,
-                             name in a.skip_default.split(","))
+                             name in a.skip_default.split(","), a.max_search_points)
+        new[name]["environment"] = env
+    out = {}
+    if a.merge and (RESULTS / "tune_files.json").exists():
+        # read after the runs (not before): runs of other files in parallel processes that finished
+        # meanwhile are kept
+        out = json.loads((RESULTS / "tune_files.json").read_text())["files"]  # the files not run now, as recorded
+    out.update(new)
     rows = []
     for name, r in out.items():
         for rel in ("cart", "tuned"):

@@ -54,7 +54,9 @@ to the raise with the best mean CI overlap among those meeting every target (--m
 copies per candidate), until no raise meets them. Then the diagonal (every QI at its k-th
 level) and a coordinate search from the best point so far: each QI in turn is set to every level of its grid (no mask and the weakest
 included) with the others held, moving to the best; the cycles over all QIs repeat until
-one makes no move (--max-cycles, --max-search-seconds). The output says what was not
+one makes no move (--max-cycles, --max-search-points, --max-search-seconds; the points budget,
+counted in mask settings measured, gives the same choice on any machine, the seconds budget does
+not). The output says what was not
 tried: each QI's grid, QIs never masked and why, levels never used, budget cut-offs. The --n-confirm best candidates are
 re-run with --m copies x --replicates replicates; the best whose mean risk meets every
 target is chosen. Validation: the chosen spec is then synthesized exactly as 'synthmi synthesize
@@ -121,7 +123,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=2,
                    help="worker processes measuring candidates side by side (default 2; results do not depend on it)")
     p.add_argument("--max-search-seconds", type=float, default=None,
-                   help="stop the search (not the confirmation) after this many seconds")
+                   help="stop the search (not the confirmation) after this many seconds (what it reaches depends "
+                        "on the machine's load; --max-search-points does not)")
+    p.add_argument("--max-search-points", type=int, default=None,
+                   help="stop the search (not the confirmation) before it measures more than this many distinct "
+                        "mask settings: a budget that gives the same search and choice on any machine")
     p.add_argument("--max-cycles", type=int, default=10,
                    help="cycles of the coordinate search at most (default 10; 0: the greedy ascent alone)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
@@ -180,7 +186,7 @@ def not_tried_lines(settings: dict) -> list[str]:
     for c, levels in nt.get("levels_never_tried", {}).items():
         out.append(f"not tried: {c} at {', '.join(levels)}")
     for cut in nt.get("budget_cut_offs", []):
-        out.append(f"not tried: the search was cut by {cut} (raise --max-search-seconds / --max-cycles)")
+        out.append(f"not tried: the search was cut by {cut} (raise --max-search-points / --max-search-seconds / --max-cycles)")
     return out
 
 
@@ -256,9 +262,9 @@ def run(args: argparse.Namespace) -> int:
         if name in base_params:
             raise InputError(f"Give {name} with --{name.replace('_', '-')}, not --param.")
         base_params[name] = getattr(args, name)
-    for name in ("m", "replicates", "m_search", "n_confirm", "jobs", "max_cycles"):
+    for name in ("m", "replicates", "m_search", "n_confirm", "jobs", "max_cycles", "max_search_points"):
         lo = 2 if name in ("m", "m_search") else 0 if name == "max_cycles" else 1  # partial rule: >= 2 copies
-        if getattr(args, name) < lo:
+        if getattr(args, name) is not None and getattr(args, name) < lo:
             raise InputError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
     if not args.max_table_s_pmse > 0:
         raise InputError(f"The '--max-table-s-pmse' option must be > 0. Got {args.max_table_s_pmse} instead.")
@@ -332,7 +338,8 @@ def run(args: argparse.Namespace) -> int:
         res = tune(df, None if spec is not None else qi, keep, analyses, targets, m_search=args.m_search, m=args.m,
                    replicates=args.replicates, n_confirm=args.n_confirm, seed=args.seed, tolerance=tol,
                    target=args.attribute_target, k0=args.k0, subgroup_tolerance=tol, base_params=base_params,
-                   spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say,
+                   spec=spec, max_search_seconds=args.max_search_seconds, max_search_points=args.max_search_points,
+                   n_jobs=args.jobs, progress=say,
                    holdout_share=args.holdout_share, max_table_s_pmse=args.max_table_s_pmse,
                    max_cycles=args.max_cycles, reference_params=cart_params,
                    reference_replicates=args.reference_replicates, max_table_ratio=args.max_table_ratio or None,

@@ -45,7 +45,7 @@ from .._validate import check_scalar
 from ..errors import InputError, InputTypeError
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
-           "independent_release", "greedy_ascent", "coordinate_search", "validate_spec",
+           "independent_release", "greedy_ascent", "coordinate_search", "validate_spec", "SearchBudgetExhausted",
            "ReferenceTarget", "parse_target", "reference_figures"]
 
 METHODS = ("dami", "risk-dami", "cart", "norm+logit")
@@ -656,6 +656,13 @@ def _coordinates(kinds: Mapping[str, str], continuous_grid, alpha_grid) -> list[
     return out
 
 
+class SearchBudgetExhausted(Exception):
+    """Raised by tune's evaluator when measuring the asked points would take the search past
+    ``max_search_points`` distinct settings; :func:`greedy_ascent` and :func:`coordinate_search`
+    stop there with ``"point limit"`` (a budget counted in settings, not seconds: the same on a
+    loaded machine as on a quiet one)."""
+
+
 def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]], Mapping[str, Any]],
                   deadline: float | None = None,
                   evaluate_many: Callable[[list[tuple[int, ...]]], list[Mapping[str, Any]]] | None = None,
@@ -675,7 +682,9 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
     point feasible), so it would be infeasible from every later point too.
     Stops when no raise is feasible (``"boundary"``), every coordinate is at
     its top level (``"top"``), the origin is infeasible (``"origin infeasible"``)
-    or ``time.perf_counter()`` passes ``deadline`` (``"time limit"``).
+    or ``time.perf_counter()`` passes ``deadline`` (``"time limit"``), or the evaluator
+    raises :class:`SearchBudgetExhausted` (``"point limit"``; the origin too: ``"point limit"``
+    with an empty path).
 
     Returns the path (points moved to, origin first) and why it stopped.
     At most ``sum(n_levels - 1)`` moves, each evaluating at most
@@ -686,8 +695,11 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
         return bool(r.get("meets_targets", r["feasible"]))
 
     x = tuple(0 for _ in n_levels)
-    if not walkable(evaluate(x)):
-        return [], "origin infeasible"
+    try:
+        if not walkable(evaluate(x)):
+            return [], "origin infeasible"
+    except SearchBudgetExhausted:
+        return [], "point limit"
     path = [x]
     blocked: set[int] = set()
     while True:
@@ -697,7 +709,10 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
         if not moves:
             return path, "top" if all(x[j] == n - 1 for j, n in enumerate(n_levels)) else "boundary"
         pts = [tuple(v + (i == j) for i, v in enumerate(x)) for j in moves]
-        rows = evaluate_many(pts) if evaluate_many is not None else [evaluate(p) for p in pts]
+        try:
+            rows = evaluate_many(pts) if evaluate_many is not None else [evaluate(p) for p in pts]
+        except SearchBudgetExhausted:
+            return path, "point limit"
         res = dict(zip(moves, rows))
         blocked |= {j for j, r in res.items() if not walkable(r)}
         ok = [j for j, r in res.items() if walkable(r)]
@@ -729,7 +744,8 @@ def coordinate_search(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ..
     current point strictly. The cycle over all coordinates repeats until a full cycle
     makes no move (``"converged"``: no single quasi-identifier's mask, weaker or
     stronger, improves on the point), ``max_cycles`` cycles have run (``"cycle limit"``)
-    or ``time.perf_counter()`` passes ``deadline`` (``"time limit"``).
+    or ``time.perf_counter()`` passes ``deadline`` (``"time limit"``), or the evaluator
+    raises :class:`SearchBudgetExhausted` (``"point limit"``).
 
     Unlike the greedy ascent, which only raises masks and never returns to a quasi-identifier
     whose raise broke a target, this revisits every quasi-identifier after another one
@@ -742,7 +758,10 @@ def coordinate_search(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ..
     Returns the path (points moved to, ``start`` first), why it stopped and the cycles run.
     """
     x = tuple(int(v) for v in start)
-    cur = evaluate(x)
+    try:
+        cur = evaluate(x)
+    except SearchBudgetExhausted:
+        return [x], "point limit", 0
     path = [x]
     cycles = 0
     while True:
@@ -754,7 +773,10 @@ def coordinate_search(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ..
             if deadline is not None and time.perf_counter() > deadline:
                 return path, "time limit", cycles
             pts = [tuple(v if i != j else k for i, v in enumerate(x)) for k in range(int(n))]
-            rows = evaluate_many(pts) if evaluate_many is not None else [evaluate(p) for p in pts]
+            try:
+                rows = evaluate_many(pts) if evaluate_many is not None else [evaluate(p) for p in pts]
+            except SearchBudgetExhausted:
+                return path, "point limit", cycles
             best = max(range(len(pts)), key=lambda k: _rank(rows[k]))
             if _rank(rows[best]) > _rank(cur):
                 x, cur = pts[best], rows[best]
@@ -771,11 +793,12 @@ def _level_label(level: Mapping[str, Any] | None) -> str:
 
 
 def _not_tried(coords: list, unmaskable: Mapping[str, str], trace: list[dict[str, Any]], greedy_stop: str,
-               coord_stop: str, max_search_seconds: float | None) -> dict[str, Any]:
+               coord_stop: str, max_search_seconds: float | None,
+               max_search_points: int | None = None) -> dict[str, Any]:
     """What the search did not try, for the record and the command's output: each QI's grid (masks
     outside it, weaker, stronger or between its levels, were not tried), the QIs never varied and why,
     the levels of a QI no search point used, the lattice's size against the points measured, and the
-    budget cut-offs (time limit, cycle limit)."""
+    budget cut-offs (time limit, point limit, cycle limit)."""
     tried = [tuple(r["levels"]) for r in trace if r["stage"] == "search"]
     grid, never_levels = {}, {}
     for j, (c, levels) in enumerate(coords):
@@ -787,11 +810,12 @@ def _not_tried(coords: list, unmaskable: Mapping[str, str], trace: list[dict[str
     never = dict(unmaskable)
     for j, (c, levels) in enumerate(coords):
         if not any(x[j] > 0 for x in tried):
+            limit = next((lim for lim in ("time limit", "point limit")
+                          if any(lim in s for s in (greedy_stop, coord_stop))), None)
             never[c] = "no search point masked it (" + (
-                "time limit" if "time limit" in (greedy_stop, coord_stop) else "the origin misses the targets"
+                limit if limit else "the origin misses the targets"
                 if greedy_stop == "origin infeasible" else "its weakest mask was never reached") + ")"
-    cut = ["time limit" if "time limit" in s else s for s in (greedy_stop, coord_stop)
-           if "time limit" in s or s == "cycle limit"]
+    cut = [lim for s in (greedy_stop, coord_stop) for lim in ("time limit", "point limit", "cycle limit") if lim in s]
     return {
         "grid": grid,
         "outside_grid": "masks weaker than each QI's weakest level, stronger than its strongest, or between two "
@@ -802,7 +826,9 @@ def _not_tried(coords: list, unmaskable: Mapping[str, str], trace: list[dict[str
         "lattice_points": int(np.prod([len(lv) for _, lv in coords])) if coords else 1,
         "points_tried": len(set(tried)),
         "budget_cut_offs": sorted(set(cut)) + ([f"max_search_seconds={max_search_seconds:g}"]
-                                              if cut and max_search_seconds is not None and "time limit" in cut else []),
+                                              if max_search_seconds is not None and "time limit" in cut else [])
+        + ([f"max_search_points={max_search_points:d}"]
+           if max_search_points is not None and "point limit" in cut else []),
     }
 
 
@@ -941,6 +967,7 @@ def tune(
     base_params: Mapping[str, Any] | None = None,
     spec: Any = None,
     max_search_seconds: float | None = None,
+    max_search_points: int | None = None,
     n_jobs: int = 1,
     progress: Any = None,
     holdout_share: float | None = None,
@@ -1056,7 +1083,16 @@ def tune(
     spec : ReleaseSpec, optional
         Roles and kinds of the columns; the chosen masks are written into it.
     max_search_seconds : float, optional
-        Stop the search (not the confirmation) after this many seconds.
+        Stop the search (not the confirmation) after this many seconds. What it reaches depends
+        on the machine's speed and load (a benchmark on a shared machine measured 14-25 settings
+        in 300 s); for a reproducible search give ``max_search_points``.
+    max_search_points : int, optional
+        Stop the search (not the confirmation) before a step whose new settings would take the
+        number of distinct mask settings measured by the search above this many (the origin, the
+        ascent's raises, the diagonal and the coordinate search's levels all count; a setting
+        measured twice counts once). The budget is counted in settings, so the search, and the
+        chosen masks, are the same whatever the load (every candidate has its own seeds and pool
+        entries). Recorded as ``"point limit"`` in ``settings["not_tried"]["budget_cut_offs"]``.
     max_cycles : int, default 10
         Cycles of the coordinate search at most (0: the greedy ascent alone).
     reference_params, reference_replicates
@@ -1091,7 +1127,8 @@ def tune(
     # m, m_search >= 2: the partial-synthesis rule needs the between-copy variance of the analyses
     for name, v, lo in (("m_search", m_search, 2), ("m", m, 2), ("replicates", replicates, 1), ("n_confirm", n_confirm, 1),
                         ("n_jobs", n_jobs, 1), ("max_cycles", max_cycles, 0),
-                        ("reference_replicates", reference_replicates, 2)):
+                        ("reference_replicates", reference_replicates, 2),
+                        *((("max_search_points", max_search_points, 1),) if max_search_points is not None else ())):
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise InputError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
     analyses = [Analysis.coerce(a) for a in analyses]
@@ -1268,6 +1305,12 @@ def tune(
 
     def run_many(xs: list[tuple[int, ...]], stage: str, mm: int, reps: int) -> list[dict[str, Any]]:
         todo = [x for x in dict.fromkeys(xs) if (x, mm, reps, stage == "validate") not in seen]
+        if stage == "search" and max_search_points is not None:
+            done = {tuple(r["levels"]) for r in trace if r["stage"] == "search"}
+            if len(done | set(todo)) > int(max_search_points):
+                # the whole step or none of it: a move chosen among part of its raises would depend on
+                # where the budget fell inside it
+                raise SearchBudgetExhausted
         # confirming copies: pool entries r*m ..., seeds seed + replicates + r; search copies: the
         # entries after them and seed + 2 * replicates (disjoint from every confirming and validating copy)
         start, seed0 = {"confirm": (0, int(seed) + replicates),
@@ -1314,11 +1357,16 @@ def tune(
                                    deadline=deadline, evaluate_many=lambda xs: run_many(xs, "search", m_search, 1))
         # (2b) cyclic coordinate search from the best point so far: every QI revisited, every level of
         # its mask (none and the weakest included) tried, until a full cycle makes no move
-        cycles, coord_stopped = 0, "not run: " + stopped
-        if coords and stopped not in ("origin infeasible", "time limit"):
+        cycles, coord_stopped, diagonal = 0, "not run: " + stopped, "not measured: " + stopped
+        if coords and stopped not in ("origin infeasible", "time limit", "point limit"):
             # the diagonal too (every QI at its k-th level: one weak mask for all, as a person sets one by
             # hand), so that the cycles can start from a uniform setting the ascent never passed
-            run_many([tuple(min(k, n - 1) for n in n_levels) for k in range(1, max(n_levels))], "search", m_search, 1)
+            try:
+                run_many([tuple(min(k, n - 1) for n in n_levels) for k in range(1, max(n_levels))], "search",
+                         m_search, 1)
+                diagonal = "measured"
+            except SearchBudgetExhausted:
+                diagonal = "not measured (point limit)"
             start = tuple(max((r for r in trace if r["stage"] == "search"), key=_rank)["levels"])
             _, coord_stopped, cycles = coordinate_search(
                 n_levels, lambda x: run(x, "search", m_search, 1), start, deadline=deadline,
@@ -1378,8 +1426,11 @@ def tune(
                   "tolerance": jsonable(tolerance), "target": target,
                   "continuous_grid": [list(c) for c in continuous_grid], "alpha_grid": list(alpha_grid),
                   "fit_seconds": fit_s, "posterior_pool": n_pool, "search_stopped_by": stopped,
-                  "coordinate_search": {"stopped_by": coord_stopped, "cycles": cycles, "max_cycles": int(max_cycles)},
-                  "not_tried": _not_tried(coords, unmaskable, trace, stopped, coord_stopped, max_search_seconds),
+                  "coordinate_search": {"stopped_by": coord_stopped, "cycles": cycles, "max_cycles": int(max_cycles),
+                                        "diagonal": diagonal},
+                  "not_tried": _not_tried(coords, unmaskable, trace, stopped, coord_stopped, max_search_seconds,
+                                          max_search_points),
+                  "max_search_seconds": max_search_seconds, "max_search_points": max_search_points,
                   "search_points": sum(r["stage"] == "search" for r in trace), "n_jobs": int(n_jobs),
                   "diagnostics_check": jsonable(check), "base_params": jsonable(dict(base_params or {})),
                   "holdout_share": holdout_share if holdout_measures else None,

@@ -110,3 +110,23 @@ def test_tune_attack_flags_are_checked(tmp_path, capsys, extra, message):
                "--target", "expected_matches<=10", *extra, "--out", str(tmp_path / "t.json"), "--quiet"])
     assert rc == 1
     assert message in capsys.readouterr().err
+
+
+def test_tune_max_search_points_bounds_the_search_and_is_checked(tmp_path, capsys):
+    csv = _with_region(tmp_path)
+    rc = main(["tune", "--data", str(csv), "--qi", "age,sex", "--keep", "hours,y", "--analysis", "y ~ age + sex",
+               "--family", "logit", "--tol", "age=1", "--target", "expected_matches<=1000",
+               "--max-table-s-pmse", "1000", *SMALL, "--max-search-points", "1", "--out", str(tmp_path / "t.json"),
+               "--trace", str(tmp_path / "trace.json")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    search = json.loads((tmp_path / "trace.json").read_text())["search"]
+    # the origin only: its raises (2 settings) would take the search past 1
+    assert search["search_points"] == 1 and search["search_stopped_by"] == "point limit"
+    assert search["not_tried"]["budget_cut_offs"] == ["point limit", "max_search_points=1"]
+    assert "the search was cut by max_search_points=1" in out
+    rc = main(["tune", "--data", str(csv), "--qi", "age,sex", "--keep", "hours,y", "--analysis", "y ~ age",
+               "--target", "expected_matches<=10", "--max-search-points", "0", "--out", str(tmp_path / "u.json"),
+               "--quiet"])
+    assert rc == 1
+    assert "The '--max-search-points' option must be >= 1. Got 0 instead." in capsys.readouterr().err
