@@ -190,6 +190,18 @@ def not_tried_lines(settings: dict) -> list[str]:
     return out
 
 
+def versus_reference_lines(info: dict | None) -> list[tuple[str, bool]]:
+    """The tuned release's utility against the reference's (``settings["versus_reference"]`` of
+    :func:`synthmi.workflow.tuning.tune`), one line per utility, with whether it is below."""
+    out = []
+    for k, name in (("battery_ci_overlap", "battery CI overlap"), ("mean_ci_overlap", "declared analyses' CI overlap")):
+        v = (info or {}).get(k)
+        if v:
+            out.append((f"{name} {v['tuned']:.3f} vs CART's {v['reference']:.3f} (difference {v['difference']:+.3f}, "
+                        f"MC se {v['se']:.3f}): {v['verdict']}", v["verdict"] == "below"))
+    return out
+
+
 #: tables named on the terminal when no setting is feasible (worst first; --trace has them all)
 _SHOWN_TABLES = 8
 
@@ -389,6 +401,12 @@ def run(args: argparse.Namespace) -> int:
           f"(se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
           + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t})" for t in res.targets)
           + f"; validated (synthesize --spec route, seeds below), after the choice; wall {res.wall_seconds:.0f} s")
+    for line, below in versus_reference_lines(res.settings.get("versus_reference")):
+        print(line)
+        if below:
+            print("warning: " + line + ": CART's release (the reference, at whose risk this was tuned) is as safe and "
+                  "more useful; the DA-MI release is dominated. Release CART's, or give the QIs models that fit "
+                  "better (the spec's \"models\") and tune again.", file=sys.stderr)
     if res.validated is not None and not res.validated.get("feasible", True):
         print("warning: on fresh copies the chosen masks miss "
               + ", ".join(str(t) for t in res.targets if not t.met(res.validated))

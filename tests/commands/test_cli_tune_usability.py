@@ -130,3 +130,24 @@ def test_tune_max_search_points_bounds_the_search_and_is_checked(tmp_path, capsy
                "--quiet"])
     assert rc == 1
     assert "The '--max-search-points' option must be >= 1. Got 0 instead." in capsys.readouterr().err
+
+
+def test_tune_at_carts_risk_compares_its_release_with_carts(tmp_path, capsys):
+    # the validated figures against CART's (the reference measured for the <=cart target), in the trace,
+    # in the spec's tuning record (what the report reads) and on the terminal
+    csv = _with_region(tmp_path)
+    rc = main(["tune", "--data", str(csv), "--qi", "age,sex", "--keep", "hours,y", "--analysis", "y ~ age + sex",
+               "--family", "logit", "--tol", "age=1", "--target", "expected_matches<=cart",
+               "--reference-replicates", "2", "--max-table-s-pmse", "1000", "--max-table-ratio", "0", *SMALL,
+               "--replicates", "2", "--out", str(tmp_path / "t.json"), "--trace", str(tmp_path / "trace.json")])
+    out = capsys.readouterr().out
+    if rc == 2:
+        pytest.fail("no setting at CART's risk on this file: " + out)
+    tr = json.loads((tmp_path / "trace.json").read_text())
+    v, ref, val = tr["search"]["versus_reference"], tr["search"]["reference"], tr["validated"]
+    for k in ("battery_ci_overlap", "mean_ci_overlap"):
+        assert v[k]["reference"] == pytest.approx(ref["mean"][k]) and v[k]["tuned"] == pytest.approx(val[k])
+        assert v[k]["difference"] == pytest.approx(val[k] - ref["mean"][k])
+        assert v[k]["se"] == pytest.approx(np.hypot(val[k + "_se"], ref["se"][k]))
+    assert f"battery CI overlap {val['battery_ci_overlap']:.3f} vs CART's" in out
+    assert json.loads((tmp_path / "t.json").read_text())["tuning"]["versus_reference"] == v

@@ -242,3 +242,24 @@ def test_tune_point_budget_gives_the_same_choice_whatever_the_speed(monkeypatch)
     with pytest.raises(Exception, match="'max_search_points' parameter of tune must be an integer >= 1"):
         tuning.tune(_small(200), ["age", "sex"], ["y"], ["y ~ age + sex"], ["expected_matches<=4"],
                     **{**kw, "max_search_points": 0})
+
+
+def test_versus_reference_by_hand():
+    from synthmi.workflow.tuning import versus_reference
+
+    ref = {"mean": {"battery_ci_overlap": 0.864, "mean_ci_overlap": 0.886},
+           "se": {"battery_ci_overlap": 0.008, "mean_ci_overlap": 0.04}}
+    v = versus_reference({"battery_ci_overlap": 0.827, "battery_ci_overlap_se": 0.006,
+                          "mean_ci_overlap": 0.900, "mean_ci_overlap_se": 0.03}, ref)
+    # battery: d = 0.827 - 0.864 = -0.037, s = hypot(0.006, 0.008) = 0.010, -0.037 < -2 x 0.010: below
+    b = v["battery_ci_overlap"]
+    assert b["difference"] == pytest.approx(-0.037) and b["se"] == pytest.approx(0.010)
+    assert b["verdict"] == "below"
+    # declared: d = +0.014, s = hypot(0.03, 0.04) = 0.05: within
+    d = v["mean_ci_overlap"]
+    assert d["se"] == pytest.approx(0.05) and d["verdict"] == "within Monte Carlo error"
+    # d = +0.05, s = hypot(0.003, 0.004) = 0.005: above
+    up = versus_reference({"battery_ci_overlap": 0.95, "battery_ci_overlap_se": 0.003},
+                          {"mean": {"battery_ci_overlap": 0.90}, "se": {"battery_ci_overlap": 0.004}})
+    assert up["battery_ci_overlap"]["verdict"] == "above" and "mean_ci_overlap" not in up
+    assert versus_reference({"battery_ci_overlap": 0.9}, None) is None
