@@ -224,6 +224,8 @@ def infeasible_lines(info: dict | None) -> list[str]:
         if not tables:
             out += [f"  {k}: {v:.3g} (bound {info['caps'][k]:.3g}; mean over its search copies)"
                     for k, v in (info.get("worst") or {}).items()]
+        for c, why in (info.get("unmaskable") or {}).items():
+            out.append(f"  '{c}' cannot be masked ({why}): no setting moves its tables, drawn by its model alone")
         out.append("(a model that fits those margins may make a setting feasible: a tree or a transform for the "
                    "named numeric QIs in the spec's \"models\" (a tree draws a QI with few distinct values, e.g. an "
                    "age in brackets, from its donors' values); or a higher --max-table-s-pmse / --max-table-ratio)")

@@ -1432,6 +1432,10 @@ def tune(
                 # which tables broke the rule, named, on the closest setting's own search copies
                 infeasible["tables"] = _measure_tables(infeasible["masks"], m_search, m * replicates,
                                                        int(seed) + 2 * replicates, caps_search or caps)
+                # the QIs of those tables that no mask can move (the search never varies them): their
+                # tables are their models' alone (NHANES: education and marital_status, missing values)
+                named = {v for t in infeasible["tables"] for v in t["table"].split(":")}
+                infeasible["unmaskable"] = {c: why for c, why in unmaskable.items() if c in named}
         if chosen is not None:
             # (4) the chosen masks by the user's route (validate_spec: the written spec, refitted and
             # sampled with seeds seed + r, as synthesize --spec --seed does), measured as analyse does

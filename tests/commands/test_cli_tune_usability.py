@@ -151,3 +151,22 @@ def test_tune_at_carts_risk_compares_its_release_with_carts(tmp_path, capsys):
         assert v[k]["se"] == pytest.approx(np.hypot(val[k + "_se"], ref["se"][k]))
     assert f"battery CI overlap {val['battery_ci_overlap']:.3f} vs CART's" in out
     assert json.loads((tmp_path / "t.json").read_text())["tuning"]["versus_reference"] == v
+
+
+def test_tune_says_which_named_qis_no_mask_can_move(tmp_path, capsys):
+    # a QI with missing values cannot carry a mask (DA-MI): when its tables break the rule, tune says that
+    # no setting of the search moves them (NHANES: education and marital_status)
+    w = wage_frame(200, seed=6)
+    w["region"] = np.random.default_rng(6).integers(1, 4, len(w)).astype(float)
+    w.loc[::10, "region"] = np.nan
+    w.to_csv(tmp_path / "w.csv", index=False)
+    rc = main(["tune", "--data", str(tmp_path / "w.csv"), "--qi", "age,region", "--keep", "hours,y",
+               "--categorical", "region", "--analysis", "y ~ age", "--family", "logit", "--tol", "age=1",
+               "--target", "expected_matches<=1000", "--max-table-s-pmse", "0.001", *SMALL,
+               "--out", str(tmp_path / "t.json"), "--trace", str(tmp_path / "trace.json")])
+    out = capsys.readouterr().out
+    assert rc == 2
+    info = json.loads((tmp_path / "trace.json").read_text())["search"]["infeasible"]
+    assert set(info["unmaskable"]) == {"region"} and "age" in {v for t in info["tables"] for v in t["table"].split(":")}
+    assert "'region' cannot be masked (it has missing values or point masses): no setting moves its tables" in out
+    assert "'age' cannot be masked" not in out
