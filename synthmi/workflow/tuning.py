@@ -1064,7 +1064,7 @@ def tune(
        k-th level, a uniform mask as one sets by hand): each quasi-identifier in turn is set to every level of
        its grid (no mask and the weakest mask included) with the others held,
        moving to the best; cycles repeat until a full cycle makes no move
-       (or ``max_cycles``, or the time limit). The ascent only raises and never
+       (or ``max_cycles``, or the point budget ``max_search_points``, or the time limit). The ascent only raises and never
        revisits a column blocked by a target; the cycles revisit every column
        after another moved and try weaker masks too (issue 29: the ascent
        stopped at the end of two grids and missed a weak mask that beat its
@@ -1088,7 +1088,10 @@ def tune(
        on the copies that chose among them (optimistic by selection), and
        they came from the shared pool, not the user's route; ``validated``
        holds the figures to report (``settings["validation"]`` per seed) and
-       says whether the targets hold on them.
+       says whether the targets hold on them. With a ``MEASURE<=cart`` target,
+       ``settings["versus_reference"]`` (:func:`versus_reference`) compares the
+       validated battery and declared overlap with CART's: a release below it is
+       dominated by the reference it was tuned against.
 
     Parameters
     ----------
