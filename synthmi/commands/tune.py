@@ -410,8 +410,14 @@ def run(args: argparse.Namespace) -> int:
                   "more useful; the DA-MI release is dominated. Release CART's, or give the QIs models that fit "
                   "better (the spec's \"models\") and tune again.", file=sys.stderr)
     if res.validated is not None and not res.validated.get("feasible", True):
-        print("warning: on fresh copies the chosen masks miss "
-              + ", ".join(str(t) for t in res.targets if not t.met(res.validated))
+        # what failed: a risk target, or the table rule (fair in tune_files: worst one-way 2.77 > 2.69, and
+        # the warning named nothing)
+        caps = res.settings.get("table_caps") or {}
+        missed = [str(t) for t in res.targets if not t.met(res.validated)]
+        missed += [f"the table rule ({k.replace('worst_', '').replace('_s_pmse', '').replace('_', '-')} S_pMSE "
+                   f"{res.validated[k]:.3g} > {cap:.3g})" for k, cap in caps.items()
+                   if k in res.validated and float(res.validated[k]) > cap]
+        print("warning: on fresh copies the chosen masks miss " + ", ".join(missed)
               + " (the search and confirmation met them): tighten the target or raise --m.", file=sys.stderr)
     held = res.settings.get("holdout_share")
     if held:
