@@ -263,3 +263,30 @@ def test_versus_reference_by_hand():
                           {"mean": {"battery_ci_overlap": 0.90}, "se": {"battery_ci_overlap": 0.004}})
     assert up["battery_ci_overlap"]["verdict"] == "above" and "mean_ci_overlap" not in up
     assert versus_reference({"battery_ci_overlap": 0.9}, None) is None
+
+
+@pytest.mark.parametrize("fails, chosen, tried", [
+    # the best confirmed (0, 3) breaks the table rule on fresh copies: the next, (1, 3), is validated and holds
+    ([{"sex": {"alpha": 4.0}}], {"age": {"K": 1, "sigma_e": 20.0}, "sex": {"alpha": 4.0}}, [False, True]),
+    # every confirmed one breaks it: the most useful confirmed is returned (flagged: validated infeasible)
+    (None, {"sex": {"alpha": 4.0}}, [False, False, False]),
+])
+def test_tune_validates_the_next_confirmed_candidate_when_fresh_copies_break_a_rule(monkeypatch, fails, chosen,
+                                                                                    tried):
+    import synthmi.workflow.tuning as tuning
+
+    def validate(data, spec, analyses, m, seeds, *a, **k):
+        bad = fails is None or spec.masks in fails
+        return [{"mean_ci_overlap": 0.5, "battery_ci_overlap": 0.5, "worst_one_way_s_pmse": 5.0 if bad else 1.0,
+                 "worst_two_way_s_pmse": 1.0, "expected_matches": 1.0, "seed": s} for s in seeds]
+
+    monkeypatch.setattr(tuning, "_measure_candidate", _lattice_measure())
+    monkeypatch.setattr(tuning, "validate_spec", validate)
+    # confirmed feasible, most useful first (_second_pass_objective): (0, 3) 0.90, (1, 3) 0.80, (1, 2) 0.60
+    res = tuning.tune(_small(200), ["age", "sex"], ["y"], ["y ~ age + sex"], ["expected_matches<=4"],
+                      continuous_grid=[(1, 20.0), (1, 10.0), (1, 5.0)], alpha_grid=[1.0, 2.0, 4.0], m_search=2, m=2,
+                      replicates=2, n_confirm=3, tolerance={"age": 1}, max_table_s_pmse=3.0)
+    assert res.masks == chosen
+    assert [t["feasible"] for t in res.settings["validation"]["tried"]] == tried
+    assert res.validated["feasible"] == tried[-1]
+    assert res.validated["worst_one_way_s_pmse"] == (1.0 if tried[-1] else 5.0)
