@@ -186,7 +186,8 @@ def not_tried_lines(settings: dict) -> list[str]:
     for c, levels in nt.get("levels_never_tried", {}).items():
         out.append(f"not tried: {c} at {', '.join(levels)}")
     for cut in nt.get("budget_cut_offs", []):
-        out.append(f"not tried: the search was cut by {cut} (raise --max-search-points / --max-search-seconds / --max-cycles)")
+        out.append(f"not tried: the search was cut by {cut} "
+                   "(raise --max-search-points / --max-search-seconds / --max-cycles)")
     return out
 
 

@@ -1064,7 +1064,8 @@ def tune(
        k-th level, a uniform mask as one sets by hand): each quasi-identifier in turn is set to every level of
        its grid (no mask and the weakest mask included) with the others held,
        moving to the best; cycles repeat until a full cycle makes no move
-       (or ``max_cycles``, or the point budget ``max_search_points``, or the time limit). The ascent only raises and never
+       (or ``max_cycles``, or the point budget ``max_search_points``, or the
+       time limit). The ascent only raises and never
        revisits a column blocked by a target; the cycles revisit every column
        after another moved and try weaker masks too (issue 29: the ascent
        stopped at the end of two grids and missed a weak mask that beat its
