@@ -39,12 +39,68 @@ NHANES (5,265 rows; missing values kept) are used whole. Adult and NHANES use th
 columns (``synthmi.data.workloads.ADULT_DEMO``; ``benchmarks/nhanes_table.py``'s QIs and kept
 columns), recoded as there.
 
-The committed results: anes96 from an earlier run (``--files anes96 --m-search 5``); fair, Adult
-and NHANES each in its own run with ``--relax-table-ratio 3`` (NHANES with ``--skip-default
-nhanes``: its default-models tune, run earlier with the same data and settings, is in its first
-attempt), merged into one file (``--files "" --merge`` rewrites the table). Each file's entry keeps
-its run's ``environment`` (argv, load at start: the machine was shared, load 10-16 on 2 cores, so
-tune's 300-second search measured only 14-25 settings per attempt).
+Search budget: tune's search is bounded by ``--max-search-points`` (settings measured; default
+60 here, Adult 40), not by wall seconds, so the search, the choice and these figures are the same
+on a quiet machine and on a loaded one (the earlier runs' 300-second budget measured 14-25
+settings under load 9-16 and cut the coordinate search). ``--max-search-seconds`` is still
+accepted, off by default.
+
+The committed results (``--relax-table-ratio 3 --skip-default FILE --merge``, one file per run,
+each entry with its run's ``environment``): anes96 from an earlier run (``--m-search 5``, 300 s
+budget; not re-run); NHANES, fair and Adult re-run with the point budget and tune's validation
+fallback (a chosen setting whose validated copies miss the table rule is replaced by the next
+confirmed one). Their default-models tunes, infeasible in earlier runs with tables naming every
+QI (NHANES age one-way 124 under the normal model; fair age / educ 215 / 171; Adult age 7.1,
+age:income 8.9), are not re-run.
+
+Findings (mean +- MC SE over seeds 0-2, M = 5; the bound is 2 x CART's worst one-way S_pMSE):
+
+- fair (3,000 rows; all-tree spec, default table rule --max-table-ratio 2; 42 settings, search
+  converged): masks age sigma 20 / educ sigma 20 were chosen first, but their validated copies
+  broke the table rule (worst one-way 2.77 > 2.69), so tune validated the next confirmed setting,
+  age sigma 10 / educ sigma 20: worst one-way 2.50 +- 0.17 vs bound 2.69 (CART 1.35 +- 0.16);
+  held-out overlap 0.896 +- 0.006 vs CART 0.905 +- 0.015 (difference -0.009, MC se 0.016:
+  not below); declared 0.900 vs 0.886; expected matches 11.03 vs 11.24, true-match rate 0.00058
+  vs 0.00064. Battery 0.844 vs CART's 0.864, within MC error (tune's ``versus_reference``). Before
+  (300 s budget, 14 settings, no masks chosen): held-out 0.868 +- 0.014, 0.037 below CART.
+  Caveat: tune validates on seeds 0-2, the seeds measured here, and chose between two settings on
+  them (``validation_tried``). The same tuned spec on fresh seeds 3-5 (synthesize --spec and the
+  same commands; ad hoc, not in the JSON): worst one-way 1.77 +- 0.08 vs CART's 1.05 +- 0.07
+  (within 2x), held-out 0.867 +- 0.039 vs CART 0.902 +- 0.010 (-0.035, MC se 0.040: within MC
+  error, but the point estimate is as far below CART as before the change).
+- Adult (5,000 rows; all-tree spec, now feasible under the default --max-table-ratio 2: 38
+  settings, the coordinate search cut by the 40-point budget): masks race alpha 1, sex alpha 1.5;
+  worst one-way 1.94 +- 0.34 vs bound 2.69 (CART 1.34); held-out 0.905 +- 0.018 vs CART 0.920 +-
+  0.009 (difference -0.015, MC se 0.020: not below beyond MC error, but no gain); declared 0.851 vs
+  0.857; expected matches 5.51 vs 5.35, true-match rate equal. tune itself says the release is
+  dominated: battery 0.816 vs CART's 0.858, "below" (``versus_reference``).
+- NHANES (5,265 rows, all-tree spec): FAILS the one-way check. Under the default table rule no
+  setting is feasible: the search converged (50 settings, two full coordinate cycles, inside the
+  60-point budget), 11 met CART's risk, the closest (age sigma 10, gender / race alpha 0.5) broke
+  marital_status's one-way table, 3.06 vs 3.01. education and marital_status have missing values,
+  so DA-MI cannot mask them and no setting moves their tables (tune now names them). With
+  --max-table-ratio 3 (37 settings, converged) tune chooses age sigma 10 / race alpha 0.5, the
+  same as the earlier 300-second run: worst one-way 3.43 +- 0.59 vs bound 3.12 (CART 1.56);
+  held-out 0.842 +- 0.046 vs CART 0.816 +- 0.010 (not below); expected matches 21.98 vs 21.73,
+  true-match rate 0.00051 vs 0.00054. The worst tables are not age's (1.15 / 0.95 / 1.22 under
+  the tree, seeds 0-2) but the categorical QIs': race_ethnicity 3.37, gender 4.48,
+  marital_status 2.43; per QI they average 1.6-2.3 against CART's 0.6-1.2. A one-seed check
+  (seed 0, ad hoc) with 'cart' for the two unmaskable QIs (last in the visit sequence; a cart
+  column may feed only cart columns under the joint predictive): education 2.54 -> 0.88,
+  marital_status 2.58 -> 2.16, race_ethnicity (masked, tree) 2.83: not enough alone.
+
+Why the tuned DA-MI does not beat CART (the cause is the models, not tune's selection): every
+DA-MI conditional, the tree included, draws proper copies (parameters from their posterior), whose
+table S_pMSE has expectation about 2, against about 1 for CART's plug-in donors
+(:mod:`synthmi.models.model_choice`, ``PROPER_GAP``). The tuned releases' one-way tables average
+about 2 per QI (NHANES 1.6-2.3 per categorical QI, CART 0.6-1.2), so their worst of four or five
+tables sits at the 2 x CART bound, passing or failing by seed noise (a binary QI's one-way S_pMSE
+over 5 proper copies has SD about 1.3). At CART's risk the masks have little room (fair: no masks
+11.1 expected matches against CART's 11.2; educ sigma 10 alone 12.1), so the proper tree's
+utility deficit is not bought back: the battery overlap at CART's risk stays 0.02-0.04 below
+CART's on fair and Adult. A plug-in (improper) tree, being added to models/tree.py by another
+branch, is the change that can move this (not tried here: not merged; tune takes whatever the
+spec's "models" give).
 
 Run: ``nice -n 10 python benchmarks/tune_files.py`` (from the repo, PYTHONPATH=.). Writes
 ``benchmarks/results/tune_files.json`` and ``tune_files.csv`` and prints a table.
@@ -64,7 +120,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bench import RESULTS, write_json  # noqa: E402
+from _bench import RESULTS, environment, write_json  # noqa: E402
 
 M = 5
 
@@ -204,8 +260,9 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
-def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Path, search_s: float,
-             m_search: int = 3, relax: float | None = None, skip_default: bool = False) -> dict:
+def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Path, search_s: float | None,
+             m_search: int = 3, relax: float | None = None, skip_default: bool = False,
+             search_points: int | None = None) -> dict:
     log = work / f"{name}.log"
     df = cfg["load"](rows)
     csv = work / f"{name}.csv"
@@ -224,8 +281,10 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
     tol = [a for t in cfg["tol"] for a in ("--tol", t)]
     common = [*tol, "--target", "expected_matches<=cart", "--target", "true_match_rate<=cart",
               "--m", str(M), "--replicates", str(len(seeds)), "--reference-replicates", str(len(seeds)),
-              "--seed", str(seeds[0]), "--jobs", "1", "--max-search-seconds", str(search_s), "--overwrite",
-              "--m-search", str(m_search)]
+              "--seed", str(seeds[0]), "--jobs", "1", "--overwrite", "--m-search", str(m_search),
+              # the search's budget in settings measured (the same search on any machine); seconds only if asked
+              *(["--max-search-points", str(search_points)] if search_points is not None else []),
+              *(["--max-search-seconds", str(search_s)] if search_s is not None else [])]
     attempts = []
     tol_items = None
     spec, trace = work / f"{name}_tuned.json", work / f"{name}_trace.json"
@@ -312,6 +371,12 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
                 "expected_matches", "true_match_rate")},
                 "reference": search.get("reference"), "table_caps": search.get("table_caps"),
                 "infeasible": search.get("infeasible"), "search_points": search.get("search_points"),
+                "max_search_points": search.get("max_search_points"),
+                "max_search_seconds": search.get("max_search_seconds"),
+                "search_stopped_by": search.get("search_stopped_by"),
+                "coordinate_search": search.get("coordinate_search"),
+                "versus_reference": search.get("versus_reference"),
+                "validation_tried": (search.get("validation") or {}).get("tried"),
                 "not_tried": search.get("not_tried"), "wall_seconds": rec.get("wall_seconds")},
             "cpu_seconds": cpu, "wall_seconds": time.perf_counter() - t0}
 
@@ -323,7 +388,10 @@ def main() -> None:
     ap.add_argument("--adult-rows", type=int, default=5000,
                     help="Adult's rows, subsampled (seeded) for the CPU budget (all 48,842 do not fit)")
     ap.add_argument("--replicates", type=int, default=3, help="seeds of CART and of the tuned release (>= 3)")
-    ap.add_argument("--max-search-seconds", type=float, default=300.0)
+    ap.add_argument("--max-search-seconds", type=float, default=None,
+                    help="tune's wall budget (default none: what it reaches depends on the machine's load)")
+    ap.add_argument("--max-search-points", type=int, default=60,
+                    help="tune's search budget in mask settings measured (default 60; the same search on any machine)")
     ap.add_argument("--m-search", type=int, default=3,
                     help="tune's copies per search candidate (its default 3; 5 = CART's reference footing)")
     ap.add_argument("--relax-table-ratio", type=float, default=None,
@@ -335,14 +403,20 @@ def main() -> None:
     seeds = list(range(a.replicates))
     work = Path(tempfile.mkdtemp(prefix="tune_files_"))
     print(f"work dir {work}", flush=True)
-    out = {}
-    if a.merge and (RESULTS / "tune_files.json").exists():
-        out = json.loads((RESULTS / "tune_files.json").read_text())["files"]  # the files not run now, as recorded
+    new = {}
     for name in [f for f in a.files.split(",") if f]:  # --files "" --merge: rewrite the table only
         rows = {"fair": a.fair_rows, "adult": a.adult_rows}.get(name)
-        out[name] = run_file(name, FILES[name], rows, seeds, work,
+        env = environment()  # the load at this file's start
+        new[name] = run_file(name, FILES[name], rows, seeds, work,
                              a.max_search_seconds, a.m_search, a.relax_table_ratio,
-                             name in a.skip_default.split(","))
+                             name in a.skip_default.split(","), a.max_search_points)
+        new[name]["environment"] = env
+    out = {}
+    if a.merge and (RESULTS / "tune_files.json").exists():
+        # read after the runs (not before): runs of other files in parallel processes that finished
+        # meanwhile are kept
+        out = json.loads((RESULTS / "tune_files.json").read_text())["files"]  # the files not run now, as recorded
+    out.update(new)
     rows = []
     for name, r in out.items():
         for rel in ("cart", "tuned"):

@@ -54,7 +54,9 @@ to the raise with the best mean CI overlap among those meeting every target (--m
 copies per candidate), until no raise meets them. Then the diagonal (every QI at its k-th
 level) and a coordinate search from the best point so far: each QI in turn is set to every level of its grid (no mask and the weakest
 included) with the others held, moving to the best; the cycles over all QIs repeat until
-one makes no move (--max-cycles, --max-search-seconds). The output says what was not
+one makes no move (--max-cycles, --max-search-points, --max-search-seconds; the points budget,
+counted in mask settings measured, gives the same choice on any machine, the seconds budget does
+not). The output says what was not
 tried: each QI's grid, QIs never masked and why, levels never used, budget cut-offs. The --n-confirm best candidates are
 re-run with --m copies x --replicates replicates; the best whose mean risk meets every
 target is chosen. Validation: the chosen spec is then synthesized exactly as 'synthmi synthesize
@@ -121,7 +123,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=2,
                    help="worker processes measuring candidates side by side (default 2; results do not depend on it)")
     p.add_argument("--max-search-seconds", type=float, default=None,
-                   help="stop the search (not the confirmation) after this many seconds")
+                   help="stop the search (not the confirmation) after this many seconds (what it reaches depends "
+                        "on the machine's load; --max-search-points does not)")
+    p.add_argument("--max-search-points", type=int, default=None,
+                   help="stop the search (not the confirmation) before it measures more than this many distinct "
+                        "mask settings: a budget that gives the same search and choice on any machine")
     p.add_argument("--max-cycles", type=int, default=10,
                    help="cycles of the coordinate search at most (default 10; 0: the greedy ascent alone)")
     p.add_argument("--param", action="append", metavar="NAME=VALUE",
@@ -180,7 +186,20 @@ def not_tried_lines(settings: dict) -> list[str]:
     for c, levels in nt.get("levels_never_tried", {}).items():
         out.append(f"not tried: {c} at {', '.join(levels)}")
     for cut in nt.get("budget_cut_offs", []):
-        out.append(f"not tried: the search was cut by {cut} (raise --max-search-seconds / --max-cycles)")
+        out.append(f"not tried: the search was cut by {cut} "
+                   "(raise --max-search-points / --max-search-seconds / --max-cycles)")
+    return out
+
+
+def versus_reference_lines(info: dict | None) -> list[tuple[str, bool]]:
+    """The tuned release's utility against the reference's (``settings["versus_reference"]`` of
+    :func:`synthmi.workflow.tuning.tune`), one line per utility, with whether it is below."""
+    out = []
+    for k, name in (("battery_ci_overlap", "battery CI overlap"), ("mean_ci_overlap", "declared analyses' CI overlap")):
+        v = (info or {}).get(k)
+        if v:
+            out.append((f"{name} {v['tuned']:.3f} vs CART's {v['reference']:.3f} (difference {v['difference']:+.3f}, "
+                        f"MC se {v['se']:.3f}): {v['verdict']}", v["verdict"] == "below"))
     return out
 
 
@@ -206,6 +225,8 @@ def infeasible_lines(info: dict | None) -> list[str]:
         if not tables:
             out += [f"  {k}: {v:.3g} (bound {info['caps'][k]:.3g}; mean over its search copies)"
                     for k, v in (info.get("worst") or {}).items()]
+        for c, why in (info.get("unmaskable") or {}).items():
+            out.append(f"  '{c}' cannot be masked ({why}): no setting moves its tables, drawn by its model alone")
         out.append("(a model that fits those margins may make a setting feasible: a tree or a transform for the "
                    "named numeric QIs in the spec's \"models\" (a tree draws a QI with few distinct values, e.g. an "
                    "age in brackets, from its donors' values); or a higher --max-table-s-pmse / --max-table-ratio)")
@@ -256,9 +277,9 @@ def run(args: argparse.Namespace) -> int:
         if name in base_params:
             raise InputError(f"Give {name} with --{name.replace('_', '-')}, not --param.")
         base_params[name] = getattr(args, name)
-    for name in ("m", "replicates", "m_search", "n_confirm", "jobs", "max_cycles"):
+    for name in ("m", "replicates", "m_search", "n_confirm", "jobs", "max_cycles", "max_search_points"):
         lo = 2 if name in ("m", "m_search") else 0 if name == "max_cycles" else 1  # partial rule: >= 2 copies
-        if getattr(args, name) < lo:
+        if getattr(args, name) is not None and getattr(args, name) < lo:
             raise InputError(f"The '--{name.replace('_', '-')}' option must be >= {lo}. Got {getattr(args, name)} instead.")
     if not args.max_table_s_pmse > 0:
         raise InputError(f"The '--max-table-s-pmse' option must be > 0. Got {args.max_table_s_pmse} instead.")
@@ -332,7 +353,8 @@ def run(args: argparse.Namespace) -> int:
         res = tune(df, None if spec is not None else qi, keep, analyses, targets, m_search=args.m_search, m=args.m,
                    replicates=args.replicates, n_confirm=args.n_confirm, seed=args.seed, tolerance=tol,
                    target=args.attribute_target, k0=args.k0, subgroup_tolerance=tol, base_params=base_params,
-                   spec=spec, max_search_seconds=args.max_search_seconds, n_jobs=args.jobs, progress=say,
+                   spec=spec, max_search_seconds=args.max_search_seconds, max_search_points=args.max_search_points,
+                   n_jobs=args.jobs, progress=say,
                    holdout_share=args.holdout_share, max_table_s_pmse=args.max_table_s_pmse,
                    max_cycles=args.max_cycles, reference_params=cart_params,
                    reference_replicates=args.reference_replicates, max_table_ratio=args.max_table_ratio or None,
@@ -382,9 +404,21 @@ def run(args: argparse.Namespace) -> int:
           f"(se {c.get('mean_ci_overlap_se', float('nan')):.3f}); "
           + "; ".join(f"{t.measure} {c[t.measure]:.4g} (target {t})" for t in res.targets)
           + f"; validated (synthesize --spec route, seeds below), after the choice; wall {res.wall_seconds:.0f} s")
+    for line, below in versus_reference_lines(res.settings.get("versus_reference")):
+        print(line)
+        if below:
+            print("warning: " + line + ": CART's release (the reference, at whose risk this was tuned) is as safe and "
+                  "more useful; the DA-MI release is dominated. Release CART's, or give the QIs models that fit "
+                  "better (the spec's \"models\") and tune again.", file=sys.stderr)
     if res.validated is not None and not res.validated.get("feasible", True):
-        print("warning: on fresh copies the chosen masks miss "
-              + ", ".join(str(t) for t in res.targets if not t.met(res.validated))
+        # what failed: a risk target, or the table rule (fair in tune_files: worst one-way 2.77 > 2.69, and
+        # the warning named nothing)
+        caps = res.settings.get("table_caps") or {}
+        missed = [str(t) for t in res.targets if not t.met(res.validated)]
+        missed += [f"the table rule ({k.replace('worst_', '').replace('_s_pmse', '').replace('_', '-')} S_pMSE "
+                   f"{res.validated[k]:.3g} > {cap:.3g})" for k, cap in caps.items()
+                   if k in res.validated and float(res.validated[k]) > cap]
+        print("warning: on fresh copies the chosen masks miss " + ", ".join(missed)
               + " (the search and confirmation met them): tighten the target or raise --m.", file=sys.stderr)
     held = res.settings.get("holdout_share")
     if held:
