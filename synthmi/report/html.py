@@ -293,6 +293,7 @@ def _releases_html(releases: dict[str, dict[str, Any]]) -> str:
         found = {k: v for k, v in diag.items() if k != "failures"}
         dtext = ("<span class='bad'>FAILED: " + html.escape("; ".join(fails)) + "</span>") if fails else (
             "passed (" + html.escape(", ".join(f"{k} {v:.3g}" for k, v in found.items())) + ")" if found
+            else "none: plug-in copies, no posterior sampling" if r.get("plug_in")
             else "none reported by this method")
         pm = r.get("s_pmse_reading")
         pm_html = (f"<span class='bad'>{html.escape(pm)}</span>" if r.get("s_pmse_flag") else html.escape(pm or ""))

@@ -111,6 +111,25 @@ _HOW = {
 }
 
 
+def _how(method: str, structure: Mapping[str, Any]) -> str:
+    """How a release was drawn, in plain words: the method's sentence, and for the sequential
+    synthesizers (rubin, dami) the conditional each column actually used and whether the copies
+    were posterior draws (proper) or plug-in ones; ``_HOW`` alone described tree or plug-in
+    copies as regressions' posterior predictive."""
+    how = _HOW.get(method, f"method {method}")
+    models = structure.get("models") if method in ("rubin", "dami") else None
+    if isinstance(models, Mapping) and models:
+        if method == "rubin":
+            how = ("Rubin 1993 MI: each quasi-identifier drawn from a conditional model given the kept columns "
+                   "and the earlier quasi-identifiers")
+        used = ", ".join(f"{c} {m.get('method', '?') if isinstance(m, Mapping) else m}" for c, m in models.items())
+        how += f" (models: {used})"
+    if structure.get("proper") is False:
+        how += ("; plug-in copies (proper=False, synthpop's proper = FALSE): every copy uses the posterior mean "
+                "of the models' parameters, not a posterior draw of its own")
+    return how
+
+
 def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[pd.DataFrame],
                      quasi_identifiers: Sequence[str], rule: str) -> dict[str, Any]:
     """Plain-language facts of one release (aggregates only)."""
@@ -151,7 +170,7 @@ def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[
         **extra,
         "label": label,
         "method": method,
-        "how": _HOW.get(str(method), f"method {method}"),
+        "how": _how(str(method), structure),
         "copies": len(copies),
         "synthesized": synthesized,
         "verbatim": verbatim,
@@ -161,6 +180,7 @@ def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[
         "unchanged_share": unchanged,
         "rule": rule,
         "diagnostics": _diag_flags(diag),
+        "plug_in": structure.get("proper") is False,
         "seed": getattr(obj, "seed", None),
     }
 

@@ -241,3 +241,26 @@ def test_report_flags_a_release_checked_with_looser_thresholds():
     assert "LOOSER THRESHOLDS" in out and "<b>risk-dami</b>" in out and "1.05" in out and "(lenient)" in out
     assert "<b>rubin</b>" not in out
     assert _release_flags({"rubin": strict}) == ""
+
+
+def test_report_describes_tree_and_plug_in_copies_as_what_they_are():
+    """A Rubin release of plug-in trees (proper=False) was described as the posterior predictive of
+    regressions, with 'none reported' diagnostics; the report now names each column's conditional
+    and the plug-in (found by the new-user review of proper=False)."""
+    from synthmi.models.rubin import RubinSynthesizer
+    from synthmi.workflow.evaluate import describe_release
+
+    rng = np.random.default_rng(3)
+    n = 200
+    df = pd.DataFrame({"age": rng.integers(20, 70, n).astype(float),
+                       "sex": pd.Categorical(rng.choice(["f", "m"], n)), "inc": rng.normal(size=n)})
+    syn = RubinSynthesizer(models={"age": "tree", "sex": "tree"}, proper=False, progressbar=False)
+    syn.fit(df, quasi_identifiers=["age", "sex"])
+    rel = syn.sample(2, random_state=1)
+    d = describe_release("trees", rel, df, rel.copies, ["age", "sex"], "partial")
+    assert "age tree, sex tree" in d["how"] and "proper=False" in d["how"]
+    assert "regression" not in d["how"]
+    assert d["plug_in"] is True
+    import dataclasses
+    html_out = render_report(dataclasses.replace(fake_report_data(), releases={"trees": d}))
+    assert "plug-in copies, no posterior sampling" in html_out
