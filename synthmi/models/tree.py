@@ -9,12 +9,15 @@ posterior draw :math:`\theta` fixes a proper density
 :math:`p(x_j \mid \text{pred}_j, \theta)`.
 
 Partition
-    A CART tree on the model's design (kept columns and earlier
-    quasi-identifiers), grown on the confidential rows with synthpop's
-    defaults (leaves of at least 5 rows, rpart's ``minsplit = 3 minbucket``,
-    no pruning: :func:`synthmi.models.rubin._fit_cart`). It is held fixed
-    (as ``cart`` without ``proper``); leaf :math:`\ell(\text{pred})` is the
-    leaf a record's predictors reach.
+    A CART tree on the kept columns and earlier quasi-identifiers, encoded
+    as :class:`~synthmi.models.cart.CartSynthesizer` encodes them (codes for
+    binary and ordinal columns, one-hot for nominal ones, numbers as they are,
+    no intercept: :class:`synthmi.models.rubin.TreeDesign`), grown on the
+    confidential rows with synthpop's defaults (leaves of at least 5 rows,
+    rpart's ``minsplit = 3 minbucket``, no pruning, CART's random state:
+    :func:`synthmi.models.rubin._fit_cart`), so that it is CartSynthesizer's
+    tree on the same data. It is held fixed (as ``cart`` without ``proper``);
+    leaf :math:`\ell(\text{pred})` is the leaf a record's predictors reach.
 Categorical response (C levels)
     per leaf, :math:`\pi_\ell \sim \mathrm{Dirichlet}(n_{\ell 1} + a\,m_1, \dots,
     n_{\ell C} + a\,m_C)`: the posterior of a multinomial leaf under a
@@ -123,7 +126,7 @@ posterior draw per copy, every copy uses the posterior mean :meth:`TreePosterior
 leaf's empirical donor distribution (:math:`n_{\ell c}/n_\ell`; :math:`1/n_\ell` per donor). The
 mask enters the joint predictive through the same pieces with these fixed weights. With masks
 that carry no information the predictive of a categorical or discrete-leaf column is then
-exactly synthpop's ``cart`` on the same partition (a uniform donor of the leaf;
+exactly synthpop's ``cart`` on CartSynthesizer's own partition (a uniform donor of the leaf;
 ``tests/models/test_tree_plug_in.py``), and a kernel column's is CART's donor plus the kernel
 (:math:`c \to 0` recovers the donor's value).
 

@@ -198,3 +198,52 @@ def test_plug_in_refuses_parametric_models_and_auto():
             df, quasi_identifiers=["a", "b"], keep=["z"])
     with pytest.raises(ParameterError, match="models='auto'"):
         DAMISynthesizer(models="auto", proper=False, progressbar=False).fit(df, quasi_identifiers=["a"], keep=["z"])
+
+
+def _mixed_frame(n=600, seed=3):
+    """Kept: a number and a four-level nominal; QIs: a whole-number age (few-valued: discrete leaves),
+    a five-level nominal whose reference level is the rare one, an ordinal and a binary, all dependent."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0, 1, n)
+    region = rng.integers(0, 4, n)
+    age = np.clip(np.round(40 + 8 * z + 3 * region + rng.normal(0, 4, n)) // 5 * 5, 20, 70)
+    job = np.digitize(0.05 * (age - 45) + 0.4 * region + rng.logistic(size=n), [-3.0, -0.5, 0.8, 2.0])
+    edu = np.digitize(0.3 * job - 0.02 * (age - 45) + rng.logistic(size=n), [-0.5, 1.0, 2.2])
+    sex = (rng.random(n) < 0.3 + 0.1 * (job == 0) + 0.1 * (edu >= 2)).astype(int)
+    return pd.DataFrame({"z": z, "region": pd.Categorical.from_codes(region, list("nesw")), "age": age,
+                         "job": pd.Categorical.from_codes(job, ["j0", "j1", "j2", "j3", "j4"]),
+                         "edu": pd.Categorical.from_codes(edu, ["e0", "e1", "e2", "e3"], ordered=True),
+                         "sex": pd.Categorical.from_codes(sex, ["f", "m"])})
+
+
+def test_tree_partition_is_cartsynthesizers_on_the_same_data():
+    """The tree conditional grows its partition on CartSynthesizer's design (its ``_Encoder``: codes for
+    binary and ordinal columns, one-hot for a nominal one, no intercept; rubin.TreeDesign) with the same
+    tree settings, so each QI's tree is CART's: the same nodes, features and leaves for the records'
+    own values and for any other values of the earlier QIs (here a shuffle of each column). With
+    null masks and ``proper=False`` the predictive is then CART's (the reduction test above). On the
+    parametric models' design (intercept, treatment dummies) the trees of job's and edu's successors
+    differ from CART's."""
+    df = _mixed_frame()
+    qi, keep = ["age", "job", "edu", "sex"], ["z", "region"]
+    null = {q: {"alpha": 0.0} for q in qi[1:]}
+    syn = DAMISynthesizer(masks=null, models={q: "tree" for q in qi}, proper=False, random_state=0,
+                          progressbar=False).fit(df, quasi_identifiers=qi, keep=keep)
+    cart = CartSynthesizer().fit(df, quasi_identifiers=qi, keep=keep)
+    assert syn.order_ == cart.visit_sequence_
+    obs = {q: syn._values(q) for q in qi}
+    rng = np.random.default_rng(1)
+    other = {q: rng.permutation(v) for q, v in obs.items()}
+    other_blocks = {q: cart._encoder.block(q, other[q]) for q in qi}
+    for j, cond in enumerate(syn.conditionals_):
+        q = cond.column
+        t_tree, t_cart = cond.fast.tree, cart.trees_[q]
+        np.testing.assert_array_equal(t_tree.tree_.feature, t_cart.tree_.feature, err_msg=q)
+        np.testing.assert_array_equal(cond.fast.ids, cart._donors[q][0], err_msg=q)  # the same leaves
+        for values, blocks in ((obs, cart._x_blocks), (other, other_blocks)):
+            np.testing.assert_array_equal(t_tree.apply(syn._design(cond, values)),
+                                          t_cart.apply(cart._design(blocks, j)), err_msg=q)
+        # the design evaluated on other rows (partitioned sampling) is the same on the fit's rows
+        np.testing.assert_array_equal(cond.design.rebind(syn._Z_design_).matrix(obs), cond.design.matrix(obs))
+    assert syn.conditionals_[2].coef_names == ["z", "region[0]", "region[1]", "region[2]", "region[3]", "age",
+                                               "job[0]", "job[1]", "job[2]", "job[3]", "job[4]"]
