@@ -680,6 +680,7 @@ def independence_mh(
     warn: bool = True,
     mode_cov: tuple[np.ndarray, np.ndarray] | None = None,
     proposal: str = "split",
+    split: Any = None,
 ) -> IMHResult:
     r"""Independence MH with a split-t (default) or a Laplace t proposal.
 
@@ -711,6 +712,10 @@ def independence_mh(
     (the proposals already scored are kept), as a longer run would have
     gone; the run length is thus chosen from the chain's own diagnostics, the
     usual run-until-converged practice.
+
+    ``split``: the :func:`split_t_proposal` of (``mode_cov``, ``nu``) when the caller has built it
+    already (the sampler screen of :mod:`synthmi.models.column_posterior` does, for its pilot): its
+    ``2 * 3 * d`` probes of the log posterior are then not made again (same proposal, same draws).
     """
     mode, cov = model.mode() if mode_cov is None else mode_cov
     d = mode.size
@@ -719,7 +724,7 @@ def independence_mh(
     if nu is None:
         nu = 10.0 if proposal == "split" else 15.0
     if proposal == "split":
-        prop_draw = split_t_proposal(model, mode, cov * scale**2, nu)
+        prop_draw = split if split is not None else split_t_proposal(model, mode, cov * scale**2, nu)
     else:
         L = linalg.cholesky(cov * scale**2, lower=True)
 
@@ -1044,14 +1049,21 @@ def whitened_hmc(
 
 
 def importance_ess_fraction(model: CategoricalModel, mode_cov, rng: np.random.Generator, n: int = 200,
-                            nu: float = 15.0) -> float:
+                            nu: float = 15.0, proposal: Any = None) -> float:
     r"""Kish effective sample size fraction of the independence proposal's importance weights.
 
     :math:`(\sum w)^2 / (n \sum w^2)` for ``n`` draws of the
-    :math:`t_\nu(\hat\theta, (-H)^{-1})` proposal: near 1 when the proposal
+    :math:`t_\nu(\hat\theta, (-H)^{-1})` proposal (or of ``proposal``, a sampler
+    ``(rng, n) -> (draws, log q)`` such as :func:`split_t_proposal`'s): near 1 when the proposal
     matches the posterior, near 0 when independence MH would stall. A cheap
     pilot (``n`` log-posterior evaluations) that picks the sampler.
     """
+    if proposal is not None:
+        theta, log_q = proposal(rng, n)
+        log_w = model.log_post(theta) - log_q
+        log_w = log_w - np.max(log_w)
+        w = np.exp(log_w)
+        return float(w.sum() ** 2 / (n * (w**2).sum()))
     mode, cov = mode_cov
     d = mode.size
     L = linalg.cholesky(cov, lower=True)
