@@ -253,6 +253,11 @@ def job_wide_dami(rows: int) -> dict:
             "dami", {"masks": WIDE_MASKS, "random_state": SEED}).fit(df, quasi_identifiers=WIDE_QI, keep=keep))
         _, out["dami_sample"] = _timed(lambda: s.sample(M, random_state=SEED))
     out["dami_scheme"] = s.predictive_info_.get("scheme")
+    # each conditional's sampler, R-hat, ESS, acceptance and CPU seconds (where the time went)
+    diag = getattr(s, "diagnostics_", None) or {}
+    out["posterior"] = {c: {k: v for k, v in d.items() if isinstance(v, (int, float, str))}
+                        for c, d in diag.get("columns", {}).items()}
+    out["posterior_cpu_s"] = dict(getattr(s, "posterior_cpu_seconds_", {}) or {})
     out["dami"] = {k: out["dami_fit"][k] + out["dami_sample"][k] for k in ("wall_s", "cpu_s")}
     return out
 

@@ -903,7 +903,7 @@ def logit_logp_grad(model: CategoricalModel, theta: np.ndarray, grad: bool = Tru
     # stays in that (G, S*K) layout; reductions over the K categories are K elementwise
     # operations (numpy reductions over a short last axis are several times slower)
     Bm = theta.reshape(S, p, K).transpose(1, 0, 2).reshape(p, S * K)
-    E = model.xmul(Bm)
+    E = np.ascontiguousarray(model.xmul(Bm))  # C order: the (G, S, K) view below shares its memory
     n = model.n_
     # the linear part of the log-likelihood, sum_g sum_k Y_gk eta_gk = <B, X'Y>, and of the
     # gradient, X'Y, do not depend on B beyond a p*K product: X'Y is computed once per model
@@ -917,19 +917,23 @@ def logit_logp_grad(model: CategoricalModel, theta: np.ndarray, grad: bool = Tru
         nP = np.exp(E - sp)
         nP *= n[:, None]
     else:
+        # the (G, S, K) view of E: the per-set maximum and normaliser broadcast over the K categories
+        # instead of being repeated into (G, S*K) copies (same operations, same bits; 20% of the
+        # gradient's time on the 64,600-row survey file's marital status, 936 coefficients)
+        E3 = E.reshape(model.G, S, K)
         mx = np.zeros((model.G, S))
         for k in range(K):
-            np.maximum(mx, E[:, k::K], out=mx)
-        ex = np.subtract(E, np.repeat(mx, K, axis=1), out=E)
+            np.maximum(mx, E3[:, :, k], out=mx)
+        ex = np.subtract(E3, mx[:, :, None], out=E3)
         np.exp(ex, out=ex)
         denom = np.exp(-mx)
         for k in range(K):
-            denom += ex[:, k::K]
+            denom += ex[:, :, k]
         ll = theta @ xty - n @ (mx + np.log(denom))
         if not grad:
             return ll - 0.5 * (theta**2).sum(axis=1) / s2, None
-        nP = ex
-        nP *= np.repeat(n[:, None] / denom, K, axis=1)  # n_g P_gk, (G, S*K)
+        ex *= (n[:, None] / denom)[:, :, None]  # n_g P_gk
+        nP = E  # (G, S*K), the same memory as ex
     lp = ll - 0.5 * (theta**2).sum(axis=1) / s2
     gr = model.xtmul(nP).reshape(p, S, K).transpose(1, 0, 2).reshape(S, p * K)
     g = xty[None, :] - gr - theta / s2
