@@ -27,32 +27,34 @@ CPU seconds are the figure to quote (the 2 cores are shared); wall seconds and l
 Writes ``benchmarks/results/speed_dami_utility[_TAG].json``.
 
 Measured (2 cores shared by six jobs, load average mostly 6-14: CPU seconds quoted; BEFORE = commit
-7e18e60 run from an unpacked copy of that tree, AFTER and H29W = earlier rounds, H29S = this round, load 1-14 as noted):
+7e18e60 run from an unpacked copy of that tree, AFTER, H29W and H29S = earlier rounds, H29WIDE = this round (``--tag h29wide``), load 1-14 as noted):
 
-=============================================  ===================  ===================  ======================  ========================
-                                               BEFORE               AFTER                H29W                    H29S (this round)
-=============================================  ===================  ===================  ======================  ========================
-Adult: CART fit + 5 copies (median of 3)       1.8 CPU-s            1.8 CPU-s            1.38 CPU-s (load 1.2);  1.58 CPU-s (load 5.5-
+=============================================  ===================  ===================  ======================  ========================  ==========================
+                                               BEFORE               AFTER                H29W                    H29S                      H29WIDE (this round)
+=============================================  ===================  ===================  ======================  ========================  ==========================
+Adult: CART fit + 5 copies (median of 3)       1.8 CPU-s            1.8 CPU-s            1.38 CPU-s (load 1.2);  1.58 CPU-s (load 5.5-     not re-run
                                                                                          1.7 (load 9-11)         7.2); warm (run again
                                                                                                                  after DA-MI) 0.82
-Adult: DA-MI joint fit + 5 copies (median 3)   9.1 CPU-s (5.1x      6.5 CPU-s (3.6x      5.34 CPU-s: 3.85x CART,  4.05 CPU-s: 2.57x CART,
-                                               CART; wall 5.3x)     CART; wall 3.6x)     wall 3.84x (load 1.2);  wall 2.53x; 4.94x warm
-                                                                                         6.1: 3.59x (load 9-11)  CART (load 5.5-7.2)
-wide 64.6k x 20: utility, copy 1               48.1 CPU-s           26.6 CPU-s           14.8 CPU-s (S_pMSE      not re-run
+Adult: DA-MI joint fit + 5 copies (median 3)   9.1 CPU-s (5.1x      6.5 CPU-s (3.6x      5.34 CPU-s: 3.85x CART,  4.05 CPU-s: 2.57x CART,  not re-run; the 5 copies
+                                               CART; wall 5.3x)     CART; wall 3.6x)     wall 3.84x (load 1.2);  wall 2.53x; 4.94x warm    identical (sha256) to
+                                                                                         6.1: 3.59x (load 9-11)  CART (load 5.5-7.2)       those of 2a46e8e
+wide 64.6k x 20: utility, copy 1               48.1 CPU-s           26.6 CPU-s           14.8 CPU-s (S_pMSE      not re-run                not timed alone
                                                                     (1.31397565492)      1.313975654921561,
                                                                                          2e-13 from AFTER)
-wide 64.6k x 20: utility, 5 copies             not run (~5 x 48 s)  179 CPU-s (pMSE      92.3 CPU-s (pMSE 91.6   not re-run
-                                                                    178.3 + tables 0.9)  + tables 0.7; load
-                                                                                         7.6-9.2; S_pMSE within
-                                                                                         7e-13 of the 20% split)
-wide 64.6k: Newton mode of marital_status      --                   24.5 CPU-s           8.3-8.5 CPU-s (mode equal
+wide 64.6k x 20: utility, 5 copies             not run (~5 x 48 s)  179 CPU-s (pMSE      92.3 CPU-s (pMSE 91.6   not re-run                98.9 CPU-s (pMSE 98.1 +
+                                                                    178.3 + tables 0.9)  + tables 0.7; load                                tables 0.8; load 5.7-10.5,
+                                                                                         7.6-9.2; S_pMSE within                            wall 333 s, RSS 2.6 GB;
+                                                                                         7e-13 of the 20% split)                           S_pMSE 1.25-1.37)
+wide 64.6k: Newton mode of marital_status      --                   24.5 CPU-s           8.3-8.5 CPU-s (mode equal                         8.1-8.6 CPU-s (load 6-9)
 (7 levels, 936 coefficients)                                                             to 2e-12)               not re-run
-wide 4k rows: DA-MI fit + 5 copies             130.7 CPU-s          137.9 CPU-s          not re-run (HMC         128.6 CPU-s (load
+wide 4k rows: DA-MI fit + 5 copies             130.7 CPU-s          137.9 CPU-s          not re-run (HMC         128.6 CPU-s (load         not re-run
                                                                                          unchanged)              5.3-6.9; HMC unchanged)
-wide 64.6k rows: DA-MI fit + 5 copies          not finished         not finished         not finished: stopped   not re-run
-                                                                                         after 1,007 CPU-s
-                                                                                         (load 1.5-3)
-=============================================  ===================  ===================  ======================  ========================
+wide 64.6k rows: DA-MI fit + 5 copies          not finished         not finished         not finished: stopped   not re-run                1,080 CPU-s, finished
+                                                                                         after 1,007 CPU-s                                 (fit 4.1 + copies 1,076;
+                                                                                         (load 1.5-3)                                      wall 2,350 s, load 7-10,
+                                                                                                                                           RSS 1.3 GB): 9x the
+                                                                                                                                           120 s target
+=============================================  ===================  ===================  ======================  ========================  ==========================
 
 Where the time went (cProfile with a CPU clock; py-spy on the wide runs): Adult DA-MI spent ~5 CPU-s
 importing ArviZ and compiling its Numba code for the samplers' R-hat / ESS check (now NumPy:
@@ -119,6 +121,37 @@ in a process that has not imported Numba) and, once per installation, compiling 
 on disk next to the module). Wide 4k (``h29speed_softplus_wide4k``, load 10-14): 135.3 CPU-s, within the
 spread of earlier runs (128.6-137.9): its time is the whitened HMC of the nominal QIs (multinomial logits,
 matrix products), which the softplus kernel does not touch.
+
+Round H29WIDE (``--jobs wide_utility,wide_dami --tag h29wide``, load 5.7-10.5): the wide DA-MI at 64.6k
+rows **finished for the first time: 1,080 CPU-s** (2,350 s wall), still 9x the 2-minute target; the wide
+utility of 5 copies 98.9 CPU-s (within 120). Where the DA-MI time went (per conditional, CPU-s, with the
+release thresholds R-hat <= 1.01 and ESS >= 400 unchanged): sex given the rest (151 coefficients)
+independence MH with the split-t, 16.0 (2 x 8,000 draws after three extensions, acceptance 0.17, R-hat
+1.0096, ESS 602); race (608) whitened HMC, 371 (2 x 1,391 kept, 14 leapfrog steps of 0.118, R-hat 1.006,
+ESS 507); marital status (936) whitened HMC, 683 (2 x 1,600 kept, 16 steps of 0.103, R-hat 1.005, ESS
+630); the Newton modes 8.1-8.6 (marital status), the copies' predictive draws a few seconds.
+Why independence MH is not used for race and marital status even at 64.6k (lead: Bernstein-von Mises):
+the 200-draw importance pilot is fully degenerate for both (Kish fraction 0.005 = 1/200, log-weight
+spread ~690) with the Laplace t *and* with the split-t (whose 6d probes alone cost 21 / 53 CPU-s): the
+posterior is not near normal in every direction, because of the rare categories (marital status: 52
+records in its rarest category at 64.6k, 4 at 8k) crossed with 51 states and 41 countries. At 8k rows the
+draws show it: the lowest-ESS coefficients are those whose posterior SD is 1.3-1.45x the Laplace SD
+(correlation of ESS with that ratio -0.82), some with posterior means 6-8 Laplace SDs from the mode (a
+flat side held by the N(0, 10^2) prior, a cliff on the other), and the step size (0.057 at 8k, 0.10 at
+64.6k against ~0.3 for a normal target of this dimension) is set by those directions. Changed this round:
+(1) the sampler screen (``column_posterior``) scores the proposal independence MH actually uses (split-t)
+when the Laplace t pilot is poor but not degenerate (Kish 0.01-0.1; its probes reused by the sampler):
+measured on sex at 64.6k with another stream, Laplace t 0.044 / split-t 0.15, independence MH ~15 CPU-s
+(2 of 3 seeds converged) against whitened HMC 45-53 CPU-s (2 x 800 draws); in this run's stream the
+Laplace t pilot gave 0.15 itself, so the change did not act here; Adult's copies are unchanged (sha256);
+(2) the multinomial gradient's softmax works on a (G, S, K) view instead of repeated copies (same bits;
+28.5 -> 22.8 ms a gradient of marital status under load, ~20%). Tried and not kept: the design's
+dense / sparse split for X b and X' r (11.4 -> 10.0 ms of the 22, and not the same bits).
+What remains for the target (~110 CPU-s of sampling for two models that now take 1,054): about 10x fewer
+gradient evaluations, which the posterior's rare-category directions, not the gradient's cost, decide:
+a metric (and centre) adapted to the warmup draws in those few directions (a low-rank correction of the
+Laplace metric), or a pooled prior for the rare categories' coefficients of the 51- and 41-level
+predictors (a changed model: not this helper's to make).
 """
 from __future__ import annotations
 
@@ -253,6 +286,11 @@ def job_wide_dami(rows: int) -> dict:
             "dami", {"masks": WIDE_MASKS, "random_state": SEED}).fit(df, quasi_identifiers=WIDE_QI, keep=keep))
         _, out["dami_sample"] = _timed(lambda: s.sample(M, random_state=SEED))
     out["dami_scheme"] = s.predictive_info_.get("scheme")
+    # each conditional's sampler, R-hat, ESS, acceptance and CPU seconds (where the time went)
+    diag = getattr(s, "diagnostics_", None) or {}
+    out["posterior"] = {c: {k: v for k, v in d.items() if isinstance(v, (int, float, str))}
+                        for c, d in diag.get("columns", {}).items()}
+    out["posterior_cpu_s"] = dict(getattr(s, "posterior_cpu_seconds_", {}) or {})
     out["dami"] = {k: out["dami_fit"][k] + out["dami_sample"][k] for k in ("wall_s", "cpu_s")}
     return out
 

@@ -19,9 +19,11 @@ completion order of the workers.
 
 Per column (logit, probit and ordered families), the sampler is chosen as
 :mod:`synthmi.models.glm` documents: independence Metropolis-Hastings with the
-Laplace-fitted t proposal, switched to HMC whitened by the Laplace fit when a
+split-t proposal, switched to HMC whitened by the Laplace fit when a
 200-draw pilot of the importance weights shows a Kish ESS fraction below
-``IMH_MIN_ESS_FRACTION`` (or when independence MH fails to converge).
+``IMH_MIN_ESS_FRACTION`` (or when independence MH fails to converge). The pilot
+draws from the Laplace t; when that one is poor but not degenerate
+(``SPLIT_PILOT_MIN``) a second pilot of the split-t proposal decides.
 
 Why HMC and not Polya-Gamma Gibbs for the many-parameter logits (issue 17
 offered both): measured by bulk ESS per CPU second on the agency file at
@@ -45,12 +47,23 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .glm import importance_ess_fraction, independence_mh, whitened_hmc
+from .glm import importance_ess_fraction, independence_mh, split_t_proposal, whitened_hmc
 
 #: below this Kish ESS fraction of a 200-draw pilot, independence MH is replaced by HMC
 #: (measured: fractions 0.005-0.08 gave acceptance 0.01-0.1 and R-hat 1.9-5.8 on the agency
 #: file with its 51-level state; Adult's race given sex and age, 20 coefficients, has 0.25-0.77)
 IMH_MIN_ESS_FRACTION = 0.1
+#: a Laplace t pilot whose Kish ESS fraction is above this (more than two of its 200 draws count)
+#: and below ``IMH_MIN_ESS_FRACTION`` is followed by a pilot of the split-t proposal that independence
+#: MH uses (``glm.split_t_proposal``, its own ``2 * 3 * d`` probes, reused by the sampler), and that
+#: pilot decides. Measured (issue 29 item 6, the 64,600-row survey stand-in of
+#: ``benchmarks/speed_dami_utility.py``): sex given the rest (151 coefficients) 0.044 Laplace t
+#: against 0.15 split-t, and independence MH then converged in 2 of 3 seeds at ~15 CPU-s, against
+#: ~70 for HMC; race and marital status (608 / 936 coefficients) gave 0.005 = 1/200 with both
+#: proposals (one draw carries all the weight), where the probes alone would cost 21 / 53 CPU-s
+SPLIT_PILOT_MIN = 0.01
+#: degrees of freedom of the split-t proposal (``glm.independence_mh``'s default for it)
+SPLIT_NU = 10.0
 #: initial kept draws per chain of the HMC sampler (near-independent draws; extended until
 #: split-R-hat <= 1.01 and bulk ESS >= 400)
 HMC_INITIAL_DRAWS = 400
@@ -96,13 +109,20 @@ def _column_draws(task: dict[str, Any]) -> tuple[list[dict[str, np.ndarray] | No
     # split over Dask partitions (no design in memory) and sampler="imh" keep IMH.
     frac = importance_ess_fraction(fast, mode_cov, rng) if family == "logit" else 1.0
     can_hmc = family == "logit" and hasattr(fast, "xmul") and task["sampler"] == "fast"
+    split, frac_laplace = None, frac
+    if can_hmc and SPLIT_PILOT_MIN < frac < IMH_MIN_ESS_FRACTION:
+        # the Laplace t pilot is poor but not degenerate: screen the proposal independence MH
+        # actually uses (Geweke's split-t, glm.split_t_proposal) before paying for HMC; its probes
+        # are reused by the sampler (independence_mh(split=...))
+        split = split_t_proposal(fast, mode_cov[0], mode_cov[1], SPLIT_NU)
+        frac = importance_ess_fraction(fast, mode_cov, rng, proposal=split)
     if frac < IMH_MIN_ESS_FRACTION and can_hmc:
         chains = max(chains, 2)
         n_keep = max(min(int(task["draws"]), HMC_INITIAL_DRAWS), -(-m // chains))
         res = whitened_hmc(fast, n_keep, rng, chains=chains, mode_cov=mode_cov)
         how = "HMC whitened by the Laplace fit"
     else:
-        res = independence_mh(fast, n_keep, rng, chains=max(chains, 1), warn=False, mode_cov=mode_cov)
+        res = independence_mh(fast, n_keep, rng, chains=max(chains, 1), warn=False, mode_cov=mode_cov, split=split)
         how = "independence Metropolis-Hastings"
         if can_hmc and (res.r_hat > 1.01 or res.ess_bulk < 400):
             # the pilot passed but the chains did not converge after their extensions: HMC
@@ -123,6 +143,8 @@ def _column_draws(task: dict[str, Any]) -> tuple[list[dict[str, np.ndarray] | No
     if family == "logit":
         # measured only for logit (the pilot that picks HMC); other families report nothing
         diag["importance_ess_fraction"] = frac
+        if split is not None:
+            diag["importance_ess_fraction_laplace_t"] = frac_laplace
     if "step_size" in res.info:
         diag.update(step_size=res.info["step_size"], n_leapfrog=res.info["n_leapfrog"])
     return [{k: v[i] for k, v in params.items()} for i in range(m)], diag
