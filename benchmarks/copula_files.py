@@ -166,8 +166,8 @@ block coefficient, the ranked scales and a within-tie statistic recorded by a ho
 ``CopulaGibbs.step``, which does not touch the generator: ``--trace``, written to
 ``results/copula_files_trace_<file>.json``). Fair's frame has one probit block,
 occupation (6 levels, 5 latents), regressing on the 7 ranked latents (rate_marriage, yrs_married,
-children, affairs, age, educ, religious; age has 6 distinct values, yrs_married 7, religious 4, affairs
-68 % zeros). The slowest monitored quantities and their autocorrelation times (kept draws / ESS):
+children, affairs, age, educ, religious; age and educ have 6 distinct values, yrs_married 7, religious 4,
+affairs 67 % zeros among its observed values). The slowest monitored quantities and their autocorrelation times (kept draws / ESS):
 
 * occupation's latent correlations among themselves (teacher/nurse/writer with professional: min
   bulk / tail ESS 43 / 63, tau 23; the others 51-56): :math:`(B\Sigma_{AA}B^\top + \Omega)` normalised,
@@ -178,7 +178,7 @@ children, affairs, age, educ, religious; age has 6 distinct values, yrs_married 
   columns, and the block's regression on the pair moves along that ridge slowly.
 * affairs with occupation (ESS 44-54, tau 19-23): trace correlation 0.77-0.89 with occupation's
   standardised coefficients on affairs (ESS 37-42), and 0.85-0.87 with the within-tie association
-  (over the 68 % of records in affairs' zero tie, the correlation of affairs' latent with each of
+  (over the records in affairs' zero tie, the correlation of affairs' latent with each of
   occupation's latents: ESS 45-55). Affairs' zero tie leaves its latents free below one cut point; they
   follow occupation's latents in proportion to the coefficient and the coefficient follows them: the
   coupling of a coefficient with latent covariates that are missing data for it.
@@ -187,7 +187,7 @@ children, affairs, age, educ, religious; age has 6 distinct values, yrs_married 
   has ESS 146-165. The slow quantities are identified ones, not the PX scale (the parameter-expanded
   moves of attic/h28px-px-moves act on the scale: no gain, as measured there).
 
-The same file with seed 29 (chains started from the same state; only the generator differs): R-hat 1.224,
+The same file and frame with seed 29 (the chains start from the same state; only the generator differs): R-hat 1.224,
 min bulk / tail ESS 7 / 14 (slowest occupation) in 56 CPU s, against 1.056 and 43 / 63 with seed 28:
 at 1,000 iterations fair's slowest ESS is not yet a stable estimate (a component slower than the
 chain's length), so single-seed ESS comparisons on fair carry a factor of several.
@@ -208,9 +208,10 @@ Two exact moves were built for it:
   invariance test on exact draws fails at |z| 36-37 when the latents are drawn given the rejected
   proposal): fair seed 28 min bulk / tail ESS 50 / 94, R-hat 1.023, 0.70 ESS per CPU second against
   0.56, but seed 29 6 / 22, R-hat 1.279, 0.10 against 7 / 14, 1.224, 0.12; randhie 119 / 205, 2.67
-  against 150 / 255, 3.56; NHANES_REFRESH. Not faster on every file (and within fair's seed-to-seed
-  spread): kept on tag attic/h28mix-refresh (with its ``--sampler refresh_block_latents=1`` switch), not
-  on the branch; fair's 'auto' run was not repeated (no gain to confirm).
+  against 150 / 255, 3.56; NHANES 113 / 289 (slowest diabetes), R-hat 1.036, 0.61 against 160 / 252,
+  1.029, 0.89. Slower on randhie and NHANES, and fair's gain is within its seed-to-seed spread: kept
+  on tag attic/h28mix-refresh (with its ``--sampler refresh_block_latents=1`` switch), not on the
+  branch; fair's 'auto' run was not repeated (no gain to confirm).
 
 So nothing was kept: what limits fair is the coefficient-latent coupling above (occupation's
 regression on the collinear, heavily tied age / yrs_married pair, and on affairs' zero tie), which
