@@ -204,14 +204,16 @@ Two exact moves were built for it:
   not analysed further; kept on tag attic/h28mix-ancillary with its switch, not on the branch);
 * occupation's latents redrawn given the kept regression when its collapsed Newton move is rejected
   (accepted 0.57 of the time on fair, so otherwise they keep the ranked latents of the iteration that
-  drew them; a Gibbs draw of :math:`z_S \mid \theta, z_A, y`, label "h28mix-refresh"; exact, an
-  invariance test on exact draws fails at |z| 36-37 when the latents are drawn given the rejected
-  proposal): fair seed 28 min bulk / tail ESS 50 / 94, R-hat 1.023, 0.70 ESS per CPU second against
+  drew them; a Gibbs draw of :math:`z_S \mid \theta, z_A, y`, label "h28mix-refresh"; exact: its
+  invariance test on exact draws passes and fails at |z| 36-37 when the latents are drawn given the
+  rejected proposal): fair seed 28 min bulk / tail ESS 50 / 94, R-hat 1.023, 0.70 ESS per CPU second against
   0.56, but seed 29 6 / 22, R-hat 1.279, 0.10 against 7 / 14, 1.224, 0.12; randhie 119 / 205, 2.67
   against 150 / 255, 3.56; NHANES 113 / 289 (slowest diabetes), R-hat 1.036, 0.61 against 160 / 252,
-  1.029, 0.89. Slower on randhie and NHANES, and fair's gain is within its seed-to-seed spread: kept
-  on tag attic/h28mix-refresh (with its ``--sampler refresh_block_latents=1`` switch), not on the
-  branch; fair's 'auto' run was not repeated (no gain to confirm).
+  1.029, 0.85 (0.89 in a first run: CPU timing). Slower on randhie and NHANES, and fair's gain is
+  within its seed-to-seed spread: kept on tag attic/h28mix-refresh (with its ``--sampler
+  refresh_block_latents=1`` switch), not on the branch; fair's 'auto' run was not repeated (no gain
+  to confirm). The seed-29 fits are not rows of the CSV (``random_state`` 29 set by hand, the file's
+  sample unchanged).
 
 So nothing was kept: what limits fair is the coefficient-latent coupling above (occupation's
 regression on the collinear, heavily tied age / yrs_married pair, and on affairs' zero tie), which
