@@ -160,6 +160,68 @@ extensions do: margin 1.2 on the ESS shortfall and on the R-hat excess ratio, so
 R-hat 1.019 grows the kept draws 2.3x, not 1.25x; the columns step_cpu_seconds, monitor_cpu_seconds,
 outside_chains_seconds and checks_seconds say where a run's time went. Rows before it lack them.)
 
+Diagnosis of fair's slow direction (issue 28, the probit blocks' mixing; branch h28mix, label
+"h28mix-before": the sampler as merged, 2 x 1,000 iterations, seed 28, chains in turn; traces of every
+block coefficient, the ranked scales and a within-tie statistic recorded by a hook on
+``CopulaGibbs.step``, which does not touch the generator: ``--trace``, written to
+``results/copula_files_trace_<file>.json``). Fair's frame has one probit block,
+occupation (6 levels, 5 latents), regressing on the 7 ranked latents (rate_marriage, yrs_married,
+children, affairs, age, educ, religious; age and educ have 6 distinct values, yrs_married 7, religious 4,
+affairs 67 % zeros among its observed values). The slowest monitored quantities and their autocorrelation times (kept draws / ESS):
+
+* occupation's latent correlations among themselves (teacher/nurse/writer with professional: min
+  bulk / tail ESS 43 / 63, tau 23; the others 51-56): :math:`(B\Sigma_{AA}B^\top + \Omega)` normalised,
+  i.e. how much of the block the ranked latents explain. Their traces correlate 0.66-0.67 with the block's
+  intercepts (ESS 43-50) and 0.64-0.72 with the standardised coefficients on age. The standardised coefficients on age
+  (raw times the latent's sd: ESS 21-26, posterior sd 0.59 about 1.2-1.8) and on yrs_married (ESS 42-48,
+  sd 0.71 about -0.6 to -1.3) are correlated -0.89: age and yrs_married are collinear heavily tied
+  columns, and the block's regression on the pair moves along that ridge slowly.
+* affairs with occupation (ESS 44-54, tau 19-23): trace correlation 0.90-0.96 with the within-tie
+  association (over the records in affairs' zero tie, the correlation of affairs' latent with each of
+  occupation's latents: ESS 45-55) and 0.86-0.91 with occupation's standardised coefficients on affairs
+  (ESS 37-42). Affairs' zero tie leaves its latents free below one cut point; they
+  follow occupation's latents in proportion to the coefficient and the coefficient follows them: the
+  coupling of a coefficient with latent covariates that are missing data for it.
+* the ranked latents' scales (non-identified by the rank likelihood) have ESS 2-4 and the raw
+  coefficients on age and educ ESS 3-16, but neither is monitored: the standardised coefficient on educ
+  has ESS 146-165. The slow quantities are identified ones, not the PX scale (the parameter-expanded
+  moves of attic/h28px-px-moves act on the scale: no gain, as measured there).
+
+The same file and frame with seed 29 (the chains start from the same state; only the generator differs): R-hat 1.224,
+min bulk / tail ESS 7 / 14 (slowest occupation) in 56 CPU s, against 1.056 and 43 / 63 with seed 28:
+at 1,000 iterations fair's slowest ESS is not yet a stable estimate (a component slower than the
+chain's length), so single-seed ESS comparisons on fair carry a factor of several.
+
+Two exact moves were built for it:
+
+* the ranked columns redrawn a second time with occupation's residuals
+  :math:`\epsilon = z_S - x^\top\theta` held (the ancillary augmentation of Yu & Meng 2011 for the
+  block's latents; each ranked latent's full conditional is then its :math:`N(0, \Sigma_{AA})` conditional
+  truncated to D(y) and to the interval keeping every block's level, and the blocks' latents follow it):
+  exact (an invariance test on exact draws: |z| 0.18-1.15; with the block latents' shift dropped 25-30)
+  but slower: fair min bulk / tail ESS 11 / 40, R-hat 1.147, 0.13 ESS per CPU second against 0.56
+  (label "h28mix-ancillary"; the Newton move's acceptance fell from 0.57 to 0.33; why it is slower was
+  not analysed further; kept on tag attic/h28mix-ancillary with its switch, not on the branch);
+* occupation's latents redrawn given the kept regression when its collapsed Newton move is rejected
+  (accepted 0.57 of the time on fair, so otherwise they keep the ranked latents of the iteration that
+  drew them; a Gibbs draw of :math:`z_S \mid \theta, z_A, y`, label "h28mix-refresh"; exact: its
+  invariance test on exact draws passes and fails at |z| 36-37 when the latents are drawn given the
+  rejected proposal): fair seed 28 min bulk / tail ESS 50 / 94, R-hat 1.023, 0.70 ESS per CPU second against
+  0.56, but seed 29 6 / 22, R-hat 1.279, 0.10 against 7 / 14, 1.224, 0.12; randhie 119 / 205, 2.67
+  against 150 / 255, 3.56; NHANES 113 / 289 (slowest diabetes), R-hat 1.036, 0.61 against 160 / 252,
+  1.029, 0.85 (0.89 in a first run: CPU timing). Slower on randhie and NHANES, and fair's gain is
+  within its seed-to-seed spread: kept on tag attic/h28mix-refresh (with its ``--sampler
+  refresh_block_latents=1`` switch), not on the branch; fair's 'auto' run was not repeated (no gain
+  to confirm). The seed-29 fits are not rows of the CSV (``random_state`` 29 set by hand, the file's
+  sample unchanged).
+
+So nothing was kept: what limits fair is the coefficient-latent coupling above (occupation's
+regression on the collinear, heavily tied age / yrs_married pair, and on affairs' zero tie), which
+neither move touches; the lead left is a joint move of a block's coefficient on a tied ranked column
+with that column's within-tie latents (e.g. an MH move proposing the coefficient from its collapsed
+Newton proposal and the tie's latents from their conditional given it, with the truncated-normal
+normalising constants in the ratio), not built here.
+
 Run: ``python benchmarks/copula_files.py --label before [--files nhanes,adult] [--n-iter 1000]``;
 rows are appended to (or replace the same label and file in)
 ``results/copula_files.csv`` and ``.json``; ``--figure`` draws
@@ -349,6 +411,84 @@ def run_file(name: str, n_iter: int | str, params: dict) -> dict:
     }
 
 
+def trace_couplings(name: str, n_iter: int = 1000, top: int = 3) -> dict:
+    """The diagnosis of the slowest monitored quantities (issue 28): the file fitted as :func:`run_file`
+    does, with every iteration's latent correlations, block coefficients, ranked scales and, per ranked
+    column and block latent, the correlation over the records of the column's largest tie of the two
+    latents recorded by a hook on ``CopulaGibbs.step`` (it does not touch the generator: the draws are the
+    fit's). For the ``top`` slowest correlations: min(bulk, tail) ESS, autocorrelation time (kept draws /
+    ESS) and the 10 recorded quantities whose traces correlate most with it (standardised coefficients:
+    raw times the ranked latent's sd, the scale the rank likelihood identifies)."""
+    import arviz as az
+
+    from synthmi.models import copula as C
+    from synthmi.models.risk_targeted import RiskTargetedSynthesizer
+
+    rec: list[list[dict]] = []
+    step0, init0 = C.CopulaGibbs.step, C.CopulaGibbs.initial_state
+
+    def init(self):
+        rec.append([])
+        return init0(self)
+
+    def step(self, st, rng):
+        step0(self, st, rng)
+        A = self.ranked_cols
+        sd = np.sqrt(np.diag(st.sigma_a))
+        std = [c.copy() for c in st.coef]
+        for c in std:
+            c[1:1 + A.size] *= sd[:, None]
+        tie = []
+        for mg in (m for m in self.margins if m.ranked):
+            lv = mg.level
+            rows = np.flatnonzero(lv == np.bincount(lv[lv >= 0]).argmax())
+            for S, _ in self.blocks:
+                tie += [float(np.corrcoef(st.z[rows, mg.cols[0]], st.z[rows, c])[0, 1]) for c in S]
+        rec[-1].append({"corr": st.correlation[np.triu_indices(self.q, 1)],
+                        "coef": np.concatenate([c.ravel() for c in std]), "sd": sd, "tie": np.array(tie)})
+
+    df, qi, fit_kw = FILES[name]()
+    C.CopulaGibbs.step, C.CopulaGibbs.initial_state = step, init
+    try:
+        synth = RiskTargetedSynthesizer(n_iter=n_iter, accept_diagnostics=True, max_seconds=None, random_state=SEED)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            synth.fit(df, quasi_identifiers=qi, keep=[c for c in df.columns if c not in qi], **fit_kw)
+    finally:
+        C.CopulaGibbs.step, C.CopulaGibbs.initial_state = step0, init0
+    imp = synth.copula_
+    smp, names = imp.sampler_, imp.latent_names_
+    ranked = [m.name for m in imp.margins_ if m.ranked]
+    labels = {"corr": [f"{names[i]} | {names[j]}" for i, j in zip(*np.triu_indices(imp.q_, 1))], "coef": [],
+              "sd": [f"sd {r}" for r in ranked], "tie": []}
+    for mg, (S, _), p in zip(smp.block_margins, smp.blocks, smp.n_design):
+        rows = ["1"] + ranked + [f"earlier level {k}" for k in range(p - 1 - len(ranked))]
+        labels["coef"] += [f"{mg.name}[{t}] ~ {r}" + (" (standardised)" if r in ranked else "")
+                           for r in rows for t in range(S.size)]
+    for r in ranked:
+        labels["tie"] += [f"tie of {r}: corr with {mg.name}[{t}]" for mg, (S, _) in zip(smp.block_margins, smp.blocks)
+                          for t in range(S.size)]
+    burn = n_iter // 2
+    x = {k: np.stack([np.stack([r[k] for r in ch[burn:]]) for ch in rec]) for k in labels}
+    draws = x["corr"].shape[0] * x["corr"].shape[1]
+
+    def ess(v):
+        return min(float(az.ess(v, method="bulk")), float(az.ess(v, method="tail")))
+
+    others = np.concatenate([x[k] for k in ("coef", "sd", "tie")], axis=2)
+    other_labels = labels["coef"] + labels["sd"] + labels["tie"]
+    e_corr = np.array([ess(x["corr"][:, :, k]) for k in range(x["corr"].shape[2])])
+    out = {"file": name, "n_iter": n_iter, "chains": len(rec), "slowest": []}
+    for k in np.argsort(e_corr)[:top]:
+        y = x["corr"][:, :, k].ravel()
+        cc = np.nan_to_num([np.corrcoef(y, others[:, :, m].ravel())[0, 1] for m in range(others.shape[2])])
+        out["slowest"].append({
+            "quantity": labels["corr"][k], "ess": e_corr[k], "autocorrelation_time": draws / e_corr[k],
+            "coupled": [{"quantity": other_labels[m], "trace_correlation": float(cc[m]),
+                         "ess": ess(others[:, :, m])} for m in np.argsort(-np.abs(cc))[:10]]})
+    return out
+
+
 def figure(csv: Path, out: Path | None = None) -> Path:
     """Per file, before vs after at the default n_iter: min(bulk, tail) ESS per CPU second of the slowest
     quantity, and wall seconds (the 1,000-iteration fit, and projected to ESS 400 in proportion to the kept
@@ -408,8 +548,17 @@ def main(argv=None) -> None:
     ap.add_argument("--sampler", action="append", default=[],
                     help="name=0|1: a CopulaGibbs switch (knot_moves, collapse_ranked) for this run")
     ap.add_argument("--figure", action="store_true", help="only draw the figure from the CSV")
+    ap.add_argument("--trace", action="store_true",
+                    help="the slowest correlations' couplings (trace_couplings), per file, instead of the table")
     a = ap.parse_args(argv)
     csv, js = RESULTS / "copula_files.csv", RESULTS / "copula_files.json"
+    if a.trace:
+        for name in a.files.split(","):
+            out = RESULTS / f"copula_files_trace_{name}.json"
+            out.write_text(json.dumps({"environment": environment(), **trace_couplings(name, int(a.n_iter))},
+                                      indent=2, default=float))
+            print(out)
+        return
     if a.figure:
         print(figure(csv))
         return
