@@ -238,6 +238,11 @@ class Encoder:
             codes[codes < 0] = k
             return codes
         na = s.isna().to_numpy()
+        # a fresh Index per call: the Dask paths encode partitions in threads that share this
+        # encoder, and an Index's lazily built hash table is not thread-safe (pandas issue 21150:
+        # a concurrent first get_indexer can see the index as non-unique and raise InvalidIndexError;
+        # copy() would share the cache)
+        levels = pd.Index(levels.to_numpy(), dtype=levels.dtype)
         codes = levels.get_indexer(np.asarray(s, dtype=object)).astype(np.int64)
         codes[na] = k
         return codes
