@@ -262,7 +262,7 @@ def summarise(rows: list[dict]) -> dict:
 
 def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Path, search_s: float | None,
              m_search: int = 3, relax: float | None = None, skip_default: bool = False,
-             search_points: int | None = None) -> dict:
+             search_points: int | None = None, variant: str = "default") -> dict:
     log = work / f"{name}.log"
     df = cfg["load"](rows)
     csv = work / f"{name}.csv"
@@ -285,6 +285,12 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
               # the search's budget in settings measured (the same search on any machine); seconds only if asked
               *(["--max-search-points", str(search_points)] if search_points is not None else []),
               *(["--max-search-seconds", str(search_s)] if search_s is not None else [])]
+    # the improper variant: every QI a tree (the spec's "models") with the plug-in leaves (synthpop's
+    # proper = FALSE, as CART draws), given to tune and, the same --param, to synthesize --spec
+    params = ["--param", "proper=false"] if variant == "improper" else []
+    common += params
+    if variant == "improper":
+        skip_default = True
     attempts = []
     tol_items = None
     spec, trace = work / f"{name}_tuned.json", work / f"{name}_trace.json"
@@ -292,8 +298,9 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
         # the default models' tune was run (and found infeasible) in an earlier run of this script,
         # whose infeasible tables named every QI (NHANES: age's one-way S_pMSE 124 against a bound of 3.0)
         rec = {}
-        attempts.append({"how": "tune with DA-MI's default models: not rerun (--skip-default; infeasible in an "
-                                "earlier run, its tables naming every QI)", "masks": None, "infeasible": None})
+        if variant == "default":
+            attempts.append({"how": "tune with DA-MI's default models: not rerun (--skip-default; infeasible in an "
+                                    "earlier run, its tables naming every QI)", "masks": None, "infeasible": None})
         broken = list(cfg["qi"])
     else:
         cpu["tune"] = cli(["tune", *base, "--analysis", cfg["declared"][0], "--family", cfg["declared"][1], *common,
@@ -324,7 +331,8 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
         cpu["tune"] += cli(["tune", "--data", str(csv), "--spec", str(draft), *common, "--out", str(spec),
                             "--trace", str(trace)], log)
         rec = json.loads(trace.read_text())
-        attempts.append({"how": f"tune --spec with \"models\": {json.dumps(d.get('models'))} (tune's hint followed)",
+        attempts.append({"how": f"tune --spec with \"models\": {json.dumps(d.get('models'))} "
+                                + ("--param proper=false" if params else "(tune's hint followed)"),
                          "masks": rec.get("masks"), "infeasible": (rec.get("search") or {}).get("infeasible")})
         print(f"[{name}] tune with trees for {trees}: masks {rec.get('masks')} ({time.perf_counter() - t0:.0f} s)",
               flush=True)
@@ -349,7 +357,7 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
         for s in seeds:
             out = work / f"{name}_tuned_{s}"
             cpu["tuned"] += cli(["synthesize", "--data", str(csv), "--spec", str(spec), "--method", "dami", "--m", str(M),
-                                 "--seed", str(s), "--out", str(out), "--overwrite", "--quiet"], log)
+                                 "--seed", str(s), "--out", str(out), "--overwrite", "--quiet", *params], log)
             tuned.append({"seed": s, **measure(csv, out, cfg, work, log, tol_items)})
     c, t = summarise(cart), (summarise(tuned) if tuned else None)
     checks = None
@@ -365,10 +373,12 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
     return {"rows": len(df), "rows_in_file": {"fair": 6366, "anes96": 944, "adult": 48842, "nhanes": 5265}[name], "qi": cfg["qi"],
             "keep": cfg["keep"], "categorical": cfg["categorical"], "declared": cfg["declared"],
             "held_out": cfg["held_out"], "tolerance": cfg["tol"], "seeds": seeds, "m": M,
-            "cart": c, "tuned": t, "checks": checks, "tune_attempts": attempts, "m_search": m_search, "cart_per_seed": cart, "tuned_per_seed": tuned,
+            "variant": variant, "cart": c, "tuned": t, "checks": checks, "tune_attempts": attempts, "m_search": m_search, "cart_per_seed": cart, "tuned_per_seed": tuned,
             "tune": {"masks": rec.get("masks"), "validated": {k: (rec.get("validated") or {}).get(k) for k in (
                 "mean_ci_overlap", "battery_ci_overlap", "worst_one_way_s_pmse", "worst_two_way_s_pmse",
                 "expected_matches", "true_match_rate")},
+                "base_params": {k: v for k, v in (search.get("base_params") or {}).items()
+                                if k not in ("accept_diagnostics", "rhat_max", "ess_min")},
                 "reference": search.get("reference"), "table_caps": search.get("table_caps"),
                 "infeasible": search.get("infeasible"), "search_points": search.get("search_points"),
                 "max_search_points": search.get("max_search_points"),
@@ -398,6 +408,9 @@ def main() -> None:
                     help="if tune's default table rule (--max-table-ratio 2) is infeasible, tune again with this ratio")
     ap.add_argument("--skip-default", default="", help="files whose default-models tune is not rerun (found "
                     "infeasible earlier, naming every QI): straight to the spec with trees")
+    ap.add_argument("--variant", choices=("default", "improper"), default="default",
+                    help="improper: every QI a tree with plug-in leaves (spec models + --param proper=false, given to "
+                    "tune and synthesize --spec); recorded as FILE:improper beside the default rows")
     ap.add_argument("--merge", action="store_true", help="keep the recorded results of the files not run now")
     a = ap.parse_args()
     seeds = list(range(a.replicates))
@@ -407,10 +420,11 @@ def main() -> None:
     for name in [f for f in a.files.split(",") if f]:  # --files "" --merge: rewrite the table only
         rows = {"fair": a.fair_rows, "adult": a.adult_rows}.get(name)
         env = environment()  # the load at this file's start
-        new[name] = run_file(name, FILES[name], rows, seeds, work,
-                             a.max_search_seconds, a.m_search, a.relax_table_ratio,
-                             name in a.skip_default.split(","), a.max_search_points)
-        new[name]["environment"] = env
+        key = name if a.variant == "default" else f"{name}:{a.variant}"
+        new[key] = run_file(name, FILES[name], rows, seeds, work,
+                            a.max_search_seconds, a.m_search, a.relax_table_ratio,
+                            name in a.skip_default.split(","), a.max_search_points, a.variant)
+        new[key]["environment"] = env
     out = {}
     if a.merge and (RESULTS / "tune_files.json").exists():
         # read after the runs (not before): runs of other files in parallel processes that finished
