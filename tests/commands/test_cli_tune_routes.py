@@ -95,3 +95,42 @@ def test_tune_validation_fits_declared_categories_as_analyse_does(tmp_path, caps
     assert {"region[T.2]", "region[T.3]"} <= {t["term"] for t in user["terms"]}
     assert rep["mean_ci_overlap"] == pytest.approx(user["mean_ci_overlap"], rel=1e-9, abs=1e-12)
     capsys.readouterr()
+
+
+def test_tune_passes_proper_false_through_and_synthesize_reproduces_it(tmp_path, capsys):
+    """Issue 29's improper route (tune_files.py --variant improper): a spec whose "models" give every QI a
+    tree, tuned with ``--param proper=false``; tune records the parameter, prints it on the synthesize
+    line, validates with plug-in copies, and ``synthesize --spec`` with the same --param gives those copies
+    (without it, proper copies: a different release)."""
+    wage_frame(200, seed=6).to_csv(tmp_path / "w.csv", index=False)
+    data = str(tmp_path / "w.csv")
+    assert main(["spec", "--data", data, "--qi", "age,sex,edu", "--keep", "hours,y", "--analysis", "y ~ age + sex",
+                 "--family", "logit", "--out", str(tmp_path / "s.json"), "--quiet"]) == 0
+    spec = json.loads((tmp_path / "s.json").read_text())
+    spec["models"] = {"age": "tree", "sex": "tree", "edu": "tree"}
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    rc = main(["tune", "--data", data, "--spec", str(tmp_path / "s.json"), "--param", "proper=false",
+               "--tol", "age=1", "--target", "expected_matches<=1000", "--continuous-grid", "1:5",
+               "--alpha-grid", "2", "--m-search", "2", "--m", "3", "--replicates", "2", "--n-confirm", "1",
+               "--jobs", "1", "--max-table-s-pmse", "1000", "--seed", "4", "--out", str(tmp_path / "t.json"),
+               "--trace", str(tmp_path / "trace.json"), "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert f"--spec {tmp_path / 't.json'} --method dami --m 3 --seed 4 --param proper=False" in out
+    rec = json.loads((tmp_path / "trace.json").read_text())["search"]
+    assert rec["base_params"]["proper"] is False
+    overlaps = {}
+    for extra in ([], ["--param", "proper=false"]):
+        rep = rec["validation"]["replicates"][0]
+        syn = tmp_path / f"syn{len(extra)}"
+        assert main(["synthesize", "--data", data, "--spec", str(tmp_path / "t.json"), "--method", "dami", "--m", "3",
+                     "--seed", str(rep["seed"]), "--out", str(syn), "--quiet", *extra]) == 0
+        assert main(["analyse", "--original", data, "--synthetic", str(syn), "--formula", "y ~ age + sex",
+                     "--family", "logit", "--out", str(tmp_path / f"a{len(extra)}.json"), "--quiet"]) == 0
+        overlaps[len(extra)] = json.loads((tmp_path / f"a{len(extra)}.json").read_text())["mean_ci_overlap"]
+    meta = json.loads((tmp_path / "syn2" / "metadata.json").read_text())
+    assert meta["params"]["proper"] is False and meta["diagnostics"]["sampler"] == "plug-in"
+    # the same copies as tune validated (up to the CSV round trip), and not the proper release's
+    assert rec["validation"]["replicates"][0]["mean_ci_overlap"] == pytest.approx(overlaps[2], rel=1e-9, abs=1e-12)
+    assert overlaps[0] != pytest.approx(overlaps[2], rel=1e-9, abs=1e-12)
+    capsys.readouterr()
