@@ -104,7 +104,8 @@ The improper variant (``--variant improper``; rows ``FILE:improper`` beside the 
 stay): the spec's ``"models"`` give every QI a tree and ``--param proper=false`` (the tree's
 plug-in leaves, synthpop's proper = FALSE, as CART draws) is given to tune, which records it
 (``base_params``) and validates with it, and to ``synthesize --spec``; tune's default table rule
-(--max-table-ratio 2), 60-point budget. Each file checked:
+(--max-table-ratio 2), 60-point budget. Run before the tree conditional grew CartSynthesizer's own
+partition (``synthmi.models.rubin.TreeDesign``, merged after these runs), not re-run since. Each file checked:
 
 - NHANES: now PASSES under the default table rule (it failed above). 39 settings, coordinate search
   converged; the first confirmed setting validated: masks age sigma 20, gender alpha 0.5,
