@@ -12,6 +12,7 @@ from synthmi.models import CartSynthesizer, DAMISynthesizer, RubinSynthesizer
 from synthmi.models.predictive import Prepared
 from synthmi.models.tree import TreePosterior
 from _joint_exact import dependent_frame
+from test_tree import _bimodal_frame
 
 
 class _Stump:
@@ -113,18 +114,6 @@ def test_uninformative_plug_in_tree_is_cart_exactly_on_the_same_partition():
         df, quasi_identifiers=qi, keep=["z"])
     p = np.exp(proper._posterior_draws(1, np.random.default_rng(0))[0][0]["logp"])
     assert not np.allclose(p, np.exp(tree.conditionals_[0].fast.plug_in(1)[0]["logp"]), atol=1e-3)
-
-
-def _bimodal_frame(n=1000, seed=0):
-    """tests/models/test_tree.py's frame: a bimodal, bounded, whole-number age, an ordinal edu of age and
-    sex, and a kept outcome y quadratic in age."""
-    rng = np.random.default_rng(seed)
-    sex = (rng.random(n) < 0.5).astype(int)
-    age = np.clip(np.round(np.where(rng.random(n) < 0.4, rng.normal(25, 3, n), rng.normal(55, 8, n))), 17, 90)
-    edu = np.digitize(0.04 * (age - 40) + 0.7 * sex + rng.logistic(size=n), [-1.0, 0.5, 2.0])
-    y = 10 + 0.3 * age - 0.004 * (age - 40) ** 2 + 2 * sex + 1.5 * edu + rng.normal(0, 3, n)
-    return pd.DataFrame({"y": y, "age": age, "sex": pd.Categorical.from_codes(sex, ["f", "m"]),
-                         "edu": pd.Categorical.from_codes(edu, ["e0", "e1", "e2", "e3"], ordered=True)})
 
 
 @pytest.mark.slow

@@ -63,16 +63,7 @@ def test_tune_finds_the_optimum_that_needs_a_second_pass(monkeypatch):
     # 3), so tune runs its real search, confirmation and validation; the validation is the real route
     import synthmi.workflow.tuning as tuning
 
-    lev_age = {None: 0, 20.0: 1, 10.0: 2, 5.0: 3}
-    lev_sex = {None: 0, 1.0: 1, 2.0: 2, 4.0: 3}
-
-    def measure(masks, mm, reps, *a, **k):
-        masks = masks or {}
-        x = (lev_age[(masks.get("age") or {}).get("sigma_e")], lev_sex[(masks.get("sex") or {}).get("alpha")])
-        r = _second_pass_objective(x)
-        row = {"mean_ci_overlap": r["objective"], "battery_ci_overlap": r["objective"],
-               "worst_one_way_s_pmse": 1.0, "worst_two_way_s_pmse": 1.0, "expected_matches": float(sum(x))}
-        return [dict(row) for _ in range(reps)]
+    measure = _lattice_measure()
 
     monkeypatch.setattr(tuning, "_measure_candidate", measure)
     res = tuning.tune(_small(200), ["age", "sex"], ["y"], ["y ~ age + sex"], ["expected_matches<=4"],
