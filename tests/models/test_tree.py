@@ -693,3 +693,35 @@ def test_record_move_ratio_is_the_log_evidence_of_each_masked_column():
                         * stats.norm.pdf(w_bar[i], mid, np.sqrt(v))).sum() * (ys[1] - ys[0]) for i in range(5)])
         ze = np.log(np.exp(pe.log_probs(etas["edu"]) + ev["edu"][1]).sum(axis=1))
         np.testing.assert_allclose(got[:5], np.log(za) + ze[:5], atol=1e-5)
+
+
+def test_tree_warns_when_its_kernels_spread_a_point_mass_nothing_snaps_back():
+    """fair's affairs (67.8% zeros, no grid): the tree's copies held no exact zero (one-way S_pMSE 851)
+    and nothing said so. A point mass with no grid is now named (the column and its share, not its
+    value); a heaped column on a grid (snapped back) and a few-valued one (discrete leaves) are not."""
+    import warnings
+
+    rng = np.random.default_rng(5)
+    n = 400
+    x = rng.normal(size=n)
+    zero = rng.random(n) < 0.6
+    frame = pd.DataFrame({
+        "x": x,
+        "spend": np.where(zero, 0.0, np.exp(rng.normal(1.0 + 0.3 * x, 0.5))),  # no grid: continuous values
+        "hours": np.where(zero, 40.0, rng.integers(10, 80, n)).astype(float),  # a heap on a 1-unit grid
+        "kids": rng.integers(0, 4, n).astype(float),  # few-valued: discrete leaves
+    })
+    frame.loc[0, "kids"] = 9.0  # not constant in any leaf, still few-valued
+
+    def point_mass_warnings(col):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            RubinSynthesizer(models={col: "tree"}, progressbar=False).fit(
+                frame[["x", col]], quasi_identifiers=[col], keep=["x"])
+        return [str(m.message) for m in w if "point mass" in str(m.message)]
+
+    got = point_mass_warnings("spend")
+    assert len(got) == 1 and "Column 'spend'" in got[0] and f"{zero.mean():.0%}" in got[0] and "'cart'" in got[0]
+    assert "0.0" not in got[0]  # the value itself is not disclosed
+    assert point_mass_warnings("hours") == []
+    assert point_mass_warnings("kids") == []
