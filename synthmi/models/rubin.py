@@ -1336,11 +1336,9 @@ def _warn_tree_point_mass(c: str, cond: Conditional, y: np.ndarray) -> None:
     releases no copy of that value: fair's ``affairs`` (67.8% zeros, no grid) had no exact zero in
     its tree copies and a one-way S_pMSE of 851, against cart's 1.14, with no message (the new-user
     review of issue 29). The warning names the column and the share only (no value)."""
-    from .tree import few_valued
-
-    if cond.kind != "continuous" or few_valued(y):
-        return
-    if cond.support is not None and cond.support.grid is not None and not cond.transform:
+    post = cond.fast
+    # the tree's own settings (few-valued columns get discrete leaves; the grid _fit_tree gave it)
+    if cond.kind != "continuous" or post.discrete or post.grid_step is not None:
         return
     mass = _point_masses(None, y)
     if not mass:

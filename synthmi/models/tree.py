@@ -237,6 +237,7 @@ class TreePosterior:
                  smoothing: float = 1.0, grid_step: float | None = None, discrete: bool = False):
         self.tree = tree
         self.discrete = bool(discrete) and not n_categories
+        self.grid_step = grid_step  # what snaps a heap's narrow kernel back (rubin._warn_tree_point_mass reads it)
         self.ids, pos = np.unique(leaf, return_inverse=True)
         L = self.ids.size
         self.n_categories = int(n_categories)
