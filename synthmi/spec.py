@@ -63,6 +63,10 @@ __all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spe
 #: risk subgroups that may carry their own masks
 RISK_GROUPS = ("low", "medium", "high")
 FAMILIES = ("probit", "logit", "gaussian")
+#: one word for the whole ``models`` setting: ``"auto"`` (chosen per column,
+#: synthmi.models.model_choice) or a method that models every kind of column, for every
+#: quasi-identifier (synthmi.models.conditional.WHOLE_METHODS)
+WHOLE_MODELS = ("auto", "tree", "cart")
 #: JSON format version written by :meth:`ReleaseSpec.to_dict`
 FORMAT = 1
 
@@ -81,11 +85,12 @@ class ReleaseSpec:
         Quasi-identifier -> mask spec (``{"K": 3, "sigma_e": 5}``, ``{"alpha": 2}``,
         ``{"p": 0.8}``; see :func:`~synthmi.models.masking.make_masking`), or
         ``{"low": {...}, "medium": {...}, "high": {...}}`` for masks per risk subgroup.
-    models : dict or "auto", optional
+    models : dict, "auto", "tree" or "cart", optional
         Column -> per-variable model settings (``{"method": ..., "formula": "~ ..."}``,
         or ``"auto"``), passed to synthesizers that take ``models=``; ``"auto"`` alone:
         every quasi-identifier's model chosen by posterior predictive checks
-        (:mod:`synthmi.models.model_choice`).
+        (:mod:`synthmi.models.model_choice`); ``"tree"`` or ``"cart"`` alone: that
+        method for every quasi-identifier.
     visit_sequence : list of str, optional
         Order in which the quasi-identifiers are synthesized.
     analyses : list of dict
@@ -153,9 +158,11 @@ class ReleaseSpec:
                     f"The 'visit_sequence' of the spec must list each quasi-identifier once ({qi}). Got {seq} instead."
                 )
             self.visit_sequence = seq
-        if self.models is not None and self.models != "auto":
+        if self.models is not None and not (isinstance(self.models, str) and self.models in WHOLE_MODELS):
             if not isinstance(self.models, Mapping):
-                raise _err("The 'models' of the spec", "an object {column: settings} or \"auto\"", self.models)
+                raise _err("The 'models' of the spec",
+                           "an object {column: settings} or one of " + ", ".join(f'"{w}"' for w in WHOLE_MODELS),
+                           self.models)
             bad = [c for c in self.models if c not in self.columns]
             if bad:
                 raise InputError(f"The 'models' of the spec name columns not in the spec: {bad}.")

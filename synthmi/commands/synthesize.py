@@ -32,6 +32,7 @@ from ._common import (
     warn_identifiers,
 )
 from ..errors import ColumnError, InputError, ParameterError
+from ..spec import WHOLE_MODELS
 
 # name -> synthesizer class, as "module:Class" so that `synthmi --help` does not
 # import PyMC. A new method is one line here.
@@ -77,9 +78,9 @@ EXAMPLES = """examples:
   # synthpop-style CART, proper (bootstrap) synthesis
   synthmi synthesize --data adult --qi age,sex,race,education --method cart --param proper=true --out syn_cart/
   # improper DA-MI (synthpop's proper = FALSE): every copy uses the posterior mean of tree leaves;
-  # the spec's "models" must give every quasi-identifier "tree" (or "cart"), e.g. {"age": "tree", ...}
+  # every quasi-identifier needs a "tree" (or "cart") model: --models tree, or the spec's "models"
   synthmi synthesize --data survey.csv --spec spec.json --method dami --mask sex:p=0.8 \\
-      --param proper=false --m 5 --seed 1 --out syn_improper/
+      --models tree --param proper=false --m 5 --seed 1 --out syn_improper/
   # risk-targeted DA-MI: weaker masking (more protection) for high-risk records
   synthmi synthesize --data nhanes --qi age,gender,race_ethnicity,education,marital_status \\
       --keep bmi,diabetes --method risk-dami --m 5 \\
@@ -396,10 +397,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "for valid weighted analyses when selection depends on columns not in the file)")
     p.add_argument("--transform", action="append", metavar="COLUMN=log|log1p|rank",
                    help="transform of a continuous quasi-identifier's model (rubin, dami; repeatable)")
-    p.add_argument("--models", choices=["auto"], default=None,
-                   help="rubin, dami: choose each quasi-identifier's model by posterior predictive checks of its "
-                        "release (one- and two-way table S_pMSE; synthmi.models.model_choice); the models a --spec "
-                        "names for its columns win")
+    p.add_argument("--models", choices=list(WHOLE_MODELS), default=None,
+                   help="rubin, dami: 'auto' chooses each quasi-identifier's model by posterior predictive checks of "
+                        "its release (one- and two-way table S_pMSE; synthmi.models.model_choice), the models a "
+                        "--spec names for its columns winning; 'tree' (or 'cart') gives every quasi-identifier that "
+                        "model (synthpop's method = \"cart\"; with --param proper=false its plug-in leaves)")
     p.add_argument("--semicont", action="append", metavar="COLUMN=V[:V2]",
                    help="point masses (e.g. zeros) of a numeric quasi-identifier: two-part model (repeatable)")
     p.add_argument("--rule", action="append", metavar="COLUMN[=VALUE]:CONDITION",

@@ -69,7 +69,7 @@ from __future__ import annotations
 import abc
 import warnings
 import inspect
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -513,14 +513,15 @@ class Synthesizer(ParamsMixin, abc.ABC):
         """Point masses from ``semicont=`` (--semicont) merged with the 'semicont' entries of
         ``models`` (the synthesizer's parameter or the spec's): one per-variable mechanism
         (:func:`synthmi.models.conditional.per_variable_setting`)."""
-        from .conditional import parse_models, per_variable_setting
+        from .conditional import expand_models, parse_models, per_variable_setting
 
         models = getattr(self, "models", None) if "models" in self._get_param_names() else None
         # the models a models="auto" choice made (synthmi.models.model_choice) are this fit's
         models = getattr(self, "_chosen_models", None) or models
         if models is None and getattr(self, "spec_", None) is not None and self.spec_.models:
             # the spec may carry models of columns another release synthesizes
-            models = {c: v for c, v in self.spec_.models.items() if c in qi}
+            models = expand_models(self.spec_.models, qi)
+            models = {c: v for c, v in models.items() if c in qi} if isinstance(models, Mapping) else models
         if models is None:
             return semicont
         if semicont is not None and not isinstance(semicont, dict):

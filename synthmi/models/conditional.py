@@ -75,6 +75,7 @@ from scipy.special import ndtr
 
 from ..kinds import CATEGORICAL_KINDS, MODEL_KINDS
 from ..schema import Schema
+from ..spec import WHOLE_MODELS
 from .truncation import Support
 from ..errors import ColumnError, InputError, ParameterError
 
@@ -86,6 +87,8 @@ __all__ = [
     "resolve_visit_sequence",
     "predictors_from_matrix",
     "per_variable_setting",
+    "expand_models",
+    "WHOLE_METHODS",
     "TRANSFORMS",
     "Encoder",
     "AdditiveDesign",
@@ -107,6 +110,10 @@ _METHOD_KINDS = {
     "cart": MODEL_KINDS,
     "tree": MODEL_KINDS,
 }
+#: methods that model every kind of column, so that ``models="tree"`` (one name for the whole
+#: setting, as synthpop's ``method = "cart"``) gives every quasi-identifier that method
+WHOLE_METHODS = tuple(m for m in WHOLE_MODELS if m != "auto")
+assert all(_METHOD_KINDS[m] == MODEL_KINDS for m in WHOLE_METHODS)
 
 
 @dataclass
@@ -126,8 +133,17 @@ class VariableSpec:
         return {k: getattr(self, k) for k in _KEYS if getattr(self, k) is not None}
 
 
+def expand_models(models: Any, qi: Sequence[str]) -> Any:
+    """``models`` with a whole-setting method name (``"tree"``, ``"cart"``: :data:`WHOLE_METHODS`)
+    spelled out as ``{column: method}`` for every quasi-identifier; any other value unchanged."""
+    if isinstance(models, str) and models in WHOLE_METHODS:
+        return dict.fromkeys(qi, models)
+    return models
+
+
 def parse_models(models: Any, qi: Sequence[str], owner: str) -> dict[str, VariableSpec]:
     """Validate the ``models`` parameter into one :class:`VariableSpec` per named column."""
+    models = expand_models(models, qi)
     if models is None:
         return {}
     if not isinstance(models, Mapping):
@@ -223,7 +239,7 @@ def check_spec_models(spec: Any, path: str, owner: str = "DAMISynthesizer") -> N
     from ..errors import SynthmiError
     from ..kinds import model_kind
 
-    models = getattr(spec, "models", None)
+    models = expand_models(getattr(spec, "models", None), list(spec.quasi_identifiers))
     if not isinstance(models, Mapping):
         return  # none, or "auto" (checked by the spec itself)
     lead = f"The '--spec' file '{path}' has a \"models\" entry that cannot be used: "

@@ -74,6 +74,7 @@ from .conditional import (
     Encoder,
     FormulaDesign,
     VariableSpec,
+    WHOLE_METHODS,
     _METHOD_KINDS,
     parse_models,
     per_variable_setting,
@@ -132,7 +133,7 @@ class RubinSynthesizer(Synthesizer):
         categorical models (standardised predictors) and on cutpoints.
     progressbar : bool
         Show PyMC's progress bar (NUTS).
-    models : dict or "auto", optional
+    models : dict, "auto", "tree" or "cart", optional
         Per-variable models, ``{column: spec}``; a spec is a method name
         (``"normal"``, ``"logit"``, ``"probit"``, ``"ordered"``,
         ``"multinomial"``, ``"cart"``, ``"tree"``, ``"hierarchical"``), a formula
@@ -144,7 +145,8 @@ class RubinSynthesizer(Synthesizer):
         (:mod:`synthmi.models.model_choice`); the choice and its figures are
         in ``model_choice_``, the release's ``structure["model_choice"]`` and
         its spec. Default None: the default models (not "auto", which fits
-        every candidate once more).
+        every candidate once more). ``"tree"`` or ``"cart"`` (the whole setting, as
+        synthpop's ``method = "cart"``): that method for every quasi-identifier.
     visit_sequence : list of str, optional
         Order of the sequential conditionals (a permutation of the
         quasi-identifiers); default the order given to ``fit``.
@@ -224,7 +226,7 @@ class RubinSynthesizer(Synthesizer):
         "tune": [Interval("int", 0, None)],
         "prior_sd": [Interval("real", 0.0, None, closed="neither")],
         "progressbar": ["boolean"],
-        "models": [None, Options("auto"), "dict"],
+        "models": [None, Options("auto", *WHOLE_METHODS), "dict"],
         "visit_sequence": [None, "columns"],
         "predictor_matrix": [None, "object"],
         "bounds": [None, "dict"],
@@ -429,7 +431,7 @@ class RubinSynthesizer(Synthesizer):
                     f"The 'proper' parameter of {type(self).__name__} can be False only with the 'tree' and 'cart' "
                     "methods (plug-in leaves), and models='auto' chooses among parametric models too. Got "
                     "proper=False with models='auto' instead. Give every quasi-identifier a 'tree' (or 'cart') model, "
-                    "e.g. models={column: 'tree'} (on the command line: the spec's \"models\", without --models auto), "
+                    "e.g. models='tree' (on the command line: --models tree, or the spec's \"models\"), "
                     "or keep proper=True.",
                     parameter="proper")
             choice = choose_models(self, df, spec, fit_params, progress=self._progress)
@@ -623,8 +625,8 @@ class RubinSynthesizer(Synthesizer):
                 f"The 'proper' parameter of {type(self).__name__} can be False only when every quasi-identifier is "
                 f"modelled by 'tree' or 'cart' (plug-in leaves; synthpop's proper = FALSE); the parametric models "
                 f"have no plug-in here. Got proper=False with {bad} instead. Give these columns 'tree' (or 'cart', "
-                f"unmasked) models, e.g. models={dict.fromkeys(bad, 'tree')} (on the command line: the spec's "
-                f"\"models\"), or keep proper=True.", parameter="proper")
+                f"unmasked) models, e.g. models={dict.fromkeys(bad, 'tree')} or models='tree' (on the command "
+                f"line: --models tree, or the spec's \"models\"), or keep proper=True.", parameter="proper")
 
     def _warn_normal_misfit(self, c: str, D: np.ndarray, y: np.ndarray, post: NormalRegressionPosterior,
                             support: Support | None) -> None:
@@ -888,6 +890,8 @@ class RubinSynthesizer(Synthesizer):
             refuse_dask(f"{name}.fit with models='auto'",
                         "the choice fits every candidate model in memory (synthmi.models.model_choice)",
                         "Fit in memory, or give the models the choice made (the spec of an in-memory release).")
+        if isinstance(spec_models, str):  # one method for every quasi-identifier ("tree", "cart")
+            spec_models = {"every quasi-identifier": spec_models}
         for c, m in spec_models.items():
             if any(k != "transform" and v is not None for k, v in (m if isinstance(m, Mapping) else {"method": m}).items()):
                 refuse_dask(f"{name}.fit with the spec's model {m!r} for column '{c}'",

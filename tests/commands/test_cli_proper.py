@@ -70,7 +70,39 @@ def test_models_auto_refusal_says_where_the_models_go(tmp_path, capsys):
                "--param", "proper=false", "--m", "2", "--out", str(tmp_path / "o"), "--quiet"])
     err = capsys.readouterr().err
     assert rc != 0 and not (tmp_path / "o").exists()
-    assert "models='auto'" in err and "the spec's \"models\", without --models auto" in err
+    assert "models='auto'" in err and "--models tree" in err and "the spec's \"models\"" in err
+
+
+@pytest.mark.parametrize("whole", ["cli", "spec"])
+def test_models_tree_for_every_qi_is_the_per_column_spec(tmp_path, capsys, whole):
+    """``--models tree`` (or the spec's ``"models": "tree"``, synthpop's ``method = "cart"``) is the
+    spec that names a tree for each quasi-identifier: same seed, byte-identical copies."""
+    data, spec = _spec(tmp_path, capsys, {"hours": "tree", "sex": "tree", "edu": "tree"})
+    args = ["synthesize", "--data", data, "--method", "dami", "--mask", "sex:p=0.8", "--mask", "hours:K=1,sigma=5",
+            "--param", "proper=false", "--m", "2", "--seed", "4", "--quiet"]
+    assert main(args + ["--spec", spec, "--out", str(tmp_path / "per_column")]) == 0, capsys.readouterr().err
+    (tmp_path / "b").mkdir()
+    if whole == "cli":
+        _, plain = _spec(tmp_path / "b", capsys, None)
+        extra = ["--spec", plain, "--models", "tree"]
+    else:
+        _, plain = _spec(tmp_path / "b", capsys, "tree")  # type: ignore[arg-type]
+        extra = ["--spec", plain]
+    assert main(args + extra + ["--out", str(tmp_path / "whole")]) == 0, capsys.readouterr().err
+    for i in (1, 2):
+        assert (tmp_path / "whole" / f"copy_0{i}.csv").read_bytes() == \
+            (tmp_path / "per_column" / f"copy_0{i}.csv").read_bytes()
+    meta = json.loads((tmp_path / "whole" / "metadata.json").read_text())
+    assert {c: m["method"] for c, m in meta["structure"]["models"].items()} == dict.fromkeys(["hours", "sex", "edu"], "tree")
+
+
+def test_spec_models_must_be_an_object_or_a_whole_setting_word(tmp_path, capsys):
+    data, spec = _spec(tmp_path, capsys, "normal")  # type: ignore[arg-type]
+    rc = main(["synthesize", "--data", data, "--spec", spec, "--method", "rubin", "--m", "2",
+               "--out", str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc != 0 and not (tmp_path / "o").exists()
+    assert "'models' of the spec" in err and '"auto", "tree", "cart"' in err and "'normal'" in err
 
 
 def test_synthesize_help_shows_the_improper_example_and_it_parses(capsys):
@@ -88,6 +120,7 @@ def test_synthesize_help_shows_the_improper_example_and_it_parses(capsys):
     assert command.startswith("synthmi synthesize") and "--param proper=false" in command
     args = build_parser().parse_args(shlex.split(command)[1:])
     assert args.param == ["proper=false"] and args.method == "dami" and args.spec == "spec.json"
+    assert args.models == "tree"
 
 
 def test_engine_dask_refuses_a_spec_instead_of_dropping_it(tmp_path, capsys):

@@ -110,6 +110,23 @@ def test_methods_per_variable():
     pd.testing.assert_frame_equal(df, before)
 
 
+@pytest.mark.parametrize("whole", ["tree", "cart"])
+def test_one_method_for_every_quasi_identifier(whole):
+    """``models="tree"`` (synthpop's ``method = "cart"``) is ``{qi: "tree"}`` for every quasi-identifier:
+    the same conditionals and, seed for seed, the same copies."""
+    df = _interaction_frame(n=300)
+    fit = dict(quasi_identifiers=["y", "bin"], keep=["z", "s"])
+    one = RubinSynthesizer(models=whole, proper=False).fit(df, **fit)
+    each = RubinSynthesizer(models={"y": whole, "bin": whole}, proper=False).fit(df, **fit)
+    assert {c.column: c.family for c in one.conditionals_} == {"y": whole, "bin": whole}
+    a, b = one.sample(2, random_state=5), each.sample(2, random_state=5)
+    assert all(x.equals(y) for x, y in zip(a.copies, b.copies))
+    # a method that cannot model every kind is not a whole setting: named in the error
+    with pytest.raises(ValueError, match="'models' parameter of RubinSynthesizer must be None, one of 'auto', 'tree', "
+                                         "'cart' or a dict. Got 'normal' instead"):
+        RubinSynthesizer(models="normal").fit(df, **fit)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
