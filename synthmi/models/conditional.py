@@ -22,7 +22,9 @@ Dibben 2016, J. Stat. Softw. 74(11)). This module holds what one factor is:
     ``ordered`` (cumulative logit, or probit with the synthesizer's
     ``ordinal_link="probit"``), ``multinomial`` (multinomial logit, order
     ignored), ``cart`` (a tree with donors from its leaf, as synthpop's
-    ``cart``; not allowed for a masked column), ``tree`` (CART's partition
+    ``cart``, grown on :class:`~synthmi.models.cart.CartSynthesizer`'s
+    design, :class:`synthmi.models.rubin.TreeDesign`, so that it is that
+    synthesizer's tree; not allowed for a masked column), ``tree`` (CART's partition
     with a conjugate posterior per leaf, hence a likelihood: Dirichlet leaf
     probabilities, or a Bayesian bootstrap of the leaf's donors smoothed by a
     Gaussian kernel; usable with masks and as a predictor under the joint

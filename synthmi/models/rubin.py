@@ -559,8 +559,9 @@ class RubinSynthesizer(Synthesizer):
                 encs = _drop_aliased(zrows, [self.encoders_[x] for x in xc],
                                      {x: obs[x] if rows is None else obs[x][rows] for x in xc})
                 design = AdditiveDesign(self._Z_design_, z_names, encs, intercept, idx)
-                if fam == "tree":
-                    # CART's own design (TreeDesign): every kept predictor and earlier QI, none dropped
+                if fam in ("tree", "cart"):
+                    # CART's own design (TreeDesign): every kept predictor and earlier QI, none dropped,
+                    # so that a 'cart' or 'tree' column's partition is CartSynthesizer's
                     design = TreeDesign(self.schema_, self._Z_design_, [(z, z_cols_of[z]) for z in zc], xc_tree)
             cond.design = design
             cond.predictors = list(design.inputs)
