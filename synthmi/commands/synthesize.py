@@ -320,6 +320,8 @@ def parse_params(items: list[str] | None, cls: type) -> dict[str, Any]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from ..models.base import UNMODIFIED_MAX  # the release guard's threshold, quoted in --help (no PyMC import)
+
     p = subparsers.add_parser(
         "synthesize",
         help="fit a synthesizer and write M partially synthetic copies",
@@ -420,7 +422,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--allow-unmodified", action="store_true",
         help="write the copies even if their quasi-identifier keys agree with the original's, record by record, "
-        "beyond chance by more than 0.5 (Cohen's kappa; copies identical to the input score 1), e.g. risk-dami "
+        f"beyond chance by more than {UNMODIFIED_MAX} (Cohen's kappa; copies identical to the input score 1), e.g. risk-dami "
         "without --mask, which only imputes; recorded in metadata.json and the report. Without it such copies "
         "are refused",
     )

@@ -518,10 +518,13 @@ class Synthesizer(ParamsMixin, abc.ABC):
         models = getattr(self, "models", None) if "models" in self._get_param_names() else None
         # the models a models="auto" choice made (synthmi.models.model_choice) are this fit's
         models = getattr(self, "_chosen_models", None) or models
-        if models is None and getattr(self, "spec_", None) is not None and self.spec_.models:
+        spec_models = self.spec_.models if getattr(self, "spec_", None) is not None else None
+        if models is None and spec_models:
             # the spec may carry models of columns another release synthesizes
-            models = expand_models(self.spec_.models, qi)
+            models = expand_models(spec_models, qi)
             models = {c: v for c, v in models.items() if c in qi} if isinstance(models, Mapping) else models
+        else:
+            models = expand_models(models, qi, spec_models)
         if models is None:
             return semicont
         if semicont is not None and not isinstance(semicont, dict):

@@ -37,11 +37,14 @@ Dibben 2016, J. Stat. Softw. 74(11)). This module holds what one factor is:
     holds at least three times as many, rpart's ``minsplit``). Coarser leaves
     copy less of each record and smooth more.
 ``smoothing``
-    A factor (> 0, default 1) on the kernel bandwidth of a continuous ``tree``
+    A factor (>= 0, default 1) on the kernel bandwidth of a continuous ``tree``
     model (:mod:`synthmi.models.tree`): smaller keeps the donors' values (and
-    their relations) closer, larger copies less of them. A few-valued column
-    (at most ``FEW_VALUES`` = 20 distinct values) has discrete leaves, no
-    kernel, and ignores it (its copies hold the donors' values already).
+    their relations) closer, larger copies less of them. ``0``: no kernel, the
+    discrete leaves of a few-valued column (the donors' values, as synthpop's
+    ``cart`` without smoothing; its point masses and heaps kept exactly), for a
+    column of at most ``DISCRETE_MAX`` = 500 distinct values. A few-valued
+    column (at most ``FEW_VALUES`` = 20 distinct values) has discrete leaves
+    whatever the setting (its copies hold the donors' values already).
 ``transform`` / ``semicont``
     Per-variable settings of a continuous column: its modelling scale
     (``"log"``, ``"log1p"``, ``"rank"``; the same as ``transforms={column: t}``
@@ -135,11 +138,15 @@ class VariableSpec:
         return {k: getattr(self, k) for k in _KEYS if getattr(self, k) is not None}
 
 
-def expand_models(models: Any, qi: Sequence[str]) -> Any:
-    """``models`` with a whole-setting method name (``"tree"``, ``"cart"``: :data:`WHOLE_METHODS`)
-    spelled out as ``{column: method}`` for every quasi-identifier; any other value unchanged."""
-    if isinstance(models, str) and models in WHOLE_METHODS:
-        return dict.fromkeys(qi, models)
+def expand_models(models: Any, qi: Sequence[str], spec_models: Any = None,
+                  words: Sequence[str] = WHOLE_METHODS) -> Any:
+    """``models`` with a whole-setting word (``"tree"``, ``"cart"``: :data:`WHOLE_METHODS`; or
+    ``words``) spelled out as ``{column: word}`` for every quasi-identifier, except the columns the
+    spec's own ``models`` (``spec_models``, when a dict) name: their entries win, as they do for
+    ``"auto"`` (:func:`synthmi.models.model_choice.choose_models`). Any other value unchanged."""
+    if isinstance(models, str) and models in words:
+        given = spec_models if isinstance(spec_models, Mapping) else {}
+        return {c: given.get(c, models) for c in qi}
     return models
 
 
@@ -221,9 +228,10 @@ def parse_models(models: Any, qi: Sequence[str], owner: str) -> dict[str, Variab
                 raise ColumnError(f"Column '{col}': 'smoothing' (the factor on the kernel bandwidth of a continuous tree "
                                   f"model) is only used by the method 'tree'. Got method {method!r}.")
             if (isinstance(smoothing, bool) or not isinstance(smoothing, (int, float, np.integer, np.floating))
-                    or not np.isfinite(smoothing) or smoothing <= 0):
+                    or not np.isfinite(smoothing) or smoothing < 0):
                 raise ParameterError(f"The 'smoothing' of column '{col}' in the 'models' parameter of {owner} must be a "
-                                     f"number > 0. Got {smoothing!r} instead.", parameter='models')
+                                     f"number >= 0 (0: the donors' values, no kernel). Got {smoothing!r} instead.",
+                                     parameter='models')
             smoothing = float(smoothing)
         out[col] = VariableSpec(method=method, formula=formula, predictors=preds, group=group, transform=transform,
                                 semicont=semicont, min_leaf=min_leaf, smoothing=smoothing)

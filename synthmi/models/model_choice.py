@@ -130,7 +130,7 @@ from ..errors import InputError, SynthmiError
 from ..evaluation.pmse import utility_tables
 from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE
 from ..kinds import MODEL_KINDS, model_kind
-from .conditional import _METHOD_KINDS, METHODS, parse_models, predictors_from_matrix, resolve_visit_sequence
+from .conditional import _METHOD_KINDS, METHODS, expand_models, parse_models, predictors_from_matrix, resolve_visit_sequence
 from .masking import NormalMasking, make_masking
 
 __all__ = ["AUTO", "Candidate", "CANDIDATES", "ModelChoice", "wants_auto", "choose_models", "apply_rule", "MAX_CHECK_ROWS",
@@ -373,8 +373,7 @@ def choose_models(synth: Any, df: pd.DataFrame, spec: Any, fit_params: Mapping[s
         if setting != AUTO:
             raise InputError(f"The 'models' parameter of {owner} must be a dict or 'auto'. Got {setting!r} instead.")
         # "auto" chooses what is not given: the spec's own entries for its columns still win
-        in_spec = spec.models if isinstance(spec.models, Mapping) else {}
-        setting = {c: in_spec.get(c, AUTO) for c in qi}
+        setting = expand_models(setting, qi, spec.models, words=(AUTO,))
     setting = {c: v for c, v in setting.items() if c in qi}  # a spec may carry other releases' models
     auto_cols = [c for c, v in setting.items() if isinstance(v, str) and v == AUTO]
     given_models = {c: v for c, v in setting.items() if c not in auto_cols}

@@ -75,6 +75,7 @@ from .conditional import (
     FormulaDesign,
     VariableSpec,
     WHOLE_METHODS,
+    expand_models,
     _METHOD_KINDS,
     parse_models,
     per_variable_setting,
@@ -146,7 +147,9 @@ class RubinSynthesizer(Synthesizer):
         in ``model_choice_``, the release's ``structure["model_choice"]`` and
         its spec. Default None: the default models (not "auto", which fits
         every candidate once more). ``"tree"`` or ``"cart"`` (the whole setting, as
-        synthpop's ``method = "cart"``): that method for every quasi-identifier.
+        synthpop's ``method = "cart"``): that method for every quasi-identifier. A
+        whole-setting word (``"auto"`` too) fills the columns the spec's own
+        ``"models"`` do not name; the spec's entries win for theirs.
     visit_sequence : list of str, optional
         Order of the sequential conditionals (a permutation of the
         quasi-identifiers); default the order given to ``fit``.
@@ -418,7 +421,12 @@ class RubinSynthesizer(Synthesizer):
         """The per-variable models of this fit: those ``models="auto"`` chose
         (:mod:`synthmi.models.model_choice`), else the parameter, else the spec's."""
         chosen = getattr(self, "_chosen_models", None)
-        return chosen if chosen is not None else self._from_spec("models", "models")
+        if chosen is not None:
+            return chosen
+        spec = getattr(self, "spec_", None)
+        # a whole-setting word ("tree") fills the columns the spec's own "models" do not name
+        return expand_models(self._from_spec("models", "models"), list(self.quasi_identifiers_),
+                             None if spec is None else spec.models)
 
     def _fit_release(self, df: pd.DataFrame, spec: ReleaseSpec, **fit_params: Any) -> None:
         # models="auto" (the parameter, or the spec's when the parameter is None): choose each such
@@ -1314,7 +1322,7 @@ def _model_scale(cond: Conditional, y: np.ndarray) -> np.ndarray:
 
 def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5, smoothing: float = 1.0):
     """The tree model of :mod:`synthmi.models.tree`: ``_fit_cart``'s partition, conjugate leaves."""
-    from .tree import TreePosterior, few_valued
+    from .tree import DISCRETE_MAX, TreePosterior, few_valued
 
     continuous = cond.kind == "continuous"
     tree, _ = _fit_cart(D, y, continuous, min_leaf)
@@ -1324,10 +1332,22 @@ def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5
     lo, hi = cond.latent_bounds()
     # the grid's step is on the modelling scale unless a transform changes the scale
     grid = None if cond.support is None or cond.transform else cond.support.grid
-    # a few-valued column (heaped, bracketed) keeps its donors' values: no kernel (models/tree.py)
+    # a few-valued column (heaped, bracketed) keeps its donors' values: no kernel (models/tree.py);
+    # so does any column given smoothing=0, up to DISCRETE_MAX values
+    discrete = few_valued(y)
+    if smoothing == 0 and not discrete:
+        yy = np.asarray(y, dtype=float)
+        n_values = int(np.unique(yy[~np.isnan(yy)]).size)
+        if n_values > DISCRETE_MAX:
+            raise ColumnError(
+                f"Column '{cond.column}' has {n_values} distinct values and the tree's smoothing 0 (the donors' "
+                f"values, no kernel), which is for columns of at most {DISCRETE_MAX} values (the joint predictive "
+                "tabulates each leaf over the column's values). Give it a smoothing > 0 (a kernel), or the method "
+                "'cart' if it is not masked.")
+        discrete = True
     return TreePosterior(tree, leaf, _model_scale(cond, np.asarray(y, dtype=float)), 0, lo, hi,
                          smoothing=smoothing, grid_step=None if grid is None else float(grid[1]),
-                         discrete=few_valued(y))
+                         discrete=discrete)
 
 
 def _warn_tree_point_mass(c: str, cond: Conditional, y: np.ndarray) -> None:
@@ -1350,10 +1370,11 @@ def _warn_tree_point_mass(c: str, cond: Conditional, y: np.ndarray) -> None:
         return
     share = float(np.mean(y == mass[0]))
     warnings.warn(
-        f"Column '{c}' has a point mass (its most frequent value holds {share:.0%} of its rows) and the method "
-        "'tree', whose kernels spread it: the column has no grid to snap the draws back to, so its copies will "
-        f"hold almost none of that value. Method 'cart' keeps it (unmasked), or a two-part model "
-        f"(--semicont {c}=VALUE; semicont={{'{c}': [VALUE]}}) with 'normal' or a transform.",
+        f"Column '{c}' has a value held by {share:.0%} of its rows (a point mass or heap) and the method 'tree', "
+        "whose kernels spread it over nearby values: the column has no grid to snap the draws back to, so its "
+        f"copies will hold almost none of that value. Give it the tree's smoothing 0 (the donors' values, no "
+        f"kernel, as synthpop's cart: models={{'{c}': {{'method': 'tree', 'smoothing': 0}}}}, the same entry in a "
+        "spec's \"models\"), or the method 'cart' if it is not masked.",
         UserWarning, stacklevel=5)
 
 

@@ -140,3 +140,19 @@ def test_engine_dask_refuses_a_spec_instead_of_dropping_it(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc != 0 and not (tmp_path / "o").exists(), err
     assert "The '--spec' option is not available with --engine dask" in err and "--engine pandas" in err
+
+
+@pytest.mark.parametrize("word", ["tree", "auto"])
+def test_a_whole_setting_word_fills_the_columns_the_spec_does_not_name(tmp_path, capsys, word):
+    """``--models tree`` beside a spec naming a model for one column: the spec's entry wins for it and
+    the word fills the others, as ``--models auto`` always did (the new-user review found ``tree``
+    overriding the spec silently, and the metadata's spec contradicting its structure)."""
+    data, spec = _spec(tmp_path, capsys, {"hours": "normal"})
+    rc = main(["synthesize", "--data", data, "--spec", spec, "--method", "rubin", "--models", word,
+               "--m", "2", "--seed", "4", "--out", str(tmp_path / "o"), "--quiet"])
+    assert rc == 0, capsys.readouterr().err
+    meta = json.loads((tmp_path / "o" / "metadata.json").read_text())
+    used = {c: m["method"] for c, m in meta["structure"]["models"].items()}
+    assert used["hours"] == "normal" and meta["spec"]["models"]["hours"] == "normal"
+    if word == "tree":
+        assert used == {"hours": "normal", "sex": "tree", "edu": "tree"}

@@ -327,3 +327,13 @@ def test_risk_dami_chains_run_in_parallel_processes_by_default():
     p = {}
     _parallel_chains("dami", DAMISynthesizer, p, 8)
     assert p == {}
+
+
+def test_allow_unmodified_help_quotes_the_guards_threshold(capsys):
+    """The help said 0.5 after the guard moved to 0.9 (found by a new-user review): it reads the constant."""
+    from synthmi.models.base import UNMODIFIED_MAX
+
+    with pytest.raises(SystemExit):
+        main(["synthesize", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"beyond chance by more than {UNMODIFIED_MAX} (Cohen's kappa" in text

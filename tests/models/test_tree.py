@@ -443,8 +443,9 @@ def test_smoothing_scales_the_kernel_bandwidths():
     np.testing.assert_allclose(bws[0.25], 0.25 * bws[None], rtol=1e-12)
     with pytest.raises(ColumnError, match="only used by the method 'tree'"):
         parse_models({"age": {"method": "cart", "smoothing": 0.5}}, ["age"], "X")
-    with pytest.raises(ParameterError, match="must be a number > 0"):
-        parse_models({"age": {"method": "tree", "smoothing": 0}}, ["age"], "X")
+    with pytest.raises(ParameterError, match="must be a number >= 0"):
+        parse_models({"age": {"method": "tree", "smoothing": -0.5}}, ["age"], "X")
+    assert parse_models({"age": {"method": "tree", "smoothing": 0}}, ["age"], "X")["age"].smoothing == 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -722,6 +723,55 @@ def test_tree_warns_when_its_kernels_spread_a_point_mass_nothing_snaps_back():
 
     got = point_mass_warnings("spend")
     assert len(got) == 1 and "Column 'spend'" in got[0] and f"{zero.mean():.0%}" in got[0] and "'cart'" in got[0]
+    assert "'smoothing': 0" in got[0]  # what keeps it, in the user's terms
     assert "0.0" not in got[0]  # the value itself is not disclosed
     assert point_mass_warnings("hours") == []
     assert point_mass_warnings("kids") == []
+
+
+@pytest.mark.parametrize("proper", [True, False])
+def test_smoothing_zero_draws_the_donors_values_and_keeps_a_point_mass(proper):
+    """``smoothing=0`` gives a many-valued column discrete leaves (the donors' values, synthpop's cart
+    without smoothing): every copy value is one the column holds and the zeros survive, where the
+    kernel (default) left none (statsmodels' randhie: disea, 30 values, 6% zeros; the new-user review).
+    Under DA-MI with a normal mask the draw is exact over the leaf's values (test_tree_discrete*)."""
+    import warnings
+
+    rng = np.random.default_rng(11)
+    n = 600
+    x = rng.normal(size=n)
+    zero = rng.random(n) < 0.3
+    frame = pd.DataFrame({"x": x, "spend": np.where(zero, 0.0, np.exp(rng.normal(2 + 0.4 * x, 0.6)))})  # no grid
+    assert 20 < frame["spend"].nunique() <= 500  # not few-valued: the kernel by default
+
+    def copies(models, masks=None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            syn = DAMISynthesizer(masks=masks, models=models, proper=proper, random_state=3, progressbar=False)
+            return syn.fit(frame, quasi_identifiers=["spend"], keep=["x"]).sample(3, random_state=4).copies
+
+    held = set(frame["spend"])
+    kernel = np.concatenate([c["spend"].to_numpy() for c in copies({"spend": "tree"})])
+    assert np.mean(kernel == 0.0) < 0.02 and np.mean(np.isin(kernel, list(held))) < 0.5
+    mask = {"spend": {"K": 1, "sigma_e": 5.0}}
+    for masks in (None, mask):
+        out = np.concatenate([c["spend"].to_numpy() for c in copies({"spend": {"method": "tree", "smoothing": 0}},
+                                                                     masks)])
+        assert np.isin(out, list(held)).all()
+        # the share of zeros within 4 binomial sds of the data's (1,800 draws; a leaf keeps its donors' zeros)
+        p0 = zero.mean()
+        assert abs(np.mean(out == 0.0) - p0) < 4 * np.sqrt(p0 * (1 - p0) / out.size) + 0.02
+
+
+def test_smoothing_zero_is_refused_for_a_column_with_too_many_values():
+    from synthmi.models.tree import DISCRETE_MAX
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=DISCRETE_MAX + 100), "y": rng.normal(size=DISCRETE_MAX + 100)})
+    with pytest.raises(ValueError, match=rf"Column 'y' has {DISCRETE_MAX + 100} distinct values and the tree's "
+                                         rf"smoothing 0 .* at most {DISCRETE_MAX} values"):
+        RubinSynthesizer(models={"y": {"method": "tree", "smoothing": 0}}, progressbar=False).fit(
+            frame, quasi_identifiers=["y"], keep=["x"])
+    with pytest.raises(ValueError, match=r"'smoothing' of column 'y' .* must be a number >= 0"):
+        RubinSynthesizer(models={"y": {"method": "tree", "smoothing": -1}}).fit(
+            frame, quasi_identifiers=["y"], keep=["x"])
