@@ -593,7 +593,7 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
     steps.update()
 
     k = float(np.mean(pm.k)) if getattr(pm, "k", None) is not None else None
-    release["s_pmse_reading"], release["s_pmse_flag"] = pmse_reading(pm.mean_s_pmse, k)
+    release["s_pmse_reading"], release["s_pmse_flag"] = pmse_reading(pm.mean_s_pmse, k, _worst_table(bat_fig, bat_rows))
     summary = {
         "method": method,
         "M": len(copies),
@@ -638,6 +638,21 @@ def _battery(ms: _Measures, obj: Any, copies: list[pd.DataFrame], rel_rule: str)
                           pmse_copies=0, details=True)
     rows = pd.DataFrame([c for c in fig.pop("_criteria") if c["criterion"] != "overall"])
     return fig, rows
+
+
+def _worst_table(bat_fig: Mapping[str, Any], bat_rows: pd.DataFrame) -> tuple[str, float, float] | None:
+    """(table, S_pMSE, bound) of the release's worst one- or two-way table when it breaks the table rule
+    ``tune`` uses (:func:`synthmi.evaluation.battery.table_feasible`, bound
+    :data:`~synthmi.evaluation.battery.DEFAULT_MAX_TABLE_S_PMSE`; the battery section flags the same
+    releases), else None: one rule for "far above 1" across tune, the battery section and the verdict."""
+    from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE, table_feasible
+
+    if table_feasible(bat_fig, DEFAULT_MAX_TABLE_S_PMSE):
+        return None
+    tab = bat_rows[bat_rows["criterion"].isin(["one-way table", "two-way table"])]
+    vals = tab["value"].to_numpy(dtype=float)
+    worst = tab.iloc[int(np.nanargmax(vals))]
+    return f"{worst['criterion']} of {worst['name']}", float(worst["value"]), DEFAULT_MAX_TABLE_S_PMSE
 
 
 def _release_meta(obj: Any, copies: list[pd.DataFrame], rel_rule: str, res: Any) -> dict[str, Any]:

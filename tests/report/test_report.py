@@ -264,3 +264,35 @@ def test_report_describes_tree_and_plug_in_copies_as_what_they_are():
     import dataclasses
     html_out = render_report(dataclasses.replace(fake_report_data(), releases={"trees": d}))
     assert "plug-in copies, no posterior sampling" in html_out
+
+
+def test_release_verdict_names_a_table_far_above_one():
+    """The per-release S_pMSE verdict said "consistent with copies drawn from a fitted model" for a DA-MI
+    release of randhie whose one-way table of the kernel-smoothed disea had S_pMSE 21.8 (new-user review).
+    Copies that smear one column with a point mass (70% zeros, each copy's zeros spread by N(0, 1)) and
+    keep the others as they are: the verdict names that table and is flagged, by the table rule tune uses
+    (battery.table_feasible, bound 10); the same copies without the smear are not flagged."""
+    from synthmi.evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE
+    from synthmi.report.html import render_report
+
+    rng = np.random.default_rng(5)
+    n = 400
+    df = pd.DataFrame({"x": np.where(rng.random(n) < 0.7, 0.0, rng.integers(1, 10, n).astype(float)),
+                       "sex": pd.Categorical(rng.choice(["F", "M"], n)),
+                       "y": rng.normal(size=n)})
+    clean, smeared = [], []
+    for j in range(2):
+        c = df.sample(frac=1.0, replace=True, random_state=j).reset_index(drop=True)
+        clean.append(c)
+        s = c.copy()
+        s["x"] = s["x"] + np.where(s["x"] == 0, rng.normal(0, 1, n), 0.0)
+        smeared.append(s)
+    data = evaluate_release(df, {"smeared": smeared, "clean": clean}, ["x", "sex"], "y ~ x + sex",
+                            family="gaussian", references=False)
+    worst = float(data.summary.set_index("method").loc["smeared", "worst_one_way_s_pmse"])
+    assert worst > DEFAULT_MAX_TABLE_S_PMSE  # the smear breaks the x margin: the case under test
+    r = data.releases["smeared"]
+    assert r["s_pmse_flag"] and "consistent" not in r["s_pmse_reading"]
+    assert "one-way table of x" in r["s_pmse_reading"] and f"{worst:.3g}" in r["s_pmse_reading"]
+    assert "one-way table of x" in render_report(data)
+    assert "table" not in data.releases["clean"]["s_pmse_reading"]
