@@ -208,6 +208,12 @@ class AttributeDisclosureResult(Result):
     def _summary_rows(self) -> pd.DataFrame:
         return self.summary_frame()
 
+    def _summary_notes(self) -> list[str]:
+        """How the key tables compared each grouped key, and the exact-key warnings."""
+        st = self.settings
+        return ([f"key tables, {c}: {_group_text(v)}" for c, v in (st.get("key_groups") or {}).items()]
+                + [f"WARNING: {w}" for w in st.get("warnings") or []])
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summaries (no record-level values)."""
         return _summaries_to_dict(self)

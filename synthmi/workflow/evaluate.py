@@ -561,6 +561,8 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
         ad = attribute_disclosure(original, copies, qi, ms.target, tolerance=ms.tolerance,
                                   threshold=ms.risk_threshold)
         attribute = {"method": method, **_attr_row(ad.figures)}
+        # exact key tables of a key synthesized on a continuous scale read 0 by construction: say so
+        release["attribute_warnings"] = list(ad.settings.get("warnings") or [])
     steps.update()
 
     steps.set_postfix_str(f"{method}: battery")

@@ -296,3 +296,23 @@ def test_release_verdict_names_a_table_far_above_one():
     assert "one-way table of x" in r["s_pmse_reading"] and f"{worst:.3g}" in r["s_pmse_reading"]
     assert "one-way table of x" in render_report(data)
     assert "table" not in data.releases["clean"]["s_pmse_reading"]
+
+
+def test_report_warns_when_exact_key_tables_meet_a_continuous_copy():
+    """A release whose numeric key is synthesized on a continuous scale (every copy value off the original's
+    support) read DiSCO 0 in the report's attribute table with no word (randhie DA-MI, new-user review): the
+    attribute section now carries attribute_disclosure's warning for that release and not for a release that
+    copies the key's values."""
+    from synthmi.report.html import render_report
+
+    rng = np.random.default_rng(2)
+    n = 300
+    df = pd.DataFrame({"x": rng.integers(0, 30, n).astype(float), "sex": pd.Categorical(rng.choice(["F", "M"], n)),
+                       "y": pd.Categorical(rng.choice(["no", "yes"], n))})
+    smooth = [df.assign(x=df["x"] + rng.normal(0, 0.3, n)) for _ in range(2)]
+    donors = [df.assign(x=df["x"].to_numpy()[rng.permutation(n)]) for _ in range(2)]
+    data = evaluate_release(df, {"smooth": smooth, "donors": donors}, ["x", "sex"], "y ~ x + sex",
+                            family="logit", target="y", references=False)
+    assert data.releases["smooth"]["attribute_warnings"] and not data.releases["donors"]["attribute_warnings"]
+    page = render_report(data)
+    assert "occur nowhere in the original" in page and "smooth: 100%" in page
