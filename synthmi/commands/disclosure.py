@@ -46,6 +46,8 @@ each a risk in [0, 1] (0 = no more than for people not in the data), with 95% CI
 
 --target: also attribute disclosure of that column given the QIs (synthpop's DiSCO,
 DCAP, TCAP, repU, ... from exact keys, and the matching attribute risk with --tol);
+exact keys never meet a QI synthesized on a continuous scale (a warning says so):
+--ngroups-keys N cuts each continuous QI into N groups for the key tables (synthpop's);
 written under "attribute_disclosure" in the JSON and as attr_* columns in the CSV.
 output: --out (.json: summaries overall, per copy and per --by group of 5 or more records,
 settings; .csv: the summary table) and a per-record CSV at --records (default: the --out name with .records.csv, so risk.json ->
