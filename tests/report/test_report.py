@@ -307,8 +307,9 @@ def test_report_warns_when_exact_key_tables_meet_a_continuous_copy():
 
     rng = np.random.default_rng(2)
     n = 300
-    df = pd.DataFrame({"x": rng.integers(0, 30, n).astype(float), "sex": pd.Categorical(rng.choice(["F", "M"], n)),
-                       "y": pd.Categorical(rng.choice(["no", "yes"], n))})
+    x = rng.integers(0, 30, n).astype(float)
+    df = pd.DataFrame({"x": x, "sex": pd.Categorical(rng.choice(["F", "M"], n)),
+                       "y": pd.Categorical(np.where(x >= 15, "yes", "no"))})  # y a function of the key x
     smooth = [df.assign(x=df["x"] + rng.normal(0, 0.3, n)) for _ in range(2)]
     donors = [df.assign(x=df["x"].to_numpy()[rng.permutation(n)]) for _ in range(2)]
     data = evaluate_release(df, {"smooth": smooth, "donors": donors}, ["x", "sex"], "y ~ x + sex",
@@ -316,3 +317,10 @@ def test_report_warns_when_exact_key_tables_meet_a_continuous_copy():
     assert data.releases["smooth"]["attribute_warnings"] and not data.releases["donors"]["attribute_warnings"]
     page = render_report(data)
     assert "occur nowhere in the original" in page and "smooth: 100%" in page
+    assert data.attribute.set_index("method").loc["smooth", "DiSCO"] == 0.0  # exact keys: 0 by construction
+    # synthpop's grouping (ngroups_keys = 5): no warning, and the key tables see the smoothed copies' keys
+    grouped = evaluate_release(df, {"smooth": smooth}, ["x", "sex"], "y ~ x + sex", family="logit", target="y",
+                               references=False, ngroups_keys=5)
+    assert not grouped.releases["smooth"]["attribute_warnings"]
+    assert grouped.attribute.set_index("method").loc["smooth", "DiSCO"] > 0
+    assert "cut into 5 groups" in render_report(grouped)
