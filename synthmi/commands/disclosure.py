@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from ._common import (
@@ -45,6 +46,8 @@ each a risk in [0, 1] (0 = no more than for people not in the data), with 95% CI
 
 --target: also attribute disclosure of that column given the QIs (synthpop's DiSCO,
 DCAP, TCAP, repU, ... from exact keys, and the matching attribute risk with --tol);
+exact keys never meet a QI synthesized on a continuous scale (a warning says so):
+--ngroups-keys N cuts each continuous QI into N groups for the key tables (synthpop's);
 written under "attribute_disclosure" in the JSON and as attr_* columns in the CSV.
 output: --out (.json: summaries overall, per copy and per --by group of 5 or more records,
 settings; .csv: the summary table) and a per-record CSV at --records (default: the --out name with .records.csv, so risk.json ->
@@ -73,6 +76,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=0.5, help="report the share of records with I_i above this (default 0.5)")
     p.add_argument("--target", default=None, help="also measure attribute disclosure of this column (DiSCO etc.)")
     p.add_argument("--target-tol", type=float, default=None, help="a continuous target's value counts as learnt within this distance")
+    p.add_argument("--ngroups-keys", type=int, default=None, metavar="N",
+                   help="key tables (DiSCO, repU, ...): cut each continuous QI with more than N distinct values into N "
+                        "groups at the quantiles of the original and copies pooled (synthpop's ngroups_keys; default: "
+                        "exact keys, which read near 0 for copies synthesized on a continuous scale)")
+    p.add_argument("--ngroups-target", type=int, default=None, metavar="N",
+                   help="the same for a continuous --target (synthpop's ngroups_target)")
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="real records of the same population NOT used for the synthesis (CSV or Parquet, read like "
                         "--original): adds membership inference (distance attack and DOMIAS) and the distance to "
@@ -132,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
     if args.target and args.target in qi:
         raise InputError(f"The '--target' column '{args.target}' is also in --qi: a column is either a "
                          "quasi-identifier the intruder knows or the attribute to learn; drop it from one.")
+    for opt, v in (("--ngroups-keys", args.ngroups_keys), ("--ngroups-target", args.ngroups_target)):
+        if v is not None and (not args.target or v < 2):
+            raise InputError(f"The '{opt}' option must be an integer >= 2 and needs --target (it groups the key "
+                             f"tables of attribute disclosure). Got {v}{'' if args.target else ' without --target'}.")
     _attack_options(args, original)  # checked before any matching runs
     by = None
     if args.by:
@@ -154,7 +167,10 @@ def run(args: argparse.Namespace) -> int:
 
         t1 = time.perf_counter()
         attr = attribute_disclosure(original, syn.copies, qi, args.target, tolerance=tol,
-                                    target_tolerance=args.target_tol, threshold=args.threshold, by=by, spec=spec)
+                                    target_tolerance=args.target_tol, threshold=args.threshold, by=by, spec=spec,
+                                    ngroups_keys=args.ngroups_keys, ngroups_target=args.ngroups_target)
+        for w in attr.settings.get("warnings") or []:
+            print(f"synthmi disclosure: warning: {w}", file=sys.stderr, flush=True)
         step_line(args, "disclosure", f"attribute disclosure of '{args.target}' in {time.perf_counter() - t1:.1f} s",
                   summary=True)
     else:
@@ -293,7 +309,8 @@ class _Disclosure:
             return self.risk.summary()
         frame = pd.concat(parts, names=["measure"])
         return SummaryTable(frame, "Re-identification risk" + (", attribute disclosure" if self.attr else "")
-                            + (" and membership inference" if self.membership else ""))
+                            + (" and membership inference" if self.membership else ""),
+                            notes=self.attr.summary().notes if self.attr is not None else ())
 
     def report(self):
         parts = [self.risk.report()]

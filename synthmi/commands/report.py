@@ -89,6 +89,10 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pmse-method", default="logit", choices=["logit", "cart"])
     p.add_argument("--target", default=None,
                    help="sensitive column for attribute disclosure (DiSCO, DCAP, TCAP, repU, matching attribute risk)")
+    p.add_argument("--ngroups-keys", type=int, default=None, metavar="N",
+                   help="attribute key tables: cut each continuous QI into N groups of the original and copies pooled "
+                        "(synthpop's ngroups_keys; default exact keys, which read 0 for QIs synthesized on a "
+                        "continuous scale)")
     add_attack_flags(p)
     p.add_argument("--frontier", default=None, metavar="CSV",
                    help="frontier points (benchmarks/frontier.py output) to draw behind the releases")
@@ -212,7 +216,7 @@ def run(args) -> int:
         seeds={k: s.seed for k, s in releases.items() if s.seed is not None}, progress=progress_enabled(args),
         original_is_public=is_bundled(args.original), target=args.target,
         references=not args.no_references, frontier=_read_frontier(args.frontier, qi), holdout=holdout,
-        secrets=secrets, link_aux=link_aux,
+        secrets=secrets, link_aux=link_aux, ngroups_keys=args.ngroups_keys,
     )
     step_line(args, "report", f"evaluated {len(releases)} release{'s' if len(releases) > 1 else ''} (utility, "
               f"analysis, risk) in {time.perf_counter() - t0:.1f} s", summary=True)

@@ -32,6 +32,28 @@ number of original records, for original record :math:`i` with key
     \\mathrm{UiO} = \\frac{1}{N_d} \\sum_i 1[n^d_{k_i} = 1], \\qquad
     \\mathrm{UiS} = \\frac{1}{N_s} \\sum_j 1[n^s_{k_j} = 1].
 
+Numeric keys and target in groups (synthpop's ``ngroups_keys`` /
+``ngroups_target``, ``group_num``): a numeric key with more than ``ngroups``
+distinct values in the pooled original and copies is cut, for the key tables
+only, at the pooled quantiles :math:`q_{j/g}`, :math:`j = 0..g` (R's type 7,
+numpy's default), duplicates dropped, into the intervals :math:`[b_j, b_{j+1})`
+(the last closed), the same cells for the original and every copy; if that
+leaves fewer than 3 groups (a point mass), :math:`g` equal-width intervals
+over the pooled range instead. A missing value stays a level of its own.
+synthpop's default is no grouping, and so is this one's. Why it matters:
+copies whose numeric key is synthesized on a continuous scale (kernel-smoothed,
+a regression draw) never repeat an original value, so every exact key is
+unique and DiSCO, iS and repU read 0 and UiS 1 *whatever* the disclosure (a
+DA-MI release of randhie with 30.2 expected correct attributions by matching
+within 1, against CART's 6.7, read DiSCO 0). The result then carries a
+warning (``settings["warnings"]``, printed by :meth:`report`) naming the key
+and the share of the copies' values found nowhere in the original. Key
+tables do not use the matching ``tolerance``: a tolerance box around each
+original record is not a partition, so "the key's table in the copy" would
+not be defined (one copy record would sit in many keys' tables); grouping
+gives a partition shared by the original and the copies, which the
+definitions need, and the matching measures are where the tolerance applies.
+
 DiSCO ("disclosive in synthetic, correct in original") is the share of
 original records whose key, looked up in the copy, shows one target value
 only, and that value is the record's own. synthpop reports these in percent;
@@ -162,6 +184,8 @@ class AttributeDisclosureResult(Result):
             f"records, copies         : {s['n_records']}, {s['n_copies']}",
             "-" * 64,
             "key tables (synthpop, shares of original records; mean over copies)",
+            *[f"  {c}: {_group_text(v)}" for c, v in (st.get("key_groups") or {}).items()],
+            *[f"  WARNING: {w}" for w in st.get("warnings") or []],
             f"  DiSCO {s['DiSCO']:.4f}   DiS {s['DiS']:.4f}   iS {s['iS']:.4f}   Dorig {s['Dorig']:.4f}",
             f"  DCAP {s['DCAP']:.4f}   TCAP {_fmt(s['TCAP'])}   DiSDiO {s['DiSDiO']:.4f}",
             f"  identity: repU {s['repU']:.4f}   UiO {s['UiO']:.4f}   UiS {s['UiS']:.4f}",
@@ -184,6 +208,12 @@ class AttributeDisclosureResult(Result):
     def _summary_rows(self) -> pd.DataFrame:
         return self.summary_frame()
 
+    def _summary_notes(self) -> list[str]:
+        """How the key tables compared each grouped key, and the exact-key warnings."""
+        st = self.settings
+        return ([f"key tables, {c}: {_group_text(v)}" for c, v in (st.get("key_groups") or {}).items()]
+                + [f"WARNING: {w}" for w in st.get("warnings") or []])
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summaries (no record-level values)."""
         return _summaries_to_dict(self)
@@ -191,6 +221,100 @@ class AttributeDisclosureResult(Result):
 
 def _fmt(x: float) -> str:
     return "undefined (DiS = 0)" if not np.isfinite(x) else f"{x:.4f}"
+
+
+_TAB = "\x00table:"
+#: above this share of a copy's values of a numeric key found nowhere in the original, the key was
+#: synthesized on a continuous scale and exact key tables read "no disclosure" by construction
+_OFF_SUPPORT_WARN = 0.5
+
+
+def _group_text(info: dict[str, Any]) -> str:
+    if not info.get("groups"):
+        return (f"not grouped: {info['distinct']} distinct pooled values, at most ngroups = {info['ngroups']} "
+                "(compared exactly)")
+    return (f"grouped into {info['groups']} {info['style']} groups of the pooled original and copies "
+            f"(ngroups = {info['ngroups']})")
+
+
+def _check_ngroups(ngroups_keys: Any, ngroups_target: Any, qis: list[str], continuous: list[str], target: str,
+                   target_continuous: bool, lazy: bool) -> dict[str, int]:
+    """Column -> requested number of groups, checked (synthpop's ngroups_keys / ngroups_target)."""
+    out: dict[str, int] = {}
+    if isinstance(ngroups_keys, dict):
+        for c, g in ngroups_keys.items():
+            if c not in qis:
+                raise param_error("ngroups_keys", _OWNER, "a dict keyed by quasi-identifiers", f"the key {c!r}")
+            if c not in continuous:
+                raise param_error("ngroups_keys", _OWNER, "groups for continuous keys only",
+                                  f"{c!r}, a categorical key")
+            out[c] = int(check_scalar(g, f"ngroups_keys[{c!r}]", _OWNER, kind="int", lower=2))
+    elif ngroups_keys is not None:
+        g = int(check_scalar(ngroups_keys, "ngroups_keys", _OWNER, kind="int", lower=2))
+        out.update(dict.fromkeys(continuous, g))
+    if ngroups_target is not None:
+        g = int(check_scalar(ngroups_target, "ngroups_target", _OWNER, kind="int", lower=2))
+        if not target_continuous:
+            raise param_error("ngroups_target", _OWNER, "None for a categorical target", ngroups_target)
+        out[target] = g
+    if out and lazy:
+        raise param_error("ngroups_keys" if set(out) - {target} else "ngroups_target", _OWNER,
+                          "None on Dask (grouping needs the pooled quantiles; pandas frames only)", "a grouping")
+    return out
+
+
+def _group_numeric(orig: pd.Series, copies: list[pd.Series], ngroups: int) -> tuple[list[np.ndarray] | None,
+                                                                                     dict[str, Any]]:
+    """Group codes of a numeric column in the original and every copy (synthpop's ``group_num``).
+
+    Breaks: the pooled (original and all copies, missing left out) quantiles at
+    ``j / ngroups``, ``j = 0..ngroups`` (type 7), duplicates dropped; fewer than
+    3 groups -> ``ngroups`` equal-width intervals over the pooled range (synthpop's
+    fallback). Intervals ``[b_j, b_{j+1})``, the last closed; a missing value
+    stays missing. None (and the reason) when the pooled data have at most
+    ``ngroups`` distinct values: grouping would only merge levels. The breaks
+    are quantiles of the original and are not returned.
+    """
+    vals = [pd.to_numeric(s).to_numpy(dtype=float) for s in (orig, *copies)]
+    pooled = np.concatenate([v[~np.isnan(v)] for v in vals])
+    distinct = int(len(np.unique(pooled)))
+    info: dict[str, Any] = {"ngroups": int(ngroups), "distinct": distinct, "groups": 0, "style": None}
+    if distinct <= ngroups:
+        return None, info
+    style = "quantile"
+    breaks = np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, ngroups + 1)))
+    if len(breaks) - 1 < 3:
+        style = "equal-width"
+        breaks = np.unique(np.linspace(pooled.min(), pooled.max(), ngroups + 1))
+    inner = breaks[1:-1]
+    codes = []
+    for v in vals:
+        c = np.searchsorted(inner, v, side="right").astype(float)
+        c[np.isnan(v)] = np.nan
+        codes.append(c)
+    info.update(groups=int(len(breaks) - 1), style=style)
+    return codes, info
+
+
+def _exact_key_warnings(o_frame: pd.DataFrame, c_frames: list[pd.DataFrame], keys: list[str]) -> list[str]:
+    """One warning per continuous key compared exactly whose copies' values are mostly found nowhere in
+    the original (synthesized on a continuous scale): exact key tables then find almost no shared key,
+    and DiSCO, iS, repU read near 0 (UiS near 1) by construction. Names and shares only, never a value."""
+    out = []
+    for c in keys:
+        o = pd.to_numeric(o_frame[c]).to_numpy(dtype=float)
+        seen = np.unique(o[~np.isnan(o)])
+        v = np.concatenate([pd.to_numeric(f[c]).to_numpy(dtype=float) for f in c_frames])
+        v = v[~np.isnan(v)]
+        if not len(v):
+            continue
+        off = float(1.0 - np.isin(v, seen).mean())
+        if off > _OFF_SUPPORT_WARN:
+            out.append(f"{off:.0%} of the copies' values of the key '{c}' occur nowhere in the original (synthesized "
+                       "on a continuous scale), so exact key tables find almost no shared key: DiSCO, iS and repU "
+                       "read near 0 and UiS near 1 whatever the disclosure. Group the key (ngroups_keys, "
+                       "synthpop's; --ngroups-keys) or read the matching measures with a tolerance.")
+    return out
 
 
 def _exact_codes(columns: Sequence[str], original: pd.DataFrame, copies: list[pd.DataFrame]) -> list[np.ndarray]:
@@ -221,6 +345,8 @@ def attribute_disclosure(
     by: Any = None,
     spec: Any = None,
     n_buckets: int | None = None,
+    ngroups_keys: int | dict[str, int] | None = None,
+    ngroups_target: int | None = None,
 ) -> AttributeDisclosureResult:
     """Attribute disclosure of ``target`` from the quasi-identifiers, and repU.
 
@@ -254,6 +380,14 @@ def attribute_disclosure(
     n_buckets : int, optional
         Key buckets the records are shuffled into (default one per 500,000
         original records); results do not depend on it.
+    ngroups_keys : int >= 2 or dict, optional
+        Group every continuous key (or, with a dict, the named continuous keys)
+        into at most this many pooled-quantile groups for the key tables
+        (synthpop's ``ngroups_keys``; module docstring). Default: exact keys.
+        A key with at most this many distinct pooled values is left exact.
+        pandas frames only.
+    ngroups_target : int >= 2, optional
+        The same for a continuous target (synthpop's ``ngroups_target``).
 
     Returns
     -------
@@ -306,6 +440,7 @@ def attribute_disclosure(
         if not target_continuous:
             raise param_error("target_tolerance", _OWNER, "None for a categorical target", target_tolerance)
         target_tolerance = float(check_scalar(target_tolerance, "target_tolerance", _OWNER, lower=0.0))
+    groups_for = _check_ngroups(ngroups_keys, ngroups_target, qis, continuous, target, target_continuous, lazy)
     use = [*qis, target]
     if lazy:
         if by is not None and not (isinstance(by, str) and by in frame_meta.columns):
@@ -323,6 +458,20 @@ def attribute_disclosure(
             o_frame = o_frame.assign(**{_GROUP: groups.to_numpy()})
         c_frames = [c[use].reset_index(drop=True) for c in copies]
         extra = None if groups is None else _GROUP
+    # ---- the key tables' columns: a grouped key (or target) is a code column beside the raw one, which the
+    # matching measures keep using; the cells come from the pooled original and copies (synthpop's group_num)
+    tab_cols = {c: c for c in use}
+    key_groups: dict[str, Any] = {}
+    for c, g in groups_for.items():
+        codes, info = _group_numeric(o_frame[c], [f[c] for f in c_frames], g)
+        if codes is None:
+            key_groups[c] = info
+            continue
+        tab_cols[c] = _TAB + c
+        o_frame = o_frame.assign(**{_TAB + c: codes[0]})
+        c_frames = [f.assign(**{_TAB + c: k}) for f, k in zip(c_frames, codes[1:])]
+        key_groups[c] = info
+    warnings_ = [] if lazy else _exact_key_warnings(o_frame, c_frames, [c for c in continuous if tab_cols[c] == c])
 
     # ---- one code path (synthmi.engine): every measure compares a person only with records sharing the
     # person's categorical QIs and missingness flags (key tables: exact keys, finer), so records are
@@ -339,8 +488,8 @@ def attribute_disclosure(
     o_b = key_buckets(o_frame, o_off, _split_frames, B, enc_q, "original", B)
     c_b = [key_buckets(c, frame_offsets(c), _split_frames, B, enc_q, f"synthetic[{j}]", B)
            for j, c in enumerate(c_frames)]
-    out = compute(*[call(lazy, _attr_bucket, o_b[k], [cb[k] for cb in c_b], qis, target, enc_q, enc_qt, tols_q,
-                         tols_qt, threshold, extra) for k in range(B)])
+    out = compute(*[call(lazy, _attr_bucket, o_b[k], [cb[k] for cb in c_b], [tab_cols[q] for q in qis],
+                         tab_cols[target], enc_q, enc_qt, tols_q, tols_qt, threshold, extra) for k in range(B)])
     recs = [r for r, _ in out if r is not None]
     records = pd.concat(recs).sort_values("position", kind="stable").reset_index(drop=True) if recs else \
         pd.DataFrame({"position": np.zeros(0, np.int64), **{c: np.zeros(0) for c in (*_RECORD_COLS, "mean_n_matches")}})
@@ -398,7 +547,12 @@ def attribute_disclosure(
         "target_kind": "continuous" if target_continuous else "categorical",
         "threshold": threshold,
         "by": by_name,
-        "key_rule": "keys compared exactly (synthpop); a missing value is a level of its own",
+        "key_rule": ("keys compared exactly (synthpop); a missing value is a level of its own" if not any(
+            v.get("groups") for v in key_groups.values()) else
+            "keys compared exactly after grouping the numeric ones in key_groups (synthpop's ngroups_keys / "
+            "ngroups_target); a missing value is a level of its own"),
+        "key_groups": key_groups,
+        "warnings": warnings_,
         "match_rule": "as reidentification_risk; a missing value matches only a missing value",
     }
     if lazy:

@@ -107,7 +107,8 @@ class ReportData:
 PMSE_FLAG_SDS = 3.0
 
 
-def pmse_reading(s_pmse: float, k: float | None) -> tuple[str, bool]:
+def pmse_reading(s_pmse: float, k: float | None,
+                 worst_table: tuple[str, float, float] | None = None) -> tuple[str, bool]:
     """Plain-language reading of an S_pMSE and whether it is flagged.
 
     Below ``1 - 3 sd`` the copies are closer to the original than a draw from
@@ -115,7 +116,22 @@ def pmse_reading(s_pmse: float, k: float | None) -> tuple[str, bool]:
     ``1 + 3 sd`` the propensity model tells them apart (a utility concern).
     ``sd = sqrt(2 / k)`` with k the propensity model's parameters; without k
     the band is 0.5 to 2.
+
+    ``worst_table`` = (table, its S_pMSE, the bound it exceeds) when the
+    release's worst one- or two-way table breaks the table rule of ``tune``
+    (:func:`synthmi.evaluation.battery.table_feasible`, decided by
+    :func:`synthmi.workflow.evaluate_release`): the reading then names that
+    table and is flagged, whatever the overall S_pMSE says. A logit propensity
+    model on all columns can miss a margin the copies get badly wrong (a
+    kernel-smoothed column whose one-way table S_pMSE is 21.8 beside an overall
+    S_pMSE inside the band), so the overall figure alone never reads
+    "consistent" over a failed table.
     """
+    if worst_table is not None:
+        name, value, bound = worst_table
+        overall = "" if s_pmse is None or not np.isfinite(s_pmse) else f"; overall S_pMSE {s_pmse:.3g}"
+        return (f"the {name} has S_pMSE {value:.3g}, far above 1 (> {bound:g}, the table rule of 'synthmi tune'): "
+                f"the copies miss that table{overall}"), True
     if s_pmse is None or not np.isfinite(s_pmse):
         return "not computed", False
     sd = np.sqrt(2.0 / k) if k else None

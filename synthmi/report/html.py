@@ -611,11 +611,17 @@ def _extra_sections(data: "ReportData") -> dict[str, str]:
             esc = html.escape(str(name))
             html_t = html_t.replace(f"<tr><td>{esc}</td>", f"<tr class='ref'><td>{esc}</td>")
         tgt = html.escape(str(data.settings.get("target")))
+        warn = "".join(f"<p class='note flag'>{html.escape(str(label))}: {html.escape(w)}</p>"
+                       for label, r in (getattr(data, "releases", {}) or {}).items()
+                       for w in r.get("attribute_warnings") or [])
         out["attribute"] = (
-            f"<section id='attribute'><h2>Attribute disclosure of <code>{tgt}</code></h2>{html_t}"
+            f"<section id='attribute'><h2>Attribute disclosure of <code>{tgt}</code></h2>{warn}{html_t}"
             "<p class='note'>The intruder knows a person's quasi-identifiers and looks them up in a copy to learn "
             f"<code>{tgt}</code>. <b>DiSCO</b>: share of original records whose key shows one value of the target in "
-            "the copy, and it is the person's own (synthpop's disclosure(); keys compared exactly). <b>DCAP</b>: mean "
+            "the copy, and it is the person's own (synthpop's disclosure(); keys compared exactly"
+            + (f", each continuous quasi-identifier cut into {int(data.settings['ngroups_keys'])} groups of the original "
+               "and copies pooled (synthpop's ngroups_keys)" if data.settings.get("ngroups_keys") else "")
+            + "). <b>DCAP</b>: mean "
             "share of the key's synthetic records carrying the person's value. <b>TCAP</b> = DiSCO / share of records "
             "with a one-valued key. <b>repU</b>: records unique on the keys in both the original and the copy "
             "(identity). <b>Mean attribute risk A_i</b>: chance that a random matching record (the re-identification "

@@ -245,6 +245,7 @@ def evaluate_release(
     spec: Any = None,
     secrets: Sequence[str] | None = None,
     link_aux: tuple[Sequence[str], Sequence[str]] | None = None,
+    ngroups_keys: int | None = None,
 ) -> ReportData:
     """Evaluate one or more releases of synthetic copies against the original.
 
@@ -273,6 +274,11 @@ def evaluate_release(
     target : str, optional
         Sensitive column for attribute disclosure (DiSCO, DCAP, TCAP, repU and
         the matching attribute risk; :func:`synthmi.evaluation.attribute_disclosure`).
+    ngroups_keys : int >= 2, optional
+        The attribute key tables cut each continuous quasi-identifier into this
+        many pooled-quantile groups (synthpop's ``ngroups_keys``,
+        :func:`~synthmi.evaluation.attribute_disclosure`); default exact keys, with
+        a warning per release whose copies put a key off the original's values.
     references : bool, default True
         Add the original released as is and an independent release (each QI
         permuted on its own, as many copies as the first release, seeded by
@@ -307,7 +313,7 @@ def evaluate_release(
     """
     measures = _check_measures(
         original, synthetic, quasi_identifiers, formula, family, alpha, tolerance, k0, risk_threshold, pmse_method,
-        pmse_variables, target, holdout, spec, secrets, link_aux,
+        pmse_variables, target, holdout, spec, secrets, link_aux, ngroups_keys,
     )
     from .._progress import progress_bar
 
@@ -333,6 +339,7 @@ def evaluate_release(
         individual_risk={method: e.individual for method, e in evaluated.items() if e.individual is not None},
         subgroup_labels=list(labels),
         settings={**_settings(measures, rule, releases, original_label, labels), "target": target,
+                  "ngroups_keys": measures.ngroups_keys,
                   "membership_inference": ("against the holdout" if holdout is not None else NO_HOLDOUT)},
         provenance=_provenance(original, original_is_public, input_hashes, seeds,
                                {method: e.meta for method, e in evaluated.items()}),
@@ -463,6 +470,7 @@ class _Measures:
     response: str | None
     secrets: list[str] | None = None
     link_aux: tuple[list[str], list[str]] | None = None
+    ngroups_keys: int | None = None
 
     @property
     def tolerance_kw(self) -> dict[str, Any]:
@@ -489,7 +497,8 @@ class _Evaluated:
 
 
 def _check_measures(original, synthetic, quasi_identifiers, formula, family, alpha, tolerance, k0, risk_threshold,
-                    pmse_method, pmse_variables, target, holdout, spec, secrets=None, link_aux=None) -> _Measures:
+                    pmse_method, pmse_variables, target, holdout, spec, secrets=None, link_aux=None,
+                    ngroups_keys=None) -> _Measures:
     """Check :func:`evaluate_release`'s arguments and split the original into risk subgroups."""
     from ..evaluation.subgroups import risk_subgroups
     from ..spec import resolve_quasi_identifiers
@@ -509,6 +518,8 @@ def _check_measures(original, synthetic, quasi_identifiers, formula, family, alp
     subgroups = risk_subgroups(original, qi, k0=k0, **sub_kw)
     if target is not None:
         check_columns_exist(original, [target], "target", "original")
+    if ngroups_keys is not None:
+        ngroups_keys = int(check_scalar(ngroups_keys, "ngroups_keys", owner, kind="int", lower=2))
     if secrets is not None:
         secrets = check_columns_exist(original, list(secrets), "secrets", "original")
     if link_aux is not None:
@@ -518,7 +529,7 @@ def _check_measures(original, synthetic, quasi_identifiers, formula, family, alp
     return _Measures(
         original=original, qi=qi, formula=formula, family=family, alpha=alpha, tolerance=tolerance, k0=k0,
         risk_threshold=risk_threshold, pmse_method=pmse_method, pmse_variables=list(pmse_variables), target=target,
-        holdout=holdout, spec=spec, secrets=secrets, link_aux=link_aux, subgroup_labels=pd.Series(subgroups.labels, index=original.index).astype(str),
+        holdout=holdout, spec=spec, secrets=secrets, link_aux=link_aux, ngroups_keys=ngroups_keys, subgroup_labels=pd.Series(subgroups.labels, index=original.index).astype(str),
         response=_response(formula, original.columns),
     )
 
@@ -559,8 +570,10 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
     attribute = None
     if ms.target is not None:
         ad = attribute_disclosure(original, copies, qi, ms.target, tolerance=ms.tolerance,
-                                  threshold=ms.risk_threshold)
+                                  threshold=ms.risk_threshold, ngroups_keys=ms.ngroups_keys)
         attribute = {"method": method, **_attr_row(ad.figures)}
+        # exact key tables of a key synthesized on a continuous scale read 0 by construction: say so
+        release["attribute_warnings"] = list(ad.settings.get("warnings") or [])
     steps.update()
 
     steps.set_postfix_str(f"{method}: battery")
@@ -593,7 +606,7 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
     steps.update()
 
     k = float(np.mean(pm.k)) if getattr(pm, "k", None) is not None else None
-    release["s_pmse_reading"], release["s_pmse_flag"] = pmse_reading(pm.mean_s_pmse, k)
+    release["s_pmse_reading"], release["s_pmse_flag"] = pmse_reading(pm.mean_s_pmse, k, _worst_table(bat_fig, bat_rows))
     summary = {
         "method": method,
         "M": len(copies),
@@ -638,6 +651,21 @@ def _battery(ms: _Measures, obj: Any, copies: list[pd.DataFrame], rel_rule: str)
                           pmse_copies=0, details=True)
     rows = pd.DataFrame([c for c in fig.pop("_criteria") if c["criterion"] != "overall"])
     return fig, rows
+
+
+def _worst_table(bat_fig: Mapping[str, Any], bat_rows: pd.DataFrame) -> tuple[str, float, float] | None:
+    """(table, S_pMSE, bound) of the release's worst one- or two-way table when it breaks the table rule
+    ``tune`` uses (:func:`synthmi.evaluation.battery.table_feasible`, bound
+    :data:`~synthmi.evaluation.battery.DEFAULT_MAX_TABLE_S_PMSE`; the battery section flags the same
+    releases), else None: one rule for "far above 1" across tune, the battery section and the verdict."""
+    from ..evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE, table_feasible
+
+    if table_feasible(bat_fig, DEFAULT_MAX_TABLE_S_PMSE):
+        return None
+    tab = bat_rows[bat_rows["criterion"].isin(["one-way table", "two-way table"])]
+    vals = tab["value"].to_numpy(dtype=float)
+    worst = tab.iloc[int(np.nanargmax(vals))]
+    return f"{worst['criterion']} of {worst['name']}", float(worst["value"]), DEFAULT_MAX_TABLE_S_PMSE
 
 
 def _release_meta(obj: Any, copies: list[pd.DataFrame], rel_rule: str, res: Any) -> dict[str, Any]:
@@ -723,7 +751,8 @@ def _no_alignment_row(ms: _Measures, method: str, copies: list[pd.DataFrame]) ->
     }
     if target is not None and target not in qi:
         kw = {} if tolerance is None else {"tolerance": tolerance}
-        ad = attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).figures
+        ad = attribute_disclosure(original, copies, qi, target, threshold=threshold, ngroups_keys=ms.ngroups_keys,
+                                  **kw).figures
         row.update({"target": target, "repU": ad.get("repU"), "DiSCO": ad.get("DiSCO"), "DCAP": ad.get("DCAP")})
     return row
 
@@ -780,7 +809,8 @@ def _references(ms: _Measures, rule: Any, m: int, seed: int) -> tuple[list[dict[
     attr = []
     if target is not None:
         attr.append({"method": "reference: original released as is",
-                     **_attr_row(attribute_disclosure(original, [original], qi, target, threshold=threshold, **kw).figures)})
+                     **_attr_row(attribute_disclosure(original, [original], qi, target, threshold=threshold,
+                                                     ngroups_keys=ms.ngroups_keys, **kw).figures)})
     copies = independent_release(original, qi, max(int(m), 2), seed)
     # the permuted copies are a partially synthetic release (no nests): the user's rule
     # when one rule was given, else partial
@@ -794,5 +824,6 @@ def _references(ms: _Measures, rule: Any, m: int, seed: int) -> tuple[list[dict[
                  "share_above_threshold": float(ri["share_above_threshold"])})
     if target is not None:
         attr.append({"method": "reference: independent release",
-                     **_attr_row(attribute_disclosure(original, copies, qi, target, threshold=threshold, **kw).figures)})
+                     **_attr_row(attribute_disclosure(original, copies, qi, target, threshold=threshold,
+                                                     ngroups_keys=ms.ngroups_keys, **kw).figures)})
     return rows, attr

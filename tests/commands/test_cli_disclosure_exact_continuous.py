@@ -46,3 +46,30 @@ def test_warns_when_exact_matching_of_a_continuous_qi_leaves_no_match(files, tmp
 def test_no_warning_with_a_tolerance(files, tmp_path, capsys):
     assert _run(files, tmp_path, "--tol", "educ=1") == 0
     assert "warning:" not in capsys.readouterr().err
+
+
+def test_key_tables_warn_on_exact_continuous_keys_and_group_with_ngroups_keys(files, tmp_path, capsys):
+    """The key tables (DiSCO, repU, ...) compare keys exactly: with educ synthesized on a continuous scale they
+    read 0 by construction (randhie DA-MI, new-user review). The command warns, naming the key; with
+    --ngroups-keys 5 (synthpop's) educ is cut into 5 pooled-quantile groups, recorded in the JSON, and the
+    key tables see shared keys (iS 1: every original group occurs in the copies)."""
+    import json
+
+    assert _run(files, tmp_path, "--tol", "educ=1", "--target", "y") == 0
+    err = capsys.readouterr().err
+    assert "key 'educ' occur nowhere in the original" in err and "--ngroups-keys" in err
+    d = json.loads((tmp_path / "r.json").read_text())["attribute_disclosure"]
+    assert d["summary"]["iS"] == 0.0 and d["settings"]["warnings"]
+    assert _run(files, tmp_path, "--tol", "educ=1", "--target", "y", "--ngroups-keys", "5", "--overwrite") == 0
+    assert "occur nowhere" not in capsys.readouterr().err
+    d = json.loads((tmp_path / "r.json").read_text())["attribute_disclosure"]
+    assert d["settings"]["key_groups"]["educ"]["groups"] == 5 and d["settings"]["warnings"] == []
+    assert d["summary"]["iS"] == 1.0
+
+
+@pytest.mark.parametrize("extra, needle", [(["--ngroups-keys", "1", "--target", "y"], "integer >= 2"),
+                                           (["--ngroups-keys", "5"], "without --target")])
+def test_ngroups_keys_bad_input_is_one_line(files, tmp_path, capsys, extra, needle):
+    assert _run(files, tmp_path, *extra) != 0
+    err = capsys.readouterr().err
+    assert "'--ngroups-keys'" in err and needle in err and "Traceback" not in err

@@ -223,3 +223,74 @@ def test_cli_disclosure_with_target(tmp_path):
     rec = pd.read_csv(tmp_path / "risk.records.csv")
     np.testing.assert_allclose(rec["attr_attribute_risk"], [1, 0, 1, 0])
     assert not {"age", "sex", "y"} & set(rec.columns)  # no confidential values in the output
+
+
+def test_numeric_key_grouped_by_hand():
+    """synthpop's ngroups_keys: a numeric key cut at the pooled (original + copies) quantiles, by hand.
+
+    Original k = 1..6 with targets a a b b c c; the copy's k = 1.5 .. 6.5 (every value off the original's
+    support) with targets a a b c c c. Pooled sorted values 1, 1.5, ..., 6.5 (12); type-7 quantiles at 1/3
+    and 2/3: h = 11/3 -> 2.5 + (2/3)(0.5) = 2.8333, h = 22/3 -> 4.5 + (1/3)(0.5) = 4.6667; breaks
+    [1, 2.833, 4.667, 6.5], groups {1, 2 | 1.5, 2.5}, {3, 4 | 3.5, 4.5}, {5, 6 | 5.5, 6.5}. The copy's groups
+    hold (a, a), (b, c), (c, c): DiSCO = DiS = 4/6 (groups 1 and 3), iS = 1, DCAP = (1+1+.5+.5+1+1)/6 = 5/6,
+    TCAP = 1, repU = UiS = 0 (two records per group). Exact keys read 0 for all but UiS (1), with a warning."""
+    o = pd.DataFrame({"k": [1.0, 2, 3, 4, 5, 6], "t": pd.Categorical(list("aabbcc"))})
+    c = pd.DataFrame({"k": o["k"] + 0.5, "t": pd.Categorical(list("aabccc"))})
+    exact = attribute_disclosure(o, [c], ["k"], "t")
+    assert exact.figures["DiSCO"] == 0.0 and exact.figures["iS"] == 0.0 and exact.figures["UiS"] == 1.0
+    assert len(exact.settings["warnings"]) == 1 and "'k'" in exact.settings["warnings"][0]
+    assert "100%" in exact.settings["warnings"][0] and "WARNING" in exact.report()
+    g = attribute_disclosure(o, [c], ["k"], "t", ngroups_keys=3)
+    f = g.figures
+    assert f["DiSCO"] == pytest.approx(4 / 6) and f["DiS"] == pytest.approx(4 / 6) and f["iS"] == 1.0
+    assert f["DCAP"] == pytest.approx(5 / 6) and f["TCAP"] == 1.0 and f["repU"] == 0.0 and f["UiS"] == 0.0
+    assert g.settings["key_groups"]["k"] == {"ngroups": 3, "distinct": 12, "groups": 3, "style": "quantile"}
+    assert g.settings["warnings"] == [] and "grouped into 3 quantile groups" in g.report()
+    # a dict names keys; the matching measures are unchanged by grouping (it is for the key tables only)
+    d = attribute_disclosure(o, [c], ["k"], "t", ngroups_keys={"k": 3})
+    assert d.figures["DiSCO"] == f["DiSCO"]
+    assert g.figures["expected_correct_attributions"] == exact.figures["expected_correct_attributions"]
+    # at most ngroups distinct pooled values: left exact (grouping would only merge levels)
+    few = attribute_disclosure(o, [o], ["k"], "t", ngroups_keys=6)
+    assert few.settings["key_groups"]["k"]["groups"] == 0 and few.figures["DiSCO"] == 1.0
+
+
+def test_continuous_copy_key_tables_read_the_grouped_figure():
+    """randhie's case (new-user review): a key with 30 integer values that a DA-MI-like release smooths
+    (each copy value = the original's + N(0, 0.3)), target tied to the key. Exact key tables read DiSCO 0
+    (every copy key unique) and warn; with ngroups_keys = 5 they read the grouped figure, equal to the
+    brute-force key measures on frames cut at the same pooled type-7 quantiles ([b_j, b_j+1), last closed),
+    and near the figure of a release that copies the key exactly (the smear moves few records across a
+    break: DiSCO within 0.1 of it, its binomial sd sqrt(.25/300) = 0.03 x 3)."""
+    rng = np.random.default_rng(11)
+    n = 300
+    k = rng.integers(0, 30, n).astype(float)
+    t = pd.Categorical(np.where(k + rng.normal(0, 3, n) > 15, "hi", "lo"))
+    o = pd.DataFrame({"k": k, "t": t})
+    copies = [pd.DataFrame({"k": k + rng.normal(0, 0.3, n), "t": t}) for _ in range(2)]
+    exact = attribute_disclosure(o, copies, ["k"], "t")
+    assert exact.figures["DiSCO"] == 0.0 and exact.figures["repU"] == 0.0 and exact.settings["warnings"]
+    g = attribute_disclosure(o, copies, ["k"], "t", ngroups_keys=5)
+    assert g.settings["warnings"] == [] and g.settings["key_groups"]["k"]["groups"] == 5
+    pooled = np.concatenate([k, *[c["k"].to_numpy() for c in copies]])
+    breaks = np.quantile(pooled, np.linspace(0, 1, 6))
+    breaks[-1] = np.inf  # R's cut(right = FALSE, include.lowest = TRUE) closes the last interval; pandas' does not
+
+    def cut(df):
+        return df.assign(k=pd.cut(df["k"], breaks, right=False).astype(str))
+
+    disco = [brute_key_measures(cut(o), cut(c), ["k"], "t")[0]["disco"].mean() for c in copies]
+    assert g.figures["DiSCO"] == pytest.approx(np.mean(disco))
+    assert g.figures["DiSCO"] > 0.1
+    same = attribute_disclosure(o, [o, o], ["k"], "t", ngroups_keys=5)
+    assert abs(g.figures["DiSCO"] - same.figures["DiSCO"]) < 0.1
+
+
+def test_ngroups_bad_input():
+    o = pd.DataFrame({"k": [1.0, 2, 3], "s": pd.Categorical(list("abc")), "t": pd.Categorical(list("xyx"))})
+    with pytest.raises(ValueError, match="'ngroups_keys' parameter of attribute_disclosure must be >= 2"):
+        attribute_disclosure(o, [o], ["k"], "t", ngroups_keys=1)
+    with pytest.raises(ValueError, match="'ngroups_keys'.*categorical key"):
+        attribute_disclosure(o, [o], ["k", "s"], "t", ngroups_keys={"s": 3})
+    with pytest.raises(ValueError, match="'ngroups_target'.*categorical target"):
+        attribute_disclosure(o, [o], ["k"], "t", ngroups_target=3)

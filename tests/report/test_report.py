@@ -264,3 +264,63 @@ def test_report_describes_tree_and_plug_in_copies_as_what_they_are():
     import dataclasses
     html_out = render_report(dataclasses.replace(fake_report_data(), releases={"trees": d}))
     assert "plug-in copies, no posterior sampling" in html_out
+
+
+def test_release_verdict_names_a_table_far_above_one():
+    """The per-release S_pMSE verdict said "consistent with copies drawn from a fitted model" for a DA-MI
+    release of randhie whose one-way table of the kernel-smoothed disea had S_pMSE 21.8 (new-user review).
+    Copies that smear one column with a point mass (70% zeros, each copy's zeros spread by N(0, 1)) and
+    keep the others as they are: the verdict names that table and is flagged, by the table rule tune uses
+    (battery.table_feasible, bound 10); the same copies without the smear are not flagged."""
+    from synthmi.evaluation.battery import DEFAULT_MAX_TABLE_S_PMSE
+    from synthmi.report.html import render_report
+
+    rng = np.random.default_rng(5)
+    n = 400
+    df = pd.DataFrame({"x": np.where(rng.random(n) < 0.7, 0.0, rng.integers(1, 10, n).astype(float)),
+                       "sex": pd.Categorical(rng.choice(["F", "M"], n)),
+                       "y": rng.normal(size=n)})
+    clean, smeared = [], []
+    for j in range(2):
+        c = df.sample(frac=1.0, replace=True, random_state=j).reset_index(drop=True)
+        clean.append(c)
+        s = c.copy()
+        s["x"] = s["x"] + np.where(s["x"] == 0, rng.normal(0, 1, n), 0.0)
+        smeared.append(s)
+    data = evaluate_release(df, {"smeared": smeared, "clean": clean}, ["x", "sex"], "y ~ x + sex",
+                            family="gaussian", references=False)
+    worst = float(data.summary.set_index("method").loc["smeared", "worst_one_way_s_pmse"])
+    assert worst > DEFAULT_MAX_TABLE_S_PMSE  # the smear breaks the x margin: the case under test
+    r = data.releases["smeared"]
+    assert r["s_pmse_flag"] and "consistent" not in r["s_pmse_reading"]
+    assert "one-way table of x" in r["s_pmse_reading"] and f"{worst:.3g}" in r["s_pmse_reading"]
+    assert "one-way table of x" in render_report(data)
+    assert "table" not in data.releases["clean"]["s_pmse_reading"]
+
+
+def test_report_warns_when_exact_key_tables_meet_a_continuous_copy():
+    """A release whose numeric key is synthesized on a continuous scale (every copy value off the original's
+    support) read DiSCO 0 in the report's attribute table with no word (randhie DA-MI, new-user review): the
+    attribute section now carries attribute_disclosure's warning for that release and not for a release that
+    copies the key's values."""
+    from synthmi.report.html import render_report
+
+    rng = np.random.default_rng(2)
+    n = 300
+    x = rng.integers(0, 30, n).astype(float)
+    df = pd.DataFrame({"x": x, "sex": pd.Categorical(rng.choice(["F", "M"], n)),
+                       "y": pd.Categorical(np.where(x >= 15, "yes", "no"))})  # y a function of the key x
+    smooth = [df.assign(x=df["x"] + rng.normal(0, 0.3, n)) for _ in range(2)]
+    donors = [df.assign(x=df["x"].to_numpy()[rng.permutation(n)]) for _ in range(2)]
+    data = evaluate_release(df, {"smooth": smooth, "donors": donors}, ["x", "sex"], "y ~ x + sex",
+                            family="logit", target="y", references=False)
+    assert data.releases["smooth"]["attribute_warnings"] and not data.releases["donors"]["attribute_warnings"]
+    page = render_report(data)
+    assert "occur nowhere in the original" in page and "smooth: 100%" in page
+    assert data.attribute.set_index("method").loc["smooth", "DiSCO"] == 0.0  # exact keys: 0 by construction
+    # synthpop's grouping (ngroups_keys = 5): no warning, and the key tables see the smoothed copies' keys
+    grouped = evaluate_release(df, {"smooth": smooth}, ["x", "sex"], "y ~ x + sex", family="logit", target="y",
+                               references=False, ngroups_keys=5)
+    assert not grouped.releases["smooth"]["attribute_warnings"]
+    assert grouped.attribute.set_index("method").loc["smooth", "DiSCO"] > 0
+    assert "cut into 5 groups" in render_report(grouped)
