@@ -1194,10 +1194,16 @@ class CopulaGibbs:
             X[:, s:s + L - 1] = 0.0
             eta0 = X @ coef  # block b at its reference level
             D = coef[s:s + L - 1]
+            binary = self.block_margins[bb].n_levels == 2
             for l in range(L):
                 eta = eta0 if l == 0 else eta0 + D[l - 1]
-                lp = self.level_log_probabilities(bb, eta)
-                out[:, l] += lp[np.arange(rows.size), lv]
+                if binary:
+                    out[:, l] += self.level_log_probabilities(bb, eta)[np.arange(rows.size), lv]
+                else:
+                    # only each row's own level: the kernel computes a record's log-probability on its
+                    # own, so these are the bits of level_log_probabilities' column lv, without the
+                    # L - 1 other levels' quadratures (issue 28, cost per iteration)
+                    out[:, l] += mnp_log_likelihood(eta, lv)
         return out
 
     def _collapsed_level_move(self, st: CopulaState, F: np.ndarray, z: np.ndarray, b: int, rows: np.ndarray,
