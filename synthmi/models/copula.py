@@ -285,8 +285,8 @@ def _truncated_normal_flat(mu: np.ndarray, sd: float, lo: np.ndarray, hi: np.nda
     """:func:`truncated_normal` (compiled) for C-contiguous float arrays ``mu``, ``lo``, ``hi`` of one
     shape and a scalar ``sd``: the same uniforms (``rng.random(shape)``) through the same kernel, hence
     the same draws bit for bit, without the broadcasting and copies of the general entry point
-    (0.3 ms a call, about a sixth of an iteration on fair: the ranked columns make 14 calls an
-    iteration there; issue 28, cost per iteration)."""
+    (the ranked columns make 14 calls an iteration on fair; 1-4 % of an iteration on fair and
+    randhie, measured; issue 28, cost per iteration)."""
     from .truncation import _kernel
 
     u = rng.random(mu.shape)
