@@ -222,6 +222,61 @@ with that column's within-tie latents (e.g. an MH move proposing the coefficient
 Newton proposal and the tie's latents from their conditional given it, with the truncated-normal
 normalising constants in the ratio), not built here.
 
+Cost per iteration (issue 28, branch h28speed; labels "h28speed-before" / "h28speed-after": 2 chains
+in turn, 400 iterations, seed 28, chains' CPU seconds). Every target of the issue is within 2x of the
+cost, so the cost of one iteration was profiled (py-spy, 200 samples a second, one chain continued
+past a 100-iteration fit as the 'auto' continuations run, main's sampler). Shares of the chain's CPU:
+
+=======  ==========  =====================================================================  ========
+file     ms / iter   where the time goes                                                    compiled
+=======  ==========  =====================================================================  ========
+fair     27.1        collapsed MNP likelihood (the Newton move's two scores) 50 %, implied  ~75 %
+                     shares' kernel (monitor) 15 %, truncated normals 7 %, MNP latent
+                     redraw 6 %, Newton information 4 %, Python / NumPy bookkeeping 18 %
+randhie  20.5        MNP likelihood 41 %, shares 12 %, truncated normals 12 %, latent redraw   ~64 %
+                     7 %, ranked-column bookkeeping 7 %, binary block move 4 %
+agency   77.9        MNP likelihood 71 % (Hamiltonian moves of the 3 nominal blocks: about     ~87 %
+                     7.6 gradients a move, 68 %), shares 8 %, latent redraw 7 %, missing-level
+                     moves 7.5 % (4 % scoring the later blocks), truncated normals 4.5 %
+nhanes   91.6        MNP likelihood 44 %, shares 14 %, latent redraw 13 %, truncated normals   ~68 %
+                     8 %, Newton information 5 %
+=======  ==========  =====================================================================  ========
+
+("compiled": the numba kernels, i.e. special functions; the rest is NumPy and Python.) Removing every
+non-compiled instruction would make an iteration at most 1.33x (fair), 1.56x (randhie), 1.15x (agency)
+and 1.47x (NHANES) cheaper, short of the 1.6-2x the targets need. The compiled kernels are at their
+floor for the rule they evaluate: the collapsed likelihood takes (12 nodes + 2 Newton steps) x d normal
+CDFs and 12 d Mills ratios per record (fair: 2.15 us a record, d = 5; erfc 20 ns, erfc + exp + division
+27 ns a factor, measured). Tried and not kept: Phi returned as 1.0 without erfc above x = 8.3 (the
+same bits; too few factors there to measure); Phi and the Mills ratio from one exp and a tabulated
+erfcx (64 pieces of degree 9, 3e-13 relative error): 37 ns a factor against 39. Fewer quadrature nodes
+would change the target (max error of a record's log-likelihood against a 100-node rule on the rule's
+own test set: 12 nodes 8.5e-6; 8 nodes 1.3e-4 at 1.39x less kernel time; 6 nodes 5.6e-4 at 1.69x).
+
+Kept (same draws bit for bit: the chains' digests of 150-300 iterations on the four files are those
+of main, and tests/models/test_copula_trajectory.py holds): the sampler's truncated-normal draws call
+the compiled kernel directly (``_truncated_normal_flat``), and a missing level's collapsed move
+scores each later nominal block at its own level only (one quadrature instead of L). Sampling-phase
+CPU ms an iteration, before -> after (one chain, interleaved runs at load 4.5-5.6): fair 27.1 ->
+26.7, randhie 20.5 -> 19.8, agency 77.9 -> 74.1, NHANES 91.6 -> 93.5 (noise: nothing changed
+there). As the draws are unchanged, R-hat, ESS and the 'auto' rule's iterations are those of the
+rows above (randhie 22,317, agency 7,285), and ESS per CPU second rises by the cost ratio only
+(1-5 %). The benchmark's fixed runs (2 x 400 iterations, half burn-in, chains in turn; the 'before'
+rows from main's code, the 'after' rows from the branch; R-hat and ESS equal to every digit):
+
+=======  ======  =========  =========  =================  =================  ===============
+file     R-hat   bulk ESS   tail ESS   CPU s before       CPU s after        load before / after
+=======  ======  =========  =========  =================  =================  ===============
+fair     1.097   17         34         28.7               28.3               5.5 / 10.9
+randhie  1.072   24         98         16.6               16.9               5.2 / 8.9
+agency   1.092   20         38         55.8               50.8               5.1 / 8.1
+nhanes   1.061   30         112        71.8               69.8               12.1 / 8.0
+=======  ======  =========  =========  =================  =================  ===============
+
+(400 iterations is a cost measurement, not a converged fit: see the 'auto' rows for that.) The
+'auto' runs were not repeated: with the same draws they stop at the same iteration. The lever left is fewer likelihood evaluations per effective draw (mixing), or a cheaper
+rule accepted as a change of the target; not cost.
+
 Run: ``python benchmarks/copula_files.py --label before [--files nhanes,adult] [--n-iter 1000]``;
 rows are appended to (or replace the same label and file in)
 ``results/copula_files.csv`` and ``.json``; ``--figure`` draws
