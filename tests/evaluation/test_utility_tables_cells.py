@@ -58,6 +58,12 @@ def test_numeric_table_edges_rule():
     rest = np.nanquantile(np.arange(1.0, 9.0), np.linspace(0, 1, 4)[1:-1])
     np.testing.assert_array_equal(e, np.sort(np.r_[0.0, np.nextafter(0.0, np.inf), rest, 9.0,
                                                    np.nextafter(9.0, np.inf)]))
+    # a second heap: 9 is 15% of all values (no mass at 1/5) but 75% of those left
+    # after 0 (80%): a mass of the rest (else the rest's quartiles 8, 9, 9 put it on a cut)
+    v4, c4 = np.array([0.0, 1, 2, 3, 4, 5, 9]), np.array([80, 1, 1, 1, 1, 1, 15])
+    rest4 = np.nanquantile(np.arange(1.0, 6.0), np.linspace(0, 1, 4)[1:-1])
+    np.testing.assert_array_equal(numeric_table_edges(v4, c4, 5),
+                                  np.r_[0.0, np.nextafter(0.0, np.inf), rest4, 9.0, np.nextafter(9.0, np.inf)])
     # a mass holding exactly 1/n_bins counts (integer comparison: 2 of 10 with n_bins 5)
     c3 = np.r_[2, np.ones(8, dtype=np.int64)]
     assert 3.0 in numeric_table_edges(np.arange(3.0, 12.0), c3, 5)
