@@ -36,8 +36,8 @@ analyses
 tables
     S_pMSE (Snoke et al. 2018; synthpop ``utility.tab``) of every one-way and
     two-way table of the released columns (weights excluded), continuous
-    columns cut into ``n_bins`` groups at pooled quantiles exactly as
-    :func:`~synthmi.evaluation.utility_tables` does; a table all of whose
+    columns cut into ``n_bins`` groups at pooled quantiles, a point mass its
+    own cell, exactly as :func:`~synthmi.evaluation.utility_tables` does; a table all of whose
     columns every copy releases unchanged is left out (its S_pMSE is 0 by
     construction and says nothing about the synthesis).
 overall

@@ -701,10 +701,14 @@ def utility_tables(
 ) -> UtilityTablesResult:
     """S_pMSE of every one-way and two-way table (synthpop ``utility.tables``).
 
-    Continuous variables are cut into ``n_bins`` groups at quantiles of the
-    original and synthetic values pooled (synthpop's ``ngroups``), so the
-    original's values alone do not define the bins. Each row is a table; its
-    ``s_pmse`` is averaged over copies (``s_pmse_copy_j`` kept per copy).
+    A numeric column with more than ``n_bins`` distinct values is cut into
+    groups from the original and synthetic values pooled (synthpop's
+    ``ngroups``), so the original's values alone do not define the cells; a
+    value holding at least ``1/n_bins`` of the pooled values (a point mass: a 0,
+    a top-code) is a cell of its own and the rest are cut at their quantiles
+    (:func:`numeric_table_edges`). Fewer distinct values: one cell per value.
+    Each row is a table; its ``s_pmse`` is averaged over copies
+    (``s_pmse_copy_j`` kept per copy).
 
     ``original`` and the copies are pandas or Dask frames (one code path,
     :mod:`synthmi.engine`): the quantiles come from the exact value counts of
@@ -737,9 +741,7 @@ def utility_tables(
             if _is_numeric(dt):
                 obs = vc[vc.index.notna()]
                 if len(obs) > n_bins:
-                    qs = quantile_from_counts(obs.index.to_numpy(dtype=float), obs.to_numpy(),
-                                              np.linspace(0, 1, n_bins + 1)[1:-1])
-                    edges[v] = np.unique(qs)
+                    edges[v] = numeric_table_edges(obs.index.to_numpy(dtype=float), obs.to_numpy(), n_bins)
                     cats[v] = None
                     sizes[v] = len(edges[v]) + 2
                     continue
@@ -797,10 +799,70 @@ def _is_numeric(dtype) -> bool:
     return pd.api.types.is_numeric_dtype(dtype) and not isinstance(dtype, pd.CategoricalDtype)
 
 
+def numeric_table_edges(values: np.ndarray, counts: np.ndarray, n_bins: int) -> np.ndarray:
+    r"""Cell edges of a numeric column in a table, from its pooled distinct values and counts.
+
+    A value is cut into cell ``searchsorted(edges, x, side="right")``: cells
+    :math:`[e_{i}, e_{i+1})`, synthpop's ``cut(right = FALSE)``. With :math:`N`
+    the pooled (original + copy) non-missing count, a value :math:`v` with count
+    :math:`n_v` is a *point mass* when
+
+    .. math::
+
+        n_v \ge N / G \quad (G = \texttt{n\_bins}; \text{ compared as } G n_v \ge N),
+
+    and gets the cell :math:`[v, v]` (edges :math:`v` and the next float above
+    it). The other values are cut at their own quantiles (NumPy's linear rule,
+    :func:`quantile_from_counts`) at :math:`j / G'`, :math:`j = 1..G'-1`,
+    :math:`G' = \max(1, G - \#\text{masses})`; a value holding at least
+    :math:`1/G'` of those others is a mass too (repeated until none is), so no
+    value spans a whole group of the cut and no two of its quantiles coincide
+    (randhie's ``physlm``: 0 is 83% of the values, 1.0 only 6% but 67% of the
+    rest, where it would sit on a cut). A mass inside one of those groups
+    splits it (cells stay intervals), so there are at most :math:`G + \#\text{masses}`
+    non-empty cells, and at least 2 whenever there are 2 distinct values. Without
+    a mass this is the pooled :math:`G`-quantile cut (edges ``unique``).
+
+    Why: a value that holds more than one quantile group's share makes
+    consecutive quantiles equal; ``unique`` then merges their groups, and a
+    column that is 83% zeros (randhie's ``physlm``) collapses to one cell: df 0,
+    S_pMSE NaN, its two-way tables blind to it. A mass on a cut also puts
+    all of it on one side, so a copy that smears it by any tiny noise moves half
+    of it across the cut. Its own cell asks exactly whether the copy reproduces
+    the mass, and is stable under such noise only if the copy keeps the value.
+    A share of :math:`1/G` is the size of the cell the mass would have had.
+
+    synthpop (``group_num`` in ``utility.tab``; ``numtocat.syn``) uses
+    ``unique(classIntervals(c(orig, syn), n = ngroups, style = "quantile")$brks)``
+    with ``cut(right = FALSE, include.lowest = TRUE)``: the same pooled cut and
+    the same collapse (83% zeros gives the breaks 0 and the maximum: one group).
+    Its remedy is ``cont.na``: values the user names (such as -8 or 0) are set
+    apart as categories of their own before the cut. This rule finds those
+    values from the pooled counts, the copy's included.
+    """
+    values = np.asarray(values, dtype=float)
+    counts = np.asarray(counts, dtype=np.int64)
+    mass = np.zeros(len(values), dtype=bool)
+    n_rest = int(n_bins)
+    while True:  # each pass sets apart at least one value, or stops
+        new = ~mass & (counts * n_rest >= int(counts[~mass].sum()))  # integers: exact at a share of 1/G
+        if not new.any():
+            break
+        mass |= new
+        n_rest = max(1, int(n_bins) - int(mass.sum()))
+    rest = ~mass
+    parts = [np.r_[v, np.nextafter(v, np.inf)] for v in values[mass]]
+    if rest.any() and n_rest > 1:
+        parts.append(quantile_from_counts(values[rest], counts[rest], np.linspace(0, 1, n_rest + 1)[1:-1]))
+    return np.unique(np.concatenate(parts)) if parts else np.array([], dtype=float)
+
+
 def quantile_from_counts(values: np.ndarray, counts: np.ndarray, qs: np.ndarray) -> np.ndarray:
     """``np.nanquantile(x, qs)`` (linear method) of the array with these distinct values and counts.
 
-    Reproduces NumPy's arithmetic: virtual index :math:`h = Nq + (1 - q) - 1`,
+    Reproduces NumPy's arithmetic: virtual index :math:`h = (N - 1) q` (NumPy's
+    ``linear`` entry, not the algebraically equal :math:`Nq + (1 - q) - 1`, which
+    differs in the last bit: 1.7999999999999998 for 1.8),
     neighbours :math:`x_{\\lfloor h \\rfloor}, x_{\\lfloor h \\rfloor + 1}` from the
     cumulative counts, and NumPy's two-sided ``_lerp``.
     """
@@ -810,7 +872,7 @@ def quantile_from_counts(values: np.ndarray, counts: np.ndarray, qs: np.ndarray)
     N = int(counts.sum())
     cum = np.cumsum(counts)
     qs = np.asarray(qs, dtype=float)
-    virtual = N * qs + (1 + qs * (1 - 1 - 1)) - 1  # numpy's _compute_virtual_index, alpha = beta = 1
+    virtual = (N - 1) * qs  # numpy's method "linear"
     prev = np.floor(virtual).astype(np.int64)
     gamma = virtual - prev
     prev = np.clip(prev, 0, N - 1)

@@ -68,7 +68,7 @@ The check (what judges a candidate)
     default model at this step; the table is judged at their own step, when
     this column's choice is made), each table's S_pMSE averaged over the
     copies, continuous columns cut into :data:`N_BINS` groups at pooled
-    quantiles (:func:`synthmi.evaluation.utility_tables`, the battery's
+    quantiles, a point mass its own cell (:func:`synthmi.evaluation.utility_tables`, the battery's
     tables): :math:`S_{kt}`.
 
 The rule (Monte Carlo error), :func:`apply_rule`

@@ -70,11 +70,21 @@ def test_risk_subgroups_equal_in_memory(client, adult):
 
 
 def test_utility_tables_equal_in_memory_exactly(client, adult):
-    copies = [_perturbed(adult, k) for k in range(2)]
-    ref = utility_tables(adult, copies).to_frame()
-    assert set(ref["way"]) == {1, 2} and len(ref) == 21
+    # hours_per_week has a point mass at 40 (its own cell); "zeros" is 85% zeros
+    # (randhie's physlm: one cell before numeric_table_edges), copies move some of them
+    rng = np.random.default_rng(5)
+    a = adult.assign(zeros=np.where(rng.random(len(adult)) < 0.85, 0.0, rng.integers(1, 30, len(adult))))
+    copies = []
+    for k in range(2):
+        c = _perturbed(a, k)
+        c.loc[rng.random(len(c)) < 0.05, "zeros"] = rng.integers(1, 30)
+        copies.append(c)
+    ref = utility_tables(a, copies).to_frame()
+    assert set(ref["way"]) == {1, 2} and len(ref) == 28
+    one = ref[ref["way"] == 1].set_index("variables")
+    assert one.loc["zeros", "df"] >= 2 and np.isfinite(one.loc["zeros", "s_pmse"])
     for P in (1, 16):
-        got = utility_tables(dd.from_pandas(adult, npartitions=P), [dd.from_pandas(c, npartitions=3) for c in copies]).to_frame()
+        got = utility_tables(dd.from_pandas(a, npartitions=P), [dd.from_pandas(c, npartitions=3) for c in copies]).to_frame()
         pd.testing.assert_frame_equal(got, ref, check_exact=True)
 
 
