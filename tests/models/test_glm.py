@@ -192,29 +192,3 @@ def test_split_t_independence_mh_agrees_with_whitened_hmc_on_42_skewed_coefficie
     th, _ = split(np.random.default_rng(5), 8000)
     z_prop = (th.mean(0) - d2.mean(0)) / np.sqrt(th.var(0) / 8000 + d2.var(0) / e2)
     assert (np.abs(z_prop) > 4).sum() >= 30
-
-
-def test_whitened_hmc_with_adapted_scale_matches_quadrature_on_a_separated_posterior():
-    """The warm-up's rescale of the whitened coordinates (issue 29 item 6) widens the axis along which the
-    separated slope's posterior is far wider than its Laplace approximation, and the kept draws still have
-    the exact posterior's means and variances. Tolerance as the split-t test above: 4 Monte Carlo standard
-    errors from the chains' minimum bulk ESS (fourth moment from the quadrature for the variances)."""
-    from synthmi.models.glm import whitened_hmc
-
-    model = _separated_model(4, 4)
-    moments = _quadrature_moments(model, 70.0)
-    res = whitened_hmc(model, 2000, np.random.default_rng(5), chains=2)
-    lo, _, hi = res.info["metric_scale"]
-    # the Laplace fit's curvature at the mode understates the slope's long right tail: the warm-up widens
-    # that axis (measured 1.30 with this seed; the estimate of a scale from the 2 x 50 warm-up states has a
-    # relative sd of about 1 / sqrt(2 x ESS) ~ 10-15%, so 1.1 is well inside)
-    assert hi > 1.1
-    assert res.r_hat <= 1.01 and res.ess_bulk >= 400
-    d = res.draws.reshape(-1, 2)
-    for k, (mu, var, m4) in enumerate(moments):
-        assert abs(d[:, k].mean() - mu) < 4 * np.sqrt(var / res.ess_bulk)
-        assert abs(d[:, k].var() - var) < 4 * np.sqrt((m4 - var**2) / res.ess_bulk)
-    # without the rescale the sampler is the previous one: same stream, no rescale recorded
-    plain = whitened_hmc(model, 200, np.random.default_rng(5), chains=2, adapt_scale=False, max_doublings=0)
-    assert plain.info["metric_scale"] == (1.0, 1.0, 1.0) and plain.info["warmup"] == 100
-    assert res.info["warmup"] == 150
