@@ -1060,11 +1060,13 @@ def whitened_hmc(
     mode, cov = mode_cov
     d = mode.size
     L = linalg.cholesky(cov, lower=True)
+    n_grad = [0]  # gradients evaluated, one per chain (the sampler's cost in its own unit)
 
     def logp_grad_z(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         th = mode[None, :] + z @ L.T
         with np.errstate(over="ignore", invalid="ignore"):
             lp, g = logit_logp_grad(model, th)
+        n_grad[0] += z.shape[0]
         lp = np.where(np.isfinite(lp), lp, -np.inf)
         return lp, g @ L
 
@@ -1127,7 +1129,7 @@ def whitened_hmc(
     return IMHResult(
         draws=draws, acceptance=accepted / max(total, 1), r_hat=float(r_hat), ess_bulk=float(ess),
         info={"mode": mode, "cov": cov, "step_size": eps_final, "n_leapfrog": n_steps, "warmup": warmup,
-              "gradient_evaluations": (warmup + draws.shape[1]) * n_steps * chains, "doublings": attempt},
+              "gradient_evaluations": int(n_grad[0]), "doublings": attempt},
     )
 
 
