@@ -68,3 +68,24 @@ def test_sparse_multinomial_logp_propagates_non_finite_linear_predictors():
     with np.errstate(invalid="ignore", over="ignore"):
         lp, _ = logit_logp_grad(model, theta)
     assert not np.isfinite(lp).any()
+
+
+def test_whitened_hmc_reports_the_gradients_it_evaluated(monkeypatch):
+    """``gradient_evaluations`` is the number of (parameter set, gradient) evaluations the sampler made,
+    warm-up and the starting point included (the benchmark's unit of the sampler's cost), counted here
+    independently by wrapping the gradient function."""
+    import synthmi.models.glm as glm
+
+    seen = []
+    real = glm.logit_logp_grad
+
+    def counting(model, theta, grad=True):
+        seen.append(np.atleast_2d(theta).shape[0] if grad else 0)
+        return real(model, theta, grad)
+
+    monkeypatch.setattr(glm, "logit_logp_grad", counting)
+    model = CategoricalModel("logit", np.ones((1, 1)), np.array([[280.0, 120.0]]), prior_sd=100.0)
+    res = glm.whitened_hmc(model, 50, np.random.default_rng(0), chains=2, warmup=20, max_doublings=0)
+    assert res.info["gradient_evaluations"] == sum(seen)
+    # at least the starting point and one leapfrog step per transition, for each of the 2 chains
+    assert sum(seen) >= 2 * (1 + 20 + 50 * res.info["n_leapfrog"])
