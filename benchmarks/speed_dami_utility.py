@@ -27,34 +27,44 @@ CPU seconds are the figure to quote (the 2 cores are shared); wall seconds and l
 Writes ``benchmarks/results/speed_dami_utility[_TAG].json``.
 
 Measured (2 cores shared by six jobs, load average mostly 6-14: CPU seconds quoted; BEFORE = commit
-7e18e60 run from an unpacked copy of that tree, AFTER, H29W and H29S = earlier rounds, H29WIDE = this round (``--tag h29wide``), load 1-14 as noted):
+7e18e60 run from an unpacked copy of that tree, AFTER, H29W, H29S and H29WIDE (``--tag h29wide``) = earlier rounds,
+H29WIDE2 = this round (``--tag h29wide2_adult`` / ``h29wide2_8k``), load 1-14 as noted):
 
-=============================================  ===================  ===================  ======================  ========================  ==========================
-                                               BEFORE               AFTER                H29W                    H29S                      H29WIDE (this round)
-=============================================  ===================  ===================  ======================  ========================  ==========================
-Adult: CART fit + 5 copies (median of 3)       1.8 CPU-s            1.8 CPU-s            1.38 CPU-s (load 1.2);  1.58 CPU-s (load 5.5-     not re-run
-                                                                                         1.7 (load 9-11)         7.2); warm (run again
+=============================================  ===================  ===================  ======================  ========================  ==========================  ============================
+                                               BEFORE               AFTER                H29W                    H29S                      H29WIDE                     H29WIDE2 (this round)
+=============================================  ===================  ===================  ======================  ========================  ==========================  ============================
+Adult: CART fit + 5 copies (median of 3)       1.8 CPU-s            1.8 CPU-s            1.38 CPU-s (load 1.2);  1.58 CPU-s (load 5.5-     not re-run                  1.67 CPU-s (load 11-12);
+                                                                                         1.7 (load 9-11)         7.2); warm (run again                                 warm 0.88
                                                                                                                  after DA-MI) 0.82
-Adult: DA-MI joint fit + 5 copies (median 3)   9.1 CPU-s (5.1x      6.5 CPU-s (3.6x      5.34 CPU-s: 3.85x CART,  4.05 CPU-s: 2.57x CART,  not re-run; the 5 copies
-                                               CART; wall 5.3x)     CART; wall 3.6x)     wall 3.84x (load 1.2);  wall 2.53x; 4.94x warm    identical (sha256) to
-                                                                                         6.1: 3.59x (load 9-11)  CART (load 5.5-7.2)       those of 2a46e8e
-wide 64.6k x 20: utility, copy 1               48.1 CPU-s           26.6 CPU-s           14.8 CPU-s (S_pMSE      not re-run                not timed alone
+Adult: DA-MI joint fit + 5 copies (median 3)   9.1 CPU-s (5.1x      6.5 CPU-s (3.6x      5.34 CPU-s: 3.85x CART,  4.05 CPU-s: 2.57x CART,  not re-run; the 5 copies    2.34 CPU-s: 1.36x CART;
+                                               CART; wall 5.3x)     CART; wall 3.6x)     wall 3.84x (load 1.2);  wall 2.53x; 4.94x warm    identical (sha256) to       warm/warm 2.19 / 0.88 =
+                                                                                         6.1: 3.59x (load 9-11)  CART (load 5.5-7.2)       those of 2a46e8e            2.49x (2.34-2.65 over 3
+                                                                                                                                                                       runs; load 11-12)
+wide 64.6k x 20: utility, copy 1               48.1 CPU-s           26.6 CPU-s           14.8 CPU-s (S_pMSE      not re-run                not timed alone             not re-run
                                                                     (1.31397565492)      1.313975654921561,
                                                                                          2e-13 from AFTER)
-wide 64.6k x 20: utility, 5 copies             not run (~5 x 48 s)  179 CPU-s (pMSE      92.3 CPU-s (pMSE 91.6   not re-run                98.9 CPU-s (pMSE 98.1 +
-                                                                    178.3 + tables 0.9)  + tables 0.7; load                                tables 0.8; load 5.7-10.5,
+wide 64.6k x 20: utility, 5 copies             not run (~5 x 48 s)  179 CPU-s (pMSE      92.3 CPU-s (pMSE 91.6   not re-run                98.9 CPU-s (pMSE 98.1 +     not re-run (code path
+                                                                    178.3 + tables 0.9)  + tables 0.7; load                                tables 0.8; load 5.7-10.5,  unchanged)
                                                                                          7.6-9.2; S_pMSE within                            wall 333 s, RSS 2.6 GB;
                                                                                          7e-13 of the 20% split)                           S_pMSE 1.25-1.37)
-wide 64.6k: Newton mode of marital_status      --                   24.5 CPU-s           8.3-8.5 CPU-s (mode equal                         8.1-8.6 CPU-s (load 6-9)
+wide 64.6k: Newton mode of marital_status      --                   24.5 CPU-s           8.3-8.5 CPU-s (mode equal                         8.1-8.6 CPU-s (load 6-9)    not re-run
 (7 levels, 936 coefficients)                                                             to 2e-12)               not re-run
-wide 4k rows: DA-MI fit + 5 copies             130.7 CPU-s          137.9 CPU-s          not re-run (HMC         128.6 CPU-s (load         not re-run
+wide 4k rows: DA-MI fit + 5 copies             130.7 CPU-s          137.9 CPU-s          not re-run (HMC         128.6 CPU-s (load         not re-run                  not re-run
                                                                                          unchanged)              5.3-6.9; HMC unchanged)
-wide 64.6k rows: DA-MI fit + 5 copies          not finished         not finished         not finished: stopped   not re-run                1,080 CPU-s, finished
-                                                                                         after 1,007 CPU-s                                 (fit 4.1 + copies 1,076;
-                                                                                         (load 1.5-3)                                      wall 2,350 s, load 7-10,
-                                                                                                                                           RSS 1.3 GB): 9x the
-                                                                                                                                           120 s target
-=============================================  ===================  ===================  ======================  ========================  ==========================
+wide 8k rows: DA-MI fit + 5 copies             --                   --                   --                      --                        --                          212.1 CPU-s (fit 0.9 +
+                                                                                                                                                                       211.2) against 218.4
+                                                                                                                                                                       (fcc6eda, run beside it,
+                                                                                                                                                                       load 4-7): same R-hat,
+                                                                                                                                                                       ESS, acceptance (same
+                                                                                                                                                                       draws); marital 144.9
+                                                                                                                                                                       vs 151.7, race 54.3 vs
+                                                                                                                                                                       53.6, sex 11.3 vs 11.4
+wide 64.6k rows: DA-MI fit + 5 copies          not finished         not finished         not finished: stopped   not re-run                1,080 CPU-s, finished       not re-run (no time: see
+                                                                                         after 1,007 CPU-s                                 (fit 4.1 + copies 1,076;    below); same draws as
+                                                                                         (load 1.5-3)                                      wall 2,350 s, load 7-10,    H29WIDE bit for bit, the
+                                                                                                                                           RSS 1.3 GB): 9x the         HMC's gradients 9% cheaper:
+                                                                                                                                           120 s target                ~990 CPU-s estimated
+=============================================  ===================  ===================  ======================  ========================  ==========================  ============================
 
 Where the time went (cProfile with a CPU clock; py-spy on the wide runs): Adult DA-MI spent ~5 CPU-s
 importing ArviZ and compiling its Numba code for the samplers' R-hat / ESS check (now NumPy:
@@ -152,6 +162,38 @@ gradient evaluations, which the posterior's rare-category directions, not the gr
 a metric (and centre) adapted to the warmup draws in those few directions (a low-rank correction of the
 Laplace metric), or a pooled prior for the rare categories' coefficients of the 51- and 41-level
 predictors (a changed model: not this helper's to make).
+
+Round H29WIDE2 (issue 29 item 6, the 2-minute target on the wide file): **not reached**. The HMC's cost is
+its gradient count times the cost of a gradient. (1) Cost per gradient: the multinomial logit's log posterior
+and score on a sparse design are now one compiled pass over the design rows (``glm._mlogit_kernel``: the
+linear predictor from the row's CSR entries, the softmax, and X'(n P) accumulated into the gradient, never
+writing the (G, S K) work arrays), bit for bit the NumPy/SciPy form (same summation order, same libm exp and
+log; checked on marital status at 64.6k rows for 1, 2 and 5 parameter sets; tests/models/test_glm_mlogit.py
+against the dense formula to 1e-10). The design was already sparse (scipy CSR, 17.8 stored entries per row
+of 156: 9.9 dummies, 8.0 numeric) and not compressible (64,599 distinct rows of 64,600: fnlwgt, capital
+gain and the other continuous predictors), so a one-hot gather does the same work as the CSR product:
+19.3 against 21.1 ms a gradient of marital status for 2 chains (30 against 43 for 4). A Numba kernel with
+the project's polynomial exp was slower here (24.9 ms: K = 6 values a row do not fill the vector lanes).
+At 8k rows (``h29wide2_8k``, run beside fcc6eda): 212.1 against 218.4 CPU-s, the same draws. At 64.6k
+the draws are those of H29WIDE (same seed, same bits), so the 1,054 HMC CPU-s there become ~960: ~990
+CPU-s in all (estimated from the measured per-gradient cost, not re-run: the run takes 40+ minutes of wall
+at this load). (2) Gradient count (``gradient_evaluations`` now in each column's diagnostics, exact): at
+8k marital status 68,660 (2 x (100 warm-up + 1,474 kept) transitions of 21 leapfrog steps), race 37,464,
+sex 14,020; at 64.6k (H29WIDE) about 53,000 for marital status (2 x 1,600 x 16 + warm-up) and 41,000 for
+race (2 x 1,391 x 14). The warm-up (100 transitions) is 6% of it: the count is set by the kept draws the
+R-hat <= 1.01 / bulk ESS >= 400 check needs (ESS ~0.2 a draw for the slowest coefficient). Tried and
+reverted: a diagonal rescale of the whitened coordinates from the warm-up's second half (Stan-like, shrunk
+to the Laplace metric). At 8k it raised marital status's bulk ESS at 800 draws a chain from 174 to 391,
+but the step size fell (0.073 -> 0.053, 22 -> 31 leapfrog steps: widening the one-sided directions
+sharpened their cliffs) and the run stopped at 77,010 gradients against ~94,000 projected: 1.2x; at 64.6k
+race's step fell 0.118 -> 0.081 (14 -> 20 steps) and the chains still extended to 2 x 1,600 draws (H29WIDE:
+2 x 1,391), i.e. more gradients. A rescale of the coefficients' marginal variances with the Laplace
+correlations kept was worse (ESS 10 after 800 draws: four coefficients of one predictor column stuck). What
+the target needs: 120 CPU-s leaves ~85 for the two nominal QIs' HMC, ~4,400 gradient calls at 19 ms, i.e.
+~11x fewer gradients than the ~94,000 (chain) gradients spent now, at the same thresholds; the rare
+categories' one-sided directions set both the step size and the ESS per draw, so that is a change of model
+(a pooled prior for the 51-level state's and 41-level country's coefficients) or of sampler (a metric that
+follows those directions, e.g. Riemannian or a normalising-flow preconditioner), not of this schedule.
 """
 from __future__ import annotations
 

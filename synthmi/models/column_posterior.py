@@ -147,6 +147,8 @@ def _column_draws(task: dict[str, Any]) -> tuple[list[dict[str, np.ndarray] | No
             diag["importance_ess_fraction_laplace_t"] = frac_laplace
     if "step_size" in res.info:
         diag.update(step_size=res.info["step_size"], n_leapfrog=res.info["n_leapfrog"])
+        # the sampler's cost in its own unit (one gradient for one chain), warm-up included
+        diag.update({k: res.info[k] for k in ("gradient_evaluations", "warmup") if k in res.info})
     return [{k: v[i] for k, v in params.items()} for i in range(m)], diag
 
 
