@@ -443,7 +443,9 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
             "keep": cfg["keep"], "categorical": cfg["categorical"], "declared": cfg["declared"],
             "held_out": cfg["held_out"], "tolerance": cfg["tol"], "seeds": seeds, "m": M,
             "variant": variant, "cart": c, "tuned": t, "checks": checks, "tune_attempts": attempts, "m_search": m_search, "cart_per_seed": cart, "tuned_per_seed": tuned,
-            "tune": {"masks": rec.get("masks"), "validated": {k: (rec.get("validated") or {}).get(k) for k in (
+            "tune": {"masks": rec.get("masks"), "min_leaf": rec.get("min_leaf"),
+                     "leaf_grid": search.get("leaf_grid"), "leaf_columns": search.get("leaf_columns"),
+                     "validated": {k: (rec.get("validated") or {}).get(k) for k in (
                 "mean_ci_overlap", "battery_ci_overlap", "worst_one_way_s_pmse", "worst_two_way_s_pmse",
                 "expected_matches", "true_match_rate")},
                 "base_params": {k: v for k, v in (search.get("base_params") or {}).items()
@@ -509,6 +511,7 @@ def main() -> None:
             rows.append({"file": name, "release": rel, "rows": r["rows"],
                          **{k: s[k] for k in FIGS}, **{f"{k}_se": s[f"{k}_se"] for k in FIGS},
                          "masks": json.dumps(r["tune"]["masks"], sort_keys=True) if rel == "tuned" else "",
+                         "min_leaf": r["tune"].get("min_leaf") if rel == "tuned" else "",
                          "tuned_by": r["tune_attempts"][-1]["how"] if rel == "tuned" else "",
                          "max_table_ratio": r["tune_attempts"][-1].get("max_table_ratio", 2.0) if rel == "tuned" else "",
                          "one_way_within_2x_cart": (r["checks"] or {}).get("one_way_within_2x_cart") if rel == "tuned" else "",
