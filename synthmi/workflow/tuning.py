@@ -44,7 +44,8 @@ from .._json import jsonable
 from .._validate import check_scalar
 from ..errors import InputError, InputTypeError
 
-__all__ = ["Setting", "LEAF_GRID", "leaf_columns", "spec_with_leaf", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
+__all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
+           "LEAF_GRID", "leaf_columns", "spec_with_leaf",
            "independent_release", "greedy_ascent", "coordinate_search", "validate_spec", "SearchBudgetExhausted",
            "ReferenceTarget", "parse_target", "reference_figures", "versus_reference"]
 
@@ -355,7 +356,7 @@ LEAF_GRID: tuple[int, ...] = (5, 10, 20, 40)
 def leaf_columns(fitted: Any, params: Mapping[str, Any], spec: Any) -> list[str]:
     """The quasi-identifiers whose minimum leaf size :func:`tune` searches: those the ``spec``'s
     ``models`` give a ``tree`` or ``cart`` model without a ``min_leaf`` (a leaf size the spec sets is
-    the user's and is kept). None when the models come from ``params`` rather than the spec (tune
+    the user's and is kept). Empty when the models come from ``params`` rather than the spec (tune
     writes the chosen size into the spec, which the parameter would override) or are chosen by
     ``models="auto"`` (the choice depends on the fit)."""
     from ..models.conditional import parse_models
@@ -1221,8 +1222,12 @@ def tune(
         ``cart`` model without a ``min_leaf`` (:func:`leaf_columns`); None or empty: no leaf search.
         The leaf size is one more coordinate of the lattice, after the masks, ordered coarsest
         first (level 0 the largest leaves, the least risk: the search's monotonicity, risk growing
-        with every coordinate, holds for it too). The search point with all masks off and the
-        coarsest leaves is the ascent's origin. Each size is a fit of its own (the partition is
+        with every coordinate, holds for it too). The greedy ascent of the masks is run once per
+        leaf size, the size held, coarsest first (``settings["leaf_ascents"]``: why each stopped);
+        the diagonal and the coordinate search then run over the whole lattice, the leaf size
+        included, from the best point of all. One ascent per size because spending the risk a
+        coarser leaf saves takes several mask raises at once, a move the coordinate search, one
+        coordinate at a time, does not make. Each size is a fit of its own (the partition is
         grown at fit time) with its own posterior pool, drawn with the same seed as the others,
         so candidates differ by their settings, not their seeds. The chosen size is written into
         the spec (``models[column]["min_leaf"]`` for each such column), so ``synthmi synthesize
@@ -1231,10 +1236,10 @@ def tune(
 
         Why the leaf size: with no masks, a plug-in tree conditional on CART's partition is CART,
         and every mask adds risk on top of it, so at CART's risk masks alone have no room (issue 29,
-        NHANES: no validated candidate at CART's risk). Coarser leaves lower the risk (fewer
-        records share a leaf with each donor's, so a copy repeats fewer of its values), and the
-        masks can spend the risk they save. Why one common size for all tree columns rather than
-        one per column: a single coordinate adds ``len(leaf_grid)`` levels to each cycle of the
+        NHANES: no validated candidate at CART's risk). Coarser leaves lower the risk (a
+        coarser leaf pools more donors, so a copy repeats any one record's values less often), and
+        the masks can spend the risk they save. Why one common size for all tree columns rather
+        than one per column: a single coordinate adds ``len(leaf_grid)`` levels to each cycle of the
         coordinate search, while one per column would multiply the lattice by ``len(leaf_grid)``
         per tree column (NHANES' five trees: 4^5 = 1024 times as many settings) inside the same
         point budget; and a column's leaf size and its mask act on the same quantity (how closely
@@ -1513,9 +1518,29 @@ def tune(
     # (2) greedy ascent from all masks off to the risk boundary
     deadline = None if max_search_seconds is None else t_start + float(max_search_seconds)
     try:
-        n_levels = [len(levels) for _, levels in coords] + ([len(leaves)] if leaves else [])
-        _, stopped = greedy_ascent(n_levels, lambda x: run(x, "search", m_search, 1),
-                                   deadline=deadline, evaluate_many=lambda xs: run_many(xs, "search", m_search, 1))
+        n_masks = [len(levels) for _, levels in coords]
+        n_levels = n_masks + ([len(leaves)] if leaves else [])
+        leaf_ascents = []
+        if not leaves:
+            _, stopped = greedy_ascent(n_levels, lambda x: run(x, "search", m_search, 1),
+                                       deadline=deadline, evaluate_many=lambda xs: run_many(xs, "search", m_search, 1))
+        else:
+            # one ascent of the masks per leaf size, the leaf held (coarsest first): the risk a coarser leaf
+            # saves is spent by masks several raises away from the finest leaf's boundary, a move of two
+            # coordinates that the coordinate search (one at a time) never makes (NHANES, one ascent over
+            # the whole lattice: it went to min_leaf 5 first, and min_leaf 10 was tried with masks whose
+            # 7.9 expected matches left most of CART's 21.7 unspent)
+            for lv in range(len(leaves)):
+                _, why = greedy_ascent(n_masks, lambda xm, lv=lv: run(tuple(xm) + (lv,), "search", m_search, 1),
+                                       deadline=deadline, evaluate_many=lambda xs, lv=lv: run_many(
+                                           [tuple(xm) + (lv,) for xm in xs], "search", m_search, 1))
+                leaf_ascents.append({"min_leaf": leaves[lv], "stopped_by": why})
+                if why in ("time limit", "point limit"):
+                    break
+            whys = [a["stopped_by"] for a in leaf_ascents]
+            stopped = next((w for w in whys if w in ("time limit", "point limit")), None) or (
+                "origin infeasible" if all(w == "origin infeasible" for w in whys)
+                else "; ".join(f"min_leaf {a['min_leaf']}: {a['stopped_by']}" for a in leaf_ascents))
         # (2b) cyclic coordinate search from the best point so far: every QI revisited, every level of
         # its mask (none and the weakest included) tried, until a full cycle makes no move
         cycles, coord_stopped, diagonal = 0, "not run: " + stopped, "not measured: " + stopped
@@ -1616,6 +1641,7 @@ def tune(
                   "not_tried": _not_tried(coords, unmaskable, trace, stopped, coord_stopped, max_search_seconds,
                                           max_search_points, leaves),
                   "leaf_grid": leaves or None, "leaf_columns": leaf_cols or None,
+                  "leaf_ascents": leaf_ascents or None,
                   "min_leaf": chosen["min_leaf"] if chosen and leaves else None,
                   "max_search_seconds": max_search_seconds, "max_search_points": max_search_points,
                   "search_points": sum(r["stage"] == "search" for r in trace), "n_jobs": int(n_jobs),

@@ -70,6 +70,9 @@ def test_tune_searches_the_leaf_size_and_writes_it_in_the_spec(monkeypatch):
                           max_table_s_pmse=1e6, leaf_grid=(5, 10, 20, 40))
     assert res.settings["leaf_grid"] == [40, 20, 10, 5] and res.settings["leaf_columns"] == QI
     assert set(calls) == {0, 1, 2, 3}  # every leaf level was measured
+    # one ascent of the masks per leaf size, coarsest first (risk a + l <= 2: at leaf 5, l = 3, even no mask misses)
+    assert [(a["min_leaf"], a["stopped_by"]) for a in res.settings["leaf_ascents"]] == [
+        (40, "top"), (20, "boundary"), (10, "boundary"), (5, "origin infeasible")]
     assert res.min_leaf == 10 and res.masks == {}
     assert sorted(res.trace.loc[res.trace["stage"] == "search", "min_leaf"].unique()) == [5, 10, 20, 40]
     # the spec tune writes carries the size in each tree's model, and its tuning record names it
