@@ -53,7 +53,8 @@ runs from none through --continuous-grid (K:sigma_e, normal masks) or --alpha-gr
 "min_leaf", their minimum leaf size (one size for all of them) is one more coordinate,
 --leaf-grid (default 5,10,20,40; 5 is CART's), coarsest first: coarser leaves copy less of
 each record, and the masks can spend the risk they save (the ascent below is run once per leaf
-size, the size held; the coordinate search varies it too). From all masks off, each QI's mask
+size, finest first, each from the masks where the previous stopped; the coordinate search varies
+it too). From all masks off, each QI's mask
 is raised one step at a time, moving
 to the raise with the best mean CI overlap among those meeting every target (--m-search
 copies per candidate), until no raise meets them. Then the diagonal (every QI at its k-th

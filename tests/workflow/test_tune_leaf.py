@@ -70,9 +70,11 @@ def test_tune_searches_the_leaf_size_and_writes_it_in_the_spec(monkeypatch):
                           max_table_s_pmse=1e6, leaf_grid=(5, 10, 20, 40))
     assert res.settings["leaf_grid"] == [40, 20, 10, 5] and res.settings["leaf_columns"] == QI
     assert set(calls) == {0, 1, 2, 3}  # every leaf level was measured
-    # one ascent of the masks per leaf size, coarsest first (risk a + l <= 2: at leaf 5, l = 3, even no mask misses)
-    assert [(a["min_leaf"], a["stopped_by"]) for a in res.settings["leaf_ascents"]] == [
-        (40, "top"), (20, "boundary"), (10, "boundary"), (5, "origin infeasible")]
+    # one ascent of the masks per leaf size, finest first, each from where the previous stopped (risk
+    # a + l <= 2: at leaf 5, l = 3, even no mask misses; at 10 no mask; at 20 age's first level; at 40 its top)
+    assert [(a["min_leaf"], a["start"], a["stopped_by"]) for a in res.settings["leaf_ascents"]] == [
+        (5, {}, "origin infeasible"), (10, {}, "boundary"), (20, {}, "boundary"),
+        (40, {"age": {"K": 1, "sigma_e": 10.0}}, "top")]
     assert res.min_leaf == 10 and res.masks == {}
     assert sorted(res.trace.loc[res.trace["stage"] == "search", "min_leaf"].unique()) == [5, 10, 20, 40]
     # the spec tune writes carries the size in each tree's model, and its tuning record names it
