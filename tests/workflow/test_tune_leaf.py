@@ -81,6 +81,9 @@ def test_tune_searches_the_leaf_size_and_writes_it_in_the_spec(monkeypatch):
     out = res.to_spec()
     assert out.models == {c: {"method": "tree", "min_leaf": 10} for c in QI}
     assert out.tuning["min_leaf"] == 10 and out.tuning["min_leaf_columns"] == QI
+    from synthmi.report.html import _tuning_li
+
+    assert "trees' minimum leaf size 10" in _tuning_li(out.tuning)  # the report's "how it was tuned"
     assert res.to_dict()["min_leaf"] == 10
     assert res.settings["not_tried"]["min_leaf_grid"] == [40, 20, 10, 5]
     assert res.settings["not_tried"]["lattice_points"] == 3 * 4
