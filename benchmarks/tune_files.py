@@ -106,7 +106,7 @@ plug-in leaves, synthpop's proper = FALSE, as CART draws) is given to tune, whic
 (``base_params``) and validates with it, and to ``synthesize --spec``; tune's default table rule
 (--max-table-ratio 2), 60-point budget. Run before the tree conditional grew CartSynthesizer's own
 partition (``synthmi.models.rubin.TreeDesign``); the ``FILE:improper`` rows now hold the re-run after it
-(below, "Re-run on CART's partition"), NHANES and fair the later one with tune's leaf search (below
+(below, "Re-run on CART's partition"), now replaced by the later one with tune's leaf search (below
 that, "Leaf size searched with the masks"). The first runs, on the tree's former design, each file checked:
 
 - NHANES: now PASSES under the default table rule (it failed above). 39 settings, coordinate search
@@ -172,8 +172,7 @@ adds risk on top of CART's, and what tune can buy at CART's risk is small.
   (``validation_tried``). Not a pass: at CART's risk no mask survives validation on NHANES.
 
 Leaf size searched with the masks (27 Nov 2026 21:38-21:56, load 6-12: three helpers' jobs; the
-``nhanes:improper`` and ``fair:improper`` rows now hold these runs; Adult and anes96 keep the
-CART's-partition rows above unless marked below): tune searches the trees' minimum leaf size
+``FILE:improper`` rows of all four files now hold these runs): tune searches the trees' minimum leaf size
 (``--leaf-grid``, default 5, 10, 20, 40; one size for all tree QIs, written into the spec's
 ``"models"``) with the masks: one greedy ascent of the masks per leaf size, finest first, each from
 the masks where the previous one stopped, then the diagonal and the coordinate search over the whole
@@ -216,6 +215,29 @@ lattice (``synthmi.workflow.tuning.tune``, ``leaf_grid``). Same command, ``--max
   sigma 20 against age sigma 10 alone), not a coarser leaf (the min_leaf 10-40 ascents measured 39
   settings; the three confirmed candidates were all at min_leaf 5). Caveat as before: validated and measured on seeds 0-2,
   choosing between two settings on them.
+- anes96 (run 22:02-22:08, load 3-6): min_leaf 5 and the same masks as the CART's-partition run (age
+  sigma 6, educ alpha 0.5; 57 settings, coordinate search cut by the budget; the min_leaf 20
+  candidates confirmed were above CART's risk), so the same release and figures: passes (held-out
+  0.918 +- 0.017 vs 0.827 +- 0.025; one-way 1.24 vs bound 2.34; expected matches 8.41 +- 0.83 vs
+  7.93 +- 0.54).
+- Adult (5,000 rows; run 22:02-22:09): FAILS, where the CART's-partition run without the leaf search
+  passed. tune chose min_leaf 20, masks education alpha 1, race alpha 1.5, sex alpha 1 (57 settings,
+  coordinate search cut by the budget; of the three confirmed candidates one met the targets, and on
+  its fresh copies it missed the risk target, so tune returned it flagged). Worst one-way 1.56 +-
+  0.09 vs bound 2.69 (passes); held-out overlap 0.862 +- 0.010 vs CART 0.920 +- 0.009 (-0.058, MC se
+  0.014: below beyond MC error); expected matches 5.76 +- 0.07 vs 5.35 +- 0.11 (above beyond 2 MC
+  se), true-match rate 0.00009 vs 0.00007 (within). Declared 0.895 vs 0.857 (+0.038); battery 0.843
+  vs 0.858 (within MC error). The coarser leaves bought the declared analysis (income on the QIs)
+  and lost the held-out one (hours_per_week on age x sex, education, marital status: the kept
+  columns' relation with the QIs that 20-record leaves blur), which tune's battery (additive generic
+  regressions) does not see. ``--leaf-grid none`` gives the earlier search (the CART's-partition row:
+  held-out 0.931, passes).
+
+Verdict of the leaf search (improper variant, seeds 0-2, M = 5): NHANES now meets the three checks
+within MC error (it missed the risk check), fair improves to a pass in the point estimate too, anes96
+is unchanged, Adult regresses to a fail on the held-out check and on expected matches. The leaf size
+is a coarse knob for every tree at once: it moves the analyses tune is not given, which only a
+battery with interactions of the kept columns and the QIs (issue 29 item 3) would guard.
 
 Run: ``nice -n 10 python benchmarks/tune_files.py`` (from the repo, PYTHONPATH=.). Writes
 ``benchmarks/results/tune_files.json`` and ``tune_files.csv`` and prints a table. The improper rows:
