@@ -147,7 +147,7 @@ that, "Leaf size searched with the masks"). The first runs, on the tree's former
   the conditional model's (models/tree.py, another branch), not tune's choice.
 
 Re-run on CART's partition (27 Nov 2026 19:24-19:52, after ``TreeDesign`` was merged; load 1-4, a
-fresh-clone test run alongside for part of it; same command; these are the ``FILE:improper`` rows):
+fresh-clone test run alongside for part of it; same command; the ``FILE:improper`` rows until the leaf-search runs below replaced them):
 with no masks the plug-in tree DA-MI is now synthpop's cart on the same partition, so every mask
 adds risk on top of CART's, and what tune can buy at CART's risk is small.
 
@@ -171,7 +171,7 @@ adds risk on top of CART's, and what tune can buy at CART's risk is small.
   target on its fresh copies, so it returned the most useful one, flagged
   (``validation_tried``). Not a pass: at CART's risk no mask survives validation on NHANES.
 
-Leaf size searched with the masks (27 Nov 2026 21:38-21:56, load 6-12: three helpers' jobs; the
+Leaf size searched with the masks (27 Nov 2026 21:38-22:09, load 3-12: three helpers' jobs; the
 ``FILE:improper`` rows of all four files now hold these runs): tune searches the trees' minimum leaf size
 (``--leaf-grid``, default 5, 10, 20, 40; one size for all tree QIs, written into the spec's
 ``"models"``) with the masks: one greedy ascent of the masks per leaf size, finest first, each from
