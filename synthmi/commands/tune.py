@@ -49,7 +49,13 @@ search: the posterior is fitted once and m x replicates posterior parameter sets
 drawn once (refused like a release if R-hat / ESS fail, unless --accept-diagnostics);
 masks act only in the predictive step, so every candidate reuses them. Each QI's mask
 runs from none through --continuous-grid (K:sigma_e, normal masks) or --alpha-grid
-(categorical). From all masks off, each QI's mask is raised one step at a time, moving
+(categorical). When the spec's "models" give QIs a 'tree' or 'cart' model without a
+"min_leaf", their minimum leaf size (one size for all of them) is one more coordinate,
+--leaf-grid (default 5,10,20,40; 5 is CART's), coarsest first: coarser leaves copy less of
+each record, and the masks can spend the risk they save (the ascent below is run once per leaf
+size, finest first, each from the masks where the previous stopped; the coordinate search varies
+it too). From all masks off, each QI's mask
+is raised one step at a time, moving
 to the raise with the best mean CI overlap among those meeting every target (--m-search
 copies per candidate), until no raise meets them. Then the diagonal (every QI at its k-th
 level) and a coordinate search from the best point so far: each QI in turn is set to every level of its grid (no mask and the weakest
@@ -75,8 +81,8 @@ setting is feasible, the tables that broke the rule are named with their S_pMSE.
 inference and linkability targets).
 
 output: --out is a release spec (the --spec given, or one drafted from --qi/--keep
-without the data's levels or bounds) with the chosen masks; 'synthmi synthesize --spec'
-takes it. --trace (optional) records the confirmed utility and risk (mean and Monte
+without the data's levels or bounds) with the chosen masks, and the chosen leaf size in its
+trees' "models" ("min_leaf"); 'synthmi synthesize --spec' takes it. --trace (optional) records the confirmed utility and risk (mean and Monte
 Carlo SE), every candidate tried and the wall time. No other file is written. Exit
 status 2 (and no --out) if no setting meets the targets."""
 
@@ -120,6 +126,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha-grid", default="0.5,1,1.5,2,3,4,5", help="alphas tried for categorical QIs")
     p.add_argument("--continuous-grid", default="1:20,1:10,1:6,1:4,1:3,1:2,1:1.5,1:1",
                    help="K:sigma_e pairs tried for continuous QIs")
+    p.add_argument("--leaf-grid", default="5,10,20,40",
+                   help="minimum leaf sizes tried for the QIs the spec's \"models\" give a 'tree' or 'cart' without "
+                        "a \"min_leaf\" (one size for all of them; default 5,10,20,40; 'none': no leaf search)")
     p.add_argument("--jobs", type=int, default=2,
                    help="worker processes measuring candidates side by side (default 2; results do not depend on it)")
     p.add_argument("--max-search-seconds", type=float, default=None,
@@ -152,8 +161,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _grid(text: str, name: str):
+    if name == "leaf-grid" and text.strip().lower() == "none":
+        return None
     try:
-        if name == "continuous-grid":
+        if name == "leaf-grid":
+            out = tuple(int(t) for t in split_list(text))
+            bad = [f"{v}" for v in out if v < 1]
+        elif name == "continuous-grid":
             out = tuple((int(a), float(b)) for a, b in (t.split(":") for t in split_list(text)))
             bad = [f"{k}:{s:g}" for k, s in out if k < 0 or s <= 0]
         else:
@@ -162,7 +176,8 @@ def _grid(text: str, name: str):
     except ValueError:
         raise InputError(f"The '--{name}' option could not be read: {text!r}.") from None
     if bad or not out:
-        what = "K:sigma_e pairs with K >= 0 and sigma_e > 0" if name == "continuous-grid" else "alphas >= 0"
+        what = {"continuous-grid": "K:sigma_e pairs with K >= 0 and sigma_e > 0",
+                "leaf-grid": "minimum leaf sizes, integers >= 1 (or 'none')"}.get(name, "alphas >= 0")
         raise InputError(f"The '--{name}' option must list {what}. Got {text!r} instead.")
     return out
 
@@ -180,11 +195,16 @@ def not_tried_lines(settings: dict) -> list[str]:
            f"{cs.get('cycles')} cycle(s)"]
     for c, levels in nt.get("grid", {}).items():
         out.append(f"  grid of {c}: {' < '.join(levels)}")
+    if nt.get("min_leaf_grid"):
+        out.append(f"  grid of the trees' min_leaf ({', '.join(settings.get('leaf_columns') or [])}): "
+                   + " > ".join(map(str, nt["min_leaf_grid"])))
     out.append(f"not tried: {nt['outside_grid']}")
     for c, why in nt.get("columns_never_varied", {}).items():
         out.append(f"not tried: {c} never masked: {why}")
     for c, levels in nt.get("levels_never_tried", {}).items():
         out.append(f"not tried: {c} at {', '.join(levels)}")
+    if nt.get("min_leaf_never_tried"):
+        out.append(f"not tried: min_leaf {', '.join(map(str, nt['min_leaf_never_tried']))}")
     for cut in nt.get("budget_cut_offs", []):
         out.append(f"not tried: the search was cut by {cut} "
                    "(raise --max-search-points / --max-search-seconds / --max-cycles)")
@@ -287,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"The '--max-table-ratio' option must be >= 0 (0: no ratio rule). Got {args.max_table_ratio} "
                          "instead.")
     grids = dict(continuous_grid=_grid(args.continuous_grid, "continuous-grid"),
-                 alpha_grid=_grid(args.alpha_grid, "alpha-grid"))
+                 alpha_grid=_grid(args.alpha_grid, "alpha-grid"), leaf_grid=_grid(args.leaf_grid, "leaf-grid"))
     spec, qi = spec_and_quasi_identifiers(args)
     if spec is not None:
         check_spec_models(spec, args.spec)  # one check and message with synthesize --spec
@@ -391,12 +411,16 @@ def run(args: argparse.Namespace) -> int:
     # the validated figures (fresh copies) are reported; the confirmed ones chose the masks
     c = res.validated or res.confirmed
     d = res.to_spec().to_dict()
-    d["note"] = (f"masks chosen by 'synthmi tune' for {', '.join(map(str, res.targets))}: mean CI overlap "
+    d["note"] = (f"masks{'' if res.min_leaf is None else f' and min_leaf {res.min_leaf}'} chosen by 'synthmi tune' "
+                 f"for {', '.join(map(str, res.targets))}: mean CI overlap "
                  f"{c['mean_ci_overlap']:.3f} at --m {args.m} (validated with --seed {args.seed} and after); "
                  f"synthesize with --spec THIS_FILE --method dami --m {args.m} {extra}".rstrip())
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json_dumps(d, indent=2) + "\n")
     print(f"chosen masks: {json.dumps(res.masks, sort_keys=True)}")
+    if res.min_leaf is not None:
+        print(f"chosen min_leaf: {res.min_leaf} for the trees of {', '.join(res.settings['leaf_columns'])} "
+              f"(grid {', '.join(map(str, res.settings['leaf_grid']))}; written in the spec's \"models\")")
     print("battery: " + "; ".join(f"{k} {c[k]:.3g} (se {c.get(k + '_se', float('nan')):.2g})"
                                   for k in ("battery_ci_overlap", "worst_one_way_s_pmse", "worst_two_way_s_pmse",
                                             "overall_s_pmse") if k in c))

@@ -243,6 +243,7 @@ def _tuning_li(tuning: Any) -> str:
             + (f", feasible only if the worst one- and two-way table S_pMSE &le; "
                f"{format_estimate(tuning['max_table_s_pmse'])}" if tuning.get("max_table_s_pmse") is not None else "")
             + f"; chosen masks {html.escape(_mask_text(tuning.get('masks')))}"
+            + (f"; trees' minimum leaf size {html.escape(str(tuning['min_leaf']))}" if tuning.get("min_leaf") is not None else "")
             + (f"; other settings <code>{html.escape(json.dumps(tuning.get('params'), sort_keys=True, default=str))}</code>"
                if tuning.get("params") else "")
             + f"; {html.escape(str(tuning.get('figures_from', '')))} figures (mean &plusmn; MC SE over "

@@ -45,6 +45,7 @@ from .._validate import check_scalar
 from ..errors import InputError, InputTypeError
 
 __all__ = ["Setting", "make_synthesizer", "remask", "frontier", "tune", "TuneResult", "mask_flags",
+           "LEAF_GRID", "leaf_columns", "spec_with_leaf",
            "independent_release", "greedy_ascent", "coordinate_search", "validate_spec", "SearchBudgetExhausted",
            "ReferenceTarget", "parse_target", "reference_figures", "versus_reference"]
 
@@ -345,6 +346,42 @@ CONTINUOUS_GRID: tuple[tuple[int, float], ...] = ((1, 20.0), (1, 10.0), (1, 6.0)
                                                   (1, 1.5), (1, 1.0))
 #: default alphas of a categorical QI's linear mask W = alpha X + N(0, 1), least informative first
 ALPHA_GRID: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0)
+#: default minimum leaf sizes (rpart's minbucket, the spec's per-column ``min_leaf``) that :func:`tune`
+#: tries for the quasi-identifiers whose model is a ``tree`` or ``cart`` without a ``min_leaf`` of its own:
+#: 5 is CART's and synthpop's default, each next size doubles the records a leaf's donors are drawn
+#: from (coarser leaves copy less of each record: less risk, smoother conditionals)
+LEAF_GRID: tuple[int, ...] = (5, 10, 20, 40)
+
+
+def leaf_columns(fitted: Any, params: Mapping[str, Any], spec: Any) -> list[str]:
+    """The quasi-identifiers whose minimum leaf size :func:`tune` searches: those the ``spec``'s
+    ``models`` give a ``tree`` or ``cart`` model without a ``min_leaf`` (a leaf size the spec sets is
+    the user's and is kept). Empty when the models come from ``params`` rather than the spec (tune
+    writes the chosen size into the spec, which the parameter would override) or are chosen by
+    ``models="auto"`` (the choice depends on the fit)."""
+    from ..models.conditional import parse_models
+    from ..models.model_choice import wants_auto
+
+    models = getattr(spec, "models", None)
+    if spec is None or params.get("models") is not None or not isinstance(models, Mapping) or wants_auto(models):
+        return []
+    qi = list(fitted.quasi_identifiers_)
+    specs = parse_models({c: v for c, v in models.items() if c in qi}, qi, "tune")
+    return [c for c in qi if c in specs and specs[c].method in ("tree", "cart") and specs[c].min_leaf is None]
+
+
+def spec_with_leaf(spec: Any, columns: Sequence[str], min_leaf: int):
+    """``spec`` with ``min_leaf`` set in the ``models`` entry of each of ``columns`` (a method name
+    such as ``"tree"`` becomes ``{"method": "tree", "min_leaf": min_leaf}``); the spec is not changed."""
+    from dataclasses import replace
+
+    models = dict(spec.models)
+    for c in columns:
+        entry = models[c]
+        entry = {"method": entry} if isinstance(entry, str) else dict(entry)
+        entry["min_leaf"] = int(min_leaf)
+        models[c] = entry
+    return replace(spec, models=models)
 
 
 @dataclass
@@ -365,6 +402,9 @@ class TuneResult:
     settings: dict[str, Any] = field(default_factory=dict)
     spec: Any = None
     validated: dict[str, Any] | None = None
+    #: the chosen minimum leaf size of the tree quasi-identifiers (``settings["leaf_columns"]``), also in
+    #: ``spec``'s ``models``; None when tune searched no leaf size
+    min_leaf: int | None = None
 
     @property
     def feasible(self) -> bool:
@@ -397,6 +437,8 @@ class TuneResult:
             "objective": s.get("objective", "mean_ci_overlap"),
             "max_table_s_pmse": s.get("max_table_s_pmse"),
             "masks": self.masks,
+            **({"min_leaf": self.min_leaf, "min_leaf_columns": s.get("leaf_columns"),
+                "leaf_grid": s.get("leaf_grid")} if self.min_leaf is not None else {}),
             "params": s.get("base_params") or {},
             "analyses": s.get("analyses"),
             "figures_from": ("validated (synthesize --spec with seeds seed .. seed + replicates - 1)"
@@ -417,6 +459,7 @@ class TuneResult:
         return {
             "masks": jsonable(self.masks),
             "mask_flags": mask_flags(self.masks) if self.masks else None,
+            "min_leaf": self.min_leaf,
             "params": self.settings.get("base_params") or {},
             "targets": [str(t) for t in self.targets],
             "confirmed": jsonable(self.confirmed),
@@ -442,15 +485,16 @@ _TUNE_STATE: dict[str, Any] = {}
 
 
 def _measure_candidate(masks: dict[str, Any], mm: int, reps: int, pmse_copies: int, pool_start: int,
-                       copy_seed: int) -> list[dict[str, float]]:
+                       copy_seed: int, leaf: int = 0) -> list[dict[str, float]]:
     """Utility and risk of one candidate: ``reps`` replicates of ``mm`` copies drawn with the
-    shared posterior pool (replicate r: pool entries ``pool_start + r*mm ...`` and seed ``copy_seed + r``)."""
+    shared posterior pool (replicate r: pool entries ``pool_start + r*mm ...`` and seed ``copy_seed + r``),
+    from the fit at leaf level ``leaf`` (an index into tune's leaf sizes; 0 when it searches none)."""
     st = _TUNE_STATE
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        s = remask(st["base"], masks or None)
-        s._pool, s._pool_diagnostics = st["pool"], st["pool_diagnostics"]
+        s = remask(st["base"][leaf], masks or None)
+        s._pool, s._pool_diagnostics = st["pool"][leaf], st["pool_diagnostics"][leaf]
         s._posterior_draws = MethodType(_pooled_draws, s)
         for r in range(reps):
             s._pool_start = pool_start + r * mm
@@ -710,7 +754,7 @@ class SearchBudgetExhausted(Exception):
 def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]], Mapping[str, Any]],
                   deadline: float | None = None,
                   evaluate_many: Callable[[list[tuple[int, ...]]], list[Mapping[str, Any]]] | None = None,
-                  ) -> tuple[list[tuple[int, ...]], str]:
+                  start: Sequence[int] | None = None) -> tuple[list[tuple[int, ...]], str]:
     """Greedy ascent on a lattice to the boundary of a monotone constraint (the search of :func:`tune`).
 
     Coordinate j takes levels ``0 .. n_levels[j] - 1``; ``evaluate(x)`` returns
@@ -730,6 +774,9 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
     raises :class:`SearchBudgetExhausted` (``"point limit"``; the origin too: ``"point limit"``
     with an empty path).
 
+    ``start`` (default the origin) is where the walk begins (tune: the previous leaf size's boundary
+    point); "origin infeasible" then means that it misses the targets.
+
     Returns the path (points moved to, origin first) and why it stopped.
     At most ``sum(n_levels - 1)`` moves, each evaluating at most
     ``len(n_levels)`` points; ``evaluate_many`` (same results, e.g. in
@@ -738,7 +785,7 @@ def greedy_ascent(n_levels: Sequence[int], evaluate: Callable[[tuple[int, ...]],
     def walkable(r: Mapping[str, Any]) -> bool:
         return bool(r.get("meets_targets", r["feasible"]))
 
-    x = tuple(0 for _ in n_levels)
+    x = tuple(0 for _ in n_levels) if start is None else tuple(int(v) for v in start)
     try:
         if not walkable(evaluate(x)):
             return [], "origin infeasible"
@@ -838,7 +885,7 @@ def _level_label(level: Mapping[str, Any] | None) -> str:
 
 def _not_tried(coords: list, unmaskable: Mapping[str, str], trace: list[dict[str, Any]], greedy_stop: str,
                coord_stop: str, max_search_seconds: float | None,
-               max_search_points: int | None = None) -> dict[str, Any]:
+               max_search_points: int | None = None, leaves: Sequence[int] = ()) -> dict[str, Any]:
     """What the search did not try, for the record and the command's output: each QI's grid (masks
     outside it, weaker, stronger or between its levels, were not tried), the QIs never varied and why,
     the levels of a QI no search point used, the lattice's size against the points measured, and the
@@ -860,14 +907,23 @@ def _not_tried(coords: list, unmaskable: Mapping[str, str], trace: list[dict[str
                 limit if limit else "the origin misses the targets"
                 if greedy_stop == "origin infeasible" else "its weakest mask was never reached") + ")"
     cut = [lim for s in (greedy_stop, coord_stop) for lim in ("time limit", "point limit", "cycle limit") if lim in s]
+    leaf = {}
+    if leaves:
+        # the leaf size is the last coordinate of each point (tune), coarsest first
+        used = {x[len(coords)] for x in tried}
+        leaf = {"min_leaf_grid": [int(v) for v in leaves],
+                "min_leaf_never_tried": [int(v) for k, v in enumerate(leaves) if k not in used]}
     return {
+        **leaf,
         "grid": grid,
         "outside_grid": "masks weaker than each QI's weakest level, stronger than its strongest, or between two "
                         "levels; categorical QIs are tried with linear masks (alpha) only, not p= masks; "
-                        "continuous ones with K = 1 (only sigma_e^2 / K matters)",
+                        "continuous ones with K = 1 (only sigma_e^2 / K matters)"
+                        + ("; the trees' minimum leaf size only at the sizes of its grid, one size for all tree QIs"
+                           if leaves else ""),
         "columns_never_varied": never,
         "levels_never_tried": never_levels,
-        "lattice_points": int(np.prod([len(lv) for _, lv in coords])) if coords else 1,
+        "lattice_points": (int(np.prod([len(lv) for _, lv in coords])) if coords else 1) * max(len(leaves), 1),
         "points_tried": len(set(tried)),
         "budget_cut_offs": sorted(set(cut)) + ([f"max_search_seconds={max_search_seconds:g}"]
                                               if max_search_seconds is not None and "time limit" in cut else [])
@@ -923,7 +979,7 @@ def _infeasibility(trace: Sequence[Mapping[str, Any]], caps: Mapping[str, float]
             return max(float(r.get(k, np.nan)) / c if c > 0 and np.isfinite(float(r.get(k, np.nan))) else 0.0
                        for k, c in caps.items())
         best = min(risk_ok, key=excess)
-        out.update(binding="table rule", masks=json.loads(best["masks"]),
+        out.update(binding="table rule", masks=json.loads(best["masks"]), min_leaf=best.get("min_leaf"),
                    worst={k: float(best[k]) for k in caps if k in best})
     elif rows:
         best = min(rows, key=lambda r: r["risk_ratio"])
@@ -933,7 +989,7 @@ def _infeasibility(trace: Sequence[Mapping[str, Any]], caps: Mapping[str, float]
 
 
 def _measure_tables(masks: Mapping[str, Any], mm: int, pool_start: int, copy_seed: int,
-                    caps: Mapping[str, float]) -> list[dict[str, Any]]:
+                    caps: Mapping[str, float], leaf: int = 0) -> list[dict[str, Any]]:
     """The one- and two-way tables of ``masks``'s search copies (the same pool entries and seed as
     the search drew them) whose S_pMSE exceeds the cap of their order: ``{"table", "way",
     "s_pmse", "cap"}``, worst first. Table names only, never a value of the data."""
@@ -943,8 +999,8 @@ def _measure_tables(masks: Mapping[str, Any], mm: int, pool_start: int, copy_see
     bat = st["ev"]["battery"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        s = remask(st["base"], dict(masks) or None)
-        s._pool, s._pool_diagnostics = st["pool"], st["pool_diagnostics"]
+        s = remask(st["base"][leaf], dict(masks) or None)
+        s._pool, s._pool_diagnostics = st["pool"][leaf], st["pool_diagnostics"][leaf]
         s._posterior_draws = MethodType(_pooled_draws, s)
         s._pool_start = pool_start
         copies = s.sample(mm, random_state=copy_seed, allow_unmodified=True).copies
@@ -1023,6 +1079,7 @@ def tune(
     max_table_ratio: float | None = DEFAULT_MAX_TABLE_RATIO,
     secrets: Sequence[str] | None = None,
     link_aux: tuple[Sequence[str], Sequence[str]] | None = None,
+    leaf_grid: Sequence[int] | None = LEAF_GRID,
 ) -> TuneResult:
     """Masks for DA-MI that maximise the battery's mean CI overlap subject to risk ``targets``.
 
@@ -1163,6 +1220,35 @@ def tune(
         ``membership_auc<=0.55``): the fit and every candidate use the other rows, the
         held-out ones are the non-members. Default 0.2 when such a target is asked.
 
+    leaf_grid : sequence of int or None, default :data:`LEAF_GRID` (5, 10, 20, 40)
+        Minimum leaf sizes tried for the quasi-identifiers the spec's ``models`` give a ``tree`` or
+        ``cart`` model without a ``min_leaf`` (:func:`leaf_columns`); None or empty: no leaf search.
+        The leaf size is one more coordinate of the lattice, after the masks, ordered coarsest
+        first (level 0 the largest leaves, the least risk: the search's monotonicity, risk growing
+        with every coordinate, holds for it too). The greedy ascent of the masks is run once per
+        leaf size, the size held, finest first, each from the masks where the previous one stopped
+        (``settings["leaf_ascents"]``: where each started and why it stopped): a coarser leaf
+        saves risk and the raises from there spend it. The diagonal and the coordinate search then
+        run over the whole lattice, the leaf size included, from the best point of all. Why: spending
+        the risk a coarser leaf saves takes several mask raises at once, a move the coordinate
+        search, one coordinate at a time, does not make. Each size is a fit of its own (the partition is
+        grown at fit time) with its own posterior pool, drawn with the same seed as the others,
+        so candidates differ by their settings, not their seeds. The chosen size is written into
+        the spec (``models[column]["min_leaf"]`` for each such column), so ``synthmi synthesize
+        --spec`` fits the same trees; ``min_leaf`` of the result, the trace (``min_leaf`` per
+        candidate) and the spec's tuning record name it.
+
+        Why the leaf size: with no masks, a plug-in tree conditional on CART's partition is CART,
+        and every mask adds risk on top of it, so at CART's risk masks alone have no room (issue 29,
+        NHANES: no validated candidate at CART's risk). Coarser leaves lower the risk (a
+        coarser leaf pools more donors, so a copy repeats any one record's values less often), and
+        the masks can spend the risk they save. Why one common size for all tree columns rather
+        than one per column: a single coordinate adds ``len(leaf_grid)`` levels to each cycle of the
+        coordinate search, while one per column would multiply the lattice by ``len(leaf_grid)``
+        per tree column (NHANES' five trees: 4^5 = 1024 times as many settings) inside the same
+        point budget; and a column's leaf size and its mask act on the same quantity (how closely
+        its copies follow the record's neighbours), so per column the mask is the finer knob.
+
     Returns
     -------
     TuneResult
@@ -1183,6 +1269,10 @@ def tune(
                         *((("max_search_points", max_search_points, 1),) if max_search_points is not None else ())):
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise InputError(f"The '{name}' parameter of tune must be an integer >= {lo}. Got {v!r} instead.")
+    if leaf_grid is not None and (isinstance(leaf_grid, (str, bytes)) or any(
+            isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1 for v in leaf_grid)):
+        raise InputError(f"The 'leaf_grid' parameter of tune must list integers >= 1 (minimum leaf sizes) or be "
+                         f"None. Got {leaf_grid!r} instead.")
     analyses = [Analysis.coerce(a) for a in analyses]
     from ..evaluation.targets import HOLDOUT_MEASURES
 
@@ -1228,6 +1318,17 @@ def tune(
     for text in dict.fromkeys(str(w.message) for w in fit_warnings if _MISFIT in str(w.message)):
         warnings.warn(f"tune: {text}", UserWarning, stacklevel=2)
     qi, keep = list(base.quasi_identifiers_), list(base.keep_)
+    # the trees' minimum leaf size, one coordinate of the search (level 0 the coarsest: the least risk);
+    # each size is its own fit (the partition is grown at fit time); bases[i] is the fit at leaves[i]
+    leaf_cols = leaf_columns(base, params, fit_kw.get("spec")) if leaf_grid else []
+    leaves = sorted({int(v) for v in leaf_grid}, reverse=True) if leaf_cols else []
+    bases = {0: base}
+    if leaves:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the fit's warnings were said once, above
+            bases = {i: DAMISynthesizer(**params).fit(data, **{**fit_kw, "spec": spec_with_leaf(fit_kw["spec"],
+                                                                                                 leaf_cols, lf)})
+                     for i, lf in enumerate(leaves)}
     if secrets is not None or link_aux is not None:
         used = {"inference": secrets is not None, "linkability": link_aux is not None}
         unused = [opt for opt, name in (("secrets", "inference"), ("link_aux", "linkability"))
@@ -1273,19 +1374,25 @@ def tune(
     # confirmation copy used, so the confirmed figures (the best of n_confirm candidates on the
     # copies that chose among them: a winner's curse) are not what is reported.
     n_pool = m * replicates + m_search
-    pool = base._posterior_draws(n_pool, np.random.default_rng([int(seed), 0x70CE]))
-    pool_diag = getattr(base, "diagnostics_", None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # enforce's warning speaks of released copies; tune says its own below
-        check = enforce(pool_diag, owner="DAMISynthesizer (tune)", accept=bool(params.get("accept_diagnostics", False)),
-                        rhat_max=params.get("rhat_max", RHAT_MAX), ess_min=params.get("ess_min", ESS_MIN))
+    pool, pool_diag, checks = {}, {}, []
+    for i, b in bases.items():  # one pool per leaf size, the same seed: the sizes differ by their trees only
+        pool[i] = b._posterior_draws(n_pool, np.random.default_rng([int(seed), 0x70CE]))
+        pool_diag[i] = getattr(b, "diagnostics_", None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # enforce's warning speaks of released copies; tune says its own below
+            checks.append(enforce(pool_diag[i], owner="DAMISynthesizer (tune)",
+                                  accept=bool(params.get("accept_diagnostics", False)),
+                                  rhat_max=params.get("rhat_max", RHAT_MAX), ess_min=params.get("ess_min", ESS_MIN)))
+    check = next((c for c in checks if not c["passed"]), checks[0])
     if not check["passed"]:
         warnings.warn("tune: the posterior sampler failed its convergence check for "
                       + ", ".join(f"'{b}' ({f['problem']})" for b, f in check["failures"].items())
                       + "; searching anyway (accept_diagnostics=True). The chosen masks inherit the flag.",
                       RuntimeWarning, stacklevel=2)
     fit_s = time.perf_counter() - t_start
-    say(f"fitted once and drew {n_pool} posterior parameter sets in {fit_s:.1f} s")
+    say(f"fitted once and drew {n_pool} posterior parameter sets in {fit_s:.1f} s"
+        + (f" (and once per minimum leaf size {', '.join(map(str, leaves))} of the trees of "
+           f"{', '.join(leaf_cols)})" if leaves else ""))
     subgroups = None
     if k0 is not None:
         from ..evaluation.subgroups import risk_subgroups
@@ -1342,11 +1449,20 @@ def tune(
     def masks_at(x: tuple[int, ...]) -> dict[str, Any]:
         return {c: dict(levels[i]) for (c, levels), i in zip(coords, x) if i > 0}
 
+    def leaf_at(x: tuple[int, ...]) -> int:
+        """The leaf level of a lattice point (its last coordinate, after the masks'), 0 without one."""
+        return int(x[len(coords)]) if leaves else 0
+
+    def spec_at(x: tuple[int, ...]):
+        """The release spec of a lattice point before its masks: with its leaf size in the trees' models."""
+        rel = _release_spec(base, analyses)
+        return spec_with_leaf(rel, leaf_cols, leaves[leaf_at(x)]) if leaves else rel
+
     def risk_ratio(row) -> float:
         return max(float(row[t.measure]) / t.value if t.value > 0 else float(row[t.measure] > 0) for t in targets)
 
     _TUNE_STATE.clear()
-    _TUNE_STATE.update(base=base, pool=pool, pool_diagnostics=pool_diag, df=df, ev=ev, holdout_measures=holdout_measures,
+    _TUNE_STATE.update(base=bases, pool=pool, pool_diagnostics=pool_diag, df=df, ev=ev, holdout_measures=holdout_measures,
                        holdout=None if holdout is None else holdout[qi + keep])
     executor = None
     if int(n_jobs) > 1:
@@ -1367,7 +1483,7 @@ def tune(
         # entries after them and seed + 2 * replicates (disjoint from every confirming and validating copy)
         start, seed0 = {"confirm": (0, int(seed) + replicates),
                         "search": (m * replicates, int(seed) + 2 * replicates)}[stage]
-        args = [(masks_at(x), mm, reps, 0 if stage == "search" else 1, start, seed0) for x in todo]
+        args = [(masks_at(x), mm, reps, 0 if stage == "search" else 1, start, seed0, leaf_at(x)) for x in todo]
         if executor is not None and len(todo) > 1:
             results = list(executor.map(_measure_candidate, *zip(*args)))
         else:
@@ -1389,14 +1505,16 @@ def tune(
         meets = all(t.met(row) for t in targets)
         # the table rule on the mean over replicates (a wrecked margin is infeasible whatever its overlap)
         table_ok = bat is None or not table_violations(row, caps_search if stage == "search" and caps_search else caps)
-        row.update(stage=stage, masks=json.dumps(masks, sort_keys=True), levels=list(x), meets_targets=meets,
+        row.update(stage=stage, masks=json.dumps(masks, sort_keys=True), levels=list(x),
+                   min_leaf=leaves[leaf_at(x)] if leaves else None, meets_targets=meets,
                    table_ok=table_ok, objective=float(row[objective]), feasible=meets and table_ok,
                    seconds=time.perf_counter() - t_start)
         row["risk_ratio"] = risk_ratio(row)
         trace.append(row)
         seen[key] = row
         # the whole setting (a cut one made candidates that differ in the last QI's mask look alike)
-        say(f"[{stage:>7}] {json.dumps(masks, sort_keys=True):<100} overlap {row['mean_ci_overlap']:.3f} "
+        say(f"[{stage:>7}] " + (f"min_leaf {leaves[leaf_at(x)]:<3} " if leaves else "")
+            + f"{json.dumps(masks, sort_keys=True):<100} overlap {row['mean_ci_overlap']:.3f} "
             + (f"battery {row['battery_ci_overlap']:.3f} worst S_pMSE {row['worst_one_way_s_pmse']:.3g}/"
                f"{row['worst_two_way_s_pmse']:.3g} " if bat is not None else "")
             + " ".join(f"{t.measure} {row[t.measure]:.4g}" for t in targets) + (" ok" if row["feasible"] else ""))
@@ -1404,18 +1522,45 @@ def tune(
     # (2) greedy ascent from all masks off to the risk boundary
     deadline = None if max_search_seconds is None else t_start + float(max_search_seconds)
     try:
-        n_levels = [len(levels) for _, levels in coords]
-        _, stopped = greedy_ascent(n_levels, lambda x: run(x, "search", m_search, 1),
-                                   deadline=deadline, evaluate_many=lambda xs: run_many(xs, "search", m_search, 1))
+        n_masks = [len(levels) for _, levels in coords]
+        n_levels = n_masks + ([len(leaves)] if leaves else [])
+        leaf_ascents = []
+        if not leaves:
+            _, stopped = greedy_ascent(n_levels, lambda x: run(x, "search", m_search, 1),
+                                       deadline=deadline, evaluate_many=lambda xs: run_many(xs, "search", m_search, 1))
+        else:
+            # one ascent of the masks per leaf size, the leaf held, finest first, each from the masks where
+            # the previous (finer) one stopped: coarsening the leaves saves risk, and the raises from there
+            # spend it, as a person coarsens the leaves and then strengthens the masks. The coordinate
+            # search alone (one coordinate at a time) does not make that move of several coordinates
+            # (NHANES, one ascent over the whole lattice: min_leaf 10 was tried only with masks whose 7.9
+            # expected matches left most of CART's 21.7 unspent). Chained, not each from no masks: a
+            # coarse leaf's ascent from none ran up every grid (fair: 45 settings at min_leaf 40 alone)
+            end = tuple(0 for _ in n_masks)
+            for lv in reversed(range(len(leaves))):
+                path, why = greedy_ascent(n_masks, lambda xm, lv=lv: run(tuple(xm) + (lv,), "search", m_search, 1),
+                                          deadline=deadline, evaluate_many=lambda xs, lv=lv: run_many(
+                                              [tuple(xm) + (lv,) for xm in xs], "search", m_search, 1), start=end)
+                leaf_ascents.append({"min_leaf": leaves[lv], "start": masks_at(end), "stopped_by": why})
+                end = path[-1] if path else end
+                if why in ("time limit", "point limit"):
+                    break
+            whys = [a["stopped_by"] for a in leaf_ascents]
+            stopped = next((w for w in whys if w in ("time limit", "point limit")), None) or (
+                "origin infeasible" if all(w == "origin infeasible" for w in whys)
+                else "; ".join(f"min_leaf {a['min_leaf']}: {a['stopped_by']}" for a in leaf_ascents))
         # (2b) cyclic coordinate search from the best point so far: every QI revisited, every level of
         # its mask (none and the weakest included) tried, until a full cycle makes no move
         cycles, coord_stopped, diagonal = 0, "not run: " + stopped, "not measured: " + stopped
-        if coords and stopped not in ("origin infeasible", "time limit", "point limit"):
+        if n_levels and stopped not in ("origin infeasible", "time limit", "point limit"):
             # the diagonal too (every QI at its k-th level: one weak mask for all, as a person sets one by
             # hand), so that the cycles can start from a uniform setting the ascent never passed
+            # (the leaf size held at the best point's so far: the diagonal is one weak mask for all QIs)
+            best_leaf = leaf_at(tuple(max((r for r in trace if r["stage"] == "search"), key=_rank)["levels"]))
+            n_masks = [len(levels) for _, levels in coords]
             try:
-                run_many([tuple(min(k, n - 1) for n in n_levels) for k in range(1, max(n_levels))], "search",
-                         m_search, 1)
+                run_many([tuple(min(k, n - 1) for n in n_masks) + ((best_leaf,) if leaves else ())
+                          for k in range(1, max(n_masks, default=1))], "search", m_search, 1)
                 diagonal = "measured"
             except SearchBudgetExhausted:
                 diagonal = "not measured (point limit)"
@@ -1441,7 +1586,8 @@ def tune(
             if infeasible.get("masks") is not None:
                 # which tables broke the rule, named, on the closest setting's own search copies
                 infeasible["tables"] = _measure_tables(infeasible["masks"], m_search, m * replicates,
-                                                       int(seed) + 2 * replicates, caps_search or caps)
+                                                       int(seed) + 2 * replicates, caps_search or caps,
+                                                       leaves.index(infeasible["min_leaf"]) if leaves else 0)
                 # the QIs of those tables that no mask can move (the search never varies them): their
                 # tables are their models' alone (NHANES: education and marital_status, missing values)
                 named = {v for t in infeasible["tables"] for v in t["table"].split(":")}
@@ -1460,7 +1606,7 @@ def tune(
             # (fair in tune_files: the first choice's validated worst one-way S_pMSE 2.77 > its bound 2.69)
             tried, first, picked = [], None, None
             for cand in ranked:
-                vrows = validate_spec(full_data, replace(_release_spec(base, analyses),
+                vrows = validate_spec(full_data, replace(spec_at(tuple(cand["levels"])),
                                                          masks=json.loads(cand["masks"])),
                                       analyses, m, val_seeds, val_params, battery=bat, tolerance=tolerance,
                                       target=target, k0=k0, subgroup_tolerance=subgroup_tolerance,
@@ -1470,7 +1616,8 @@ def tune(
                 record(tuple(cand["levels"]), "validate", m, replicates,
                        [{k: v for k, v in r.items() if k != "seed"} for r in vrows])
                 v = seen[(tuple(cand["levels"]), m, replicates, True)]
-                tried.append({"masks": json.loads(cand["masks"]), "feasible": bool(v["feasible"])})
+                tried.append({"masks": json.loads(cand["masks"]), "feasible": bool(v["feasible"]),
+                              **({"min_leaf": cand["min_leaf"]} if leaves else {})})
                 first = first or (cand, v, vrows)
                 if v["feasible"]:
                     picked = (cand, v, vrows)
@@ -1486,7 +1633,7 @@ def tune(
             executor.shutdown()
         _TUNE_STATE.clear()
     wall = time.perf_counter() - t_start
-    rel = _release_spec(base, analyses)
+    rel = spec_at(tuple(chosen["levels"])) if chosen else _release_spec(base, analyses)
     return TuneResult(
         masks=json.loads(chosen["masks"]) if chosen else None,
         confirmed={k: v for k, v in chosen.items() if k != "levels"} if chosen else None,
@@ -1500,7 +1647,10 @@ def tune(
                   "coordinate_search": {"stopped_by": coord_stopped, "cycles": cycles, "max_cycles": int(max_cycles),
                                         "diagonal": diagonal},
                   "not_tried": _not_tried(coords, unmaskable, trace, stopped, coord_stopped, max_search_seconds,
-                                          max_search_points),
+                                          max_search_points, leaves),
+                  "leaf_grid": leaves or None, "leaf_columns": leaf_cols or None,
+                  "leaf_ascents": leaf_ascents or None,
+                  "min_leaf": chosen["min_leaf"] if chosen and leaves else None,
                   "max_search_seconds": max_search_seconds, "max_search_points": max_search_points,
                   "search_points": sum(r["stage"] == "search" for r in trace), "n_jobs": int(n_jobs),
                   "diagnostics_check": jsonable(check), "base_params": jsonable(dict(base_params or {})),
@@ -1515,6 +1665,7 @@ def tune(
                   if chosen is not None else None},
         spec=rel,
         validated={k: v for k, v in validated.items() if k != "levels"} if validated else None,
+        min_leaf=chosen["min_leaf"] if chosen and leaves else None,
     )
 
 

@@ -191,3 +191,33 @@ def test_tune_warning_names_the_table_rule_when_fresh_copies_break_it(tmp_path, 
     assert rc == 0
     assert ("warning: on fresh copies the chosen masks miss the table rule (one-way S_pMSE 5 > 3) (the search and "
             "confirmation met them)") in err
+
+
+def test_tune_searches_the_trees_leaf_size_and_names_it(tmp_path, capsys):
+    # a spec whose "models" give the QIs trees: --leaf-grid is one more coordinate; the chosen size is
+    # printed and written into each tree's model, so synthesize --spec fits the same trees
+    from synthmi.spec import ReleaseSpec
+
+    w = wage_frame(200, seed=6)
+    w.to_csv(tmp_path / "w.csv", index=False)
+    d = ReleaseSpec.draft(w, ["age", "sex"], ["hours", "y"]).to_dict()
+    d["models"] = {"age": "tree", "sex": "tree"}
+    (tmp_path / "s.json").write_text(json.dumps(d))
+    rc = main(["tune", "--data", str(tmp_path / "w.csv"), "--spec", str(tmp_path / "s.json"), "--analysis",
+               "y ~ age + sex", "--family", "logit", "--tol", "age=1", "--target", "expected_matches<=1000",
+               "--max-table-s-pmse", "1000", "--param", "proper=false", "--leaf-grid", "10,40", "--max-cycles", "1",
+               *SMALL, "--out", str(tmp_path / "t.json"), "--trace", str(tmp_path / "trace.json")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    spec = json.loads((tmp_path / "t.json").read_text())
+    leaf = spec["models"]["age"]["min_leaf"]
+    assert leaf in (10, 40) and spec["models"]["sex"] == {"method": "tree", "min_leaf": leaf}
+    assert spec["tuning"]["min_leaf"] == leaf
+    assert f"chosen min_leaf: {leaf} for the trees of age, sex (grid 40, 10;" in out
+    assert "grid of the trees' min_leaf (age, sex): 40 > 10" in out
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    assert trace["min_leaf"] == leaf and {r["min_leaf"] for r in trace["trace"]} == {10, 40}
+    rc = main(["tune", "--data", str(tmp_path / "w.csv"), "--spec", str(tmp_path / "s.json"), "--target",
+               "expected_matches<=10", "--leaf-grid", "5,0", "--out", str(tmp_path / "u.json")])
+    assert rc == 1
+    assert "The '--leaf-grid' option must list minimum leaf sizes, integers >= 1 (or 'none')" in capsys.readouterr().err
