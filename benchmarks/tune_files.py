@@ -173,7 +173,7 @@ adds risk on top of CART's, and what tune can buy at CART's risk is small.
 
 Leaf size searched with the masks (27 Nov 2026 21:38-22:09, load 3-12: three helpers' jobs; the
 ``FILE:improper`` rows of all four files now hold these runs): tune searches the trees' minimum leaf size
-(``--leaf-grid``, default 5, 10, 20, 40; one size for all tree QIs, written into the spec's
+(``--leaf-grid 5,10,20,40``, opt-in in tune since these runs, the benchmark's default; one size for all tree QIs, written into the spec's
 ``"models"``) with the masks: one greedy ascent of the masks per leaf size, finest first, each from
 the masks where the previous one stopped, then the diagonal and the coordinate search over the whole
 lattice (``synthmi.workflow.tuning.tune``, ``leaf_grid``). Same command, ``--max-search-points 60``.
@@ -401,7 +401,7 @@ def summarise(rows: list[dict]) -> dict:
 
 def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Path, search_s: float | None,
              m_search: int = 3, relax: float | None = None, skip_default: bool = False,
-             search_points: int | None = None, variant: str = "default") -> dict:
+             search_points: int | None = None, variant: str = "default", leaf_grid: str = "none") -> dict:
     log = work / f"{name}.log"
     df = cfg["load"](rows)
     csv = work / f"{name}.csv"
@@ -423,7 +423,9 @@ def run_file(name: str, cfg: dict, rows: int | None, seeds: list[int], work: Pat
               "--seed", str(seeds[0]), "--jobs", "1", "--overwrite", "--m-search", str(m_search),
               # the search's budget in settings measured (the same search on any machine); seconds only if asked
               *(["--max-search-points", str(search_points)] if search_points is not None else []),
-              *(["--max-search-seconds", str(search_s)] if search_s is not None else [])]
+              *(["--max-search-seconds", str(search_s)] if search_s is not None else []),
+              # the trees' leaf size searched with the masks (opt-in: tune --leaf-grid)
+              "--leaf-grid", leaf_grid]
     # the improper variant: every QI a tree (the spec's "models") with the plug-in leaves (synthpop's
     # proper = FALSE, as CART draws), given to tune and, the same --param, to synthesize --spec
     params = ["--param", "proper=false"] if variant == "improper" else []
@@ -553,6 +555,9 @@ def main() -> None:
                     help="improper: every QI a tree with plug-in leaves (spec models + --param proper=false, given to "
                     "tune and synthesize --spec); recorded as FILE:improper beside the default rows")
     ap.add_argument("--merge", action="store_true", help="keep the recorded results of the files not run now")
+    ap.add_argument("--leaf-grid", default="5,10,20,40",
+                    help="tune --leaf-grid (default here 5,10,20,40: the committed FILE:improper rows; 'none': the "
+                         "masks alone, tune's default)")
     a = ap.parse_args()
     seeds = list(range(a.replicates))
     work = Path(tempfile.mkdtemp(prefix="tune_files_"))
@@ -564,7 +569,7 @@ def main() -> None:
         key = name if a.variant == "default" else f"{name}:{a.variant}"
         new[key] = run_file(name, FILES[name], rows, seeds, work,
                             a.max_search_seconds, a.m_search, a.relax_table_ratio,
-                            name in a.skip_default.split(","), a.max_search_points, a.variant)
+                            name in a.skip_default.split(","), a.max_search_points, a.variant, a.leaf_grid)
         new[key]["environment"] = env
     out = {}
     if a.merge and (RESULTS / "tune_files.json").exists():

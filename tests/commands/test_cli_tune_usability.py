@@ -221,3 +221,30 @@ def test_tune_searches_the_trees_leaf_size_and_names_it(tmp_path, capsys):
                "expected_matches<=10", "--leaf-grid", "5,0", "--out", str(tmp_path / "u.json")])
     assert rc == 1
     assert "The '--leaf-grid' option must list minimum leaf sizes, integers >= 1 (or 'none')" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("how", ["--models", "spec word"])
+def test_tune_takes_models_tree_and_writes_them_into_the_tuned_spec(tmp_path, capsys, how):
+    """``tune --models tree`` (the new-user review: 'unrecognized arguments') or the spec's
+    ``"models": "tree"``: the tuned spec carries a tree for every QI, so ``synthesize --spec TUNED``
+    fits the models tune measured, and the leaf search sees them."""
+    from synthmi.spec import ReleaseSpec
+
+    w = wage_frame(200, seed=6)
+    w.to_csv(tmp_path / "w.csv", index=False)
+    d = ReleaseSpec.draft(w, ["age", "sex"], ["hours", "y"]).to_dict()
+    extra = ["--models", "tree"]
+    if how == "spec word":
+        d["models"], extra = "tree", []
+    (tmp_path / "s.json").write_text(json.dumps(d))
+    rc = main(["tune", "--data", str(tmp_path / "w.csv"), "--spec", str(tmp_path / "s.json"), "--analysis",
+               "y ~ age + sex", "--family", "logit", "--tol", "age=1", "--target", "expected_matches<=1000",
+               "--max-table-s-pmse", "1000", "--param", "proper=false", "--leaf-grid", "10,40", "--max-cycles", "1",
+               *extra, *SMALL, "--out", str(tmp_path / "t.json")])
+    assert rc == 0, capsys.readouterr().err
+    spec = json.loads((tmp_path / "t.json").read_text())
+    leaf = spec["models"]["age"]["min_leaf"]
+    assert spec["models"] == {c: {"method": "tree", "min_leaf": leaf} for c in ("age", "sex")}
+    rc = main(["tune", "--data", str(tmp_path / "w.csv"), "--spec", str(tmp_path / "s.json"), "--target",
+               "expected_matches<=10", "--models", "tree", "--param", "models=cart", "--out", str(tmp_path / "u.json")])
+    assert rc == 1 and "either with --models or with --param models=" in capsys.readouterr().err

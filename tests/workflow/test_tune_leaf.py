@@ -107,6 +107,11 @@ def test_tune_searches_no_leaf_size_without_trees_or_when_asked(monkeypatch):
         res = tuning.tune(df, None, None, ["y ~ age + sex + edu"], ["expected_matches<=2"], spec=_tree_spec(df),
                           base_params={"proper": False}, leaf_grid=None, **kw)
         assert res.min_leaf is None and res.settings["leaf_grid"] is None and set(calls) == {0}
+        # opt-in: without leaf_grid the search is the masks' alone (on Adult the leaf search cost held-out overlap)
+        calls.clear()
+        res = tuning.tune(df, None, None, ["y ~ age + sex + edu"], ["expected_matches<=2"], spec=_tree_spec(df),
+                          base_params={"proper": False}, **kw)
+        assert res.min_leaf is None and res.settings["leaf_grid"] is None and set(calls) == {0}
         assert res.to_spec().models == {c: "tree" for c in QI}
         res = tuning.tune(df, QI, KEEP, ["y ~ age + sex + edu"], ["expected_matches<=2"], **kw)  # default models
         assert res.min_leaf is None and "min_leaf_grid" not in res.settings["not_tried"]
