@@ -240,8 +240,8 @@ def infeasible_lines(info: dict | None) -> list[str]:
     if not info:
         return []
     if info.get("binding") == "table rule":
-        out = [f"{info['met_risk_targets']} of {info['settings_measured']} settings measured met the risk targets "
-               f"but not the table rule; the closest, "
+        out = [f"{info['met_risk_targets']} of {info['settings_measured']} settings the search measured met the risk "
+               f"targets but not its table rule; the closest, "
                f"{json.dumps(info['masks'], sort_keys=True) if info['masks'] else 'no masks at all'}, has"]
         tables = info.get("tables") or []
         out += [f"  {t['way']}-way table {t['table']}: S_pMSE {t['s_pmse']:.3g} (bound {t['cap']:.3g})"
@@ -255,7 +255,9 @@ def infeasible_lines(info: dict | None) -> list[str]:
             out.append(f"  '{c}' cannot be masked ({why}): no setting moves its tables, drawn by its model alone")
         out.append("(a model that fits those margins may make a setting feasible: a tree or a transform for the "
                    "named numeric QIs in the spec's \"models\" (a tree draws a QI with few distinct values, e.g. an "
-                   "age in brackets, from its donors' values); or a higher --max-table-s-pmse / --max-table-ratio)")
+                   "age in brackets, from its donors' values; a tree already given smooths a many-valued QI with a "
+                   "kernel, and its entry {\"method\": \"tree\", \"smoothing\": 0} draws the donors' values "
+                   "instead, keeping zeros and heaps); or a higher --max-table-s-pmse / --max-table-ratio)")
         return out
     if info.get("binding") == "risk targets":
         return [f"none of the {info['settings_measured']} settings measured met the risk targets; the closest, "
@@ -420,10 +422,17 @@ def run(args: argparse.Namespace) -> int:
         trace_path.write_text(json_dumps(record, indent=2, sort_keys=True))
     if not res.feasible:
         caps = res.settings.get("table_caps") or {}
+        caps_search = res.settings.get("table_caps_search")
+
+        def bounds(cs):
+            return "; ".join(f"{k.replace('worst_', '').replace('_s_pmse', '').replace('_', '-')} <= {v:.3g}"
+                             for k, v in cs.items())
+
         print(f"No setting met {', '.join(map(str, res.targets))} with every table S_pMSE within its bound ("
-              + "; ".join(f"{k.replace('worst_', '').replace('_s_pmse', '').replace('_', '-')} <= {v:.3g}"
-                          for k, v in caps.items()) + "); no spec was written"
-              + (f" (the search is in {trace_path})." if trace_path is not None else "."))
+              + bounds(caps) + f" on --m {args.m} copies"
+              + (f"; the search's, on its --m-search {args.m_search} copies, whose worst tables are noisier: "
+                 + bounds(caps_search) if caps_search else "")
+              + "); no spec was written" + (f" (the search is in {trace_path})." if trace_path is not None else "."))
         for line in infeasible_lines(res.settings.get("infeasible")):
             print(line)
         return 2

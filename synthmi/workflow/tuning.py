@@ -729,6 +729,42 @@ def reference_figures(data: pd.DataFrame, spec: Any, params: Mapping[str, Any] |
     return pd.DataFrame(rows)
 
 
+#: a continuous QI whose most informative grid mask keeps less than this share of its variance in
+#: W-bar (its reliability) is named: the grid is in the column's units, not scaled to it
+GRID_MIN_RELIABILITY = 0.2
+
+
+def _warn_grid_scale(df: pd.DataFrame, columns: Sequence[str], continuous_grid) -> None:
+    r"""Warn when the normal-mask grid carries almost no information about a continuous QI.
+
+    The grid's :math:`\sigma_e` are in the column's units (years of age), one grid for every
+    continuous QI. The information a mask gives is its reliability
+    :math:`\rho = s^2 / (s^2 + \sigma_e^2 / K)` (:math:`s^2` the column's variance: the share of
+    :math:`\bar W`'s variance that is :math:`X`'s). When even the grid's most informative level
+    keeps :math:`\rho <` :data:`GRID_MIN_RELIABILITY`, every level is close to no mask and the search
+    cannot move that column (statsmodels' randhie: ``physlm``, a 0-1 score, had :math:`\rho \le
+    0.09` on the default grid and tune chose :math:`\sigma_e = 10` for it; the new-user review).
+    Names the column and its reliability, not its values."""
+    levels = [(int(k), float(sd)) for k, sd in continuous_grid if int(k) > 0]
+    if not levels:
+        return
+    v_min = min(sd ** 2 / k for k, sd in levels)
+    weak = {}
+    for c in columns:
+        x = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float)
+        s2 = float(np.nanvar(x)) if np.isfinite(x).sum() > 1 else 0.0
+        rho = s2 / (s2 + v_min) if s2 > 0 else 0.0
+        if rho < GRID_MIN_RELIABILITY:
+            weak[c] = rho
+    if weak:
+        warnings.warn(
+            "tune's normal-mask grid (--continuous-grid, sigma_e in each column's units) carries almost no "
+            "information about " + ", ".join(f"'{c}' (its most informative level keeps {r:.0%} of the column's "
+                                              "variance)" for c, r in weak.items())
+            + ": every level is close to no mask. Give a grid in that column's units (smaller sigma_e), or leave "
+            "it unmasked.", UserWarning, stacklevel=3)
+
+
 def _coordinates(kinds: Mapping[str, str], continuous_grid, alpha_grid) -> list[tuple[str, list[dict | None]]]:
     """Per QI, its mask levels from none (index 0) to the most informative."""
     conts = sorted(((int(k), float(s)) for k, s in continuous_grid), key=lambda ks: ks[1] ** 2 / max(ks[0], 1),
@@ -1372,6 +1408,7 @@ def tune(
         warnings.warn("tune leaves " + "; ".join(f"'{c}' unmasked: {why}" for c, why in unmaskable.items())
                       + " (DA-MI cannot combine them with a mask); the other quasi-identifiers are searched.",
                       UserWarning, stacklevel=2)
+    _warn_grid_scale(df, [c for c in qi if kinds[c] == "continuous" and c not in unmaskable], continuous_grid)
     # one posterior pool for every search and confirmation candidate: confirming copies of
     # replicate r take entries r*m ... r*m + m - 1 (seed seed +
     # replicates + r); the search copies take the m_search entries after them (seed + 2 *

@@ -57,7 +57,7 @@ def test_tune_names_the_tables_that_made_every_setting_infeasible(tmp_path, caps
     out = capsys.readouterr().out
     assert rc == 2 and not (tmp_path / "t.json").exists()
     assert "one-way <= 0.001; two-way <= 0.001" in out
-    assert "4 of 4 settings measured met the risk targets but not the table rule" in out
+    assert "4 of 4 settings the search measured met the risk targets but not its table rule" in out
     info = json.loads((tmp_path / "trace.json").read_text())["search"]["infeasible"]
     assert info["binding"] == "table rule" and info["tables"]
     named = {t["table"] for t in info["tables"]}
