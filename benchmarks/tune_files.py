@@ -240,7 +240,7 @@ is a coarse knob for every tree at once: it moves the analyses tune is not given
 battery with interactions of the kept columns and the QIs (issue 29 item 3) would guard. So tune's
 leaf search is opt-in (``--leaf-grid``, default none); this benchmark passes ``--leaf-grid 5,10,20,40``.
 
-Re-run on the merged code (27 Nov 2026 22:16-22:40, load 1-4; ``--files fair,anes96`` and ``--files
+Re-run on the merged code (27 Nov 2026 22:16-22:26, load 2-4; ``--files fair,anes96`` and ``--files
 nhanes,adult``, ``--variant improper --max-search-points 60 --merge``), after utility_tables gave a
 point mass its own cell (``synthmi.evaluation.pmse.numeric_table_edges``; fair's age has two values
 above 20% of the rows): every file chose the same setting and gave the same risk and overlap figures;
