@@ -203,7 +203,7 @@ class RubinSynthesizer(Synthesizer):
         none of four files did it raise the CI overlap above CART's
         (``benchmarks/frontier_battery.py``). Keep ``True`` for copies that carry
         the parameters' posterior uncertainty (proper MI). From the command line:
-        the spec's ``"models"`` and ``--param proper=false``.
+        ``--models tree`` (or the spec's ``"models"``) and ``--param proper=false``.
 
     Notes
     -----
