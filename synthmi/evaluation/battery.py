@@ -29,10 +29,31 @@ analyses
        bounds a drafted spec does not have. The quadratic is the same
        function on every frame and catches the curvature a main-effects model
        gets wrong (the issue's held-out "quadratic age" analysis).
+       Each outcome also gets a second generic regression with the pairwise
+       interactions of its predictors that involve a numeric one (a slope that
+       differs by group, or a product of two numeric predictors):
+
+       .. math::
+
+           y \sim \ldots + \sum_{q\ \mathrm{numeric},\ r\ \mathrm{categorical}} q : C(r)
+               + \sum_{q < r\ \mathrm{numeric}} q : r .
+
+       Why: the additive model does not see a synthesizer that blurs how a
+       quasi-identifier's relation with an outcome differs between groups. On
+       5,000 Adult rows (3 seeds, M = 5) a kernel-smoothed tree for age gave
+       ``hours_per_week`` on the additive model an overlap of 0.84 (CART 0.87),
+       and 0.49 (CART 0.87) on ``age * C(education)``; the interaction
+       regression read 0.70 against CART's 0.90. Categorical-by-categorical
+       interactions are left to the two-way tables: their cells multiply and
+       many are empty in a copy. The issue's held-out analyses (e.g.
+       ``age * C(sex)`` with kept predictors) share such terms with this
+       regression, which is the point: an analysis nobody declared is more
+       likely to be one the battery has measured.
        Nominal/ordinal kept columns with more than two levels have no GLM
        family here and are judged by their tables. When no kept column
        qualifies (every column synthesized), each binary or numeric
-       quasi-identifier is regressed on the other quasi-identifiers instead.
+       quasi-identifier is regressed on the other quasi-identifiers instead,
+       with the same two regressions.
 tables
     S_pMSE (Snoke et al. 2018; synthpop ``utility.tab``) of every one-way and
     two-way table of the released columns (weights excluded), continuous
@@ -124,6 +145,14 @@ def _rhs(predictors: Sequence[str], kinds: Mapping[str, str]) -> str:
     return " + ".join(parts)
 
 
+def _interactions(predictors: Sequence[str], kinds: Mapping[str, str]) -> list[str]:
+    """The pairwise interaction terms of ``predictors`` that involve a numeric one (module docstring)."""
+    num = [q for q in predictors if kinds[q] in _NUMERIC]
+    cat = [q for q in predictors if kinds[q] not in _NUMERIC]
+    terms = [f"{_term(a)}:C({_term(b)})" for a in num for b in cat]
+    return terms + [f"{_term(a)}:{_term(b)}" for i, a in enumerate(num) for b in num[i + 1:]]
+
+
 def generic_analyses(kinds: Mapping[str, str], quasi_identifiers: Sequence[str], keep: Sequence[str],
                      weights: Sequence[str] = ()) -> list[tuple[str, str]]:
     """The generic regressions of the battery (see the module docstring), as ``(formula, family)``.
@@ -135,15 +164,20 @@ def generic_analyses(kinds: Mapping[str, str], quasi_identifiers: Sequence[str],
     def family(c: str) -> str | None:
         return "logit" if kinds[c] == "binary" else ("gaussian" if kinds[c] in _NUMERIC else None)
 
+    def both(y: str, predictors: list[str]) -> list[tuple[str, str]]:
+        rhs = f"{_term(y)} ~ {_rhs(predictors, kinds)}"
+        inter = _interactions(predictors, kinds)
+        return [(rhs, family(y))] + ([(rhs + " + " + " + ".join(inter), family(y))] if inter else [])
+
     out = []
     for y in [c for c in keep if c not in weights and family(c) is not None]:
         if qi:
-            out.append((f"{_term(y)} ~ {_rhs(qi, kinds)}", family(y)))
+            out += both(y, qi)
     if not out:
         for y in [c for c in qi if family(c) is not None]:
             rest = [q for q in qi if q != y]
             if rest:
-                out.append((f"{_term(y)} ~ {_rhs(rest, kinds)}", family(y)))
+                out += both(y, rest)
     return out
 
 
