@@ -24,20 +24,22 @@ def test_the_rule_reads_roles_and_kinds_only():
     rhs = "age + I(age ** 2) + C(sex) + C(edu)"
     # binary -> logit, numeric -> gaussian; a nominal kept column has no family (its tables judge it);
     # the weight is not an outcome; a name with a space is quoted
-    # each outcome twice: additive, then with the interactions that involve the numeric QI
+    # each outcome twice: additive, then the fuller model: the interactions that involve the numeric
+    # QI and the other kept columns but the weight (a number linear, a category a factor)
     inter = rhs + " + age:C(sex) + age:C(edu)"
-    assert got == [(f"y ~ {rhs}", "logit"), (f"y ~ {inter}", "logit"), (f"inc ~ {rhs}", "gaussian"),
-                   (f"inc ~ {inter}", "gaussian"), (f'Q("my col") ~ {rhs}', "gaussian"),
-                   (f'Q("my col") ~ {inter}', "gaussian")]
-    # nothing kept that a GLM can take: each binary / numeric QI on the other QIs (age's predictors
-    # are all categorical: no interaction involving a numeric one, so no second regression)
+    assert got == [(f"y ~ {rhs}", "logit"), (f'y ~ {inter} + inc + C(region) + Q("my col")', "logit"),
+                   (f"inc ~ {rhs}", "gaussian"), (f'inc ~ {inter} + C(y) + C(region) + Q("my col")', "gaussian"),
+                   (f'Q("my col") ~ {rhs}', "gaussian"), (f'Q("my col") ~ {inter} + C(y) + inc + C(region)', "gaussian")]
+    # nothing kept that a GLM can take: each binary / numeric QI on the other QIs, the kept nominal
+    # column a covariate of the fuller model (age's QI predictors are categorical: no interaction)
     assert generic_analyses(kinds, ["age", "sex", "edu"], ["region"]) == [
-        ("age ~ C(sex) + C(edu)", "gaussian"), ("sex ~ age + I(age ** 2) + C(edu)", "logit"),
-        ("sex ~ age + I(age ** 2) + C(edu) + age:C(edu)", "logit")]
-    # two numeric predictors: their product too
+        ("age ~ C(sex) + C(edu)", "gaussian"), ("age ~ C(sex) + C(edu) + C(region)", "gaussian"),
+        ("sex ~ age + I(age ** 2) + C(edu)", "logit"), ("sex ~ age + I(age ** 2) + C(edu) + age:C(edu) + C(region)", "logit")]
+    # two numeric predictors: their product too; nothing else kept and no interaction: one regression
     kinds2 = {"a": "continuous", "b": "integer", "g": "nominal", "y": "continuous"}
     assert generic_analyses(kinds2, ["a", "b", "g"], ["y"])[1] == (
         "y ~ a + I(a ** 2) + b + I(b ** 2) + C(g) + a:C(g) + b:C(g) + a:b", "gaussian")
+    assert generic_analyses(kinds2, ["g"], ["y"]) == [("y ~ C(g)", "gaussian")]
 
 
 def _tiny():
