@@ -1362,14 +1362,20 @@ def _fit_tree(cond: Conditional, D: np.ndarray, y: np.ndarray, min_leaf: int = 5
 def _warn_tree_point_mass(c: str, cond: Conditional, y: np.ndarray) -> None:
     """Warn when the tree's kernel will spread a point mass of column ``c`` that nothing snaps back.
 
-    A continuous tree column with more than :data:`synthmi.models.tree.FEW_VALUES` distinct values
-    is drawn from kernels around its donors' values; a value held by many donors (a heap) gets the
-    narrowest kernel and returns to itself only by snapping to the column's grid. A column with no
-    grid (or a transform) and a point mass (its most frequent value holding at least
+    Only a kernel column reaches the check: a continuous tree column with more than
+    :data:`synthmi.models.tree.DISCRETE_MAX` distinct values, or one given a ``smoothing`` > 0 (the
+    default gives a column of at most that many values discrete leaves, the donors' values). Its
+    copies are drawn from kernels around its donors' values; a value held by many donors (a heap)
+    gets the narrowest kernel and returns to itself only by snapping to the column's grid. A column
+    with no grid (or a transform) and a point mass (its most frequent value holding at least
     ``POINT_MASS_MIN_SHARE`` of the rows, the rule :mod:`synthmi.models.model_choice` uses) then
     releases no copy of that value: fair's ``affairs`` (67.8% zeros, no grid) had no exact zero in
-    its tree copies and a one-way S_pMSE of 851, against cart's 1.14, with no message (the new-user
-    review of issue 29). The warning names the column and the share only (no value)."""
+    its kernel copies and a one-way S_pMSE of 851, against cart's 1.14, with no message (the new-user
+    review of issue 29). The advice is the donors' values (``smoothing`` 0, or none given) up to
+    ``DISCRETE_MAX`` values, the method ``'cart'`` above that. The warning names the column and the
+    share only (no value)."""
+    from .tree import DISCRETE_MAX
+
     post = cond.fast
     # the tree's own settings (few-valued columns get discrete leaves; the grid _fit_tree gave it)
     if cond.kind != "continuous" or post.discrete or post.grid_step is not None:
@@ -1378,12 +1384,17 @@ def _warn_tree_point_mass(c: str, cond: Conditional, y: np.ndarray) -> None:
     if not mass:
         return
     share = float(np.mean(y == mass[0]))
+    if np.unique(y[~np.isnan(y)]).size <= DISCRETE_MAX:
+        advice = ("Give it the tree's smoothing 0 (the donors' values, no kernel, as synthpop's cart: "
+                  f"models={{'{c}': {{'method': 'tree', 'smoothing': 0}}}}, the same entry in a spec's \"models\"; "
+                  "leaving out the smoothing does the same), or the method 'cart' if it is not masked.")
+    else:
+        advice = (f"It has more than {DISCRETE_MAX} distinct values, too many for the tree's discrete leaves "
+                  "(smoothing 0): give it the method 'cart' (the donors' values) if it is not masked.")
     warnings.warn(
         f"Column '{c}' has a value held by {share:.0%} of its rows (a point mass or heap) and the method 'tree', "
         "whose kernels spread it over nearby values: the column has no grid to snap the draws back to, so its "
-        f"copies will hold almost none of that value. Give it the tree's smoothing 0 (the donors' values, no "
-        f"kernel, as synthpop's cart: models={{'{c}': {{'method': 'tree', 'smoothing': 0}}}}, the same entry in a "
-        "spec's \"models\"), or the method 'cart' if it is not masked.",
+        f"copies will hold almost none of that value. {advice}",
         UserWarning, stacklevel=5)
 
 
