@@ -253,11 +253,12 @@ def infeasible_lines(info: dict | None) -> list[str]:
                     for k, v in (info.get("worst") or {}).items()]
         for c, why in (info.get("unmaskable") or {}).items():
             out.append(f"  '{c}' cannot be masked ({why}): no setting moves its tables, drawn by its model alone")
+        from ..models.tree import DISCRETE_MAX
+
         out.append("(a model that fits those margins may make a setting feasible: a tree or a transform for the "
-                   "named numeric QIs in the spec's \"models\" (a tree draws a QI with few distinct values, e.g. an "
-                   "age in brackets, from its donors' values; a tree already given smooths a many-valued QI with a "
-                   "kernel, and its entry {\"method\": \"tree\", \"smoothing\": 0} draws the donors' values "
-                   "instead, keeping zeros and heaps); or a higher --max-table-s-pmse / --max-table-ratio)")
+                   f"named numeric QIs in the spec's \"models\" (a tree draws a QI of at most {DISCRETE_MAX} distinct "
+                   "values, e.g. an age, from its donors' values, keeping zeros and heaps, and smooths one with more "
+                   "values with a kernel); or a higher --max-table-s-pmse / --max-table-ratio)")
         return out
     if info.get("binding") == "risk targets":
         return [f"none of the {info['settings_measured']} settings measured met the risk targets; the closest, "
