@@ -676,13 +676,16 @@ class RubinSynthesizer(Synthesizer):
         dist = float(np.max(np.abs(model - data)))
         if dist > max(0.05, 1.63 / np.sqrt(n)):
             below = " (e.g. values below zero where the data have few)" if lo < 0 < hi else ""
+            from .tree import DISCRETE_MAX
+
             warnings.warn(
                 f"The normal model of column '{c}' does not fit its distribution (Kolmogorov distance {dist:.2f} "
                 f"between the data and the model): its copies will not keep the distribution's shape{below}, nor "
                 f"the share of a range that other columns (a skip pattern) depend on. --transform {c}=rank "
                 f"(transforms={{'{c}': 'rank'}}) keeps its distribution; log or log1p suit positive skewed "
                 f"values, --semicont {c}=0 a point mass such as zeros, and method 'cart' any shape (method 'tree' "
-                f"too, which DA-MI can mask; a few-valued column is drawn from its donors' values).",
+                f"too, which DA-MI can mask; a column of at most {DISCRETE_MAX} distinct values is drawn from its "
+                "donors' values).",
                 UserWarning, stacklevel=4)
 
     def _rule_of(self, c: str) -> tuple | None:
