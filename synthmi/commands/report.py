@@ -25,6 +25,7 @@ from ._common import (
     step_line,
     synthetic_dir,
 )
+from ..spec import FAMILIES
 from ..errors import InputError, InputNotFound
 
 EXAMPLES = """examples:
@@ -70,7 +71,7 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--analysis", default=None,
                    help="the analyst's model as a formula (default: the spec's first analysis; else, on the "
                    "bundled Adult data, the Adult workload's probit of income on age, sex, race and education)")
-    p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
+    p.add_argument("--family", default=None, choices=FAMILIES,
                    help="model family (default: the spec's, else probit)")
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
                    help="combining rule (default: the rule each release recorded, e.g. full for dpsyn; else partial, "

@@ -25,7 +25,7 @@ from ._common import (
 )
 from .._json import dumps as json_dumps
 from ..errors import InputError
-from ..spec import WHOLE_MODELS
+from ..spec import FAMILIES, WHOLE_MODELS
 
 EXAMPLES = """examples:
   synthmi tune --data adult --qi age,sex,race,education \\
@@ -107,7 +107,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--analysis", action="append", default=None, metavar="FORMULA",
                    help="an analysis the release must support, e.g. 'income ~ age + sex' (repeatable; "
                         "default: the spec's analyses)")
-    p.add_argument("--family", default="probit", help="GLM family of the --analysis models (default probit)")
+    p.add_argument("--family", default="probit", choices=FAMILIES,
+                   help="GLM family of the --analysis models (default probit)")
     p.add_argument("--max-table-s-pmse", type=float, default=10.0,
                    help="table rule: a candidate whose worst one- or two-way S_pMSE exceeds this is infeasible "
                         "(default 10)")
