@@ -248,7 +248,7 @@ def _negbin_alpha(formula: str, data: pd.DataFrame, kw: dict[str, Any]) -> float
 
     The profile log-likelihood :math:`\ell_p(\alpha) = \max_\beta \ell(\beta, \alpha)`, with
     the NB2 log-likelihood (Cameron & Trivedi 2013, *Regression Analysis of Count Data*,
-    2nd ed., eq. 3.26)
+    2nd ed., Cambridge University Press, ch. 3; statsmodels' ``NegativeBinomial.loglike_obs``)
 
     .. math::
 
