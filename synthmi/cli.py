@@ -2,8 +2,9 @@
 
 Each verb lives in its own module under :mod:`synthmi.commands` and exposes
 ``register(subparsers)``; the module's parser sets ``func(args) -> int``.
-Errors print as one line (``synthmi: error: ...``) unless ``--debug`` is given
-(before or after the verb).
+Errors print as one line (``synthmi VERB: error: ...``, the form of argparse's usage
+errors, whether the options were refused by the parser or the values by the verb)
+unless ``--debug`` is given (before or after the verb).
 """
 from __future__ import annotations
 
@@ -136,6 +137,16 @@ def cli_message(exc: BaseException, verb_parser: argparse.ArgumentParser | None,
     return method_terms(text)
 
 
+def _prog(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    """The program name of the verb that ran (``synthmi synthesize``, ``synthmi dp audit``): the prefix
+    argparse gives that verb's usage errors, so its runtime errors carry the same one."""
+    verb_parser = _verb_parser(parser, args)
+    if verb_parser is not None:
+        return verb_parser.prog
+    verb = getattr(args, "verb", None)  # a stand-in parser without argparse internals
+    return f"synthmi {verb}" if verb else "synthmi"
+
+
 def _warning_line(parser: argparse.ArgumentParser, args: argparse.Namespace):
     """``warnings.showwarning`` for the command line: one line per warning, ``synthmi VERB:
     warning: ...`` in command-line terms, never the Python file and source line (those
@@ -206,7 +217,7 @@ def _main(argv: list[str] | None) -> int:
                 warnings.showwarning = _warning_line(parser, args)
             return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("synthmi: interrupted", file=sys.stderr)
+        print(f"{_prog(parser, args)}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # one line for people; --debug for developers
         if getattr(args, "debug", False):
@@ -216,7 +227,7 @@ def _main(argv: list[str] | None) -> int:
         if not isinstance(exc, (ValueError, TypeError, FileNotFoundError, KeyError)) and not getattr(
                 type(exc), "user_message", False):
             msg = f"{type(exc).__name__}: {msg}"
-        print(f"synthmi: error: {msg} (run with --debug for a traceback)", file=sys.stderr)
+        print(f"{_prog(parser, args)}: error: {msg} (run with --debug for a traceback)", file=sys.stderr)
         return 1
 
 

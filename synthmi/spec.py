@@ -62,7 +62,8 @@ __all__ = ["ColumnSpec", "ReleaseSpec", "ROLES", "KINDS", "RISK_GROUPS", "as_spe
 # column kinds: KINDS and CATEGORICAL_KINDS of synthmi.kinds, the one vocabulary
 #: risk subgroups that may carry their own masks
 RISK_GROUPS = ("low", "medium", "high")
-FAMILIES = ("probit", "logit", "gaussian")
+#: the analysis models' GLM families (synthmi.evaluation.analysis): binary, linear and count responses
+FAMILIES = ("probit", "logit", "gaussian", "poisson", "negbin")
 #: one word for the whole ``models`` setting: ``"auto"`` (chosen per column,
 #: synthmi.models.model_choice) or a method that models every kind of column, for every
 #: quasi-identifier (synthmi.models.conditional.WHOLE_METHODS)

@@ -77,7 +77,7 @@ def test_public_domain_uses_declared_values_only():
         (lambda d: d.update(masks={"x": {"K": 1, "sigma_e": 2}}), "not quasi-identifiers: \\['x'\\]"),
         (lambda d: d.update(masks={"low": {}, "age": {}}), "mix risk groups and columns"),
         (lambda d: d.update(analyses=[{"formula": "y", "family": "probit"}]), "Analysis 0 of the spec"),
-        (lambda d: d.update(analyses=[{"formula": "y ~ x", "family": "poisson"}]), "'family' of analysis 0"),
+        (lambda d: d.update(analyses=[{"formula": "y ~ x", "family": "gamma"}]), "'family' of analysis 0"),
         (lambda d: d["columns"]["sex"].update(bounds=[0, 1]), "gives bounds, but its kind 'binary'"),
         (lambda d: d.update(colour="blue"), "unknown keys \\['colour'\\]"),
     ],

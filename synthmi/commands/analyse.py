@@ -20,6 +20,7 @@ from ._common import (
     step_line,
     write_result,
 )
+from ..spec import FAMILIES
 from ..errors import InputError
 
 EXAMPLES = """examples:
@@ -47,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_release_arguments(p)
     p.add_argument("--formula", default=None,
                    help='model formula, e.g. "income ~ age + sex" (default: the first analysis of the spec)')
-    p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
+    p.add_argument("--family", default=None, choices=FAMILIES,
                    help="model family (default: the spec's, else probit)")
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
                    help="combining rule (default: the rule recorded with the copies in metadata.json)")

@@ -27,6 +27,7 @@ from ._common import (
 )
 from .._json import dumps as json_dumps
 from ..errors import InputError
+from ..spec import FAMILIES
 
 EXAMPLES = """examples:
   synthmi frontier --data survey.csv --qi age,sex,educ --analysis "y ~ age + sex + educ" \\
@@ -70,7 +71,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", default=None, help="columns released unchanged (default: every other column)")
     p.add_argument("--analysis", action="append", default=None, metavar="FORMULA",
                    help="a declared analysis (repeatable; default: the spec's; none: the generic battery alone)")
-    p.add_argument("--family", default="probit", help="GLM family of the --analysis models (default probit)")
+    p.add_argument("--family", default="probit", choices=FAMILIES,
+                   help="GLM family of the --analysis models (default probit)")
     p.add_argument("--methods", default="dami,cart", help="comma-separated, of dami, cart, norm+logit (default dami,cart)")
     p.add_argument("--continuous-grid", default="0:1,1:10,1:3",
                    help="K:sigma_e masks of the continuous QIs, K = 0 unmasked (default 0:1,1:10,1:3)")

@@ -25,6 +25,7 @@ from ._common import (
     step_line,
     synthetic_dir,
 )
+from ..spec import FAMILIES
 from ..errors import InputError, InputNotFound
 
 EXAMPLES = """examples:
@@ -70,7 +71,7 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--analysis", default=None,
                    help="the analyst's model as a formula (default: the spec's first analysis; else, on the "
                    "bundled Adult data, the Adult workload's probit of income on age, sex, race and education)")
-    p.add_argument("--family", default=None, choices=["probit", "logit", "gaussian"],
+    p.add_argument("--family", default=None, choices=FAMILIES,
                    help="model family (default: the spec's, else probit)")
     p.add_argument("--rule", default=None, choices=["partial", "full", "rubin", "nested"],
                    help="combining rule (default: the rule each release recorded, e.g. full for dpsyn; else partial, "
@@ -93,6 +94,8 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
                    help="attribute key tables: cut each continuous QI into N groups of the original and copies pooled "
                         "(synthpop's ngroups_keys; default exact keys, which read 0 for QIs synthesized on a "
                         "continuous scale)")
+    p.add_argument("--ngroups-target", type=int, default=None, metavar="N",
+                   help="the same for a continuous --target (synthpop's ngroups_target; default its exact values)")
     add_attack_flags(p)
     p.add_argument("--frontier", default=None, metavar="CSV",
                    help="frontier points (benchmarks/frontier.py output) to draw behind the releases")
@@ -168,6 +171,13 @@ def run(args) -> int:
     from ._common import na_values_of, recorded_na_values
 
     check_output_file(args.out, "--out", args.overwrite)
+    for opt, v, needs_target in (("--ngroups-keys", args.ngroups_keys, False),
+                                 ("--ngroups-target", args.ngroups_target, True)):
+        # checked before anything is read or fitted, in the options' terms (as 'synthmi disclosure' does)
+        if v is not None and (v < 2 or (needs_target and not args.target)):
+            raise InputError(f"The '{opt}' option must be an integer >= 2"
+                             + (" and needs --target (it groups the target's values)" if needs_target else "")
+                             + f". Got {v}{' without --target' if needs_target and not args.target else ''}.")
     first_dir = args.synthetic[0].rpartition("=")[2] if "=" in args.synthetic[0] else args.synthetic[0]
     na = na_values_of(args, ReleaseSpec.load(args.spec) if getattr(args, "spec", None) else None,
                       recorded_na_values(first_dir))
@@ -217,6 +227,7 @@ def run(args) -> int:
         original_is_public=is_bundled(args.original), target=args.target,
         references=not args.no_references, frontier=_read_frontier(args.frontier, qi), holdout=holdout,
         secrets=secrets, link_aux=link_aux, ngroups_keys=args.ngroups_keys,
+        ngroups_target=args.ngroups_target,
     )
     step_line(args, "report", f"evaluated {len(releases)} release{'s' if len(releases) > 1 else ''} (utility, "
               f"analysis, risk) in {time.perf_counter() - t0:.1f} s", summary=True)

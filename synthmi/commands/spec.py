@@ -22,6 +22,7 @@ from ._common import (
     warn_markers,
     warn_identifiers,
 )
+from ..spec import FAMILIES
 from ..errors import InputError
 
 EXAMPLES = """examples:
@@ -57,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="comma-separated numeric columns holding codes of categories (1/2 for sex, 1..5 for a "
                    "region): drafted as binary or nominal, not integer (repeatable)")
     p.add_argument("--analysis", action="append", metavar="FORMULA", help="an analysis formula (repeatable)")
-    p.add_argument("--family", default="probit", choices=["probit", "logit", "gaussian"],
+    p.add_argument("--family", default="probit", choices=FAMILIES,
                    help="family of the --analysis models (default probit)")
     p.add_argument("--out", default=None, help="write the spec to this file instead of standard output")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")

@@ -25,7 +25,7 @@ from ._common import (
 )
 from .._json import dumps as json_dumps
 from ..errors import InputError
-from ..spec import WHOLE_MODELS
+from ..spec import FAMILIES, WHOLE_MODELS
 
 EXAMPLES = """examples:
   synthmi tune --data adult --qi age,sex,race,education \\
@@ -107,7 +107,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--analysis", action="append", default=None, metavar="FORMULA",
                    help="an analysis the release must support, e.g. 'income ~ age + sex' (repeatable; "
                         "default: the spec's analyses)")
-    p.add_argument("--family", default="probit", help="GLM family of the --analysis models (default probit)")
+    p.add_argument("--family", default="probit", choices=FAMILIES,
+                   help="GLM family of the --analysis models (default probit)")
     p.add_argument("--max-table-s-pmse", type=float, default=10.0,
                    help="table rule: a candidate whose worst one- or two-way S_pMSE exceeds this is infeasible "
                         "(default 10)")
@@ -253,11 +254,12 @@ def infeasible_lines(info: dict | None) -> list[str]:
                     for k, v in (info.get("worst") or {}).items()]
         for c, why in (info.get("unmaskable") or {}).items():
             out.append(f"  '{c}' cannot be masked ({why}): no setting moves its tables, drawn by its model alone")
+        from ..models.tree import DISCRETE_MAX
+
         out.append("(a model that fits those margins may make a setting feasible: a tree or a transform for the "
-                   "named numeric QIs in the spec's \"models\" (a tree draws a QI with few distinct values, e.g. an "
-                   "age in brackets, from its donors' values; a tree already given smooths a many-valued QI with a "
-                   "kernel, and its entry {\"method\": \"tree\", \"smoothing\": 0} draws the donors' values "
-                   "instead, keeping zeros and heaps); or a higher --max-table-s-pmse / --max-table-ratio)")
+                   f"named numeric QIs in the spec's \"models\" (a tree draws a QI of at most {DISCRETE_MAX} distinct "
+                   "values, e.g. an age, from its donors' values, keeping zeros and heaps, and smooths one with more "
+                   "values with a kernel); or a higher --max-table-s-pmse / --max-table-ratio)")
         return out
     if info.get("binding") == "risk targets":
         return [f"none of the {info['settings_measured']} settings measured met the risk targets; the closest, "

@@ -23,17 +23,27 @@ from ..results import Result
 from .combining import RULES, CombineResult, combine
 from .standardized_difference import standardized_difference
 from ..errors import InputError, ParameterError
+from ..spec import FAMILIES
 
-FAMILIES = ("probit", "logit", "gaussian")
+#: families of a count response (non-negative integers), log link
+COUNT_FAMILIES = ("poisson", "negbin")
+#: the search interval of the negative binomial alpha: 1e-6 is a Poisson fit for any
+#: practical purpose (and keeps lgamma(y + 1/alpha) - lgamma(1/alpha) accurate in double
+#: precision); 1e3, a variance a thousand times mu^2
+_NB_ALPHA_BOUNDS = (1e-6, 1e3)
 
 
-def _family(name: str):
+def _family(name: str, alpha: float | None = None):
     import statsmodels.api as sm
 
     if name == "probit":
         return sm.families.Binomial(link=sm.families.links.Probit())
     if name == "logit":
         return sm.families.Binomial()
+    if name == "poisson":
+        return sm.families.Poisson()
+    if name == "negbin":
+        return sm.families.NegativeBinomial(alpha=alpha)
     return sm.families.Gaussian()
 
 
@@ -98,6 +108,21 @@ def _prepare_frame(df: pd.DataFrame, response: str, family: str, name: str, leve
                    "numbers other than 0 and 1. For a continuous response use --family gaussian "
                    "(family='gaussian').")
             )
+    if family in COUNT_FAMILIES:
+        # statsmodels fits a Poisson / negative binomial GLM to negative or fractional numbers
+        # without complaint (its log-likelihood is then meaningless). No value is echoed.
+        where = "the original" if name == "original" else f"the copy {name}"
+        if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+            what = "values that are not numbers"
+        else:
+            obs = s.dropna().to_numpy(dtype=float)
+            what = ("negative values" if (obs < 0).any() else
+                    "values that are not whole numbers" if (obs != np.round(obs)).any() else None)
+        if what is not None:
+            raise InputError(
+                f"The response '{response}' of a {family} model must be non-negative integer counts "
+                f"(--family {family}); in {where} it holds {what}. For a continuous response use "
+                "--family gaussian (family='gaussian').")
     return df
 
 
@@ -188,6 +213,9 @@ def _fit(formula: str, data: pd.DataFrame, family: str, weights: str | None = No
     (a test checks this by hand).
     ``weight_type="frequency"``: ``freq_weights`` (each record stands for w
     identical records) with model-based standard errors.
+
+    ``family="negbin"``: the NB2 model, :math:`\operatorname{Var}(y) = \mu + \alpha\mu^2`,
+    log link, with :math:`\alpha` estimated in *this* data set (see :func:`_negbin_alpha`).
     """
     import statsmodels.formula.api as smf
 
@@ -203,7 +231,8 @@ def _fit(formula: str, data: pd.DataFrame, family: str, weights: str | None = No
     with warnings.catch_warnings(record=True) as caught:
         # collected, not printed once per fit: the caller reports separated copies in one warning
         warnings.simplefilter("always")
-        model = smf.glm(formula, data=data, family=_family(family), **kw)
+        alpha = _negbin_alpha(formula, data, kw) if family == "negbin" else None
+        model = smf.glm(formula, data=data, family=_family(family, alpha), **kw)
         if fit_kw.get("cov_type") == "HC0":
             n = float(model.nobs)  # records in the fit (after patsy drops incomplete ones)
             fit_kw["cov_kwds"] = {"scaling_factor": n / (n - 1.0)}
@@ -212,6 +241,41 @@ def _fit(formula: str, data: pd.DataFrame, family: str, weights: str | None = No
         any(type(w.message).__name__ == "PerfectSeparationWarning" for w in caught) or not bool(res.converged)
     )
     return res, separated
+
+
+def _negbin_alpha(formula: str, data: pd.DataFrame, kw: dict[str, Any]) -> float:
+    r"""The maximum-likelihood NB2 dispersion :math:`\hat\alpha` of ``formula`` in ``data``.
+
+    The profile log-likelihood :math:`\ell_p(\alpha) = \max_\beta \ell(\beta, \alpha)`, with
+    the NB2 log-likelihood (Cameron & Trivedi 2013, *Regression Analysis of Count Data*,
+    2nd ed., Cambridge University Press, ch. 3; statsmodels' ``NegativeBinomial.loglike_obs``)
+
+    .. math::
+
+        \ell(\beta, \alpha) = \sum_i w_i \Big[ \ln\Gamma(y_i + \alpha^{-1}) - \ln\Gamma(\alpha^{-1})
+        - \ln\Gamma(y_i + 1) + y_i \ln(\alpha\mu_i) - (y_i + \alpha^{-1}) \ln(1 + \alpha\mu_i) \Big],
+        \qquad \mu_i = e^{x_i^\top\beta},
+
+    maximised over :math:`\ln\alpha` in :data:`_NB_ALPHA_BOUNDS` (Brent's bounded search), the
+    inner maximum by statsmodels' GLM with ``families.NegativeBinomial(alpha)``. Without weights
+    it is statsmodels' discrete ``NegativeBinomial`` (NB2) MLE of alpha (a test checks it); with
+    weights (``var_weights`` / ``freq_weights`` in ``kw``) the weighted (pseudo-)likelihood, as
+    the GLM's own. statsmodels' GLM default, a fixed :math:`\alpha = 1`, is not used: the
+    standard errors of a negative binomial model depend on :math:`\alpha` (randhie's doctor
+    visits have :math:`\hat\alpha = 1.29`).
+    """
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+    from scipy import optimize
+
+    def nll(log_alpha: float) -> float:
+        fam = sm.families.NegativeBinomial(alpha=float(np.exp(log_alpha)))
+        return -float(smf.glm(formula, data=data, family=fam, **kw).fit().llf)
+
+    lo, hi = np.log(_NB_ALPHA_BOUNDS[0]), np.log(_NB_ALPHA_BOUNDS[1])
+    # xatol 1e-6 on ln(alpha): alpha to a relative 1e-6, far below its standard error
+    r = optimize.minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-6})
+    return float(np.exp(r.x))
 
 
 @dataclass
@@ -231,6 +295,9 @@ class AnalysisResults(Result):
         Copies (0-based) whose fit is separated (a constant or perfectly
         predicted binary outcome): their estimates are not finite MLEs, so
         the combined interval and the CI overlap are meaningless.
+    nb_alpha : dict
+        ``family="negbin"``: the dispersion estimated in the original
+        (``"original"``) and in each copy (``"copies"``); empty otherwise.
     """
 
     formula: str
@@ -244,6 +311,7 @@ class AnalysisResults(Result):
     variances: np.ndarray
     n_original: int
     separated: list[int] = field(default_factory=list)
+    nb_alpha: dict[str, Any] = field(default_factory=dict)
     not_estimable: dict[str, int] = field(default_factory=dict)
     weights: str | None = None
     weight_type: str | None = None
@@ -346,6 +414,10 @@ class AnalysisResults(Result):
         notes = [f"original n = {self.n_original}; synthetic copies combined by rule={self.rule!r}, M = {self.M}"]
         if self.weights is not None:
             notes.append(f"weights: {self.weights_note}")
+        if self.nb_alpha:
+            a = np.asarray(self.nb_alpha["copies"], dtype=float)
+            notes.append(f"negative binomial alpha (estimated in each data set): original {self.nb_alpha['original']:.3f}, "
+                         f"copies {a.min():.3f} to {a.max():.3f}")
         n_bad = len([t for t in self.not_estimable if t != "Intercept"])
         left_out = f"; {n_bad} term(s) not estimable, left out" if n_bad else ""
         notes.append(f"mean CI overlap = {self.mean_ci_overlap:.3f}, "
@@ -358,7 +430,7 @@ class AnalysisResults(Result):
         return {"formula": self.formula, "family": self.family, "rule": self.rule, "alpha": self.alpha,
                 "M": self.M, "n_original": self.n_original, "terms": self.to_frame().reset_index(),
                 "mean_ci_overlap": self.mean_ci_overlap, "mean_std_diff": self.mean_std_diff,
-                "separated_copies": list(self.separated), "not_estimable": dict(self.not_estimable),
+                "separated_copies": list(self.separated), "nb_alpha": dict(self.nb_alpha), "not_estimable": dict(self.not_estimable),
                 "weights": self.weights, "weight_type": self.weight_type}
 
     def __repr__(self) -> str:
@@ -382,7 +454,7 @@ def analyse(
     weight_type: str = "probability",
     spec: Any = None,
 ) -> AnalysisResults:
-    """Fit ``formula`` on the original and on each copy; combine the copies.
+    r"""Fit ``formula`` on the original and on each copy; combine the copies.
 
     Parameters
     ----------
@@ -390,7 +462,19 @@ def analyse(
         statsmodels / patsy formula, e.g. ``"income ~ age + sex + race + education"``.
         A binary Categorical response is modelled as 1 = its last category; an
         expression response such as ``I(sex == 2)`` as 1 = true (its last level).
-    family : {"probit", "logit", "gaussian"}
+    family : {"probit", "logit", "gaussian", "poisson", "negbin"}
+        GLM family: binary (probit, logit), linear (gaussian) or count
+        (``poisson``; ``negbin``, NB2 with a log link). A count response must hold
+        non-negative whole numbers. The negative binomial dispersion
+        :math:`\alpha` is estimated by maximum likelihood in each data set, the
+        original and every copy, as the Gaussian family estimates its variance in
+        each: the combining rules (Reiter 2003) take the estimate and variance the
+        analyst's own procedure gives on each copy, and an analyst of the copies
+        has no original to take :math:`\alpha` from. A fixed :math:`\alpha`
+        (statsmodels' default 1, or the original's held fixed) would hide a
+        copy whose overdispersion differs from the original's: its intervals
+        would keep the original's width. The intervals of the count and binary
+        families are normal (Wald), of the Gaussian t.
     original : DataFrame
     synthetic : list of DataFrame or SyntheticData
         For ``rule="nested"``, a SyntheticData whose ``structure`` has ``m``
@@ -467,7 +551,8 @@ def analyse(
                                     weights, weight_type)
     levels = _response_levels(original[response]) if response in original.columns else None
     terms = list(orig_fit.params.index)
-    # GLM Wald intervals: normal for the binomial families; t with the residual df
+    # GLM Wald intervals: normal for the binomial and count families (no scale is estimated:
+    # their dispersion is 1, or a function of the NB2 alpha); t with the residual df
     # for the Gaussian family (the OLS interval), as the combined intervals are t-based.
     z = stats.t.ppf(1 - alpha / 2, orig_fit.df_resid) if family == "gaussian" else stats.norm.ppf(1 - alpha / 2)
     o = {
@@ -491,6 +576,7 @@ def analyse(
     bad_orig = _not_estimable(orig_fit, terms)
     absent = np.zeros(len(terms), dtype=int)
     separated = []
+    copy_alpha = []
     for j, c in enumerate(copies):
         if response_levels is not None:
             c = _expression_response(formula, c, f"synthetic[{j}]", response_levels)[1]
@@ -499,6 +585,8 @@ def analyse(
         fit, fit_separated = _fit(fit_formula, frame, family, weights, weight_type)
         if fit_separated:
             separated.append(j)
+        if family == "negbin":
+            copy_alpha.append(float(fit.model.family.alpha))
         bad = _not_estimable(fit, terms)
         absent += bad
         est[j] = fit.params.reindex(terms).to_numpy()
@@ -533,6 +621,7 @@ def analyse(
         variances=var,
         n_original=int(orig_fit.nobs),
         separated=separated,
+        nb_alpha={"original": float(orig_fit.model.family.alpha), "copies": copy_alpha} if family == "negbin" else {},
         not_estimable=not_est,
         weights=weights,
         weight_type=weight_type if weights is not None else None,

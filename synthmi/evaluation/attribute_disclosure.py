@@ -107,6 +107,7 @@ from ..engine import (
     n_key_buckets,
 )
 from . import _matching as mt
+from .pmse import quantile_from_counts
 from .risk import _GROUP, _check_categorical_groups, _group_labels, _summaries_to_dict
 from ..errors import InputError
 
@@ -238,7 +239,7 @@ def _group_text(info: dict[str, Any]) -> str:
 
 
 def _check_ngroups(ngroups_keys: Any, ngroups_target: Any, qis: list[str], continuous: list[str], target: str,
-                   target_continuous: bool, lazy: bool) -> dict[str, int]:
+                   target_continuous: bool) -> dict[str, int]:
     """Column -> requested number of groups, checked (synthpop's ngroups_keys / ngroups_target)."""
     out: dict[str, int] = {}
     if isinstance(ngroups_keys, dict):
@@ -257,43 +258,58 @@ def _check_ngroups(ngroups_keys: Any, ngroups_target: Any, qis: list[str], conti
         if not target_continuous:
             raise param_error("ngroups_target", _OWNER, "None for a categorical target", ngroups_target)
         out[target] = g
-    if out and lazy:
-        raise param_error("ngroups_keys" if set(out) - {target} else "ngroups_target", _OWNER,
-                          "None on Dask (grouping needs the pooled quantiles; pandas frames only)", "a grouping")
     return out
 
 
-def _group_numeric(orig: pd.Series, copies: list[pd.Series], ngroups: int) -> tuple[list[np.ndarray] | None,
-                                                                                     dict[str, Any]]:
-    """Group codes of a numeric column in the original and every copy (synthpop's ``group_num``).
+def _group_breaks(frames: list, column: str, ngroups: int) -> tuple[np.ndarray | None, dict[str, Any]]:
+    """Inner breaks of a numeric column's groups, from the original and every copy (synthpop's ``group_num``).
 
     Breaks: the pooled (original and all copies, missing left out) quantiles at
     ``j / ngroups``, ``j = 0..ngroups`` (type 7), duplicates dropped; fewer than
     3 groups -> ``ngroups`` equal-width intervals over the pooled range (synthpop's
-    fallback). Intervals ``[b_j, b_{j+1})``, the last closed; a missing value
-    stays missing. None (and the reason) when the pooled data have at most
-    ``ngroups`` distinct values: grouping would only merge levels. The breaks
-    are quantiles of the original and are not returned.
+    fallback). Intervals ``[b_j, b_{j+1})``, the last closed (:func:`_group_codes`);
+    a missing value stays missing. None (and the reason) when the pooled data have
+    at most ``ngroups`` distinct values: grouping would only merge levels. The
+    breaks are quantiles of the original and are not returned to the user.
+
+    pandas or Dask frames alike: the quantiles come from the exact value counts of
+    the pooled column (:func:`~synthmi.evaluation.pmse.quantile_from_counts`, NumPy's
+    arithmetic to the bit), so they are the same for every partitioning; on Dask
+    the counts are one pass per frame and take memory for the column's distinct values.
     """
-    vals = [pd.to_numeric(s).to_numpy(dtype=float) for s in (orig, *copies)]
-    pooled = np.concatenate([v[~np.isnan(v)] for v in vals])
-    distinct = int(len(np.unique(pooled)))
+    counts = compute(*[f[column].value_counts() for f in frames])  # missing values left out
+    pooled = pd.concat([pd.Series(c.to_numpy(), index=pd.Index(c.index.to_numpy(dtype=float))) for c in counts])
+    pooled = pooled.groupby(level=0, sort=True).sum()
+    pooled = pooled[pooled > 0]
+    values, n = pooled.index.to_numpy(dtype=float), pooled.to_numpy(dtype=np.int64)
+    distinct = int(len(values))
     info: dict[str, Any] = {"ngroups": int(ngroups), "distinct": distinct, "groups": 0, "style": None}
     if distinct <= ngroups:
         return None, info
     style = "quantile"
-    breaks = np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, ngroups + 1)))
+    breaks = np.unique(quantile_from_counts(values, n, np.linspace(0.0, 1.0, ngroups + 1)))
     if len(breaks) - 1 < 3:
         style = "equal-width"
-        breaks = np.unique(np.linspace(pooled.min(), pooled.max(), ngroups + 1))
-    inner = breaks[1:-1]
-    codes = []
-    for v in vals:
-        c = np.searchsorted(inner, v, side="right").astype(float)
-        c[np.isnan(v)] = np.nan
-        codes.append(c)
+        breaks = np.unique(np.linspace(values.min(), values.max(), ngroups + 1))
     info.update(groups=int(len(breaks) - 1), style=style)
-    return codes, info
+    return breaks[1:-1], info
+
+
+def _group_codes(s: pd.Series, inner: np.ndarray) -> pd.Series:
+    """The group (0, 1, ...) of each value of one partition: ``[b_j, b_{j+1})``, the last closed; missing stays."""
+    v = pd.to_numeric(s).to_numpy(dtype=float)
+    c = np.searchsorted(inner, v, side="right").astype(float)
+    c[np.isnan(v)] = np.nan
+    return pd.Series(c, index=s.index, name=_TAB + str(s.name))
+
+
+def _with_group_codes(frame, column: str, inner: np.ndarray):
+    """``frame`` with the group-code column ``_TAB + column`` (lazy on Dask, partition by partition)."""
+    if is_dask_frame(frame):
+        codes = frame[column].map_partitions(_group_codes, inner, meta=pd.Series(dtype=float, name=_TAB + column))
+    else:
+        codes = _group_codes(frame[column], inner).to_numpy()
+    return frame.assign(**{_TAB + column: codes})
 
 
 def _exact_key_warnings(o_frame: pd.DataFrame, c_frames: list[pd.DataFrame], keys: list[str]) -> list[str]:
@@ -385,7 +401,7 @@ def attribute_disclosure(
         into at most this many pooled-quantile groups for the key tables
         (synthpop's ``ngroups_keys``; module docstring). Default: exact keys.
         A key with at most this many distinct pooled values is left exact.
-        pandas frames only.
+        pandas or Dask frames (the same groups: exact pooled value counts).
     ngroups_target : int >= 2, optional
         The same for a continuous target (synthpop's ``ngroups_target``).
 
@@ -440,7 +456,7 @@ def attribute_disclosure(
         if not target_continuous:
             raise param_error("target_tolerance", _OWNER, "None for a categorical target", target_tolerance)
         target_tolerance = float(check_scalar(target_tolerance, "target_tolerance", _OWNER, lower=0.0))
-    groups_for = _check_ngroups(ngroups_keys, ngroups_target, qis, continuous, target, target_continuous, lazy)
+    groups_for = _check_ngroups(ngroups_keys, ngroups_target, qis, continuous, target, target_continuous)
     use = [*qis, target]
     if lazy:
         if by is not None and not (isinstance(by, str) and by in frame_meta.columns):
@@ -463,14 +479,12 @@ def attribute_disclosure(
     tab_cols = {c: c for c in use}
     key_groups: dict[str, Any] = {}
     for c, g in groups_for.items():
-        codes, info = _group_numeric(o_frame[c], [f[c] for f in c_frames], g)
-        if codes is None:
-            key_groups[c] = info
+        inner, key_groups[c] = _group_breaks([o_frame, *c_frames], c, g)
+        if inner is None:
             continue
         tab_cols[c] = _TAB + c
-        o_frame = o_frame.assign(**{_TAB + c: codes[0]})
-        c_frames = [f.assign(**{_TAB + c: k}) for f, k in zip(c_frames, codes[1:])]
-        key_groups[c] = info
+        o_frame = _with_group_codes(o_frame, c, inner)
+        c_frames = [_with_group_codes(f, c, inner) for f in c_frames]
     warnings_ = [] if lazy else _exact_key_warnings(o_frame, c_frames, [c for c in continuous if tab_cols[c] == c])
 
     # ---- one code path (synthmi.engine): every measure compares a person only with records sharing the

@@ -37,14 +37,19 @@ Dibben 2016, J. Stat. Softw. 74(11)). This module holds what one factor is:
     holds at least three times as many, rpart's ``minsplit``). Coarser leaves
     copy less of each record and smooth more.
 ``smoothing``
-    A factor (>= 0, default 1) on the kernel bandwidth of a continuous ``tree``
-    model (:mod:`synthmi.models.tree`): smaller keeps the donors' values (and
-    their relations) closer, larger copies less of them. ``0``: no kernel, the
-    discrete leaves of a few-valued column (the donors' values, as synthpop's
-    ``cart`` without smoothing; its point masses and heaps kept exactly), for a
-    column of at most ``DISCRETE_MAX`` = 500 distinct values. A few-valued
-    column (at most ``FEW_VALUES`` = 20 distinct values) has discrete leaves
-    whatever the setting (its copies hold the donors' values already).
+    The kernel of a continuous ``tree`` model (:mod:`synthmi.models.tree`).
+    Not given (the default): no kernel for a column of at most ``DISCRETE_MAX``
+    = 500 distinct values, whose leaves are discrete (the donors' values, as
+    synthpop's ``cart`` without smoothing; its point masses and heaps kept
+    exactly), and the kernel (factor 1) for a column with more. ``0``: the
+    discrete leaves, refused above ``DISCRETE_MAX`` values. A factor ``c > 0``:
+    the kernel, its bandwidth scaled by ``c`` (smaller keeps the donors' values
+    and their relations closer, larger copies less of them). The kernel as the
+    default lost a third of the CI overlap of an age x education regression on
+    5,000 Adult rows (0.49 against CART's 0.87; 0.82 with the donors' values).
+    A few-valued column (at most ``FEW_VALUES`` = 20 distinct values) has
+    discrete leaves whatever the setting (its copies hold the donors' values
+    already).
 ``transform`` / ``semicont``
     Per-variable settings of a continuous column: its modelling scale
     (``"log"``, ``"log1p"``, ``"rank"``; the same as ``transforms={column: t}``

@@ -33,7 +33,10 @@ Categorical response (C levels)
     lowered the mean CI overlap of a regression from 0.860 to 0.781 (CART 0.868).
 Continuous response
     the Bayesian bootstrap (Rubin 1981, *Ann. Statist.* 9:130-134) over the
-    leaf's donors :math:`y_{d}` (on the modelling scale), smoothed by a
+    leaf's donors :math:`y_{d}` (on the modelling scale). By default a column of
+    at most :data:`DISCRETE_MAX` = 500 distinct values keeps its donors' values
+    (discrete leaves, below), as synthpop's ``cart``; a column with more values,
+    or any column given a ``smoothing`` :math:`c > 0`, is smoothed by a
     Gaussian kernel (synthpop's ``smoothing = "density"``) and truncated to the
     variable's latent bounds :math:`[l, u]` component by component,
 
@@ -65,7 +68,7 @@ Continuous response
     in the copies 0.36 against 0.46 in the data; CART 1.65 / 1.13 / 0.87); the kernel still
     spreads heaps that hold less of a leaf, and ``smoothing`` (below) is the knob that keeps them.
     The per-variable ``smoothing`` factor
-    :math:`c` (default 1) scales every :math:`h_\ell`: the kernel's noise attenuates
+    :math:`c` (1 where the kernel is the default) scales every :math:`h_\ell`: the kernel's noise attenuates
     the relations of the column with the others, and on the same 3,000 Adult records
     (Rubin MI, 4 seeds, :math:`c` on age and hours) the probit's CI overlap was 0.853
     (sd 0.031) with :math:`c = 1`, 0.868 (0.029) with :math:`c = 10^{-3}` (the donors'
@@ -77,11 +80,14 @@ Continuous response
     back to the variable's scale and snapped to its grid
     (:mod:`synthmi.models.truncation`), the rounded-latent model.
 
-Few-valued continuous response (discrete leaves)
+Discrete leaves (the default up to DISCRETE_MAX values; always for a few-valued column)
     A numeric column with at most :data:`FEW_VALUES` = 20 distinct values on
     the fit rows (heaped or bracketed: statsmodels' ``fair`` codes age as
     17.5, 22, 27, 32, 37, 42 and schooling as 9, 12, 14, 16, 17, 20) gets no
-    kernel: each leaf is the Bayesian bootstrap of its donors' values,
+    kernel whatever its ``smoothing``, and neither does, by default (no
+    ``smoothing`` given) or with ``smoothing=0``, a column of at most
+    :data:`DISCRETE_MAX` values: each leaf is the Bayesian bootstrap of its
+    donors' values,
 
     .. math:: p(y \mid \text{pred}, \theta) = \sum_{d \in \ell} w_{\ell d}\, 1[y = y_d],
         \qquad w_\ell \sim \mathrm{Dirichlet}(1, \dots, 1),
@@ -101,13 +107,22 @@ Few-valued continuous response (discrete leaves)
     a leaf without the current value, as a categorical tree's, so the sweeps
     make the pair move (a categorical predictor and the tree's support values
     enumerated together) and the whole-record move for it too
-    (:mod:`synthmi.models.predictive`). ``smoothing`` does not apply (there is
-    no kernel to scale). ``smoothing=0`` asks for discrete leaves for a column
-    with more values (up to :data:`DISCRETE_MAX`): its copies then hold the
-    donors' values, as synthpop's ``cart`` without smoothing, so a point mass
-    (a share of zeros) or a heap is kept exactly, which no kernel does (on 4,000
-    of statsmodels' ``randhie`` records, ``disea``, 30 values and 6% zeros, had
-    no exact zero in its kernel copies).
+    (:mod:`synthmi.models.predictive`). A column of more than ``FEW_VALUES``
+    values gets them by default (issue 29) and with ``smoothing=0`` (refused
+    above :data:`DISCRETE_MAX` values); ``smoothing`` :math:`c > 0` gives it the
+    kernel instead. Its copies hold the donors' values, as synthpop's ``cart``
+    without smoothing, so a point mass (a share of zeros) or a heap is kept
+    exactly, which no kernel does (on 4,000 of statsmodels' ``randhie`` records,
+    ``disea``, 30 values and 6% zeros, had no exact zero in its kernel copies),
+    and the unmasked plug-in tree is CART on the same partition. The kernel was
+    the default above ``FEW_VALUES`` values before issue 29, and then the
+    unmasked plug-in tree was not CART on real data: on 5,000 Adult records
+    (``benchmarks/tune_files.py``'s sample; QIs age, sex, race, education, all
+    ``tree``, kept marital_status, hours_per_week, income; 3 seeds of M = 5) the
+    CI overlap of ``hours_per_week ~ age * C(education)`` was 0.485 with the
+    kernel on age, 0.824 with its donors' values, CART's 0.872 on the same
+    partition; of ``hours_per_week ~ age + I(age**2)`` 0.808, 0.890 and 0.938
+    (the age x education overlap over 6 seeds in ``tests/models/test_tree_plug_in.py``: 0.573 / 0.827 / 0.856).
 
 With a normal mask :math:`\bar W \mid x \sim N(x, v)` the product of one
 component and the mask is again normal:
@@ -172,9 +187,10 @@ PRIOR_MASS = 0.0
 HEAP_SHARE = 0.5
 #: a continuous response with at most this many distinct values gets discrete leaves (module docstring)
 FEW_VALUES = 20
-#: ``smoothing=0`` gives discrete leaves to a column with at most this many distinct values: the
-#: joint predictive's moves tabulate each leaf over the column's support (a leaves x values table
-#: and records x values rows; 5,000 records x 500 values is 20 MB a table)
+#: a continuous column with at most this many distinct values gets discrete leaves by default (and
+#: with ``smoothing=0``, refused above it); one with more gets the kernel: the joint predictive's
+#: moves tabulate each leaf over the column's support (a leaves x values table and records x values
+#: rows; 5,000 records x 500 values is 20 MB a table)
 DISCRETE_MAX = 500
 _LOG_SQRT_2PI = 0.5 * float(np.log(2.0 * np.pi))
 
@@ -235,7 +251,8 @@ class TreePosterior:
     smoothing : factor c > 0 on every kernel bandwidth of a continuous response (:math:`c\,h_\ell`)
     grid_step : step of the grid the response's values lie on (on the modelling scale), if any
     discrete : a continuous response drawn from its donors' values without a kernel (a few-valued
-        column, :func:`few_valued`; module docstring); ``smoothing`` and ``grid_step`` are then unused
+        column, :func:`few_valued`, or by default one of at most :data:`DISCRETE_MAX` values; module
+        docstring); ``smoothing`` and ``grid_step`` are then unused
     """
 
     #: a TreePosterior pickled before discrete leaves existed has no instance attribute: it has kernels

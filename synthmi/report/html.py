@@ -622,6 +622,8 @@ def _extra_sections(data: "ReportData") -> dict[str, str]:
             "the copy, and it is the person's own (synthpop's disclosure(); keys compared exactly"
             + (f", each continuous quasi-identifier cut into {int(data.settings['ngroups_keys'])} groups of the original "
                "and copies pooled (synthpop's ngroups_keys)" if data.settings.get("ngroups_keys") else "")
+            + (f", the target cut into {int(data.settings['ngroups_target'])} groups of the original and copies "
+               "pooled (synthpop's ngroups_target)" if data.settings.get("ngroups_target") else "")
             + "). <b>DCAP</b>: mean "
             "share of the key's synthetic records carrying the person's value. <b>TCAP</b> = DiSCO / share of records "
             "with a one-valued key. <b>repU</b>: records unique on the keys in both the original and the copy "

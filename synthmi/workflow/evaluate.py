@@ -246,6 +246,7 @@ def evaluate_release(
     secrets: Sequence[str] | None = None,
     link_aux: tuple[Sequence[str], Sequence[str]] | None = None,
     ngroups_keys: int | None = None,
+    ngroups_target: int | None = None,
 ) -> ReportData:
     """Evaluate one or more releases of synthetic copies against the original.
 
@@ -279,6 +280,9 @@ def evaluate_release(
         many pooled-quantile groups (synthpop's ``ngroups_keys``,
         :func:`~synthmi.evaluation.attribute_disclosure`); default exact keys, with
         a warning per release whose copies put a key off the original's values.
+    ngroups_target : int >= 2, optional
+        The same for a continuous ``target`` (synthpop's ``ngroups_target``); needs
+        ``target``. Default: the target's exact values.
     references : bool, default True
         Add the original released as is and an independent release (each QI
         permuted on its own, as many copies as the first release, seeded by
@@ -313,7 +317,7 @@ def evaluate_release(
     """
     measures = _check_measures(
         original, synthetic, quasi_identifiers, formula, family, alpha, tolerance, k0, risk_threshold, pmse_method,
-        pmse_variables, target, holdout, spec, secrets, link_aux, ngroups_keys,
+        pmse_variables, target, holdout, spec, secrets, link_aux, ngroups_keys, ngroups_target,
     )
     from .._progress import progress_bar
 
@@ -339,7 +343,7 @@ def evaluate_release(
         individual_risk={method: e.individual for method, e in evaluated.items() if e.individual is not None},
         subgroup_labels=list(labels),
         settings={**_settings(measures, rule, releases, original_label, labels), "target": target,
-                  "ngroups_keys": measures.ngroups_keys,
+                  "ngroups_keys": measures.ngroups_keys, "ngroups_target": measures.ngroups_target,
                   "membership_inference": ("against the holdout" if holdout is not None else NO_HOLDOUT)},
         provenance=_provenance(original, original_is_public, input_hashes, seeds,
                                {method: e.meta for method, e in evaluated.items()}),
@@ -471,6 +475,12 @@ class _Measures:
     secrets: list[str] | None = None
     link_aux: tuple[list[str], list[str]] | None = None
     ngroups_keys: int | None = None
+    ngroups_target: int | None = None
+
+    @property
+    def ngroups_kw(self) -> dict[str, int | None]:
+        """The grouping arguments of :func:`~synthmi.evaluation.attribute_disclosure`."""
+        return {"ngroups_keys": self.ngroups_keys, "ngroups_target": self.ngroups_target}
 
     @property
     def tolerance_kw(self) -> dict[str, Any]:
@@ -498,7 +508,7 @@ class _Evaluated:
 
 def _check_measures(original, synthetic, quasi_identifiers, formula, family, alpha, tolerance, k0, risk_threshold,
                     pmse_method, pmse_variables, target, holdout, spec, secrets=None, link_aux=None,
-                    ngroups_keys=None) -> _Measures:
+                    ngroups_keys=None, ngroups_target=None) -> _Measures:
     """Check :func:`evaluate_release`'s arguments and split the original into risk subgroups."""
     from ..evaluation.subgroups import risk_subgroups
     from ..spec import resolve_quasi_identifiers
@@ -520,6 +530,11 @@ def _check_measures(original, synthetic, quasi_identifiers, formula, family, alp
         check_columns_exist(original, [target], "target", "original")
     if ngroups_keys is not None:
         ngroups_keys = int(check_scalar(ngroups_keys, "ngroups_keys", owner, kind="int", lower=2))
+    if ngroups_target is not None:
+        ngroups_target = int(check_scalar(ngroups_target, "ngroups_target", owner, kind="int", lower=2))
+        if target is None:
+            raise param_error("ngroups_target", owner, "None without a 'target' (it groups the target's values)",
+                              ngroups_target)
     if secrets is not None:
         secrets = check_columns_exist(original, list(secrets), "secrets", "original")
     if link_aux is not None:
@@ -529,7 +544,8 @@ def _check_measures(original, synthetic, quasi_identifiers, formula, family, alp
     return _Measures(
         original=original, qi=qi, formula=formula, family=family, alpha=alpha, tolerance=tolerance, k0=k0,
         risk_threshold=risk_threshold, pmse_method=pmse_method, pmse_variables=list(pmse_variables), target=target,
-        holdout=holdout, spec=spec, secrets=secrets, link_aux=link_aux, ngroups_keys=ngroups_keys, subgroup_labels=pd.Series(subgroups.labels, index=original.index).astype(str),
+        holdout=holdout, spec=spec, secrets=secrets, link_aux=link_aux, ngroups_keys=ngroups_keys,
+        ngroups_target=ngroups_target, subgroup_labels=pd.Series(subgroups.labels, index=original.index).astype(str),
         response=_response(formula, original.columns),
     )
 
@@ -570,7 +586,7 @@ def _evaluate_one(ms: _Measures, method: str, obj: Any, rel_rule: str, steps: An
     attribute = None
     if ms.target is not None:
         ad = attribute_disclosure(original, copies, qi, ms.target, tolerance=ms.tolerance,
-                                  threshold=ms.risk_threshold, ngroups_keys=ms.ngroups_keys)
+                                  threshold=ms.risk_threshold, **ms.ngroups_kw)
         attribute = {"method": method, **_attr_row(ad.figures)}
         # exact key tables of a key synthesized on a continuous scale read 0 by construction: say so
         release["attribute_warnings"] = list(ad.settings.get("warnings") or [])
@@ -751,7 +767,7 @@ def _no_alignment_row(ms: _Measures, method: str, copies: list[pd.DataFrame]) ->
     }
     if target is not None and target not in qi:
         kw = {} if tolerance is None else {"tolerance": tolerance}
-        ad = attribute_disclosure(original, copies, qi, target, threshold=threshold, ngroups_keys=ms.ngroups_keys,
+        ad = attribute_disclosure(original, copies, qi, target, threshold=threshold, **ms.ngroups_kw,
                                   **kw).figures
         row.update({"target": target, "repU": ad.get("repU"), "DiSCO": ad.get("DiSCO"), "DCAP": ad.get("DCAP")})
     return row
@@ -810,7 +826,7 @@ def _references(ms: _Measures, rule: Any, m: int, seed: int) -> tuple[list[dict[
     if target is not None:
         attr.append({"method": "reference: original released as is",
                      **_attr_row(attribute_disclosure(original, [original], qi, target, threshold=threshold,
-                                                     ngroups_keys=ms.ngroups_keys, **kw).figures)})
+                                                     **ms.ngroups_kw, **kw).figures)})
     copies = independent_release(original, qi, max(int(m), 2), seed)
     # the permuted copies are a partially synthetic release (no nests): the user's rule
     # when one rule was given, else partial
@@ -825,5 +841,5 @@ def _references(ms: _Measures, rule: Any, m: int, seed: int) -> tuple[list[dict[
     if target is not None:
         attr.append({"method": "reference: independent release",
                      **_attr_row(attribute_disclosure(original, copies, qi, target, threshold=threshold,
-                                                     ngroups_keys=ms.ngroups_keys, **kw).figures)})
+                                                     **ms.ngroups_kw, **kw).figures)})
     return rows, attr

@@ -44,7 +44,7 @@ def test_errors_are_one_line_without_traceback(tmp_path, capsys):
     rc = main(["demo", "--m", "1", "--out", str(tmp_path / "d"), "--quiet"])
     err = capsys.readouterr().err
     assert rc == 1
-    assert err.count("\n") == 1 and err.startswith("synthmi: error: ") and "Traceback" not in err
+    assert err.count("\n") == 1 and err.startswith("synthmi demo: error: ") and "Traceback" not in err
     assert "'--m'" in err and "--debug" in err
 
 
@@ -65,7 +65,7 @@ def test_unexpected_exceptions_are_one_line_too(monkeypatch, capsys):
     monkeypatch.setattr("synthmi.cli.build_parser", lambda: _Fixed(parser, args, boom))
     assert main(["demo"]) == 1
     err = capsys.readouterr().err
-    assert err == "synthmi: error: RuntimeError: disk full (run with --debug for a traceback)\n"
+    assert err == "synthmi demo: error: RuntimeError: disk full (run with --debug for a traceback)\n"
 
 
 class _Fixed:
@@ -241,3 +241,25 @@ def test_utility_disclosure_subgroups_out_format_follows_the_extension(tmp_path,
         err = capsys.readouterr().err
         assert "The '--out' option must name a .json file" in err and "x.txt" in err, err
         assert not list(tmp_path.glob("x.*"))
+
+
+@pytest.mark.parametrize("verb, usage, runtime", [
+    (["synthesize"], ["--no-such-option"], ["--qi", "nosuch", "--method", "cart", "--m", "2", "--quiet"]),
+    (["dp", "sigma"], ["--eps", "1", "--no-such-option"], ["--eps", "-1", "--delta", "1e-5", "--marginals", "3"]),
+])
+def test_usage_and_runtime_errors_of_a_verb_share_its_prefix(tmp_path, capsys, verb, usage, runtime):
+    """argparse printed 'synthmi synthesize: error: ...' for a usage error and the handler 'synthmi: error:
+    ...' for a refused value (new-user review); both now carry the verb, as argparse's does."""
+    prefix = "synthmi " + " ".join(verb) + ": error: "
+    with pytest.raises(SystemExit) as exc:
+        main([*verb, *usage])
+    assert exc.value.code == 2
+    usage_err = capsys.readouterr().err
+    csv = tmp_path / "d.csv"
+    csv.write_text("age,sex\n30,F\n40,M\n50,F\n", encoding="utf-8")
+    data = ["--data", str(csv), "--out", str(tmp_path / "syn")] if verb == ["synthesize"] else []
+    assert main([*verb, *data, *runtime]) == 1
+    runtime_err = capsys.readouterr().err
+    for err in (usage_err, runtime_err):
+        assert err.startswith(prefix) and err.count("\n") == 1, err
+    assert "nosuch" in runtime_err or "'--eps'" in runtime_err

@@ -290,7 +290,7 @@ def test_failed_sampler_writes_no_copies_unless_accepted_then_flagged(tmp_path, 
     assert main([*args, "--out", str(out)]) == 1
     err = _err(capsys)
     # one line in the user's words, without the class name (issue 30 follow-up)
-    assert "DiagnosticsFailed" not in err and "synthmi: error: The posterior sampler of" in err
+    assert "DiagnosticsFailed" not in err and "synthmi synthesize: error: The posterior sampler of" in err
     assert "'code' (R-hat" in err and "bulk ESS" in err and "--accept-diagnostics" in err
     assert not out.exists() or not list(out.glob("copy_*.csv"))
     # thresholds are configurable: loose enough, the same run passes
@@ -317,7 +317,7 @@ def test_failed_risk_dami_chain_writes_no_copies(tmp_path, survey_csv, capsys):
                "--mask", "age:K=2,sigma=3", "--param", "n_iter=40", "--m", "2", "--seed", "0", "--out", str(out),
                "--quiet"])
     err = _err(capsys)
-    assert rc == 1 and "DiagnosticsFailed" not in err and "synthmi: error: The posterior sampler of method 'risk-dami' did not converge" in err and "bulk ESS" in err
+    assert rc == 1 and "DiagnosticsFailed" not in err and "synthmi synthesize: error: The posterior sampler of method 'risk-dami' did not converge" in err and "bulk ESS" in err
     assert not out.exists() or not list(out.glob("copy_*.csv"))
 
 

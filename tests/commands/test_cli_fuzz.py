@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -89,7 +90,7 @@ def _check_outcome(rc: int, err: str, names: list[str]) -> None:
     assert rc in (0, 1), (rc, err)
     if rc == 1:
         last = err.strip().splitlines()[-1]
-        assert last.startswith("synthmi: error: "), err
+        assert re.match(r"synthmi( [a-z-]+)+: error: ", last), err  # the verb's prefix, as argparse's
         # names a file, a column or an option
         assert ("file" in last or "'--" in last or "--" in last
                 or any(f"'{c}'" in last or f"'{c.strip()}'" in last for c in names)), last

@@ -47,7 +47,7 @@ def test_synthesize_warns_before_fitting_about_kept_identifiers(tmp_path, people
     assert main(base) == 1
     err = capsys.readouterr().err
     assert "'ID', 'code' unchanged, and they hold a different value in every row" in err and "--keep" in err
-    assert "--allow-identifiers" in err and err.startswith("synthmi: error:")
+    assert "--allow-identifiers" in err and err.startswith("synthmi synthesize: error:")
     assert "'wt'" not in err and "'hours'" not in err and "1000" not in err  # names only, never values
     # --allow-identifiers releases them with the warning (the stand-in fit stops it)
     assert main([*base, "--allow-identifiers"]) == 1

@@ -126,5 +126,5 @@ def test_diagnostics_failure_is_one_line_without_the_class_name(csv, tmp_path, c
     err = capsys.readouterr().err
     errors = [x for x in err.strip().splitlines() if "error" in x]
     assert rc == 1 and len(errors) == 1 and "Traceback" not in err, err
-    assert errors[0].startswith("synthmi: error: The posterior sampler of ") and "DiagnosticsFailed" not in err
+    assert errors[0].startswith("synthmi synthesize: error: The posterior sampler of ") and "DiagnosticsFailed" not in err
     assert "'age' (R-hat 1.2 > 1.01)" in errors[0] and "--accept-diagnostics" in errors[0]

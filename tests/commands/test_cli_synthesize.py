@@ -133,7 +133,7 @@ def test_bad_input_one_line_error(adult_csv, tmp_path, capsys, argv, message):
     err = capsys.readouterr().err
     assert rc == 1
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("synthmi: error: ")
+    assert len(lines) == 1 and lines[0].startswith("synthmi synthesize: error: ")
     assert message in lines[0]
     assert not (tmp_path / "x").exists()
 

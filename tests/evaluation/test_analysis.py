@@ -73,7 +73,7 @@ def test_bad_inputs():
     rng = np.random.default_rng(3)
     df = _data(200, rng)
     with pytest.raises(ValueError, match="'family' parameter of analyse"):
-        analyse("income ~ age", "poisson", original=df, synthetic=[df, df])
+        analyse("income ~ age", "gamma", original=df, synthetic=[df, df])
     with pytest.raises(ValueError, match="at least M = 2"):
         analyse("income ~ age", "logit", original=df, synthetic=[df])
     with pytest.raises(ValueError, match="Columns of 'synthetic\\[1\\]' do not match"):

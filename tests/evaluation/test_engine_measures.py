@@ -163,6 +163,36 @@ def test_attribute_disclosure_equals_in_memory(client, adult, target, tol, ttol)
     assert ref.figures["DiSCO"] > 0 and ref.figures["expected_correct_attributions"] > 1
 
 
+@pytest.mark.parametrize("P,B", [(1, 1), (4, 3)])
+def test_attribute_disclosure_grouped_keys_and_target_equal_in_memory(client, adult, P, B):
+    """synthpop's ngroups_keys / ngroups_target on Dask (refused before: "grouping needs the pooled
+    quantiles"): the pooled type-7 quantiles come from exact value counts, so the groups, and every
+    figure, are those of the in-memory frames for every partitioning. The copies' ages are smoothed
+    (+ N(0, 0.3)), so the exact key tables share no key (iS 0) and the grouping changes the figures."""
+    rng = np.random.default_rng(8)
+    copies = []
+    for k in range(2):
+        c = _perturbed(adult, k).iloc[: 2600 + 150 * k].copy()
+        c["age"] = c["age"] + rng.normal(0, 0.3, len(c))
+        c["hours_per_week"] = c["hours_per_week"] + rng.integers(-2, 3, len(c))
+        copies.append(c)
+    qi = ["age", "sex", "race"]
+    kw = dict(ngroups_keys=5, ngroups_target=4, tolerance={"age": 1})
+    ref = attribute_disclosure(adult, copies, qi, "hours_per_week", **kw)
+    got = attribute_disclosure(dd.from_pandas(adult, npartitions=P),
+                               [dd.from_pandas(c, npartitions=max(1, P // 2)) for c in copies],
+                               qi, "hours_per_week", n_buckets=B, **kw)
+    assert got.settings["key_groups"] == ref.settings["key_groups"]
+    assert ref.settings["key_groups"]["age"]["groups"] == 5 and ref.settings["key_groups"]["hours_per_week"]["groups"] == 4
+    for col in ref.records.columns:
+        np.testing.assert_array_equal(got.records[col].to_numpy(), ref.records[col].to_numpy())
+    pd.testing.assert_frame_equal(got.per_copy[ref.per_copy.columns], ref.per_copy, rtol=1e-12)
+    for k, v in ref.figures.items():  # counts exact; sums to summation order
+        assert got.figures[k] == pytest.approx(v, rel=1e-12, nan_ok=True), k
+    exact = attribute_disclosure(adult, copies, qi, "hours_per_week", tolerance={"age": 1})
+    assert exact.figures["iS"] == 0.0 and ref.figures["iS"] > 0.9 and ref.figures["DCAP"] > 0.2
+
+
 def test_identity_risk_of_parquet_frames_whose_column_projection_merges_files(client, adult, tmp_path):
     """Regression: dask's read_parquet merges files when only some columns are read, so the risk
     function's projection original[qis] had fewer partitions than the frame its offsets came from,

@@ -14,6 +14,10 @@ from synthmi.models.predictive import Prepared, can_enumerate, enumerate_probs, 
 from synthmi.models.tree import PRIOR_MASS, TreePosterior, nrd0
 from _joint_exact import dependent_frame, exact_mixed_joint
 
+#: a continuous tree column drawn from the kernel mixture: the default gives a column of at most
+#: DISCRETE_MAX values discrete leaves (the donors' values), so the tests of the kernel ask for it
+KERNEL = {"method": "tree", "smoothing": 1}
+
 
 class _Stump:
     """A fixed two-leaf partition (node ids 3 and 7) on the first design column, for hand checks."""
@@ -214,7 +218,7 @@ def test_gibbs_with_tree_conditionals_matches_the_exact_mixed_joint_and_sequenti
     """
     df = _mixed_frame()
     syn = DAMISynthesizer(masks={"age": {"K": 1, "sigma_e": 6.0}, "sex": {"alpha": 2.0}, "edu": {"p": 0.6}},
-                          models={"age": "tree", "sex": "probit" if proper else "tree", "edu": "tree"}, grid=None,
+                          models={"age": KERNEL, "sex": "probit" if proper else "tree", "edu": "tree"}, grid=None,
                           w_tilde="reuse", random_state=1, proper=proper,
                           progressbar=False).fit(df, quasi_identifiers=["age", "sex", "edu"], keep=["z"])
     conds = syn.conditionals_
@@ -360,10 +364,12 @@ def test_uninformative_masks_reduce_tree_dami_to_cart_quality():
     """DA-MI with tree conditionals and masks that carry (almost) no information (sigma_e = 1e6,
     alpha = 1e-6: the joint Gibbs path still runs) against CART, 6 replicate seeds of M = 5 copies.
 
-    Measured (means (sd) over the seeds): regression CI overlap tree 0.823 (0.030) (seeds 6-13: 0.870
-    (0.036); before the exact moves of a later categorical tree, which change the random streams, 0.860
-    and 0.868), CART 0.868 (0.031),
-    CART proper 0.867 (0.069), normal 0.391; mean one-way S_pMSE tree 1.44 (0.46), CART 0.78 (0.34),
+    Measured (means (sd) over the seeds): regression CI overlap tree 0.852 (0.039) with the default
+    (age's 60 values get discrete leaves, the donors' values, issue 29), 0.825 (0.029) with age's kernel
+    (smoothing 1, the default before; seeds 6-13: 0.870 (0.036); before the exact moves of a later
+    categorical tree, which change the random streams, 0.860 and 0.868), CART 0.868 (0.031),
+    CART proper 0.867 (0.069), normal 0.391; mean one-way S_pMSE tree 1.29 (0.39) (kernel 1.25 (0.23);
+    1.44 (0.46) before the exact moves), CART 0.78 (0.34),
     CART proper 1.83 (0.46), normal 24.7. The tree's posterior draws (Bayesian
     bootstrap of each leaf) put the parameter uncertainty in the copies, as CART's ``proper`` does, so
     its margins vary across copies as a proper synthesis's do: its S_pMSE is held to CART proper's.
@@ -428,11 +434,15 @@ def test_min_leaf_sets_the_partition_of_tree_and_cart_models():
 def test_smoothing_scales_the_kernel_bandwidths():
     df = _mixed_frame(n=300)
     bws = {}
-    for c in (None, 0.25):
+    for c in (None, 1, 0.25):
         spec = {"method": "tree"} if c is None else {"method": "tree", "smoothing": c}
         syn = RubinSynthesizer(models={"age": spec}, grid=None, progressbar=False).fit(
             df, quasi_identifiers=["age", "sex"], keep=["z"])
         post = syn.conditionals_[0].fast
+        # the default: discrete leaves for a column of at most DISCRETE_MAX values (200 here), no kernel
+        assert post.discrete == (c is None)
+        if c is None:
+            continue
         bws[c] = post.bw
         # the truncation masses follow the scaled bandwidths (a proper density on the bounds)
         theta = post.draw(1, np.random.default_rng(0))[0]
@@ -440,7 +450,7 @@ def test_smoothing_scales_the_kernel_bandwidths():
         mid = 0.5 * (grid[1:] + grid[:-1])
         dens = np.exp(post.log_density(theta, np.zeros(mid.size, dtype=np.int64), mid))
         assert (dens * (grid[1] - grid[0])).sum() == pytest.approx(1.0, abs=1e-4)
-    np.testing.assert_allclose(bws[0.25], 0.25 * bws[None], rtol=1e-12)
+    np.testing.assert_allclose(bws[0.25], 0.25 * bws[1], rtol=1e-12)
     with pytest.raises(ColumnError, match="only used by the method 'tree'"):
         parse_models({"age": {"method": "cart", "smoothing": 0.5}}, ["age"], "X")
     with pytest.raises(ParameterError, match="must be a number >= 0"):
@@ -505,7 +515,7 @@ def test_gibbs_matches_quadrature_with_a_continuous_column_before_a_pure_categor
     age = 40 + 10 * z + rng.normal(0, 5, n)
     df = pd.DataFrame({"z": z, "age": age, "c": pd.Categorical.from_codes((age > 40).astype(int), ["y", "o"])})
     syn = DAMISynthesizer(masks={"age": {"K": 1, "sigma_e": 8.0}, "c": {"alpha": 1.0}},
-                          models={"age": "tree", "c": "tree"}, grid=None, w_tilde="reuse", random_state=1,
+                          models={"age": KERNEL, "c": "tree"}, grid=None, w_tilde="reuse", random_state=1,
                           progressbar=False).fit(df, quasi_identifiers=["age", "c"], keep=["z"])
     conds = syn.conditionals_
     theta = syn._posterior_draws(1, np.random.default_rng(2))
@@ -559,7 +569,7 @@ def test_rubin_copies_of_a_tree_column_follow_its_posterior_predictive():
     df = pd.DataFrame({"z": z, "age": age, "s": pd.Categorical.from_codes((rng.random(n) < 0.5).astype(int),
                                                                           ["a", "b"])})
     # leaves of 20 or more donors: each leaf mixes the bound's donors with others
-    syn = RubinSynthesizer(models={"age": {"method": "tree", "min_leaf": 10}}, grid=None, progressbar=False).fit(
+    syn = RubinSynthesizer(models={"age": {**KERNEL, "min_leaf": 10}}, grid=None, progressbar=False).fit(
         df, quasi_identifiers=["age", "s"], keep=["z"])
     cond = syn.conditionals_[0]
     post = cond.fast
@@ -634,7 +644,7 @@ def test_gibbs_on_a_grid_matches_the_exact_snapped_joint():
     age = np.clip(np.round(30 + 6 * z + rng.gamma(2, 3, n)), 18, 70)
     df = pd.DataFrame({"z": z, "age": age, "s": pd.Categorical.from_codes((rng.random(n) < .5).astype(int),
                                                                           ["a", "b"])})
-    syn = DAMISynthesizer(masks={"age": {"K": 1, "sigma_e": 0.5}}, models={"age": "tree"}, w_tilde="reuse",
+    syn = DAMISynthesizer(masks={"age": {"K": 1, "sigma_e": 0.5}}, models={"age": KERNEL}, w_tilde="reuse",
                           random_state=1, progressbar=False).fit(df, quasi_identifiers=["age"], keep=["z"])
     conds = syn.conditionals_
     assert conds[0].support.grid == (0.0, 1.0)
@@ -674,7 +684,7 @@ def test_record_move_ratio_is_the_log_evidence_of_each_masked_column():
     from synthmi.models.predictive import log_record_ratio
 
     df = _mixed_frame(n=120)
-    for age_model in ("normal", "tree"):
+    for age_model in ("normal", KERNEL):
         syn = DAMISynthesizer(masks={"age": {"K": 1, "sigma_e": 4.0}, "edu": {"p": 0.6}},
                               models={"age": age_model, "edu": "tree"}, grid=None, w_tilde="reuse",
                               random_state=1, progressbar=False).fit(df, quasi_identifiers=["age", "sex", "edu"],
@@ -714,27 +724,41 @@ def test_tree_warns_when_its_kernels_spread_a_point_mass_nothing_snaps_back():
     })
     frame.loc[0, "kids"] = 9.0  # not constant in any leaf, still few-valued
 
-    def point_mass_warnings(col):
+    def point_mass_warnings(col, spec=KERNEL, data=frame):
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            RubinSynthesizer(models={col: "tree"}, progressbar=False).fit(
-                frame[["x", col]], quasi_identifiers=[col], keep=["x"])
+            RubinSynthesizer(models={col: spec}, progressbar=False).fit(
+                data[["x", col]], quasi_identifiers=[col], keep=["x"])
         return [str(m.message) for m in w if "point mass" in str(m.message)]
 
+    # only a kernel column reaches the check: spend (161 values) is given the kernel explicitly
     got = point_mass_warnings("spend")
     assert len(got) == 1 and "Column 'spend'" in got[0] and f"{zero.mean():.0%}" in got[0] and "'cart'" in got[0]
     assert "'smoothing': 0" in got[0]  # what keeps it, in the user's terms
     assert "0.0" not in got[0]  # the value itself is not disclosed
     assert point_mass_warnings("hours") == []
-    assert point_mass_warnings("kids") == []
+    assert point_mass_warnings("kids", "tree") == []
+    # the default gives spend discrete leaves (at most DISCRETE_MAX values): its zeros are kept, no warning
+    assert point_mass_warnings("spend", "tree") == []
+    # above DISCRETE_MAX values the default is the kernel, and smoothing 0 is refused there: 'cart' is the advice
+    from synthmi.models.tree import DISCRETE_MAX
+
+    m = 2 * DISCRETE_MAX
+    xb = rng.normal(size=m)
+    big = pd.DataFrame({"x": xb, "spend": np.where(np.arange(m) < 0.4 * m, 0.0, np.exp(rng.normal(1 + 0.3 * xb, 0.5)))})
+    assert big["spend"].nunique() > DISCRETE_MAX
+    got = point_mass_warnings("spend", "tree", big)
+    assert len(got) == 1 and "40%" in got[0] and "'cart'" in got[0] and "smoothing': 0" not in got[0], got
 
 
 @pytest.mark.parametrize("proper", [True, False])
 def test_smoothing_zero_draws_the_donors_values_and_keeps_a_point_mass(proper):
     """``smoothing=0`` gives a many-valued column discrete leaves (the donors' values, synthpop's cart
     without smoothing): every copy value is one the column holds and the zeros survive, where the
-    kernel (default) left none (statsmodels' randhie: disea, 30 values, 6% zeros; the new-user review).
-    Under DA-MI with a normal mask the draw is exact over the leaf's values (test_tree_discrete*)."""
+    kernel (``smoothing`` > 0; the default before issue 29's Adult check) left none (statsmodels' randhie:
+    disea, 30 values, 6% zeros; the new-user review). The default (no ``smoothing``) is the same discrete
+    leaves for a column of at most DISCRETE_MAX values. Under DA-MI with a normal mask the draw is exact over
+    the leaf's values (test_tree_discrete*)."""
     import warnings
 
     rng = np.random.default_rng(11)
@@ -742,7 +766,7 @@ def test_smoothing_zero_draws_the_donors_values_and_keeps_a_point_mass(proper):
     x = rng.normal(size=n)
     zero = rng.random(n) < 0.3
     frame = pd.DataFrame({"x": x, "spend": np.where(zero, 0.0, np.exp(rng.normal(2 + 0.4 * x, 0.6)))})  # no grid
-    assert 20 < frame["spend"].nunique() <= 500  # not few-valued: the kernel by default
+    assert 20 < frame["spend"].nunique() <= 500  # not few-valued; discrete leaves by default (DISCRETE_MAX)
 
     def copies(models, masks=None):
         with warnings.catch_warnings():
@@ -751,12 +775,12 @@ def test_smoothing_zero_draws_the_donors_values_and_keeps_a_point_mass(proper):
             return syn.fit(frame, quasi_identifiers=["spend"], keep=["x"]).sample(3, random_state=4).copies
 
     held = set(frame["spend"])
-    kernel = np.concatenate([c["spend"].to_numpy() for c in copies({"spend": "tree"})])
+    kernel = np.concatenate([c["spend"].to_numpy() for c in copies({"spend": KERNEL})])
     assert np.mean(kernel == 0.0) < 0.02 and np.mean(np.isin(kernel, list(held))) < 0.5
     mask = {"spend": {"K": 1, "sigma_e": 5.0}}
-    for masks in (None, mask):
-        out = np.concatenate([c["spend"].to_numpy() for c in copies({"spend": {"method": "tree", "smoothing": 0}},
-                                                                     masks)])
+    # smoothing 0 and the default (discrete leaves up to DISCRETE_MAX values) alike
+    for spec, masks in ((sp, mk) for sp in ({"method": "tree", "smoothing": 0}, "tree") for mk in (None, mask)):
+        out = np.concatenate([c["spend"].to_numpy() for c in copies({"spend": spec}, masks)])
         assert np.isin(out, list(held)).all()
         # the share of zeros within 4 binomial sds of the data's (1,800 draws; a leaf keeps its donors' zeros)
         p0 = zero.mean()

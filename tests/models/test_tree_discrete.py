@@ -74,15 +74,35 @@ def _bracket_frame(n=300, seed=3):
                          "edu": pd.Categorical.from_codes(u.argmax(1), ["a", "b", "c"])})
 
 
+def _many_valued_frame(n=300, seed=4):
+    """_bracket_frame with a whole-number age of 21-500 distinct values (more than FEW_VALUES): the
+    default (no ``smoothing``) gives it discrete leaves as well (DISCRETE_MAX, issue 29)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=n)
+    age = np.clip(np.round(40 + 9 * z + rng.normal(0, 6, n)), 18, 85)
+    sex = (rng.random(n) < expit(0.08 * (age - 40))).astype(int)
+    u = np.column_stack([np.zeros(n), 0.05 * (age - 40) + 0.8 * sex, -0.05 * (age - 40)]) + rng.gumbel(size=(n, 3))
+    return pd.DataFrame({"z": z, "age": age, "sex": pd.Categorical.from_codes(sex, ["f", "m"]),
+                         "edu": pd.Categorical.from_codes(u.argmax(1), ["a", "b", "c"])})
+
+
 @pytest.mark.slow
-def test_gibbs_with_a_discrete_tree_matches_the_enumerated_joint_and_sequential_does_not():
-    """age: a masked few-valued tree (discrete leaves; later models see it and it is on a 0.5 grid);
-    sex: a masked probit of age; edu: a masked categorical tree of age and sex. Every column is finite,
-    so the joint predictive is enumerated over (age value, sex, edu) per record:
+@pytest.mark.parametrize("frame", ["few", "many"])
+def test_gibbs_with_a_discrete_tree_matches_the_enumerated_joint_and_sequential_does_not(frame):
+    """age: a masked tree with discrete leaves (later models see it and it is on a grid); sex: a masked
+    probit of age; edu: a masked categorical tree of age and sex. Every column is finite, so the joint
+    predictive is enumerated over (age value, sex, edu) per record:
 
         p(y, s, e | z, W) ∝ p_tree(y | z) N(w_bar; y, v) p(s | y) p(W_s | s) p_tree(e | y, s) p(W_e | e).
+
+    ``few``: fair's six age brackets (few-valued); ``many``: a whole-number age of ~60 values, the
+    default setting (discrete leaves up to DISCRETE_MAX values, issue 29).
     """
-    df = _bracket_frame()
+    from synthmi.models.tree import DISCRETE_MAX
+
+    df = _bracket_frame() if frame == "few" else _many_valued_frame()
+    values = np.unique(df["age"])
+    assert (values.size <= FEW_VALUES) == (frame == "few") and values.size <= DISCRETE_MAX
     syn = DAMISynthesizer(masks={"age": {"K": 1, "sigma_e": 3.0}, "sex": {"alpha": 2.0}, "edu": {"p": 0.6}},
                           models={"age": "tree", "sex": "probit", "edu": "tree"}, w_tilde="reuse",
                           random_state=1, progressbar=False).fit(df, quasi_identifiers=["age", "sex", "edu"],
@@ -95,7 +115,7 @@ def test_gibbs_with_a_discrete_tree_matches_the_enumerated_joint_and_sequential_
     ev = syn._evidence(np.random.default_rng(3))
     n = len(df)
     w_bar, v = ev["age"][1], ev["age"][2]
-    combos = [(y, s, e) for y in BRACKETS for s in (0, 1) for e in (0, 1, 2)]
+    combos = [(y, s, e) for y in values for s in (0, 1) for e in (0, 1, 2)]
     logw = np.empty((n, len(combos)))
     for t, (y, s, e) in enumerate(combos):
         vals = {"age": np.full(n, y), "sex": np.full(n, s, dtype=np.int64), "edu": np.full(n, e, dtype=np.int64)}
@@ -110,13 +130,13 @@ def test_gibbs_with_a_discrete_tree_matches_the_enumerated_joint_and_sequential_
     m1 = prob @ ages
     var = prob @ ages**2 - m1**2
     reps = 150
-    expected = reps * prob.sum(axis=0).reshape(len(BRACKETS), 6).sum(axis=0)
+    expected = reps * prob.sum(axis=0).reshape(len(values), 6).sum(axis=0)
 
     def pooled(draw, rng):
         counts, y = np.zeros(6), np.zeros(n)
         for _ in range(reps):
             d = draw(rng)
-            assert np.isin(d["age"], BRACKETS).all()
+            assert np.isin(d["age"], values).all()
             counts += np.bincount(d["sex"] * 3 + d["edu"], minlength=6)
             y += d["age"] / reps
         keep = var > 0  # a record whose leaf and masks leave one age has variance 0 (and must hit it)
