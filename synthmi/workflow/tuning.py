@@ -1366,6 +1366,13 @@ def tune(
     # the trees' minimum leaf size, one coordinate of the search (level 0 the coarsest: the least risk);
     # each size is its own fit (the partition is grown at fit time); bases[i] is the fit at leaves[i]
     leaf_cols = leaf_columns(base, params, fit_kw.get("spec")) if leaf_grid else []
+    if leaf_grid and not leaf_cols:
+        # a grid with no tree to apply it to was silently ignored (tune --qi ... --models tree --leaf-grid)
+        raise InputError("The 'leaf_grid' parameter of tune searches the minimum leaf size of the quasi-identifiers "
+                         "whose spec \"models\" give a 'tree' or 'cart' without a 'min_leaf'; there are none here "
+                         "(no spec, models given as a parameter or chosen by 'auto', or every leaf size set). From the "
+                         "command line give a --spec ('synthmi spec' drafts one) and --models tree, or the spec's "
+                         "\"models\".")
     leaves = sorted({int(v) for v in leaf_grid}, reverse=True) if leaf_cols else []
     bases = {0: base}
     if leaves:

@@ -248,3 +248,37 @@ def test_tune_takes_models_tree_and_writes_them_into_the_tuned_spec(tmp_path, ca
     rc = main(["tune", "--data", str(tmp_path / "w.csv"), "--spec", str(tmp_path / "s.json"), "--target",
                "expected_matches<=10", "--models", "tree", "--param", "models=cart", "--out", str(tmp_path / "u.json")])
     assert rc == 1 and "either with --models or with --param models=" in capsys.readouterr().err
+
+
+def test_tune_says_coarser_leaves_when_the_unmasked_release_misses_the_risk_targets(tmp_path, capsys):
+    # the unmasked trees are CART's own draws, at CART's risk, so on a real file "expected_matches<=cart"
+    # left tune nothing (tune_files: Adult and NHANES, "origin infeasible"); without --leaf-grid tune now
+    # names it. The search is cut to the origin (one point), so the closest setting is "no masks".
+    from synthmi.spec import ReleaseSpec
+
+    w = wage_frame(200, seed=6)
+    w.to_csv(tmp_path / "w.csv", index=False)
+    (tmp_path / "s.json").write_text(json.dumps(ReleaseSpec.draft(w, ["age", "sex"], ["hours", "y"]).to_dict()))
+    args = ["tune", "--data", str(tmp_path / "w.csv"), "--spec", str(tmp_path / "s.json"), "--models", "tree",
+            "--analysis", "y ~ age + sex", "--family", "logit", "--tol", "age=1", "--target", "expected_matches<=0",
+            "--max-table-s-pmse", "1000", "--param", "proper=false", *SMALL, "--max-search-points", "1",
+            "--out", str(tmp_path / "t.json")]
+    rc = main(args)
+    out = capsys.readouterr().out
+    assert rc == 2 and not (tmp_path / "t.json").exists()
+    assert "the release without masks already misses the risk targets" in out and "--leaf-grid 5,10,20,40" in out
+    # with the leaf grid given the hint is not repeated (the leaf sizes were searched)
+    rc = main(args + ["--leaf-grid", "10,40"])
+    assert rc == 2 and "the release without masks already misses" not in capsys.readouterr().out
+
+
+def test_tune_refuses_a_leaf_grid_with_no_tree_to_apply_it_to(tmp_path, capsys):
+    # without a spec, --models tree reaches the fit as a parameter, and the grid was silently ignored
+    w = wage_frame(200, seed=6)
+    w.to_csv(tmp_path / "w.csv", index=False)
+    rc = main(["tune", "--data", str(tmp_path / "w.csv"), "--qi", "age,sex", "--keep", "hours,y", "--models", "tree",
+               "--analysis", "y ~ age + sex", "--family", "logit", "--target", "expected_matches<=1000",
+               "--leaf-grid", "10,40", *SMALL, "--out", str(tmp_path / "t.json")])
+    err = capsys.readouterr().err
+    assert rc == 1 and not (tmp_path / "t.json").exists()
+    assert "The 'leaf_grid' parameter of tune searches the minimum leaf size" in err and "give a --spec" in err
