@@ -45,7 +45,7 @@ references.
 
 measures (per point: mean and Monte Carlo SE over the replicates, columns NAME and NAME_se):
 the battery (synthmi.evaluation.battery): battery_ci_overlap (mean CI overlap over the
-declared analyses and a generic regression of each kept column on the QIs), worst_one_way_s_pmse,
+declared analyses and two generic regressions of each kept column on the QIs), worst_one_way_s_pmse,
 worst_two_way_s_pmse, overall_s_pmse, table_feasible (worst table S_pMSE <= --max-table-s-pmse);
 mean_ci_overlap of the declared analyses alone; identity risk as 'synthmi disclosure'
 (expected_matches, true_match_rate, ...); DiSCO etc. with --attribute-target.

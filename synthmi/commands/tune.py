@@ -71,8 +71,9 @@ target is chosen. Validation: the chosen spec is then synthesized exactly as 'sy
 its own per seed, as the command fits) and measured as 'synthmi analyse' measures the copies; the
 figures printed and recorded are those (search and confirmation copies use other seeds, so the
 choice does not flatter them). Utility: the battery (synthmi.evaluation.battery): mean CI overlap over
-the --analysis models and a generic regression of each kept column on the QIs (quadratic
-in numeric QIs, factors for categorical ones), original vs combined copies, partial rule.
+the --analysis models and two generic regressions of each kept column on the QIs (quadratic
+in numeric QIs, factors for categorical ones; the second adds the interactions involving a numeric
+QI and the other kept columns), original vs combined copies, partial rule.
 A candidate whose worst one-way or two-way table S_pMSE exceeds --max-table-s-pmse
 (default 10; S_pMSE is about 1 for copies from the fitted model, 2 for proper copies) is infeasible whatever
 its overlap: a mask must not buy overlap by wrecking a margin. With a MEASURE<=cart target so is

@@ -274,7 +274,8 @@ def _battery_html(data: "ReportData") -> str:
             "infeasible whatever its overlap.</p>") if bad else ""
     return ("<section id='battery'><h2>Battery: analyses nobody declared</h2>" + flag + head
             + "<p class='note'>A release is judged by more than the declared analysis: generic regressions of each "
-              "kept column on the quasi-identifiers (quadratic in numeric ones, factors for categorical ones), every "
+              "kept column on the quasi-identifiers (quadratic in numeric ones, factors for categorical ones; a second "
+              "adds the interactions involving a numeric one and the other kept columns), every "
               "one- and two-way table's S_pMSE (tables of unchanged columns left out) "
               "(<code>synthmi.evaluation.battery</code>). <b>battery_ci_overlap</b>: mean CI overlap over the "
               "declared and generic analyses (each weighs the same). One release has no replicate seeds, so no "
