@@ -66,9 +66,9 @@ plug-in, masked                0.938   0.945         0.951         +0.003, +0.00
 
 The kernel's attenuation of the slope of Z on X is gone (bias +0.002 to +0.012 against -0.011 to
 -0.024), but the mean of X and the slope of X on Z now cover slightly below the nominal rate:
-0.933-0.945, 0.7-2.4 MC se below 0.95 (the proper rows furthest). Not explained yet: the donors'
-values have less spread between copies than the kernel's, which the partial rule's b_M/M reads as
-synthesis noise.
+0.933-0.945, 0.7-2.4 MC se below 0.95 (the proper rows furthest). Not explained yet (a guess, not
+tested: the donors' values add less spread between copies than the kernel did, and the partial rule's
+b_M/M is that spread).
 
 Run: ``python benchmarks/dami_coverage.py [--reps 1000] [--multi [--n-sweeps S] [--predictives joint]
 [--name NAME]]``; writes ``benchmarks/results/dami_coverage.json`` (one QI) or
