@@ -224,7 +224,16 @@ def detect_grid(x: Any, max_points: int = 1_000_000) -> tuple[float, float] | No
             if np.allclose(v, np.rint(v)) and abs(h - round(h)) <= 1e-9:
                 h = float(round(h))  # a whole-number grid: exact integer step and origin
                 return (float(np.rint(v[0]) % h), h)
-            # 12 significant digits: 0.09999999999999432 (a float difference) is the step 0.1
+            # the smallest gap carries the float noise of the values' magnitude (566.3 - 566.2 =
+            # 0.09999999999990905, 12 significant digits 0.0999999999999: copies off the data's 0.1
+            # grid, disclosure's exact keys then matching nothing); the whole span over its number
+            # of steps has that noise divided by the steps, and a step that is a short decimal
+            # within 1e-9 of itself is that decimal
+            h = span / float(np.rint(span / h))
+            for dec in range(7):
+                scaled = h * 10.0 ** dec
+                if abs(scaled - round(scaled)) <= 1e-9 * scaled and round(scaled) >= 1:
+                    return (round(float(v[0]), dec + 6), round(scaled) / 10.0 ** dec)
             return (float(f"{v[0]:.12g}"), float(f"{h:.12g}"))
     return None
 

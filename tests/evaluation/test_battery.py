@@ -152,3 +152,27 @@ def test_table_rule_false_infeasibility_matches_its_justification():
     rate = float(np.mean(proper > DEFAULT_MAX_TABLE_S_PMSE))
     assert abs(rate - np.exp(-5)) < 4 * np.sqrt(np.exp(-5) * (1 - np.exp(-5)) / R)
     assert abs(float(np.mean(population > DEFAULT_MAX_TABLE_S_PMSE)) - 0.0125) < 4 * np.sqrt(0.0125 / R)
+
+
+def test_an_analysis_separated_on_the_original_is_not_a_criterion():
+    # the new-user review: a kept binary column with one event in 840 records and a factor predictor
+    # is quasi-completely separated (no MLE; statsmodels stops without a warning, SEs ~1e6), and its
+    # CI "overlap" entered the battery's mean. It is now flagged and left out (NaN), on every release alike.
+    rng = np.random.default_rng(4)
+    n = 840
+    o = pd.DataFrame({"g": rng.choice(list("abcd"), n), "x": rng.normal(size=n)})
+    o["rare"] = 0
+    o.loc[o.index[o["g"] == "a"][0], "rare"] = 1
+    c = o.assign(x=rng.permutation(o["x"].to_numpy()))
+    with pytest.warns(RuntimeWarning, match="separated on the original data"):
+        res = analyse("rare ~ C(g) + x", family="logit", original=o, synthetic=[c, c], rule="partial")
+    assert res.original_separated
+    spec = ReleaseSpec.draft(o, ["x"], kinds={"rare": "binary", "g": "nominal"})
+    bat = default_battery(spec, ["rare ~ C(g) + x"])
+    got = measure_battery(o, [c, c], bat, pmse_copies=0, details=True)
+    vals = [r["value"] for r in got["_criteria"] if r["name"].startswith("rare ~")]
+    assert vals and all(np.isnan(v) for v in vals)
+    assert np.isnan(got["declared_ci_overlap"])
+    # an ordinary rare event (40 of 840) is not flagged
+    o2 = o.assign(rare=(rng.random(n) < 0.05).astype(int))
+    assert not analyse("rare ~ C(g) + x", family="logit", original=o2, synthetic=[o2, o2]).original_separated

@@ -183,3 +183,16 @@ def test_numpy_and_compiled_truncated_normal_give_the_same_bits():
     _kernel()(mu, sd, lo, hi, u, compiled)
     assert np.array_equal(_truncated_normal_numpy(mu, sd, lo, hi, u), compiled)
     assert np.all((compiled >= lo) & (compiled <= hi))
+
+
+def test_detect_grid_gives_a_one_decimal_column_of_large_values_the_step_01():
+    # the new-user review (sklearn's breast_cancer 'mean area', 143.5-2501.0 in steps of 0.1): the
+    # smallest gap 566.3 - 566.2 = 0.09999999999990905 gave the step 0.0999999999999 (12 significant
+    # digits), and snapped copies 1298.5999999988, off every value the column holds
+    v = np.array([143.5, 566.2, 566.3, 1298.6, 2501.0])
+    assert detect_grid(v) == (143.5, 0.1)
+    s = Support(143.5, 2501.0, "observed", detect_grid(v))
+    # latents near the data's values snap back to them exactly
+    assert set(s.snap(v + 0.03).tolist()) == set(v.tolist())
+    # a step that is not a short decimal keeps 12 significant digits
+    assert detect_grid(np.array([1 / 3, 2 / 3, 1.0, 2.0]))[1] == 0.333333333333
