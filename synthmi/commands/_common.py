@@ -226,6 +226,29 @@ def add_convergence_flags(p: argparse.ArgumentParser) -> None:
                    help="smallest acceptable bulk and tail ESS of any column (default 400)")
 
 
+def add_ngroups_options(p: argparse.ArgumentParser) -> None:
+    """--ngroups-keys / --ngroups-target: synthpop's grouping of continuous keys and target for the attribute
+    disclosure key tables (disclosure, report; :func:`synthmi.evaluation.attribute_disclosure`)."""
+    p.add_argument("--ngroups-keys", type=int, default=None, metavar="N",
+                   help="key tables (DiSCO, repU, ...): cut each continuous QI with more than N distinct values into N "
+                        "groups at the quantiles of the original and copies pooled (synthpop's ngroups_keys; default: "
+                        "exact keys, which read near 0 for copies synthesized on a continuous scale)")
+    p.add_argument("--ngroups-target", type=int, default=None, metavar="N",
+                   help="the same for a continuous --target (synthpop's ngroups_target; default its exact values)")
+
+
+def check_ngroups_options(args: argparse.Namespace, keys_need_target: bool) -> None:
+    """The --ngroups-* options checked in their own terms, before anything is read or fitted: integers >= 2;
+    --ngroups-target (and --ngroups-keys where they only serve attribute disclosure) need --target."""
+    for opt, v, needs_target in (("--ngroups-keys", args.ngroups_keys, keys_need_target),
+                                 ("--ngroups-target", args.ngroups_target, True)):
+        if v is not None and (v < 2 or (needs_target and not args.target)):
+            raise InputError(f"The '{opt}' option must be an integer >= 2"
+                             + (" and needs --target (it groups the key tables of attribute disclosure)"
+                                if needs_target else "")
+                             + f". Got {v}{' without --target' if needs_target and not args.target else ''}.")
+
+
 def add_attack_flags(p: argparse.ArgumentParser) -> None:
     """--secret / --link-aux: what anonymeter's inference and linkability attacks assume (disclosure, report)."""
     p.add_argument("--secret", action="append", default=None, metavar="COLUMN",

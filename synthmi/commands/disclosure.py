@@ -9,6 +9,8 @@ from ._common import (
     COMMA_NAMES_HELP,
     EXAMPLES_FMT,
     add_attack_flags,
+    add_ngroups_options,
+    check_ngroups_options,
     add_summary_outputs,
     attack_options,
     check_summary_outputs,
@@ -76,12 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=0.5, help="report the share of records with I_i above this (default 0.5)")
     p.add_argument("--target", default=None, help="also measure attribute disclosure of this column (DiSCO etc.)")
     p.add_argument("--target-tol", type=float, default=None, help="a continuous target's value counts as learnt within this distance")
-    p.add_argument("--ngroups-keys", type=int, default=None, metavar="N",
-                   help="key tables (DiSCO, repU, ...): cut each continuous QI with more than N distinct values into N "
-                        "groups at the quantiles of the original and copies pooled (synthpop's ngroups_keys; default: "
-                        "exact keys, which read near 0 for copies synthesized on a continuous scale)")
-    p.add_argument("--ngroups-target", type=int, default=None, metavar="N",
-                   help="the same for a continuous --target (synthpop's ngroups_target)")
+    add_ngroups_options(p)
     p.add_argument("--holdout", default=None, metavar="FILE",
                    help="real records of the same population NOT used for the synthesis (CSV or Parquet, read like "
                         "--original): adds membership inference (distance attack and DOMIAS) and the distance to "
@@ -141,10 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if args.target and args.target in qi:
         raise InputError(f"The '--target' column '{args.target}' is also in --qi: a column is either a "
                          "quasi-identifier the intruder knows or the attribute to learn; drop it from one.")
-    for opt, v in (("--ngroups-keys", args.ngroups_keys), ("--ngroups-target", args.ngroups_target)):
-        if v is not None and (not args.target or v < 2):
-            raise InputError(f"The '{opt}' option must be an integer >= 2 and needs --target (it groups the key "
-                             f"tables of attribute disclosure). Got {v}{'' if args.target else ' without --target'}.")
+    check_ngroups_options(args, keys_need_target=True)
     _attack_options(args, original)  # checked before any matching runs
     by = None
     if args.by:

@@ -9,6 +9,8 @@ from ._common import (
     COMMA_NAMES_HELP,
     EXAMPLES_FMT,
     add_attack_flags,
+    add_ngroups_options,
+    check_ngroups_options,
     add_common_flags,
     add_overwrite_flag,
     attack_options,
@@ -90,12 +92,7 @@ def add_report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pmse-method", default="logit", choices=["logit", "cart"])
     p.add_argument("--target", default=None,
                    help="sensitive column for attribute disclosure (DiSCO, DCAP, TCAP, repU, matching attribute risk)")
-    p.add_argument("--ngroups-keys", type=int, default=None, metavar="N",
-                   help="attribute key tables: cut each continuous QI into N groups of the original and copies pooled "
-                        "(synthpop's ngroups_keys; default exact keys, which read 0 for QIs synthesized on a "
-                        "continuous scale)")
-    p.add_argument("--ngroups-target", type=int, default=None, metavar="N",
-                   help="the same for a continuous --target (synthpop's ngroups_target; default its exact values)")
+    add_ngroups_options(p)
     add_attack_flags(p)
     p.add_argument("--frontier", default=None, metavar="CSV",
                    help="frontier points (benchmarks/frontier.py output) to draw behind the releases")
@@ -171,13 +168,7 @@ def run(args) -> int:
     from ._common import na_values_of, recorded_na_values
 
     check_output_file(args.out, "--out", args.overwrite)
-    for opt, v, needs_target in (("--ngroups-keys", args.ngroups_keys, False),
-                                 ("--ngroups-target", args.ngroups_target, True)):
-        # checked before anything is read or fitted, in the options' terms (as 'synthmi disclosure' does)
-        if v is not None and (v < 2 or (needs_target and not args.target)):
-            raise InputError(f"The '{opt}' option must be an integer >= 2"
-                             + (" and needs --target (it groups the target's values)" if needs_target else "")
-                             + f". Got {v}{' without --target' if needs_target and not args.target else ''}.")
+    check_ngroups_options(args, keys_need_target=False)  # before anything is read or fitted
     first_dir = args.synthetic[0].rpartition("=")[2] if "=" in args.synthetic[0] else args.synthetic[0]
     na = na_values_of(args, ReleaseSpec.load(args.spec) if getattr(args, "spec", None) else None,
                       recorded_na_values(first_dir))
