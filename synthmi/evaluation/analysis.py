@@ -292,9 +292,13 @@ def _negbin_alpha(formula: str, data: pd.DataFrame, kw: dict[str, Any]) -> float
     import statsmodels.formula.api as smf
     from scipy import optimize
 
+    # the design (and the weights after patsy drops incomplete rows) built once, not per evaluation
+    m0 = smf.glm(formula, data=data, family=sm.families.NegativeBinomial(), **kw)
+    weights = {k: getattr(m0, k) for k in ("freq_weights", "var_weights") if k in kw}
+
     def nll(log_alpha: float) -> float:
         fam = sm.families.NegativeBinomial(alpha=float(np.exp(log_alpha)))
-        return -float(smf.glm(formula, data=data, family=fam, **kw).fit().llf)
+        return -float(sm.GLM(m0.endog, m0.exog, family=fam, **weights).fit().llf)
 
     lo, hi = np.log(_NB_ALPHA_BOUNDS[0]), np.log(_NB_ALPHA_BOUNDS[1])
     # xatol 1e-6 on ln(alpha): alpha to a relative 1e-6, far below its standard error
