@@ -1262,12 +1262,12 @@ def tune(
         Minimum leaf sizes tried for the quasi-identifiers the spec's ``models`` give a ``tree`` or
         ``cart`` model without a ``min_leaf`` (:func:`leaf_columns`), e.g. :data:`LEAF_GRID` (5, 10,
         20, 40); None or empty (the default): no leaf search. Opt-in because it does not always
-        help: through ``benchmarks/tune_files.py`` (improper trees, seeds 0-2) it brought NHANES to
-        CART's risk (expected matches 23.4 vs 21.7, within MC error; held-out overlap 0.794 vs
-        0.816, within MC error) where the masks alone found no validated candidate, but on Adult it
-        chose leaves of 20 whose held-out overlap was 0.862 against CART's 0.920 (the masks alone:
-        0.931), coarser leaves blurring the kept columns' relations to the QIs that tune's additive
-        battery does not measure.
+        help: through ``benchmarks/tune_files.py`` (improper trees, seeds 0-2, the tree's donors'
+        values and the battery's fuller regressions) Adult, fair and anes96 met CART's risk with a
+        held-out overlap within MC error of CART's (Adult 0.928 vs 0.920), but NHANES' leaves of 20
+        lost it (0.760 vs 0.816, 2.3 MC se), coarser leaves blurring the kept columns' relations to
+        the QIs. Without it, an unmasked tree is CART's draw at CART's risk and masks have no room
+        (Adult: no feasible setting).
         The leaf size is one more coordinate of the lattice, after the masks, ordered coarsest
         first (level 0 the largest leaves, the least risk: the search's monotonicity, risk growing
         with every coordinate, holds for it too). The greedy ascent of the masks is run once per
@@ -1610,7 +1610,6 @@ def tune(
             # hand), so that the cycles can start from a uniform setting the ascent never passed
             # (the leaf size held at the best point's so far: the diagonal is one weak mask for all QIs)
             best_leaf = leaf_at(tuple(max((r for r in trace if r["stage"] == "search"), key=_rank)["levels"]))
-            n_masks = [len(levels) for _, levels in coords]
             try:
                 run_many([tuple(min(k, n - 1) for n in n_masks) + ((best_leaf,) if leaves else ())
                           for k in range(1, max(n_masks, default=1))], "search", m_search, 1)
