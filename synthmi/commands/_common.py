@@ -259,8 +259,22 @@ def add_attack_flags(p: argparse.ArgumentParser) -> None:
                         "(default: the QIs split in two halves)")
 
 
+def check_target_option(target: str | None, columns, qi) -> None:
+    """Refuse a --target (attribute disclosure's sensitive column) that is not a column of the data or is
+    also a quasi-identifier, naming the option and the column, before anything is computed."""
+    if target is None:
+        return
+    if target not in columns:
+        raise InputError(f"The '--target' option names a column not in the release: {target!r}. "
+                         f"Available columns: {list(columns)}.")
+    if target in qi:
+        raise InputError(f"The '--target' column '{target}' is also in --qi: a column is either a "
+                         "quasi-identifier the intruder knows or the attribute to learn; drop it from one.")
+
+
 def attack_options(args: argparse.Namespace, columns) -> tuple[list[str] | None, tuple[list[str], list[str]] | None]:
-    """(secrets or None, link_aux pair or None) from --secret / --target / --link-aux, checked against ``columns``."""
+    """(secrets or None, link_aux pair or None) from --secret / --target / --link-aux, checked against ``columns``
+    (a --target standing in for --secret is checked as --target: :func:`check_target_option`)."""
     link_aux = None
     if args.link_aux is not None:
         sides = [split_list([part]) for part in args.link_aux.split(":")]
@@ -268,8 +282,11 @@ def attack_options(args: argparse.Namespace, columns) -> tuple[list[str] | None,
             raise InputError(f"The '--link-aux' option must be two column lists split by ':', e.g. age,sex:race,"
                              f"education. Got {args.link_aux!r} instead.")
         link_aux = (sides[0], sides[1])
-    secrets = split_list(args.secret) if args.secret else ([args.target] if args.target else None)
-    named = [c for c in (secrets or []) + (link_aux[0] + link_aux[1] if link_aux else []) if c not in columns]
+    given = split_list(args.secret) if args.secret else []
+    if not given and args.target:
+        check_target_option(args.target, columns, ())
+    secrets = given or ([args.target] if args.target else None)
+    named = [c for c in given + (link_aux[0] + link_aux[1] if link_aux else []) if c not in columns]
     if named:
         raise InputError(f"The '--secret' / '--link-aux' options name columns not in the release: {named}. "
                          f"Available columns: {list(columns)}.")

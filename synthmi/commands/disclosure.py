@@ -13,6 +13,7 @@ from ._common import (
     check_ngroups_options,
     add_summary_outputs,
     attack_options,
+    check_target_option,
     check_summary_outputs,
     add_common_flags,
     add_release_arguments,
@@ -132,12 +133,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"The '--qi' option names columns not in the release: {unknown}. "
                          f"Available columns: {list(original.columns)}.")
-    if args.target and args.target not in original.columns:
-        raise InputError(f"The '--target' option names a column not in the release: {args.target!r}. "
-                         f"Available columns: {list(original.columns)}.")
-    if args.target and args.target in qi:
-        raise InputError(f"The '--target' column '{args.target}' is also in --qi: a column is either a "
-                         "quasi-identifier the intruder knows or the attribute to learn; drop it from one.")
+    check_target_option(args.target, original.columns, qi)
     check_ngroups_options(args, keys_need_target=True)
     _attack_options(args, original)  # checked before any matching runs
     by = None

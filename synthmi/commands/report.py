@@ -14,6 +14,7 @@ from ._common import (
     add_common_flags,
     add_overwrite_flag,
     attack_options,
+    check_target_option,
     add_sep_flag,
     check_formula,
     check_output_file,
@@ -205,6 +206,7 @@ def run(args) -> int:
     check_formula(formula, original.columns, "--analysis" if args.analysis is not None else "--spec", "the copies")
     if args.holdout:
         holdout, _ = load_original(args.holdout, sep_of(args), option="--holdout", na_values=na, encoding=enc)
+    check_target_option(args.target, original.columns, qi)
     secrets, link_aux = attack_options(args, original.columns)
     if (args.secret or args.link_aux) and holdout is None:
         raise InputError("The '--secret' / '--link-aux' options set up the attacks measured against a holdout, and "

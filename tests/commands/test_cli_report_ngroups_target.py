@@ -76,3 +76,23 @@ def test_ngroups_target_bad_input_is_one_line(files, tmp_path, capsys, extra, ne
     err = capsys.readouterr().err
     assert "'--ngroups-target' option must be an integer >= 2 and needs --target" in err and needle in err
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("target, needle", [
+    ("nosuch", "synthmi report: error: The '--target' option names a column not in the release: 'nosuch'."),
+    ("age", "synthmi report: error: The '--target' column 'age' is also in --qi"),
+])
+def test_report_target_is_checked_as_target(files, tmp_path, capsys, target, needle):
+    """A --target that is no column (or a QI) is refused as --target, before any evaluation, not blamed on the
+    attack options --secret / --link-aux it stands in for."""
+    csv, out = files
+    capsys.readouterr()
+    assert main(["report", "--original", str(csv), "--synthetic", str(out), "--qi", "age,sex",
+                 "--analysis", "income ~ age", "--family", "gaussian", "--target", target,
+                 "--out", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and errors[0].startswith(needle), err
+    assert "--secret" not in err and "--link-aux" not in err
+    assert "evaluating" not in err  # refused before the evaluation started
+    assert not (tmp_path / "r.html").exists()
