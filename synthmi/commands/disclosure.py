@@ -135,6 +135,10 @@ def run(args: argparse.Namespace) -> int:
                          f"Available columns: {list(original.columns)}.")
     check_target_option(args.target, original.columns, qi)
     check_ngroups_options(args, keys_need_target=True)
+    if args.target:  # the target's kind decides whether it can be grouped: refused before any matching
+        from ..evaluation.attribute_disclosure import check_ngroups_target
+
+        check_ngroups_target(args.ngroups_target, original, args.target, spec)
     _attack_options(args, original)  # checked before any matching runs
     by = None
     if args.by:

@@ -109,7 +109,7 @@ from ..engine import (
 from . import _matching as mt
 from .pmse import quantile_from_counts
 from .risk import _GROUP, _check_categorical_groups, _group_labels, _summaries_to_dict
-from ..errors import InputError
+from ..errors import InputError, ParameterError
 
 __all__ = ["attribute_disclosure", "AttributeDisclosureResult", "KEY_MEASURES", "MATCHING_MEASURES"]
 
@@ -254,11 +254,27 @@ def _check_ngroups(ngroups_keys: Any, ngroups_target: Any, qis: list[str], conti
         g = int(check_scalar(ngroups_keys, "ngroups_keys", _OWNER, kind="int", lower=2))
         out.update(dict.fromkeys(continuous, g))
     if ngroups_target is not None:
-        g = int(check_scalar(ngroups_target, "ngroups_target", _OWNER, kind="int", lower=2))
-        if not target_continuous:
-            raise param_error("ngroups_target", _OWNER, "None for a categorical target", ngroups_target)
-        out[target] = g
+        out[target] = check_ngroups_target(ngroups_target, None, target, continuous=target_continuous)
     return out
+
+
+def check_ngroups_target(ngroups_target: Any, original: Any, target: str, spec: Any = None, owner: str = _OWNER,
+                         continuous: bool | None = None) -> int | None:
+    """``ngroups_target`` checked (None, or an integer >= 2 for a continuous target), so a caller can refuse it
+    before any work: synthpop's grouping cuts a numeric target's values into groups and has no meaning for a
+    categorical one. ``continuous``: the target's kind when known, else read from ``original`` and ``spec``
+    (:func:`synthmi.evaluation._matching.split_kinds`)."""
+    if ngroups_target is None:
+        return None
+    g = int(check_scalar(ngroups_target, "ngroups_target", owner, kind="int", lower=2))
+    if continuous is None:
+        continuous = bool(mt.split_kinds(original, [target], spec)[1])
+    if not continuous:
+        raise ParameterError(
+            f"The 'ngroups_target' parameter of {owner} cuts a continuous (numeric) target into groups, and the "
+            f"target {target!r} is categorical (its levels are compared as they are). Got {g}; leave it out for "
+            "a categorical target.", parameter="ngroups_target", owner=owner)
+    return g
 
 
 def _group_breaks(frames: list, column: str, ngroups: int) -> tuple[np.ndarray | None, dict[str, Any]]:

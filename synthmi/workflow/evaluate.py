@@ -535,6 +535,9 @@ def _check_measures(original, synthetic, quasi_identifiers, formula, family, alp
         if target is None:
             raise param_error("ngroups_target", owner, "None without a 'target' (it groups the target's values)",
                               ngroups_target)
+        from ..evaluation.attribute_disclosure import check_ngroups_target
+
+        ngroups_target = check_ngroups_target(ngroups_target, original, target, spec, owner)
     if secrets is not None:
         secrets = check_columns_exist(original, list(secrets), "secrets", "original")
     if link_aux is not None:

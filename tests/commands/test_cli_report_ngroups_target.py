@@ -96,3 +96,40 @@ def test_report_target_is_checked_as_target(files, tmp_path, capsys, target, nee
     assert "--secret" not in err and "--link-aux" not in err
     assert "evaluating" not in err  # refused before the evaluation started
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.fixture(scope="module")
+def categorical_target(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ngt_cat")
+    rng = np.random.default_rng(22)
+    n = 240
+    frame = pd.DataFrame({"age": rng.integers(20, 30, n), "sex": rng.choice(["F", "M"], n),
+                          "job": rng.choice(["clerk", "nurse", "smith"], n)})
+    csv = d / "jobs.csv"
+    frame.to_csv(csv, index=False)
+    out = d / "syn"
+    assert main(["synthesize", "--data", str(csv), "--qi", "age,sex", "--keep", "job", "--method", "cart",
+                 "--m", "2", "--seed", "3", "--out", str(out), "--quiet"]) == 0
+    return csv, out
+
+
+@pytest.mark.parametrize("verb, extra", [
+    ("report", ["--analysis", "age ~ sex", "--family", "gaussian", "--out", "r.html"]),
+    ("disclosure", ["--out", "risk.json"]),
+])
+def test_ngroups_target_of_a_categorical_target_refused_up_front(categorical_target, tmp_path, capsys, monkeypatch,
+                                                                  verb, extra):
+    """--ngroups-target with a categorical --target: one sentence saying it needs a continuous target and the
+    target given is categorical (was "must be None", after the evaluation or the matching had run)."""
+    csv, out = categorical_target
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main([verb, "--original", str(csv), "--synthetic", str(out), "--qi", "age,sex", "--target", "job",
+                 "--ngroups-target", "3", *extra]) == 1
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert len(errors) == 1 and errors[0].startswith(f"synthmi {verb}: error: The '--ngroups-target' option "), err
+    assert "continuous (numeric) target" in errors[0] and "'job' is categorical" in errors[0]
+    assert "Got 3" in errors[0] and "None" not in errors[0]
+    assert "evaluating" not in err and "matching" not in err  # before any work
+    assert not (tmp_path / extra[-1]).exists()
