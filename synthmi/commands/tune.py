@@ -235,12 +235,17 @@ def versus_reference_lines(info: dict | None) -> list[tuple[str, bool]]:
 _SHOWN_TABLES = 8
 
 
-def infeasible_lines(info: dict | None) -> list[str]:
+_TREES = ("tree", "cart")
+
+
+def infeasible_lines(info: dict | None, settings: dict | None = None) -> list[str]:
     """Why no setting was feasible (``settings["infeasible"]`` of :func:`synthmi.workflow.tuning.tune`), as
     lines for the terminal: the tables (names, S_pMSE, bound) that broke the table rule on the setting
-    closest to it, or the risk targets when no setting met them."""
+    closest to it, or the risk targets when no setting met them; the advice depends on the QIs' current
+    models (``settings["qi_models"]``): a tree is advised only for a QI that is not one already."""
     if not info:
         return []
+    settings = settings or {}
     if info.get("binding") == "table rule":
         out = [f"{info['met_risk_targets']} of {info['settings_measured']} settings the search measured met the risk "
                f"targets but not its table rule; the closest, "
@@ -257,16 +262,58 @@ def infeasible_lines(info: dict | None) -> list[str]:
             out.append(f"  '{c}' cannot be masked ({why}): no setting moves its tables, drawn by its model alone")
         from ..models.tree import DISCRETE_MAX
 
-        out.append("(a model that fits those margins may make a setting feasible: a tree or a transform for the "
-                   f"named numeric QIs in the spec's \"models\" (a tree draws a QI of at most {DISCRETE_MAX} distinct "
-                   "values, e.g. an age, from its donors' values, keeping zeros and heaps, and smooths one with more "
-                   "values with a kernel); or a higher --max-table-s-pmse / --max-table-ratio)")
+        models = settings.get("qi_models") or {}
+        named = [c for c in (settings.get("quasi_identifiers") or models)
+                 if any(c in t["table"].split(":") for t in tables)] or list(models)
+        not_trees = [c for c in named if models.get(c) not in _TREES]
+        loosen = "a higher --max-table-s-pmse / --max-table-ratio"
+        if not_trees or not models:
+            which = ", ".join(f"'{c}' ({models[c]})" for c in not_trees) if models else "the named numeric QIs"
+            out.append("(a model that fits those margins may make a setting feasible: a tree or a transform for "
+                       f"{which} in the spec's \"models\" (a tree draws a QI of at most {DISCRETE_MAX} distinct "
+                       "values, e.g. an age, from its donors' values, keeping zeros and heaps, and smooths one with "
+                       f"more values with a kernel); or {loosen})")
+        else:
+            # a tree already draws from the data's own values; coarser leaves (the leaf grid) lower the risk,
+            # not the tables' S_pMSE: no model change to advise
+            grid = settings.get("leaf_grid")
+            out.append("(the named QIs' models already are trees, drawing from the data's own values"
+                       + (f", at the leaf sizes {', '.join(map(str, grid))} searched" if grid else "")
+                       + f": no setting of this search meets the table rule at these bounds; {loosen}, or a looser "
+                       "risk target)")
         return out
     if info.get("binding") == "risk targets":
         return [f"none of the {info['settings_measured']} settings measured met the risk targets; the closest, "
                 f"{json.dumps(info['closest_masks'], sort_keys=True)}, has "
                 + ", ".join(f"{k} {v:.4g}" for k, v in info["risk"].items())]
     return []
+
+
+def _unmasked_risk_advice(settings: dict, info: dict) -> str:
+    """What to do when even the release without masks misses the risk targets (masks only add risk), by the
+    QIs' current models: the unmasked trees are CART's own draws (models/tree.py), at CART's risk (tune_files:
+    Adult and NHANES, "min_leaf 5: origin infeasible"), and coarser leaves lower it; parametric models have no
+    leaf to coarsen."""
+    models = settings.get("qi_models") or {}
+    head = "(the release without masks already misses the risk targets: masks only add risk"
+    others = [c for c in models if models[c] not in _TREES]
+    if others:
+        return (f"{head}, so no mask setting reaches them with these models ("
+                + ", ".join(f"'{c}' {models[c]}" for c in others) + "): loosen the targets, or change the QIs' models "
+                "(the spec's \"models\"))")
+    if settings.get("leaf_grid"):
+        leaf = info.get("min_leaf")
+        return (f"{head}, and the QIs' models already are trees whose leaf sizes "
+                f"{', '.join(map(str, settings['leaf_grid']))} were searched"
+                + (f" (closest at min_leaf {leaf})" if leaf is not None else "")
+                + ": no setting reaches them; loosen the targets, or try coarser leaves than the grid's)")
+    if settings.get("leaf_searchable"):
+        return (f"{head}; the QIs' models already are trees, and coarser leaves lower it: --leaf-grid 5,10,20,40 "
+                "searches their minimum leaf size with the masks)")
+    # --leaf-grid needs the trees in a spec's "models" without a "min_leaf" (tuning.leaf_columns)
+    return (f"{head}; the QIs' models already are trees, and coarser leaves lower it: --leaf-grid 5,10,20,40 searches "
+            "their minimum leaf size when the trees are in a --spec's \"models\" without a \"min_leaf\" ('synthmi "
+            "spec' drafts one; --models tree with --spec puts them there))")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -436,15 +483,11 @@ def run(args: argparse.Namespace) -> int:
               + (f"; the search's, on its --m-search {args.m_search} copies, whose worst tables are noisier: "
                  + bounds(caps_search) if caps_search else "")
               + "); no spec was written" + (f" (the search is in {trace_path})." if trace_path is not None else "."))
-        for line in infeasible_lines(res.settings.get("infeasible")):
+        for line in infeasible_lines(res.settings.get("infeasible"), res.settings):
             print(line)
         info = res.settings.get("infeasible") or {}
-        if info.get("binding") == "risk targets" and not info.get("closest_masks") and not res.settings.get("leaf_grid"):
-            # the unmasked trees are CART's own draws (models/tree.py), at CART's risk: masks only add to it
-            # (tune_files: Adult and NHANES, "min_leaf 5: origin infeasible"); coarser leaves lower it
-            print("(the release without masks already misses the risk targets: masks only add risk. If the QIs' "
-                  "models are trees or cart (the spec's \"models\", --models tree), coarser leaves lower it: "
-                  "--leaf-grid 5,10,20,40 searches the minimum leaf size with the masks)")
+        if info.get("binding") == "risk targets" and not info.get("closest_masks"):
+            print(_unmasked_risk_advice(res.settings, info))
         return 2
     # the validated figures (fresh copies) are reported; the confirmed ones chose the masks
     c = res.validated or res.confirmed

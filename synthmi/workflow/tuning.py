@@ -1021,7 +1021,7 @@ def _infeasibility(trace: Sequence[Mapping[str, Any]], caps: Mapping[str, float]
                    worst={k: float(best[k]) for k in caps if k in best})
     elif rows:
         best = min(rows, key=lambda r: r["risk_ratio"])
-        out.update(binding="risk targets", closest_masks=json.loads(best["masks"]),
+        out.update(binding="risk targets", closest_masks=json.loads(best["masks"]), min_leaf=best.get("min_leaf"),
                    risk={t.measure: float(best[t.measure]) for t in targets})
     return out
 
@@ -1365,7 +1365,9 @@ def tune(
     qi, keep = list(base.quasi_identifiers_), list(base.keep_)
     # the trees' minimum leaf size, one coordinate of the search (level 0 the coarsest: the least risk);
     # each size is its own fit (the partition is grown at fit time); bases[i] is the fit at leaves[i]
-    leaf_cols = leaf_columns(base, params, fit_kw.get("spec")) if leaf_grid else []
+    # (found without a grid too: what tune advises when no setting is feasible depends on it)
+    leaf_able = leaf_columns(base, params, fit_kw.get("spec"))
+    leaf_cols = leaf_able if leaf_grid else []
     if leaf_grid and not leaf_cols:
         # a grid with no tree to apply it to was silently ignored (tune --qi ... --models tree --leaf-grid)
         raise InputError("The 'leaf_grid' parameter of tune searches the minimum leaf size of the quasi-identifiers "
@@ -1701,6 +1703,11 @@ def tune(
                   "not_tried": _not_tried(coords, unmaskable, trace, stopped, coord_stopped, max_search_seconds,
                                           max_search_points, leaves),
                   "leaf_grid": leaves or None, "leaf_columns": leaf_cols or None,
+                  "leaf_searchable": leaf_able,
+                  # each QI's model family ("normal", "tree", "cart", ...): the advice on an infeasible
+                  # search depends on whether the QIs already are trees
+                  "qi_models": {cd.column: cd.family for cd in getattr(base, "conditionals_", [])
+                                if cd.column in qi},
                   "leaf_ascents": leaf_ascents or None,
                   "min_leaf": chosen["min_leaf"] if chosen and leaves else None,
                   "max_search_seconds": max_search_seconds, "max_search_points": max_search_points,

@@ -267,9 +267,11 @@ def test_tune_says_coarser_leaves_when_the_unmasked_release_misses_the_risk_targ
     out = capsys.readouterr().out
     assert rc == 2 and not (tmp_path / "t.json").exists()
     assert "the release without masks already misses the risk targets" in out and "--leaf-grid 5,10,20,40" in out
-    # with the leaf grid given the hint is not repeated (the leaf sizes were searched)
+    # with the leaf grid given the grid is not advised again (the leaf sizes were searched): no setting reaches them
     rc = main(args + ["--leaf-grid", "10,40"])
-    assert rc == 2 and "the release without masks already misses" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert rc == 2 and "--leaf-grid 5,10,20,40" not in out
+    assert "already are trees whose leaf sizes 40, 10 were searched" in out and "no setting reaches them" in out
 
 
 def test_tune_refuses_a_leaf_grid_with_no_tree_to_apply_it_to(tmp_path, capsys):
@@ -282,3 +284,45 @@ def test_tune_refuses_a_leaf_grid_with_no_tree_to_apply_it_to(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and not (tmp_path / "t.json").exists()
     assert "The 'leaf_grid' parameter of tune searches the minimum leaf size" in err and "give a --spec" in err
+
+
+def _wage_spec(tmp_path):
+    from synthmi.spec import ReleaseSpec
+
+    w = wage_frame(200, seed=6)
+    w.to_csv(tmp_path / "w.csv", index=False)
+    (tmp_path / "s.json").write_text(json.dumps(ReleaseSpec.draft(w, ["age", "sex"], ["hours", "y"]).to_dict()))
+    return ["--data", str(tmp_path / "w.csv"), "--analysis", "y ~ age + sex", "--family", "logit", "--tol", "age=1",
+            *SMALL, "--out", str(tmp_path / "t.json")]
+
+
+@pytest.mark.parametrize("models, advice, not_said", [
+    (["--models", "tree", "--param", "proper=false"], "the named QIs' models already are trees",
+     "a tree or a transform for"),
+    ([], "a tree or a transform for 'age' (normal), 'sex' (logit)", "already are trees"),
+])
+def test_tune_table_rule_advice_depends_on_the_qis_models(tmp_path, capsys, models, advice, not_said):
+    """No setting meets the table rule: a tree is advised only for QIs that are not trees already (the new-user
+    review: 'a tree or a transform' was advised to QIs whose models were trees)."""
+    rc = main(["tune", "--spec", str(tmp_path / "s.json"), *_wage_spec(tmp_path), "--target",
+               "expected_matches<=1000", "--max-table-s-pmse", "0.001", *models])
+    out = capsys.readouterr().out
+    assert rc == 2 and "met the risk targets but not its table rule" in out
+    assert advice in out and not_said not in out
+
+
+@pytest.mark.parametrize("how, advice", [
+    (["--qi", "age,sex", "--keep", "hours,y", "--models", "tree", "--param", "proper=false"],
+     "the QIs' models already are trees, and coarser leaves lower it: --leaf-grid 5,10,20,40 searches their minimum "
+     "leaf size when the trees are in a --spec's \"models\""),
+    (["--spec", "s.json"], "so no mask setting reaches them with these models ('age' normal, 'sex' logit)"),
+])
+def test_tune_unmasked_risk_advice_depends_on_the_qis_models(tmp_path, capsys, how, advice):
+    """The release without masks misses the risk targets: trees without a spec are told that --leaf-grid needs
+    them in a spec (it refuses them otherwise); parametric models are not told about leaves they do not have."""
+    how = [str(tmp_path / a) if a == "s.json" else a for a in how]
+    rc = main(["tune", *_wage_spec(tmp_path), *how, "--target", "expected_matches<=0", "--max-table-s-pmse", "1000",
+               "--max-search-points", "1"])
+    out = capsys.readouterr().out
+    assert rc == 2 and "the release without masks already misses the risk targets" in out
+    assert advice in out and "If the QIs' models are trees" not in out
