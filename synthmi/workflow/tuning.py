@@ -585,10 +585,16 @@ def validate_spec(
 
 def _release_spec(base: Any, analyses: Sequence[Analysis]):
     """The spec tune writes (before its masks and tuning record): the fit's, with ``analyses``
-    declared when it declares none."""
+    declared when it declares none, and the models given as the synthesizer's ``models``
+    parameter (``tune --models tree`` without ``--spec``) written into its ``models``, so that
+    ``synthesize --spec`` of the written spec fits the models tune measured."""
     from dataclasses import replace
 
     rel = base.spec_
+    if getattr(base, "models", None) is not None:
+        # the fit's own account of its models (a word such as "tree" spelt out per QI, the spec's
+        # entries winning for their columns; models="auto": the spec already records the choice)
+        rel = replace(rel, models=base._models_setting())
     if not rel.analyses:
         rel = replace(rel, analyses=[{"formula": a.formula, "family": a.family} for a in analyses])
     return rel

@@ -326,3 +326,25 @@ def test_tune_unmasked_risk_advice_depends_on_the_qis_models(tmp_path, capsys, h
     out = capsys.readouterr().out
     assert rc == 2 and "the release without masks already misses the risk targets" in out
     assert advice in out and "If the QIs' models are trees" not in out
+
+
+@pytest.mark.parametrize("models", ["tree", "cart"])
+def test_tune_models_without_a_spec_round_trip_into_synthesize(tmp_path, capsys, models):
+    """``tune --qi ... --models tree|cart`` (no --spec): the spec it writes carries the models it tuned, so
+    ``synthesize --spec`` of that spec alone (no --models, no --param models=) fits the same models (it wrote
+    none, and synthesize fitted the default parametric models to masks chosen for trees)."""
+    w = wage_frame(200, seed=6)
+    w.to_csv(tmp_path / "w.csv", index=False)
+    rc = main(["tune", "--data", str(tmp_path / "w.csv"), "--qi", "age,sex", "--keep", "hours,y", "--models", models,
+               "--analysis", "y ~ age + sex", "--family", "logit", "--tol", "age=1", "--target",
+               "expected_matches<=1000", "--max-table-s-pmse", "1000", "--param", "proper=false", *SMALL,
+               "--out", str(tmp_path / "t.json"), "--trace", str(tmp_path / "trace.json")])
+    assert rc == 0, capsys.readouterr().err
+    tuned = json.loads((tmp_path / "trace.json").read_text())["search"]["qi_models"]
+    assert tuned == {"age": models, "sex": models}
+    assert json.loads((tmp_path / "t.json").read_text())["models"] == {"age": models, "sex": models}
+    rc = main(["synthesize", "--data", str(tmp_path / "w.csv"), "--spec", str(tmp_path / "t.json"), "--method",
+               "dami", "--m", "2", "--seed", "3", "--param", "proper=false", "--out", str(tmp_path / "syn"), "--quiet"])
+    assert rc == 0, capsys.readouterr().err
+    fitted = json.loads((tmp_path / "syn" / "metadata.json").read_text())["structure"]["models"]
+    assert {c: fitted[c]["family"] for c in ("age", "sex")} == tuned
