@@ -88,6 +88,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"The '--keep' option names columns not in the data: {unknown}. Available columns: {list(df.columns)}.")
     for formula in args.analysis or []:
         check_formula(formula, df.columns, "--analysis")
+    # an empty or constant column is refused as synthesize refuses it (it was drafted silently, a constant
+    # 1.0 as a binary column with levels 0 and 1)
+    from .synthesize import _check_not_degenerate
+
+    _check_not_degenerate(df, qi, keep if keep is not None else [c for c in df.columns if c not in qi],
+                          "option" if keep is not None else "default")
     kinds = categorical_kinds(df, split_list(args.categorical))
     spec = ReleaseSpec.draft(df, quasi_identifiers=qi, keep=keep, kinds=kinds,
                              source=f"drafted by 'synthmi spec' from {input_label(args.data)}")  # no local path

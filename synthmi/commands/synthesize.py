@@ -602,16 +602,32 @@ def parse_rules(items: list[str] | None) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _check_not_degenerate(data, qi: list[str], keep: list[str], keep_from: str = "option") -> None:
+#: how an error names a spec column's role
+ROLE_WORDS = {"quasi_identifier": "quasi-identifier", "keep": "kept", "outcome": "outcome", "weight": "weight",
+              "excluded": "excluded"}
+
+
+def _check_not_degenerate(data, qi: list[str], keep: list[str], keep_from: str = "option", spec=None,
+                          qi_from: str = "option") -> None:
     """An entirely missing or constant released column, refused in the terms of the option
     that names it (the synthesizers' own check says only that it is constant). ``keep_from``
     says where the kept columns came from: ``"option"`` (--keep), ``"spec"`` (the --spec's
     roles) or ``"default"`` (no --keep: every other column), so the error does not blame an
-    option the user did not give."""
+    option the user did not give; ``qi_from`` the same for the quasi-identifiers (``"option"`` or
+    ``"spec"``). A column whose role came from the ``spec`` is named with that role
+    (quasi-identifier, kept, outcome, weight)."""
     for cols, opt in ((qi, "--qi"), (keep, "--keep")):
         empty = [c for c in cols if c in data.columns and int(data[c].notna().sum()) == 0]
         constant = [c for c in cols if c in data.columns and c not in empty and data[c].nunique(dropna=True) < 2]
         for bad, what in ((empty, "entirely missing"), (constant, "constant (one observed value)")):
+            if bad and spec is not None and {"--qi": qi_from, "--keep": keep_from}[opt] == "spec":
+                listed = ", ".join(f"'{c}' ({ROLE_WORDS.get(spec[c].role, spec[c].role)})" for c in bad)
+                it = "it" if len(bad) == 1 else "them"
+                raise InputError(
+                    f"The '--spec' file releases {listed}, which {'is' if len(bad) == 1 else 'are'} {what} in the "
+                    f"data: {'it carries' if len(bad) == 1 else 'they carry'} no information to synthesize or "
+                    f"release. Give {it} the role \"excluded\" in the spec."
+                )
             if bad:
                 names = ", ".join(f"'{c}'" for c in bad)
                 if opt == "--keep" and keep_from != "option":
@@ -1021,7 +1037,7 @@ def run(args: argparse.Namespace) -> int:
         warn_coded("synthesize", coded_columns(data, modelled),
                    "in the --spec" if spec is not None else "in a spec ('synthmi spec')")
     if args.method not in FULLY_SYNTHETIC:
-        _check_not_degenerate(data, qi, keep, keep_from)
+        _check_not_degenerate(data, qi, keep, keep_from, spec, "option" if args.qi or spec is None else "spec")
         ids = identifier_columns(data, [c for c in keep if c != args.weights])
         if ids and not args.allow_identifiers:
             names = ", ".join(f"'{c}'" for c in ids)

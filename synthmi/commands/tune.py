@@ -322,7 +322,7 @@ def run(args: argparse.Namespace) -> int:
     from ..models import DAMISynthesizer
     from ..models.conditional import check_spec_models
     from ..workflow.tuning import ReferenceTarget, parse_target, tune
-    from .synthesize import _with_kinds, default_keep, parse_params
+    from .synthesize import _check_not_degenerate, _with_kinds, default_keep, parse_params
 
     # outputs first: a bad --out / --trace costs nothing
     out = check_output_file(args.out, "--out", args.overwrite)
@@ -409,6 +409,11 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"The '--qi'/'--keep' options name columns not in the data: {unknown}. "
                          f"Available columns: {list(df.columns)}.")
+    # an empty or constant released column, named with its role and where the role came from (as synthesize)
+    _check_not_degenerate(df, qi, spec.keep if spec is not None else keep,
+                          ("option" if args.keep is not None else "spec") if spec is not None
+                          else "option" if args.keep is not None else "default",
+                          spec, "option" if args.qi or spec is None else "spec")
     if args.attribute_target and args.attribute_target not in df.columns:
         raise InputError(f"The '--attribute-target' option names '{args.attribute_target}', which is not a column "
                          "of the data.")

@@ -117,6 +117,42 @@ def test_constant_keep_column_refused_with_the_same_rule(tmp_path, fair_csv, cap
     assert rc == 1 and line.endswith("Drop it from --qi. (run with --debug for a traceback)")
 
 
+@pytest.mark.parametrize("roles, message", [
+    (["--qi", "age", "--keep", "const,educ"], "The '--keep' option names 'const', which is constant"),
+    (["--qi", "const,age", "--keep", "educ"], "The '--qi' option names 'const', which is constant"),
+    (["--qi", "age"], "Without '--keep', every column not in --qi is kept; the default keep includes 'const', "
+                      "which is constant"),
+])
+def test_spec_refuses_a_constant_released_column(tmp_path, fair_csv, capsys, roles, message):
+    """'synthmi spec' drafted a constant column silently (a constant kept column became a nominal column of
+    one level; 'synthesize' then refused it); it is refused as synthesize refuses it, naming the column."""
+    out = tmp_path / "s.json"
+    rc = main(["spec", "--data", str(fair_csv), *roles, "--out", str(out), "--quiet"])
+    line = _error_line(capsys)
+    assert rc == 1 and message in line and not out.exists()
+    # leaving it out of the released columns drafts the spec
+    assert main(["spec", "--data", str(fair_csv), "--qi", "age", "--keep", "educ,affair", "--out", str(out)]) == 0
+
+
+@pytest.mark.parametrize("role, word", [("keep", "kept"), ("outcome", "outcome"), ("quasi_identifier",
+                                                                                    "quasi-identifier")])
+def test_tune_spec_names_the_role_of_a_constant_column(tmp_path, fair_csv, capsys, role, word):
+    """A constant column given its role by the --spec: the error names the column and that role (it said only
+    "Column 'const' of the data is constant")."""
+    import json
+
+    from synthmi.spec import ReleaseSpec
+
+    d = ReleaseSpec.draft(_fair_like(), ["age"], ["educ", "affair"]).to_dict()
+    d["columns"]["const"] = {"role": role, "kind": "integer", "bounds": [5, 5], "declared": False}
+    (tmp_path / "s.json").write_text(json.dumps(d))
+    rc = main(["tune", "--data", str(fair_csv), "--spec", str(tmp_path / "s.json"), "--analysis", "affair ~ age",
+               "--family", "logit", "--target", "expected_matches<=10", "--out", str(tmp_path / "t.json")])
+    line = _error_line(capsys)
+    assert rc == 1 and f"The '--spec' file releases 'const' ({word}), which is constant" in line
+    assert 'Give it the role "excluded" in the spec.' in line and not (tmp_path / "t.json").exists()
+
+
 # ---------------------------------------------------------------- H: disclosure column options checked first
 @pytest.fixture()
 def release(tmp_path, fair_csv):
