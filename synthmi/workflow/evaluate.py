@@ -130,6 +130,18 @@ def _how(method: str, structure: Mapping[str, Any]) -> str:
     return how
 
 
+def release_masks(obj: Any) -> tuple[Any, str | None]:
+    """(masks, where they were recorded: ``"params"``, ``"spec"`` or None) of one release. A release
+    synthesized from a spec (e.g. one 'synthmi tune' wrote) carries its masks, and how they were tuned,
+    in the spec, not in the parameters."""
+    params = obj.metadata().get("params", {}) if isinstance(obj, SyntheticData) else {}
+    masks = params.get("masks") if isinstance(params, dict) else None
+    if masks:
+        return masks, "params"
+    spec_masks = getattr(getattr(obj, "spec", None), "masks", None)
+    return (spec_masks, "spec") if spec_masks else (masks, None)
+
+
 def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[pd.DataFrame],
                      quasi_identifiers: Sequence[str], rule: str) -> dict[str, Any]:
     """Plain-language facts of one release (aggregates only)."""
@@ -138,13 +150,8 @@ def describe_release(label: str, obj: Any, original: pd.DataFrame, copies: list[
     verbatim = [c for c in copies[0].columns if c not in synthesized]
     method = getattr(obj, "method", None) or "unknown"
     params = obj.metadata().get("params", {}) if isinstance(obj, SyntheticData) else {}
-    masks = params.get("masks") if isinstance(params, dict) else None
-    # a release synthesized from a spec (e.g. one 'synthmi tune' wrote) carries its masks, and how
-    # they were tuned, in the spec, not in the parameters
-    rel_spec = getattr(obj, "spec", None)
-    if not masks and rel_spec is not None:
-        masks = rel_spec.masks
-    tuning = getattr(rel_spec, "tuning", None)
+    masks, _ = release_masks(obj)
+    tuning = getattr(getattr(obj, "spec", None), "tuning", None)
     unchanged = {}
     aligned = all(len(c) == len(original) for c in copies)
     for c in synthesized:
@@ -690,7 +697,12 @@ def _worst_table(bat_fig: Mapping[str, Any], bat_rows: pd.DataFrame) -> tuple[st
 def _release_meta(obj: Any, copies: list[pd.DataFrame], rel_rule: str, res: Any) -> dict[str, Any]:
     """The provenance of one release: its recorded metadata (a DP release has no seed), copy digests, rule."""
     if isinstance(obj, SyntheticData):
-        meta = {"method": obj.method, "params": obj.metadata()["params"],
+        params = obj.metadata()["params"]
+        masks, source = release_masks(obj)
+        if source == "spec":
+            # the parameter was empty ("masks –"): the fit took the masks from the release's spec
+            params = {**{k: v for k, v in params.items() if k != "masks"}, "masks (from the spec)": masks}
+        meta = {"method": obj.method, "params": params,
                 "quasi_identifiers": obj.quasi_identifiers, "versions_at_synthesis": obj.versions,
                 "diagnostics": obj.metadata()["diagnostics"],
                 "diagnostics_check": obj.diagnostics_check, "unconverged": obj.unconverged,

@@ -324,3 +324,28 @@ def test_report_warns_when_exact_key_tables_meet_a_continuous_copy():
     assert not grouped.releases["smooth"]["attribute_warnings"]
     assert grouped.attribute.set_index("method").loc["smooth", "DiSCO"] > 0
     assert "cut into 5 groups" in render_report(grouped)
+
+
+def test_provenance_reads_the_masks_of_a_spec_tuned_release():
+    """A release whose masks came from its spec (as 'synthmi tune' writes them; the masks parameter is empty):
+    the provenance showed "params › masks –"; it reads them from the spec, as the release section does."""
+    from dataclasses import replace
+
+    from synthmi.models import DAMISynthesizer
+    from synthmi.spec import ReleaseSpec
+
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({"age": rng.integers(18, 80, n).astype(float),
+                       "sex": pd.Categorical(rng.choice(["F", "M"], n)),
+                       "y": pd.Categorical(rng.choice(["no", "yes"], n))})
+    masks = {"age": {"K": 1, "sigma_e": 5.0}, "sex": {"alpha": 2.0}}
+    spec = replace(ReleaseSpec.draft(df, ["age", "sex"], ["y"]), masks=masks)
+    syn = DAMISynthesizer(progressbar=False).fit(df, spec=spec).sample(2, random_state=1)
+    assert not syn.metadata()["params"]["masks"]  # the parameter is empty: the masks are the spec's
+    data = evaluate_release(df, {"dami": syn}, ["age", "sex"], "y ~ age + sex", references=False)
+    params = data.provenance["releases"]["dami"]["params"]
+    assert "masks" not in params and params["masks (from the spec)"]["sex"]["alpha"] == 2.0
+    page = render_report(data)
+    assert "params \u203a masks</td><td>&ndash;" not in page
+    assert "params \u203a masks (from the spec) \u203a age \u203a sigma_e</td><td>5.000" in page
