@@ -267,6 +267,19 @@ def _quasi_separated(res: Any, family: str) -> bool:
     return bool(np.nanmin(mu) < _SEPARATION_EDGE)
 
 
+def nb_alpha_text(alpha: float) -> str:
+    r"""An NB2 dispersion :math:`\hat\alpha` for people: three significant digits (``0.0141``, ``1.29``), or
+    ``0 (boundary: Poisson)`` for an estimate at the lower end of its search (:data:`_NB_ALPHA_BOUNDS`,
+    within a factor 10 of it), where the likelihood rises towards :math:`\alpha = 0`, the Poisson model:
+    printed to three decimals it read ``0.000``, as if estimated as zero. Within that factor the extra
+    variance :math:`\alpha\mu^2` is below :math:`10^{-5}\mu^2`, under 1% of the Poisson variance
+    :math:`\mu` for any mean below 1000."""
+    a = float(alpha)
+    if not np.isfinite(a):
+        return "nan"
+    return "0 (boundary: Poisson)" if a < 10 * _NB_ALPHA_BOUNDS[0] else f"{a:.3g}"
+
+
 def _negbin_alpha(formula: str, data: pd.DataFrame, kw: dict[str, Any]) -> float:
     r"""The maximum-likelihood NB2 dispersion :math:`\hat\alpha` of ``formula`` in ``data``.
 
@@ -445,8 +458,9 @@ class AnalysisResults(Result):
             notes.append(f"weights: {self.weights_note}")
         if self.nb_alpha:
             a = np.asarray(self.nb_alpha["copies"], dtype=float)
-            notes.append(f"negative binomial alpha (estimated in each data set): original {self.nb_alpha['original']:.3f}, "
-                         f"copies {a.min():.3f} to {a.max():.3f}")
+            notes.append(f"negative binomial alpha (estimated in each data set): original "
+                         f"{nb_alpha_text(self.nb_alpha['original'])}, copies {nb_alpha_text(a.min())} to "
+                         f"{nb_alpha_text(a.max())}")
         n_bad = len([t for t in self.not_estimable if t != "Intercept"])
         left_out = f"; {n_bad} term(s) not estimable, left out" if n_bad else ""
         notes.append(f"mean CI overlap = {self.mean_ci_overlap:.3f}, "

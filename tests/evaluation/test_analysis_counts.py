@@ -114,3 +114,24 @@ def test_a_count_response_must_be_non_negative_integers(family, bad, what):
     # whole numbers stored as floats (a CSV column with a missing value) are counts
     df.loc[5, "y"] = np.nan
     assert analyse("y ~ x", family, original=df, synthetic=[df, df.copy()]).mean_ci_overlap == pytest.approx(1.0)
+
+
+def test_negbin_alpha_at_its_boundary_is_printed_as_the_poisson_limit():
+    """Counts less dispersed than Poisson (binomial): the NB2 MLE of alpha is at the lower end of its search,
+    1e-6, and the summary printed it as 0.000; it reads "0 (boundary: Poisson)", an interior alpha three
+    significant digits (0.011 was 0.011, 0.0005 was 0.001 and now 0.0005)."""
+    rng = np.random.default_rng(14)
+    frames = []
+    for _ in range(3):
+        df = _counts(400, rng)
+        df["y"] = rng.binomial(4, 0.3, len(df))  # variance 0.84 < mean 1.2: underdispersed
+        frames.append(df)
+    res = analyse("y ~ x + g", "negbin", original=frames[0], synthetic=frames[1:])
+    assert res.nb_alpha["original"] < 1e-5 and max(res.nb_alpha["copies"]) < 1e-5
+    line = [s for s in str(res.summary()).splitlines() if "negative binomial alpha" in s][0]
+    assert line.endswith("original 0 (boundary: Poisson), copies 0 (boundary: Poisson) to 0 (boundary: Poisson)")
+    assert "0.000" not in line
+    from synthmi.evaluation.analysis import nb_alpha_text
+
+    assert [nb_alpha_text(a) for a in (1.0056e-6, 9.9e-6, 1.2e-5, 0.0005, 0.0141359, 1.2937)] == [
+        "0 (boundary: Poisson)", "0 (boundary: Poisson)", "1.2e-05", "0.0005", "0.0141", "1.29"]
