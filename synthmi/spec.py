@@ -327,7 +327,8 @@ class ReleaseSpec:
         missing = [c for c in self.released if c not in df.columns]
         if missing:
             raise InputError(
-                f"The spec names columns that are not in '{name}': {missing}. Columns of '{name}': {list(df.columns)}."
+                f"The spec names columns that are not in '{name}': {self.columns_with_roles(missing)}. Columns of "
+                f"'{name}': {list(df.columns)}."
             )
         if not dtypes:
             return
@@ -335,9 +336,14 @@ class ReleaseSpec:
                and (isinstance(df[c].dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(df[c]))]
         if bad:
             raise ColumnError(
-                f"Columns {bad} are numeric kinds in the spec but hold non-numeric values in '{name}'; "
-                "change their kind to nominal/ordinal or fix the data."
+                f"Columns {self.columns_with_roles(bad)} are numeric kinds in the spec but hold non-numeric values in "
+                f"'{name}'; change their kind to nominal/ordinal or fix the data."
             )
+
+    def columns_with_roles(self, columns: Sequence[str]) -> str:
+        """``'age' (quasi-identifier), 'y' (outcome)``: columns named with their role in the spec, for errors."""
+        words = {"quasi_identifier": "quasi-identifier", "keep": "kept"}
+        return ", ".join(f"'{c}' ({words.get(self.columns[c].role, self.columns[c].role)})" for c in columns)
 
     # ---- building --------------------------------------------------------------
     @classmethod

@@ -276,3 +276,19 @@ def test_cli_dpsyn_copies_are_analysed_with_the_full_synthesis_rule(tmp_path, ca
     capsys.readouterr()
     assert main(["analyse", "--original", str(data), "--synthetic", str(out)]) == 0
     assert "rule='full'" in capsys.readouterr().out
+
+
+def test_check_data_names_each_column_with_its_role():
+    """A spec column missing from the data, or numeric in the spec and text in the data: named with its role
+    (the errors 'tune --spec' and 'synthesize --spec' give named the columns only)."""
+    import pandas as pd
+    import pytest
+
+    from synthmi.spec import ReleaseSpec
+
+    df = pd.DataFrame({"age": [30, 41, 52, 63], "sex": ["F", "M", "F", "M"], "y": [1.5, 2.5, 3.5, 4.5]})
+    spec = ReleaseSpec.draft(df, ["age", "sex"], ["y"])
+    with pytest.raises(ValueError, match=r"not in '--data': 'y' \(kept\)\. Columns of '--data'"):
+        spec.check_data(df.drop(columns="y"), "--data")
+    with pytest.raises(ValueError, match=r"Columns 'age' \(quasi-identifier\) are numeric kinds in the spec"):
+        spec.check_data(df.assign(age=["a", "b", "c", "d"]), "--data")

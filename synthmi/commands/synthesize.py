@@ -602,11 +602,6 @@ def parse_rules(items: list[str] | None) -> dict[str, dict[str, Any]]:
     return out
 
 
-#: how an error names a spec column's role
-ROLE_WORDS = {"quasi_identifier": "quasi-identifier", "keep": "kept", "outcome": "outcome", "weight": "weight",
-              "excluded": "excluded"}
-
-
 def _check_not_degenerate(data, qi: list[str], keep: list[str], keep_from: str = "option", spec=None,
                           qi_from: str = "option") -> None:
     """An entirely missing or constant released column, refused in the terms of the option
@@ -621,7 +616,7 @@ def _check_not_degenerate(data, qi: list[str], keep: list[str], keep_from: str =
         constant = [c for c in cols if c in data.columns and c not in empty and data[c].nunique(dropna=True) < 2]
         for bad, what in ((empty, "entirely missing"), (constant, "constant (one observed value)")):
             if bad and spec is not None and {"--qi": qi_from, "--keep": keep_from}[opt] == "spec":
-                listed = ", ".join(f"'{c}' ({ROLE_WORDS.get(spec[c].role, spec[c].role)})" for c in bad)
+                listed = spec.columns_with_roles(bad)
                 it = "it" if len(bad) == 1 else "them"
                 raise InputError(
                     f"The '--spec' file releases {listed}, which {'is' if len(bad) == 1 else 'are'} {what} in the "
