@@ -683,9 +683,10 @@ class RubinSynthesizer(Synthesizer):
                 f"between the data and the model): its copies will not keep the distribution's shape{below}, nor "
                 f"the share of a range that other columns (a skip pattern) depend on. --transform {c}=rank "
                 f"(transforms={{'{c}': 'rank'}}) keeps its distribution; log or log1p suit positive skewed "
-                f"values, --semicont {c}=0 a point mass such as zeros, and method 'cart' any shape (method 'tree' "
-                f"too, which DA-MI can mask; a column of at most {DISCRETE_MAX} distinct values is drawn from its "
-                "donors' values).",
+                f"values, --semicont {c}=0 a point mass such as zeros; a tree fits any shape (--models tree, "
+                f"models={{'{c}': 'tree'}}: synthpop's cart, which DA-MI can mask; a column of at most "
+                f"{DISCRETE_MAX} distinct values is drawn from its donors' values), and --models auto "
+                "(models='auto') chooses by posterior predictive checks.",
                 UserWarning, stacklevel=4)
 
     def _rule_of(self, c: str) -> tuple | None:

@@ -540,6 +540,8 @@ def test_normal_model_misfit_warns_and_the_rank_transform_keeps_missing_rate_and
     # the normal model of a flat age halves the share of children (on whom income is missing)
     assert "normal model of column 'income' does not fit" in said and "--transform income=rank" in said
     assert "values below zero" in said and "normal model of column 'age' does not fit" in said
+    # the alternatives are named as a user gives them (--models is the option; there is no method 'tree')
+    assert "--models tree" in said and "--models auto" in said and "method 'tree'" not in said
     m = 4
     syn = RubinSynthesizer(progressbar=False, transforms={"age": "rank", "income": "rank"})
     with warnings.catch_warnings(record=True) as rec:
