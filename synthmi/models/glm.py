@@ -33,14 +33,20 @@ are the scales of rstanarm's default prior for the coefficients,
 2.5 / sd(x) on a numeric one's raw coefficient (Gabry & Goodrich, rstanarm
 vignette "Prior distributions for rstanarm models"; its intercept, on
 centred predictors, has a prior of its own: here the intercept is the
-reference cell's log odds and keeps the former 10). Gelman, Jakulin, Pittau & Su (2008, Ann. Appl. Stat.
-2:1360-1383) give 2.5 to binary inputs (centred, which changes only the
-intercept), 10 to the intercept, and 2.5 per 2 sd of a numeric input, i.e.
-1.25 per sd: 2.5 per sd here is the looser of the two. The shape is normal,
-not Gelman et al.'s Cauchy: under separation the Cauchy's tail leaves
-posterior means undefined or huge and samplers mixing badly (Ghosh, Li &
-Mitra 2018, Bayesian Analysis 13:359-383). Why not the
-former N(0, 10^2) on everything: a level with few records in a category
+reference cell's log odds and keeps the former 10). Gelman, Jakulin,
+Pittau & Su (2008, Ann. Appl. Stat. 2:1360-1383) give 2.5 to binary inputs
+(centred, which changes only the intercept), 10 to the intercept, and 2.5
+per 2 sd of a numeric input, i.e. 1.25 per sd: 2.5 per sd here is the
+looser of the two. The shape is normal, not Gelman et al.'s Cauchy: under
+separation the Cauchy's tail leaves posterior means undefined or huge and
+samplers mixing badly (Ghosh, Li & Mitra 2018, Bayesian Analysis
+13:359-383). The log prior of the coefficients :math:`\\beta_{jk}` (design
+column j, category k of the multinomial logit) is then
+
+.. math:: \\log p(\\beta) = -\\frac12 \\sum_j \\sum_k \\beta_{jk}^2 / s_j^2
+    + \\text{const}.
+
+Why not the former N(0, 10^2) on everything: a level with few records in a category
 (a small state, a rare marital status) has a likelihood that is flat on one
 side, and there only the prior holds the coefficient. Under N(0, 10^2) such
 coefficients spread over tens of log-odds units, odds ratios no analyst
@@ -52,8 +58,9 @@ records; whitened HMC, 2 x 300 draws): under N(0, 10^2) 26 posterior means
 beyond +-10 (down to -36: relationship levels), 67 posterior sds over 1.2
 Laplace sds, step size 0.077 (21 leapfrog steps), lowest bulk ESS 76; under
 the default 4, 3, 0.176 (10 steps) and 179. The whole DA-MI of that file
-(5 copies) took 50,384 gradients against 192,446 (62 against 245 CPU-s),
-and Adult's battery did not change (``benchmarks/prior_utility.py``). The likelihood
+(5 copies) took 50,384 gradients against 192,446 (62 against 245 CPU-s;
+at 64,600 rows 208 CPU-s against 1,080), and Adult's battery did not
+change (``benchmarks/prior_utility.py``). The likelihood
 is evaluated on grouped records (identical design rows pooled into counts),
 which is the same likelihood up to a constant.
 
