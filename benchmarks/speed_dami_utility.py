@@ -229,7 +229,10 @@ DA-MI fit + 5 copies   245.4 CPU-s (load 0.3-3.6)          62.0 CPU-s (load 2.4-
 All with R-hat <= 1.01 and bulk ESS >= 400 (thresholds unchanged). At 8k the gradients fell 192,446 ->
 50,384 (3.8x; marital status 5.1x), the CPU 4.0x. The before run's marital status (2 x 2,727 kept) took
 twice H29WIDE2's 2 x 1,474 from the same seed on an older main: the number of extensions depends on the
-stream, so one seed pair is a noisy ratio (the seed-2027 pair below). What still stands between 208 CPU-s
+stream, so one seed pair is a noisy ratio. Seed 2027 (``hwide_former_8k_s2027`` with ``--prior-sd 10``
+against ``hwide_default_8k_s2027``, run one after the other, load 2.1-4.6): 166,334 -> 38,628 gradients
+(4.3x; marital status 108,386 -> 18,376, step 0.063 -> 0.165, 26 -> 10 leapfrog steps, 2 x 1,600 -> 2 x 800
+kept; race 39,120 -> 12,846; sex 18,828 -> 7,406), 196.5 -> 46.5 CPU-s (4.2x). What still stands between 208 CPU-s
 and 120: the two nominal QIs' HMC (195 CPU-s): both stopped at 2 x 800 kept draws (the first 2 x 400 fell
 short of ESS 400), ~7.5 ms a chain-gradient at 64.6k. Adult (``benchmarks/prior_utility.py``, all rows, M = 5,
 seeds 2026-2028, means): the battery did not move, CI overlap -0.117 -> -0.114, worst one-way S_pMSE 214.3
