@@ -308,8 +308,10 @@ def wide_file(n: int = 64_600, seed: int = 29) -> pd.DataFrame:
 
 
 def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    # the process and its waited-for children: with n_jobs > 1 the columns' posteriors run in worker
+    # processes, which the pool joins before the timed call returns
+    r, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
 
 
 def _timed(fn):
@@ -362,14 +364,15 @@ def _wide(rows: int) -> tuple[pd.DataFrame, list[str]]:
     return df, [c for c in df.columns if c not in WIDE_QI]
 
 
-def job_wide_dami(rows: int, seed: int = SEED, prior_sd: float | None = None) -> dict:
-    """DA-MI fit + 5 copies of the wide file (joint draw); ``prior_sd`` None: the default prior."""
+def job_wide_dami(rows: int, seed: int = SEED, prior_sd: float | None = None, n_jobs: int = 1) -> dict:
+    """DA-MI fit + 5 copies of the wide file (joint draw); ``prior_sd`` None: the default prior; ``n_jobs``
+    worker processes for the columns' posteriors (the synthesizer's parameter; 1: in the process)."""
     from synthmi.workflow.tuning import make_synthesizer
 
     df, keep = _wide(rows)
     out = {"rows": len(df), "columns": df.shape[1], "missing_cells": int(df.isna().sum().sum()),
-           "seed": seed, "prior_sd": prior_sd}
-    params = {"masks": WIDE_MASKS, "random_state": seed}
+           "seed": seed, "prior_sd": prior_sd, "n_jobs": n_jobs}
+    params = {"masks": WIDE_MASKS, "random_state": seed, "n_jobs": n_jobs}
     if prior_sd is not None:
         params["prior_sd"] = prior_sd
     with warnings.catch_warnings():
@@ -413,19 +416,20 @@ def job_wide_utility(rows: int, copies: int = M) -> dict:
     return out
 
 
-def _child(job: str, rows: int, copies: int, seed: int = SEED, prior_sd: float | None = None) -> None:
-    out = {"adult": job_adult, "wide_dami": lambda: job_wide_dami(rows, seed, prior_sd),
+def _child(job: str, rows: int, copies: int, seed: int = SEED, prior_sd: float | None = None,
+           n_jobs: int = 1) -> None:
+    out = {"adult": job_adult, "wide_dami": lambda: job_wide_dami(rows, seed, prior_sd, n_jobs),
            "wide_utility": lambda: job_wide_utility(rows, copies)}[job]()
     out["max_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(out))
 
 
 def run_job(job: str, rows: int, timeout: float, copies: int = M, seed: int = SEED,
-            prior_sd: float | None = None) -> dict:
+            prior_sd: float | None = None, n_jobs: int = 1) -> dict:
     load = os.getloadavg()
     t0 = time.perf_counter()
     cmd = [sys.executable, __file__, "--child", job, "--rows", str(rows), "--utility-copies", str(copies),
-           "--seed", str(seed)] + ([] if prior_sd is None else ["--prior-sd", str(prior_sd)])
+           "--seed", str(seed), "--n-jobs", str(n_jobs)] + ([] if prior_sd is None else ["--prior-sd", str(prior_sd)])
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -449,16 +453,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=SEED, help="wide_dami's random_state (fit and copies)")
     ap.add_argument("--prior-sd", type=float, default=None,
                     help="wide_dami's prior_sd (default: the categorical models' default prior)")
+    ap.add_argument("--n-jobs", type=int, default=1,
+                    help="wide_dami's n_jobs: worker processes for the columns' posteriors (CPU-s include them)")
     ap.add_argument("--tag", default="")
     ap.add_argument("--child", default=None)
     a = ap.parse_args()
     if a.child:
-        _child(a.child, a.rows, a.utility_copies, a.seed, a.prior_sd)
+        _child(a.child, a.rows, a.utility_copies, a.seed, a.prior_sd, a.n_jobs)
         return
     results: dict = {}
     for job in a.jobs.split(","):
         reps = a.repeats if job == "adult" else 1
-        runs = [run_job(job, a.rows, a.timeout, a.utility_copies, a.seed, a.prior_sd) for _ in range(reps)]
+        runs = [run_job(job, a.rows, a.timeout, a.utility_copies, a.seed, a.prior_sd, a.n_jobs) for _ in range(reps)]
         results[job] = {"runs": runs}
         done = [r for r in runs if r.get("finished")]
         if job == "adult" and done:
@@ -475,7 +481,7 @@ def main() -> None:
         elif job == "wide_dami" and done:
             r = done[0]
             print(f"wide DA-MI {r['rows']}x{r['columns']}: fit {r['dami_fit']['cpu_s']:.1f} + 5 copies "
-                  f"{r['dami_sample']['cpu_s']:.1f} CPU-s; max RSS {r['max_rss_mib']:.0f} MiB; load {r['loadavg_at_start']}")
+                  f"{r['dami_sample']['cpu_s']:.1f} CPU-s (n_jobs {r.get('n_jobs', 1)}: wall {r['dami']['wall_s']:.1f} s); max RSS {r['max_rss_mib']:.0f} MiB; load {r['loadavg_at_start']}")
         elif job == "wide_utility" and done:
             r = done[0]
             print(f"wide utility {r['rows']}x{r['columns']}, {r['copies_timed']} copies: pMSE {r['utility_pmse']['cpu_s']:.1f} + tables "
