@@ -20,8 +20,8 @@ of its response by each kept categorical predictor (a level of a predictor
 with no record in a category: quasi-separation, the likelihood one-sided along
 that coefficient), the coefficients whose Laplace mode exceeds 5 in absolute
 value or whose Laplace sd exceeds 3 (prior-dominated directions), and the
-importance ESS fraction of the independence proposal, under the default
-N(0, 10^2) prior and under N(0, 2.5^2) (the scale of Gelman, Jakulin, Pittau
+importance ESS fraction of the independence proposal, under N(0, 10^2) on
+every coefficient (``prior_sd=10``, the default before issue 29 item 6) and under N(0, 2.5^2) (the scale of Gelman, Jakulin, Pittau
 & Su 2008, Ann. Appl. Stat. 2:1360-1383) for comparison.
 
 With ``--compare-samplers`` it instead compares the exact samplers of every

@@ -194,6 +194,52 @@ the target needs: 120 CPU-s leaves ~85 for the two nominal QIs' HMC, ~4,400 grad
 categories' one-sided directions set both the step size and the ESS per draw, so that is a change of model
 (a pooled prior for the 51-level state's and 41-level country's coefficients) or of sampler (a metric that
 follows those directions, e.g. Riemannian or a normalising-flow preconditioner), not of this schedule.
+
+Round H29PRIOR (the categorical models' default prior; ``--tag hwide_before_8k`` = commit 90671ef run from an
+unpacked copy of its tree, ``hwide_after_8k`` / ``hwide_after_64k`` = this round; ``--seed 2027`` pairs with
+``--prior-sd 10``, the former default, run in this round's tree): **64.6k rows, 208.0 CPU-s** (fit 4.3 +
+copies 203.7; wall 658 s at load 1.9-4.6; RSS 1.4 GB), against 1,080 measured in H29WIDE (~990 estimated
+after H29WIDE2): 5.2x less, still 1.7x the 120 s target. The design was checked first: treatment dummies
+enter the categorical models as raw 0/1 columns (``conditional.AdditiveDesign``; a formula's binary
+columns are not standardised either), numeric predictors standardised to sd 1, so the former N(0, 10^2)
+prior was N(0, 10^2) on a rare level's raw log odds ratio, not wider. What it did: a level with few
+records in a category (marital status's 4-record category at 8k, states and countries with 3-70 records)
+has a likelihood flat on one side, held only by that prior, and those directions set HMC's step and its
+ESS per draw (``benchmarks/prior_directions.py``, marital status at 8k, 930 coefficients, 2 x 300 draws:
+26 posterior means beyond +-10, down to -36; 67 posterior sds over 1.2 Laplace sds; step 0.077, 21 leapfrog
+steps; lowest bulk ESS 76, 11 of the 15 lowest on dummies). The default is now N(0, 2.5^2) on every
+coefficient but the intercept (N(0, 10^2) there and on cutpoints; ``glm.default_prior_sd``, rstanarm's
+scales, the module docstring of :mod:`synthmi.models.glm`), ``prior_sd=s`` the override (prior_sd=10 gives
+the former copies bit for bit: Adult, seed 2026, sha256 of the 5 copies). Under it: 4 means beyond +-10,
+3 sds over 1.2 Laplace sds, step 0.176 (10 steps), lowest ESS 179. Per conditional (gradients = one per
+chain, warm-up included; CPU-s of the draws):
+
+=====================  ==================================  ==================================  ==================================
+                       8k, seed 2026: before (90671ef)     8k, seed 2026: default prior        64.6k, seed 2026: default prior
+=====================  ==================================  ==================================  ==================================
+marital status         132,260 grads, step 0.072, L 23,    25,796 grads, step 0.171, L 10,     14,816 grads, step 0.216, L 8,
+(930 / 936 coef.)      2 x 2,727 kept, ESS 937; 196.8 s    2 x 1,106, ESS 674; 38.1 s          2 x 800, ESS 678; 116.2 s
+race (604 / 608)       39,560, step 0.122, L 14,           17,408, step 0.256, L 7,            12,712, step 0.265, L 7,
+                       2 x 1,303, ESS 546; 38.1 s          2 x 1,132, ESS 721; 18.6 s          2 x 800, ESS 886; 78.5 s
+sex (150 / 151)        HMC 20,626, step 0.306, L 6; 9.0 s  HMC 7,180, step 0.381, L 5; 4.1 s   independence MH (pilot 0.25),
+                                                                                               2 x 5,717, ESS 972; 5.7 s
+DA-MI fit + 5 copies   245.4 CPU-s (load 0.3-3.6)          62.0 CPU-s (load 2.4-3.7)           208.0 CPU-s (load 1.9-4.6)
+=====================  ==================================  ==================================  ==================================
+
+All with R-hat <= 1.01 and bulk ESS >= 400 (thresholds unchanged). At 8k the gradients fell 192,446 ->
+50,384 (3.8x; marital status 5.1x), the CPU 4.0x. The before run's marital status (2 x 2,727 kept) took
+twice H29WIDE2's 2 x 1,474 from the same seed on an older main: the number of extensions depends on the
+stream, so one seed pair is a noisy ratio. Seed 2027 (``hwide_former_8k_s2027`` with ``--prior-sd 10``
+against ``hwide_default_8k_s2027``, run one after the other, load 2.1-4.6): 166,334 -> 38,628 gradients
+(4.3x; marital status 108,386 -> 18,376, step 0.063 -> 0.165, 26 -> 10 leapfrog steps, 2 x 1,600 -> 2 x 800
+kept; race 39,120 -> 12,846; sex 18,828 -> 7,406), 196.5 -> 46.5 CPU-s (4.2x). What still stands between 208 CPU-s
+and 120: the two nominal QIs' HMC (195 CPU-s): both stopped at 2 x 800 kept draws (the first 2 x 400 fell
+short of ESS 400), ~7.5 ms a chain-gradient at 64.6k. Adult (``benchmarks/prior_utility.py``, all rows, M = 5,
+seeds 2026-2028, means): the battery did not move, CI overlap -0.117 -> -0.114, worst one-way S_pMSE 214.3
+-> 214.4, two-way 182.6 -> 182.7, overall S_pMSE 11.28 -> 11.34 (seed to seed 11.14-11.48); with race
+masked alone -0.630 -> -0.632, 486.4 -> 486.8, 361.1 -> 361.5, 21.17 -> 21.26 (the age terms, a normal model
+the prior does not touch, dominate both); DA-MI 1.67 -> 1.16 CPU-s (sex no longer extends: 2 x 1,000 kept
+in 3 of 3 seeds, against 1,000 / 1,400 / 2,366).
 """
 from __future__ import annotations
 
@@ -262,8 +308,10 @@ def wide_file(n: int = 64_600, seed: int = 29) -> pd.DataFrame:
 
 
 def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    # the process and its waited-for children: with n_jobs > 1 the columns' posteriors run in worker
+    # processes, which the pool joins before the timed call returns
+    r, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
 
 
 def _timed(fn):
@@ -316,17 +364,22 @@ def _wide(rows: int) -> tuple[pd.DataFrame, list[str]]:
     return df, [c for c in df.columns if c not in WIDE_QI]
 
 
-def job_wide_dami(rows: int) -> dict:
-    """DA-MI fit + 5 copies of the wide file (joint draw)."""
+def job_wide_dami(rows: int, seed: int = SEED, prior_sd: float | None = None, n_jobs: int = 1) -> dict:
+    """DA-MI fit + 5 copies of the wide file (joint draw); ``prior_sd`` None: the default prior; ``n_jobs``
+    worker processes for the columns' posteriors (the synthesizer's parameter; 1: in the process)."""
     from synthmi.workflow.tuning import make_synthesizer
 
     df, keep = _wide(rows)
-    out = {"rows": len(df), "columns": df.shape[1], "missing_cells": int(df.isna().sum().sum())}
+    out = {"rows": len(df), "columns": df.shape[1], "missing_cells": int(df.isna().sum().sum()),
+           "seed": seed, "prior_sd": prior_sd, "n_jobs": n_jobs}
+    params = {"masks": WIDE_MASKS, "random_state": seed, "n_jobs": n_jobs}
+    if prior_sd is not None:
+        params["prior_sd"] = prior_sd
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        s, out["dami_fit"] = _timed(lambda: make_synthesizer(
-            "dami", {"masks": WIDE_MASKS, "random_state": SEED}).fit(df, quasi_identifiers=WIDE_QI, keep=keep))
-        _, out["dami_sample"] = _timed(lambda: s.sample(M, random_state=SEED))
+        s, out["dami_fit"] = _timed(lambda: make_synthesizer("dami", params).fit(
+            df, quasi_identifiers=WIDE_QI, keep=keep))
+        _, out["dami_sample"] = _timed(lambda: s.sample(M, random_state=seed))
     out["dami_scheme"] = s.predictive_info_.get("scheme")
     # each conditional's sampler, R-hat, ESS, acceptance and CPU seconds (where the time went)
     diag = getattr(s, "diagnostics_", None) or {}
@@ -363,17 +416,20 @@ def job_wide_utility(rows: int, copies: int = M) -> dict:
     return out
 
 
-def _child(job: str, rows: int, copies: int) -> None:
-    out = {"adult": job_adult, "wide_dami": lambda: job_wide_dami(rows),
+def _child(job: str, rows: int, copies: int, seed: int = SEED, prior_sd: float | None = None,
+           n_jobs: int = 1) -> None:
+    out = {"adult": job_adult, "wide_dami": lambda: job_wide_dami(rows, seed, prior_sd, n_jobs),
            "wide_utility": lambda: job_wide_utility(rows, copies)}[job]()
     out["max_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(out))
 
 
-def run_job(job: str, rows: int, timeout: float, copies: int = M) -> dict:
+def run_job(job: str, rows: int, timeout: float, copies: int = M, seed: int = SEED,
+            prior_sd: float | None = None, n_jobs: int = 1) -> dict:
     load = os.getloadavg()
     t0 = time.perf_counter()
-    cmd = [sys.executable, __file__, "--child", job, "--rows", str(rows), "--utility-copies", str(copies)]
+    cmd = [sys.executable, __file__, "--child", job, "--rows", str(rows), "--utility-copies", str(copies),
+           "--seed", str(seed), "--n-jobs", str(n_jobs)] + ([] if prior_sd is None else ["--prior-sd", str(prior_sd)])
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -394,16 +450,21 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3, help="repeats of the adult job (the wide job runs once)")
     ap.add_argument("--timeout", type=float, default=900.0, help="wall seconds after which a job is abandoned")
     ap.add_argument("--utility-copies", type=int, default=M, help="copies timed by wide_utility (cost is linear)")
+    ap.add_argument("--seed", type=int, default=SEED, help="wide_dami's random_state (fit and copies)")
+    ap.add_argument("--prior-sd", type=float, default=None,
+                    help="wide_dami's prior_sd (default: the categorical models' default prior)")
+    ap.add_argument("--n-jobs", type=int, default=1,
+                    help="wide_dami's n_jobs: worker processes for the columns' posteriors (CPU-s include them)")
     ap.add_argument("--tag", default="")
     ap.add_argument("--child", default=None)
     a = ap.parse_args()
     if a.child:
-        _child(a.child, a.rows, a.utility_copies)
+        _child(a.child, a.rows, a.utility_copies, a.seed, a.prior_sd, a.n_jobs)
         return
     results: dict = {}
     for job in a.jobs.split(","):
         reps = a.repeats if job == "adult" else 1
-        runs = [run_job(job, a.rows, a.timeout, a.utility_copies) for _ in range(reps)]
+        runs = [run_job(job, a.rows, a.timeout, a.utility_copies, a.seed, a.prior_sd, a.n_jobs) for _ in range(reps)]
         results[job] = {"runs": runs}
         done = [r for r in runs if r.get("finished")]
         if job == "adult" and done:
@@ -420,7 +481,7 @@ def main() -> None:
         elif job == "wide_dami" and done:
             r = done[0]
             print(f"wide DA-MI {r['rows']}x{r['columns']}: fit {r['dami_fit']['cpu_s']:.1f} + 5 copies "
-                  f"{r['dami_sample']['cpu_s']:.1f} CPU-s; max RSS {r['max_rss_mib']:.0f} MiB; load {r['loadavg_at_start']}")
+                  f"{r['dami_sample']['cpu_s']:.1f} CPU-s (n_jobs {r.get('n_jobs', 1)}: wall {r['dami']['wall_s']:.1f} s); max RSS {r['max_rss_mib']:.0f} MiB; load {r['loadavg_at_start']}")
         elif job == "wide_utility" and done:
             r = done[0]
             print(f"wide utility {r['rows']}x{r['columns']}, {r['copies_timed']} copies: pMSE {r['utility_pmse']['cpu_s']:.1f} + tables "

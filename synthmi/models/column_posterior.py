@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .glm import importance_ess_fraction, independence_mh, split_t_proposal, whitened_hmc
+from .glm import describe_prior, importance_ess_fraction, independence_mh, split_t_proposal, whitened_hmc
 
 #: below this Kish ESS fraction of a 200-draw pilot, independence MH is replaced by HMC
 #: (measured: fractions 0.005-0.08 gave acceptance 0.01-0.1 and R-hat 1.9-5.8 on the agency
@@ -140,6 +140,10 @@ def _column_draws(task: dict[str, Any]) -> tuple[list[dict[str, np.ndarray] | No
         "chains": chains, "draws_per_chain": n_keep, "acceptance_rate": res.acceptance,
         "r_hat": res.r_hat, "ess_bulk": res.ess_bulk,
     }
+    prior = getattr(fast, "prior_sd", None)
+    if prior is not None:
+        # the prior the draws are from, in words (glm.describe_prior): the default or the user's prior_sd
+        diag["prior"] = describe_prior(prior)
     if family == "logit":
         # measured only for logit (the pilot that picks HMC); other families report nothing
         diag["importance_ess_fraction"] = frac

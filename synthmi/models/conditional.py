@@ -68,8 +68,10 @@ Dibben 2016, J. Stat. Softw. 74(11)). This module holds what one factor is:
     The model spec of the formula is built once on the confidential data and
     re-evaluated on synthetic values, keeping its factor levels and spline
     knots. Non-binary formula columns are standardised with their fit-time
-    mean and sd so that the N(0, prior_sd^2) prior of categorical models
-    means the same on every scale.
+    mean and sd (0/1 columns, dummies and their interactions, are left as they
+    are) so that the prior of categorical models (:mod:`synthmi.models.glm`:
+    N(0, 2.5^2) by default on a dummy's log odds ratio and on one sd of a
+    standardised column) means the same on every scale.
 
 Every predictor must be a kept column or a quasi-identifier earlier in the
 visit sequence (otherwise the product above is not a joint density).

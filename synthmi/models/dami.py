@@ -153,7 +153,7 @@ class DAMISynthesizer(RubinSynthesizer):
         chains: int = 2,
         draws: int = 1000,
         tune: int = 500,
-        prior_sd: float = 10.0,
+        prior_sd: float | None = None,
         progressbar: bool = True,
         models: Mapping[str, Any] | None = None,
         visit_sequence: Sequence[str] | None = None,

@@ -21,9 +21,14 @@ same posteriors (a test compares them):
     log scale (``-log1pexp(-a)`` / normal ``logcdf`` and ``log1mexp``) and weighted
     by the grouped counts; cutpoints with PyMC's ``ordered`` transform.
 
-Coefficients and cutpoints of the categorical models get ``Normal(0, prior_sd)``
-priors. Each model is built and its logp/dlogp function compiled once per
-(family, shape) and cached; new data go in with ``pm.set_data`` and the
+Coefficients and cutpoints of the categorical models get the priors of
+:mod:`synthmi.models.glm` (the fast sampler's model, ``cond.fast.prior_sd``):
+``prior_sd`` a number s, ``Normal(0, s)`` on every coefficient and cutpoint;
+an array of one sd per design column, ``Normal(0, s_j)`` on column j's
+coefficients (every category's) and ``Normal(0, 10)`` on the cutpoints (the
+default, ``glm.default_prior_sd``: 10 on the intercept, 2.5 elsewhere).
+Each model is built and its logp/dlogp function compiled once per
+(family, shape, prior) and cached; new data go in with ``pm.set_data`` and the
 compiled function is reused across copies, repetitions and synthesizers.
 """
 from __future__ import annotations
@@ -36,9 +41,18 @@ import numpy as np
 _CACHE: dict[tuple, tuple[Any, Any, dict]] = {}
 
 
-def _build(family: str, p: int, C: int, prior_sd: float):
+def _build(family: str, p: int, C: int, prior_sd: Any):
     import pymc as pm
     import pytensor.tensor as pt
+
+    from .glm import PRIOR_SD_INTERCEPT
+
+    sd = np.asarray(prior_sd, dtype=float)
+    # the coefficients' sds (a number, or one per design column: every category's coefficient of
+    # column j has sd_j) and the cutpoints' (s for a single number, the intercept's default otherwise)
+    beta_sd = float(sd) if sd.ndim == 0 else sd
+    beta_sd_k = float(sd) if sd.ndim == 0 else sd[:, None]
+    cut_sd = float(sd) if sd.ndim == 0 else PRIOR_SD_INTERCEPT
 
     coords = {"coef": [f"b{k}" for k in range(p)]}
     if family == "logit" and C > 2:
@@ -64,21 +78,21 @@ def _build(family: str, p: int, C: int, prior_sd: float):
         Y = pm.Data("Y", np.ones((2, C)))
         n = Y.sum(axis=1)
         if family == "logit" and C == 2:
-            beta = pm.Normal("beta", 0.0, prior_sd, dims="coef")
+            beta = pm.Normal("beta", 0.0, beta_sd, dims="coef")
             pm.Binomial("obs", n=n, logit_p=pt.dot(X, beta), observed=Y[:, 1])
         elif family == "logit":
-            beta = pm.Normal("beta", 0.0, prior_sd, dims=("coef", "category"))
+            beta = pm.Normal("beta", 0.0, beta_sd_k, dims=("coef", "category"))
             eta = pt.concatenate([pt.zeros((X.shape[0], 1)), pt.dot(X, beta)], axis=1)
             pm.Multinomial("obs", n=n, p=pt.special.softmax(eta, axis=1), observed=Y)
         elif family == "probit":
-            beta = pm.Normal("beta", 0.0, prior_sd, dims="coef")
+            beta = pm.Normal("beta", 0.0, beta_sd, dims="coef")
             eta = pt.dot(X, beta)
             std = pm.Normal.dist(0.0, 1.0)
             pm.Potential("loglik", (Y[:, 1] * pm.logcdf(std, eta) + Y[:, 0] * pm.logcdf(std, -eta)).sum())
         else:
-            beta = pm.Normal("beta", 0.0, prior_sd, dims="coef")
+            beta = pm.Normal("beta", 0.0, beta_sd, dims="coef")
             cut = pm.Normal(
-                "cutpoints", 0.0, prior_sd, dims="cut",
+                "cutpoints", 0.0, cut_sd, dims="cut",
                 transform=pm.distributions.transforms.ordered, initval=np.linspace(-1.0, 1.0, C - 1),
             )
             eta = pt.dot(X, beta)
@@ -96,14 +110,14 @@ def _build(family: str, p: int, C: int, prior_sd: float):
     return model
 
 
-def get_model(family: str, p: int, C: int, prior_sd: float):
+def get_model(family: str, p: int, C: int, prior_sd: Any):
     """The cached (model, compiled logp/dlogp function, initial point) for a family and shape.
 
     Built and compiled on first use; :func:`sample_nuts` builds a cheap NUTS step around the
     compiled function for each call, as ``pm.init_nuts`` does (``Model.logp_dlogp_function``
     with ``ravel_inputs=True`` and ``trust_input``, then ``pm.NUTS(potential=..., logp_dlogp_func=...)``).
     """
-    key = (family, p, C, float(prior_sd))
+    key = (family, p, C, tuple(np.atleast_1d(np.asarray(prior_sd, dtype=float)).tolist()))
     if key not in _CACHE:
         model = _build(family, p, C, prior_sd)
         logp_dlogp = model.logp_dlogp_function(ravel_inputs=True)
@@ -116,7 +130,7 @@ def sample_nuts(
     family: str,
     data: dict[str, np.ndarray],
     n_categories: int,
-    prior_sd: float,
+    prior_sd: Any,
     draws: int,
     tune: int,
     chains: int,
@@ -240,7 +254,9 @@ def sample_conditionals(synth, m: int, rng: np.random.Generator):
         seed = int(rng.integers(2**31 - 1))
         mode, cov = _laplace(cond)
         idata = sample_nuts(
-            cond.family, data, max(cond.n_categories, 1), float(synth.prior_sd), draws, int(synth.tune), chains,
+            # the prior of the fast sampler's model (resolved per design column); unused by the normal model
+            cond.family, data, max(cond.n_categories, 1), getattr(cond.fast, "prior_sd", 0.0), draws,
+            int(synth.tune), chains,
             seed, bool(synth.progressbar), initvals=_initvals(cond, mode, cov, rng, chains), mass_cov=cov,
         )
         post = idata.posterior

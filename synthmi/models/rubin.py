@@ -85,7 +85,7 @@ from .conditional import (
 )
 from .conjugate import NormalRegressionPosterior
 from .column_posterior import HMC_INITIAL_DRAWS, IMH_MIN_ESS_FRACTION, draw_columns  # noqa: F401 (re-exported)
-from .glm import CategoricalModel, categorical_model_of, group_rows, merge_bucket
+from .glm import CategoricalModel, categorical_model_of, group_rows, merge_bucket, resolve_prior_sd
 from .model_choice import _point_masses, choose_models, spec_with_models, wants_auto
 from .predictive import Prepared, draw_categorical, sequential_draw
 from .truncation import Support, detect_grid, distinct_capped
@@ -129,9 +129,18 @@ class RubinSynthesizer(Synthesizer):
         sampler ``chains`` and ``draws`` set the independence-MH chains and
         their initial kept length, doubled until split-R-hat <= 1.01 and bulk
         ESS >= 400.
-    prior_sd : float > 0
-        Standard deviation of the N(0, s^2) prior on the coefficients of
-        categorical models (standardised predictors) and on cutpoints.
+    prior_sd : float > 0 or None, default None
+        The prior of the categorical models' coefficients (their design: an
+        intercept, 0/1 treatment dummies, other predictors standardised to sd 1).
+        None (default): the weakly informative default of
+        :mod:`synthmi.models.glm`, :math:`N(0, 2.5^2)` on every coefficient
+        but the intercept (a dummy's log odds ratio; one sd of a standardised
+        predictor) and :math:`N(0, 10^2)` on the intercept and on cutpoints
+        (``glm.default_prior_sd``; rstanarm's default scales, Gelman et al.
+        2008's for binary inputs). A number s: :math:`N(0, s^2)` on every
+        coefficient and cutpoint (the default before issue 29 was s = 10, whose
+        wide flat sides for rare levels slowed the samplers). Each column's
+        prior is recorded in ``diagnostics_["columns"][column]["prior"]``.
     progressbar : bool
         Show PyMC's progress bar (NUTS).
     models : dict, "auto", "tree" or "cart", optional
@@ -227,7 +236,7 @@ class RubinSynthesizer(Synthesizer):
         "chains": [Interval("int", 1, None)],
         "draws": [Interval("int", 1, None)],
         "tune": [Interval("int", 0, None)],
-        "prior_sd": [Interval("real", 0.0, None, closed="neither")],
+        "prior_sd": [None, Interval("real", 0.0, None, closed="neither")],
         "progressbar": ["boolean"],
         "models": [None, Options("auto", *WHOLE_METHODS), "dict"],
         "visit_sequence": [None, "columns"],
@@ -251,7 +260,7 @@ class RubinSynthesizer(Synthesizer):
         chains: int = 2,
         draws: int = 1000,
         tune: int = 500,
-        prior_sd: float = 10.0,
+        prior_sd: float | None = None,
         progressbar: bool = True,
         models: Mapping[str, Any] | None = None,
         visit_sequence: Sequence[str] | None = None,
@@ -619,7 +628,7 @@ class RubinSynthesizer(Synthesizer):
                 if rows is not None:
                     D, y = D[rows], y[rows]
                 Xg, Yg = group_rows(D, y, v.n_levels)
-                cond.fast = CategoricalModel(fam, Xg, Yg, prior_sd=float(self.prior_sd))
+                cond.fast = CategoricalModel(fam, Xg, Yg, prior_sd=resolve_prior_sd(self.prior_sd, cond.coef_names))
             self.conditionals_.append(cond)
         self._check_plug_in()
         self._fit_extra(X, Z)
@@ -1109,16 +1118,16 @@ class RubinSynthesizer(Synthesizer):
         K = n_buckets(n)
         if cat_idx:
             pieces = frame.lazy_partitions(_partition_groups, light, cat_idx, K)
-            prior_sd = float(self.prior_sd)
+            prior_of = {j: resolve_prior_sd(self.prior_sd, self.conditionals_[j].coef_names) for j in cat_idx}
             sizes = {j: (len(self.conditionals_[j].coef_names), self.conditionals_[j].n_categories) for j in cat_idx}
             remotes = Remote.merge_many(frame, pieces, [[(j, k) for k in range(K)] for j in cat_idx], merge_bucket,
-                                        lambda key: (self.conditionals_[key[0]].family, *sizes[key[0]], prior_sd))
+                                        lambda key: (self.conditionals_[key[0]].family, *sizes[key[0]], prior_of[key[0]]))
             for j, remote in zip(cat_idx, remotes):
                 cond = self.conditionals_[j]
                 p, C = sizes[j]
                 # category totals of the rows the model is fitted on (a ruled column: its free rows)
                 totals = rule_of[cond.column][1] if cond.rule is not None else counts_of[cond.column]
-                cond.fast = categorical_model_of(remote, cond.family, p, C, prior_sd, totals)
+                cond.fast = categorical_model_of(remote, cond.family, p, C, prior_of[j], totals)
         self._fit_partitioned_extra({c: ss_of.get(c, np.nan) / (n - 1) for c in qi}, n)
         self.frame_ = frame
         return self

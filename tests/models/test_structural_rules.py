@@ -50,7 +50,9 @@ def test_hand_checkable_case_fit_uses_the_free_rows_only():
     np.testing.assert_array_equal(cy.fast.Y.sum(axis=0), [140, 60])
     assert cy.coef_names == ["(Intercept)"]  # g's dummy is constant on the free rows
     mode, _ = cy.fast.mode()
-    s2 = syn.prior_sd**2
+    # the intercept's prior: N(0, 10^2) under the default (glm.default_prior_sd), written out by hand
+    np.testing.assert_array_equal(cy.fast.prior_sd, [10.0])
+    s2 = 10.0**2
     # the scalar score equation by bisection (the hand computation)
     lo, hi = -5.0, 5.0
     for _ in range(200):
