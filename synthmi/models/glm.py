@@ -126,11 +126,14 @@ def resolve_prior_sd(prior_sd: float | None, coef_names: list[str]) -> float | n
 
 
 def describe_prior(prior_sd: Any) -> str:
-    """The prior of a categorical model in words, for its diagnostics entry."""
+    """The prior of a categorical model in words, for its diagnostics entry.
+
+    Per design column: the multinomial logit has C - 1 coefficients per column, all with that column's sd.
+    """
     sd = np.asarray(prior_sd, dtype=float)
     if sd.ndim == 0:
         return f"N(0, {float(sd):g}^2) on every coefficient and cutpoint"
-    parts = [f"N(0, {v:g}^2) on {int((sd == v).sum())} coefficient(s)" for v in np.unique(sd)[::-1]]
+    parts = [f"N(0, {v:g}^2) on the coefficients of {int((sd == v).sum())} design column(s)" for v in np.unique(sd)[::-1]]
     return "; ".join(parts) + f"; N(0, {PRIOR_SD_INTERCEPT:g}^2) on any cutpoint"
 
 
@@ -421,6 +424,10 @@ class CategoricalModel:
         self.C = self.Y.shape[1]
         sd = np.asarray(self.prior_sd, dtype=float)
         if sd.ndim == 0:
+            if not (np.isfinite(sd) and sd > 0):
+                # 0 divides by zero and a negative s would pass as |s|: refused as the synthesizers refuse them
+                raise InputError(f"The prior sd of a categorical model must be a positive number. Got {self.prior_sd!r} "
+                                 "instead.")
             # one scale: the expressions of the scalar prior (the same bits as before per-column scales)
             self._prec, self._cut_s2 = None, float(sd) ** 2
         else:
