@@ -28,12 +28,22 @@ informative on the scale of the design,
 i.e. :math:`N(0, 2.5^2)` on a dummy's log odds ratio against the reference
 level (the dummies are neither centred nor scaled, so this is the raw log
 odds ratio) and on the effect of one sd of a standardised predictor. These
-are the scales of rstanarm's default prior for the coefficients,
-``normal(0, 2.5, autoscale = TRUE)``: 2.5 on a 0/1 predictor's coefficient,
-2.5 / sd(x) on a numeric one's raw coefficient (Gabry & Goodrich, rstanarm
-vignette "Prior distributions for rstanarm models"; its intercept, on
-centred predictors, has a prior of its own: here the intercept is the
-reference cell's log odds and keeps the former 10). Gelman, Jakulin,
+are the scales of rstanarm's default priors before its release 2.21.1 (July
+2020): ``normal(0, 2.5)`` with ``autoscale = TRUE`` on the coefficients,
+the scale divided by the range of a predictor with two values (2.5 on a 0/1
+dummy) and by sd(x) otherwise (2.5 / sd(x) on a numeric predictor's raw
+coefficient), and ``normal(0, 10)`` on the intercept of the centred
+predictors (rstanarm's ``priors`` help page of those releases). Since
+2.21.1 (NEWS, pull request #432; Gabry & Goodrich, vignette "Prior
+Distributions for rstanarm Models", section "Default priors and scale
+adjustments") every non-constant predictor's scale is divided by sd(x), a
+0/1 dummy's too (2.5 / sqrt(q (1 - q)) for a level of frequency q: 5 at
+q = 1/2, 35 for 5 records in 1,005, wider than here for every dummy), and
+the centred intercept gets ``normal(0, 2.5)``. rstanarm multiplies its
+default scales by dnorm(0) / dlogis(0) = 1.6 for the probit link; here the
+probit and ordered probit coefficients get the logit's 2.5 (on the probit
+scale, about 4 logit units). Here the intercept is the reference cell's log
+odds (dummies not centred) and keeps the former 10. Gelman, Jakulin,
 Pittau & Su (2008, Ann. Appl. Stat. 2:1360-1383) give 2.5 to binary inputs
 (centred, which changes only the intercept), 10 to the intercept, and 2.5
 per 2 sd of a numeric input, i.e. 1.25 per sd: 2.5 per sd here is the
@@ -116,7 +126,12 @@ INTERCEPT_NAMES = ("(Intercept)", "Intercept")
 
 
 def default_prior_sd(coef_names: list[str]) -> np.ndarray:
-    """The default prior's sd of each design column (module docstring): 10 on the intercept, 2.5 elsewhere."""
+    """The default prior's sd of each design column (module docstring): 10 on the intercept, 2.5 elsewhere.
+
+    The intercept is found by name (:data:`INTERCEPT_NAMES`). A design without one gets 2.5 on every
+    column: the ordered families (their cutpoints, N(0, 10^2), take the intercept's place) and a formula
+    without intercept (``"~ 0 + g"``: g's full set of dummies, each level's own log odds, get 2.5, not 10).
+    """
     return np.array([PRIOR_SD_INTERCEPT if nm in INTERCEPT_NAMES else PRIOR_SD_COEF for nm in coef_names])
 
 
@@ -126,11 +141,14 @@ def resolve_prior_sd(prior_sd: float | None, coef_names: list[str]) -> float | n
 
 
 def describe_prior(prior_sd: Any) -> str:
-    """The prior of a categorical model in words, for its diagnostics entry."""
+    """The prior of a categorical model in words, for its diagnostics entry.
+
+    Per design column: the multinomial logit has C - 1 coefficients per column, all with that column's sd.
+    """
     sd = np.asarray(prior_sd, dtype=float)
     if sd.ndim == 0:
         return f"N(0, {float(sd):g}^2) on every coefficient and cutpoint"
-    parts = [f"N(0, {v:g}^2) on {int((sd == v).sum())} coefficient(s)" for v in np.unique(sd)[::-1]]
+    parts = [f"N(0, {v:g}^2) on the coefficients of {int((sd == v).sum())} design column(s)" for v in np.unique(sd)[::-1]]
     return "; ".join(parts) + f"; N(0, {PRIOR_SD_INTERCEPT:g}^2) on any cutpoint"
 
 
@@ -421,6 +439,10 @@ class CategoricalModel:
         self.C = self.Y.shape[1]
         sd = np.asarray(self.prior_sd, dtype=float)
         if sd.ndim == 0:
+            if not (np.isfinite(sd) and sd > 0):
+                # 0 divides by zero and a negative s would pass as |s|: refused as the synthesizers refuse them
+                raise InputError(f"The prior sd of a categorical model must be a positive number. Got {self.prior_sd!r} "
+                                 "instead.")
             # one scale: the expressions of the scalar prior (the same bits as before per-column scales)
             self._prec, self._cut_s2 = None, float(sd) ** 2
         else:

@@ -117,7 +117,11 @@ def get_model(family: str, p: int, C: int, prior_sd: Any):
     compiled function for each call, as ``pm.init_nuts`` does (``Model.logp_dlogp_function``
     with ``ravel_inputs=True`` and ``trust_input``, then ``pm.NUTS(potential=..., logp_dlogp_func=...)``).
     """
-    key = (family, p, C, tuple(np.atleast_1d(np.asarray(prior_sd, dtype=float)).tolist()))
+    sd = np.asarray(prior_sd, dtype=float)
+    # the prior's form is part of the key: a number s puts N(0, s^2) on the cutpoints too, an array of
+    # one sd per design column N(0, 10^2) (glm.CategoricalModel), so s = 2.5 and [2.5] (an ordered
+    # model with one design column under the default) are different models
+    key = (family, p, C, sd.ndim, tuple(np.atleast_1d(sd).tolist()))
     if key not in _CACHE:
         model = _build(family, p, C, prior_sd)
         logp_dlogp = model.logp_dlogp_function(ravel_inputs=True)

@@ -136,11 +136,13 @@ class RubinSynthesizer(Synthesizer):
         :mod:`synthmi.models.glm`, :math:`N(0, 2.5^2)` on every coefficient
         but the intercept (a dummy's log odds ratio; one sd of a standardised
         predictor) and :math:`N(0, 10^2)` on the intercept and on cutpoints
-        (``glm.default_prior_sd``; rstanarm's default scales, Gelman et al.
-        2008's for binary inputs). A number s: :math:`N(0, s^2)` on every
-        coefficient and cutpoint (the default before issue 29 was s = 10, whose
-        wide flat sides for rare levels slowed the samplers). Each column's
-        prior is recorded in ``diagnostics_["columns"][column]["prior"]``.
+        (``glm.default_prior_sd``; rstanarm's default scales before its
+        release 2.21.1, Gelman et al. 2008's for binary inputs). A number s:
+        :math:`N(0, s^2)` on every coefficient and cutpoint (the default before
+        issue 29 was s = 10, whose wide flat sides for rare levels slowed the
+        samplers). With the exact samplers (``sampler`` other than ``"nuts"``)
+        each column's prior is recorded in
+        ``diagnostics_["columns"][column]["prior"]``.
     progressbar : bool
         Show PyMC's progress bar (NUTS).
     models : dict, "auto", "tree" or "cart", optional

@@ -348,3 +348,45 @@ def test_spec_masks_and_visit_sequence_apply_on_dask_and_a_refit_forgets_them(cl
     with pytest.raises(InputTypeError, match="spec's model"):
         RubinSynthesizer(sampler="fast").fit(dd.from_pandas(data, npartitions=2),
                                              dataclasses.replace(s, models={"age": {"method": "cart"}}))
+
+
+@pytest.mark.parametrize("bucketed", [False, True])
+def test_categorical_priors_are_the_same_on_pandas_and_dask(client, monkeypatch, bucketed):
+    """Issue 29 item 6's default prior (glm.default_prior_sd: 10 on the column named '(Intercept)', 2.5 on
+    every other) is resolved from each model's design names on both engines: the same names, the same
+    per-column sds, for a binary logit, a multinomial logit and an ordered logit (no intercept column:
+    2.5 on every coefficient, 10 on the cutpoints), gathered on the client or left in buckets; and the
+    override prior_sd=3 is the scalar 3 on both."""
+    import synthmi.models.glm as glm
+
+    if bucketed:
+        monkeypatch.setattr(glm, "GROUPED_ON_CLIENT_MAX", 0)
+    rng = np.random.default_rng(0)
+    n = 600
+    df = pd.DataFrame({
+        "g": pd.Categorical(rng.choice(["a", "b"], n)),
+        "z": rng.normal(50.0, 7.0, n),
+        "y": pd.Categorical(rng.choice(["u", "v"], n)),
+        "r": pd.Categorical(rng.choice(["p", "q", "s"], n)),
+        "o": pd.Categorical(rng.choice(["lo", "mid", "hi"], n), categories=["lo", "mid", "hi"], ordered=True),
+    })
+    kw = dict(draws=100, chains=2, progressbar=False, sampler="imh", accept_diagnostics=True)
+    for prior_sd in (None, 3.0):
+        mem = RubinSynthesizer(prior_sd=prior_sd, **kw).fit(df, ["y", "r", "o"], ["g", "z"])
+        dsk = RubinSynthesizer(prior_sd=prior_sd, **kw).fit(dd.from_pandas(df, npartitions=3), ["y", "r", "o"], ["g", "z"])
+        fams = []
+        for a, b in zip(mem.conditionals_, dsk.conditionals_):
+            assert a.coef_names == b.coef_names
+            assert isinstance(b.fast, glm.BucketedCategoricalModel) == bucketed
+            fams.append(a.family)
+            if prior_sd is None:
+                want = [10.0 if nm == "(Intercept)" else 2.5 for nm in a.coef_names]
+                np.testing.assert_array_equal(a.fast.prior_sd, want)
+                np.testing.assert_array_equal(b.fast.prior_sd, want)
+                assert ("(Intercept)" in a.coef_names) == (a.family != "ologit")
+            else:
+                assert a.fast.prior_sd == b.fast.prior_sd == 3.0
+            # the posterior each engine samples is the same function of theta
+            th = a.fast.initial() + 0.1
+            assert b.fast.log_post(th[None])[0] == pytest.approx(a.fast.log_post(th[None])[0], rel=1e-10)
+        assert sorted(fams) == ["logit", "logit", "ologit"]
