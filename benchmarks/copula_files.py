@@ -339,16 +339,18 @@ agency   5,540   1,000 + 2,453 + 2,087           1.0045  877        1,445      1
 randhie  15,959  1,000 + 1,096 + 1,022 + 4,749   1.0069  1,229      5,258      128     250
                  + 8,092
 fair     16,046  1,000 + 3,500 + 4,136 + 4,164   1.0036  556        639        321     362
-                 + 3,246
+                 + 3,246                                                            207     353
 =======  ======  ==============================  ======  =========  =========  ======  =====
 
-agency and randhie now meet the 5-minute target with 2 cores (103 s and 128 s wall; the earlier
+agency and randhie meet the 5-minute target with 2 cores (103 s and 128 s wall; the earlier
 rows: agency 472 s at 7,285 iterations, randhie 1,010 CPU-s in turn at 22,317, both on older code,
 so their iteration counts are not this code's). fair converges for the first time (it had not after
 20 minutes wall): 16,046 iterations a chain, not the ~9,200 the 1,000-iteration row projected; its
 check at 1,000 iterations gives R-hat 1.0556 and bulk / tail ESS 43.3 / 63.4, the h28mix-before row to every
-digit (the same chain). Its 321 s wall is 21 s over the target, at a load that rose to 3.6 (other jobs):
-its chains' CPU is 362 s, so on 2 free cores it would take ~185 s; not measured quiet.
+digit (the same chain). Its 321 s wall was at a load that rose to 3.6 (other jobs); rerun on the quiet
+machine (label "hcop auto n_jobs=2, rerun", load 0.1 at the start, at most 1.6): the same 16,046
+iterations and figures, **207 s wall**, 353 CPU-s, so fair meets the 5-minute target too. NHANES' 20
+copies: 41.7 s wall (``nhanes_risk_budget.py``, tag ``hcop``), the 2-minute target met.
 
 Run: ``python benchmarks/copula_files.py --label before [--files nhanes,adult] [--n-iter 1000]``;
 rows are appended to (or replace the same label and file in)
