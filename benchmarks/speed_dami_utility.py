@@ -240,6 +240,14 @@ seeds 2026-2028, means): the battery did not move, CI overlap -0.117 -> -0.114, 
 masked alone -0.630 -> -0.632, 486.4 -> 486.8, 361.1 -> 361.5, 21.17 -> 21.26 (the age terms, a normal model
 the prior does not touch, dominate both); DA-MI 1.67 -> 1.16 CPU-s (sex no longer extends: 2 x 1,000 kept
 in 3 of 3 seeds, against 1,000 / 1,400 / 2,366).
+
+The two nominal QIs' posteriors in parallel (``--n-jobs 2``: DAMISynthesizer(n_jobs=2), one worker
+process a column; CPU-s now include the workers): at 64.6k rows on the merged code, quiet machine
+under the bench lock (``--tag integ_64k_njobs2_quiet``, load 0.6 at the start), fit + 5 copies
+**126.4 s wall**, 212.3 CPU-s (marital status 117 and race 80 CPU-s in the two workers, the same draws
+as with n_jobs=1): 5 % over the 2-minute target. An earlier run at load 2.4 (``hwide_after_64k_njobs2``)
+took 187 s wall: the workers overlapped little. The wall is now marital status's HMC (2 x 800 kept
+draws after the first 2 x 400 failed the check) plus the fit.
 """
 from __future__ import annotations
 
