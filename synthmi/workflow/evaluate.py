@@ -67,13 +67,22 @@ def _risk_by_subgroup(method: str, by_group: pd.DataFrame | None) -> list[dict[s
 DIAGNOSTIC_LIMITS = {"max_r_hat": 1.05, "min_ess_bulk": 100.0}
 
 
+#: keys of a release's diagnostics that hold the history of a run, not its figures: the copula's
+#: ``n_iter='auto'`` records every intermediate release check (``sampling.checks``), whose early
+#: figures (R-hat 1.16 after the first 1,000 iterations) the final draws no longer have
+_HISTORY_KEYS = frozenset({"checks"})
+
+
 def _diag_flags(diag: Any) -> dict[str, Any]:
-    """max r_hat / min ESS / divergences found anywhere in a release's diagnostics, and failures."""
+    """max r_hat / min ESS / divergences found anywhere in a release's diagnostics (but in the history of
+    its intermediate checks, ``_HISTORY_KEYS``), and failures."""
     found: dict[str, float] = {}
 
     def walk(d):
         if isinstance(d, dict):
             for k, v in d.items():
+                if k in _HISTORY_KEYS:
+                    continue
                 if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v):
                     if k in ("r_hat", "max_r_hat", "split_r_hat", "max_split_r_hat"):
                         found["max_r_hat"] = max(found.get("max_r_hat", -np.inf), float(v))
