@@ -433,11 +433,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_convergence_flags(p)
     p.add_argument("--max-seconds", default=None, metavar="S",
-                   help="time budget of the fit for risk-dami (default 300; 'none': no budget): a pilot estimates the "
-                        "iterations the convergence check needs and the command stops within the budget, with the "
-                        "estimate and what to change, when they do not fit in it. With risk-dami's default "
-                        "--param n_iter=auto the chains run 1,000 iterations, then continue until the check holds, "
-                        "within this budget (an integer n_iter runs exactly that many)")
+                   help="time budget of the fit for risk-dami (default 300; 'none': no budget). A 100-iteration pilot "
+                        "times an iteration and prints its estimate of what the convergence check needs; with "
+                        "risk-dami's default --param n_iter=auto the chains run 1,000 iterations, then continue until "
+                        "the check holds, and the command stops within the budget, with the estimate and what to "
+                        "change, when the planned iterations or, after a failed check, the projected ones do not fit "
+                        "in it (a projection from the slowest quantity so far: a lower bound). An integer n_iter "
+                        "runs exactly that many")
     p.add_argument("--save-model", default=None, metavar="DIR",
                    help="also write the fitted model to DIR (a new directory; Synthesizer.save format, with a "
                         "manifest.json of SHA-256 digests), so that 'synthesize --model DIR' draws more copies "

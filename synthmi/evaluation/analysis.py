@@ -458,9 +458,10 @@ class AnalysisResults(Result):
             notes.append(f"weights: {self.weights_note}")
         if self.nb_alpha:
             a = np.asarray(self.nb_alpha["copies"], dtype=float)
+            lo, hi = nb_alpha_text(a.min()), nb_alpha_text(a.max())
             notes.append(f"negative binomial alpha (estimated in each data set): original "
-                         f"{nb_alpha_text(self.nb_alpha['original'])}, copies {nb_alpha_text(a.min())} to "
-                         f"{nb_alpha_text(a.max())}")
+                         f"{nb_alpha_text(self.nb_alpha['original'])}, copies "
+                         + (f"all {lo}" if lo == hi else f"{lo} to {hi}"))
         n_bad = len([t for t in self.not_estimable if t != "Intercept"])
         left_out = f"; {n_bad} term(s) not estimable, left out" if n_bad else ""
         notes.append(f"mean CI overlap = {self.mean_ci_overlap:.3f}, "

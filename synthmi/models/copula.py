@@ -2610,7 +2610,8 @@ class _ChainMonitor:
                f"{self.max_seconds:g} s budget: with n_iter='auto', after {n_iter} iterations per chain the release "
                f"check fails ({check}); at the ESS per draw measured so far it needs about n_iter={need} "
                f"({spi:.3f} s per iteration of a chain, {self.chains} chains, {min(self.workers, self.chains)} at a "
-               f"time: about {seconds:.0f} s from the start), beyond the budget. Nothing was released. Change: "
+               f"time: about {seconds:.0f} s from the start), beyond the budget; a lower bound, as a longer run can "
+               f"find another quantity slower (a tail ESS, another column). Nothing was released. Change: "
                f"--max-seconds {math.ceil(1.2 * seconds)} (the 'max_seconds' parameter), or {par}.")
         raise SamplerBudgetExceeded(msg, estimate=e)
 

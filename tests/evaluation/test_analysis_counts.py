@@ -129,7 +129,7 @@ def test_negbin_alpha_at_its_boundary_is_printed_as_the_poisson_limit():
     res = analyse("y ~ x + g", "negbin", original=frames[0], synthetic=frames[1:])
     assert res.nb_alpha["original"] < 1e-5 and max(res.nb_alpha["copies"]) < 1e-5
     line = [s for s in str(res.summary()).splitlines() if "negative binomial alpha" in s][0]
-    assert line.endswith("original 0 (boundary: Poisson), copies 0 (boundary: Poisson) to 0 (boundary: Poisson)")
+    assert line.endswith("original 0 (boundary: Poisson), copies all 0 (boundary: Poisson)")
     assert "0.000" not in line
     from synthmi.evaluation.analysis import nb_alpha_text
 
