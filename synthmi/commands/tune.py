@@ -410,9 +410,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"The '--qi'/'--keep' options name columns not in the data: {unknown}. "
                          f"Available columns: {list(df.columns)}.")
     # an empty or constant released column, named with its role and where the role came from (as synthesize)
-    _check_not_degenerate(df, qi, spec.keep if spec is not None else keep,
-                          ("option" if args.keep is not None else "spec") if spec is not None
-                          else "option" if args.keep is not None else "default",
+    keep_from = "option" if args.keep is not None else "spec" if spec is not None else "default"
+    _check_not_degenerate(df, qi, spec.keep if spec is not None else keep, keep_from,
                           spec, "option" if args.qi or spec is None else "spec")
     if args.attribute_target and args.attribute_target not in df.columns:
         raise InputError(f"The '--attribute-target' option names '{args.attribute_target}', which is not a column "
